@@ -1,0 +1,47 @@
+package extractor
+
+import (
+	"context"
+	"io/fs"
+	"log/slog"
+	"net/http"
+)
+
+// DefaultTag is the Kubernetes tag syncloop reads when none is given: the
+// newest stable tag served when it was pinned. DefaultTagHash is the h1: hash
+// of its module zip, checked in addition to the checksum database.
+const (
+	DefaultTag     = "v1.37.2"
+	DefaultTagHash = "h1:A2VDEiObzkYqFTKhSsn0ZEb0RlLEXpHWj93gi2HqEwE="
+)
+
+// Options says where a Reading comes from and where it is cached.
+type Options struct {
+	Tag       string
+	SourceDir string // a local Kubernetes checkout instead of the proxy; no hash check
+	CacheDir  string // where Readings are cached; "" means os.UserCacheDir()/syncloop
+	// Symbols are extra declarations to locate at the tag, written
+	// "pkg/kubelet/prober/results.(*manager).Set"; see Reading.Symbols.
+	Symbols []string
+	Getenv  func(string) string // GOPROXY, GOSUMDB, GOMODCACHE, …; nil means os.Getenv
+	Client  *http.Client        // nil means a client with sane timeouts
+	Logger  *slog.Logger        // nil means discard
+}
+
+// Load returns the Reading for opts.Tag (or opts.SourceDir): from the cache
+// when present, otherwise fetched, verified, extracted and cached.
+// Implemented in fetch.go.
+var _ = Load
+
+// Extract builds the Reading from fsys, a file system rooted at the top of a
+// Kubernetes source tree (a module zip's k8s.io/kubernetes@TAG/ directory or
+// a checkout). It fills everything but ModuleHash and Source.
+// Implemented in parse.go.
+var _ = Extract
+
+// compile-time shape of the two entry points, kept here so fetch.go and
+// parse.go agree.
+var (
+	_ func(context.Context, Options) (*Reading, error) = Load
+	_ func(fs.FS, string, []string) (*Reading, error)  = Extract
+)

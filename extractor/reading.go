@@ -1,0 +1,130 @@
+// Package extractor turns a Kubernetes source tree at one tag into a Reading:
+// the kubelet's syncLoopIteration with its select cases and log sites, the
+// type comments of pod_workers.go, and the "two sets" (desired and actual
+// state of the world). It knows Go source and the module proxy, nothing of HTTP.
+package extractor
+
+// Schema is the version of the Reading's JSON shape. Field names are a public
+// contract: fields may be added, never renamed. Bump Schema when the meaning
+// of an existing field changes, so cached Readings are extracted anew.
+const Schema = 1
+
+// Module is the module path the extractor reads.
+const Module = "k8s.io/kubernetes"
+
+// Reading is everything syncloop shows about one tag. It is what the extractor
+// returns, what the cache stores, what /k8s/{tag}/reading.json serves and what
+// the templates render.
+type Reading struct {
+	Schema     int        `json:"schema"`
+	Module     string     `json:"module"`
+	Tag        string     `json:"tag"`
+	ModuleHash string     `json:"module_hash,omitempty"` // "h1:…" of the module zip; empty for a source dir
+	Source     string     `json:"source"`                // "proxy", "modcache" or "dir"
+	Function   Function   `json:"function"`
+	PodWorkers PodWorkers `json:"pod_workers"`
+	TwoSets    []SetDecl  `json:"two_sets"`
+	// Symbols locates the declarations that notes link to by name (the
+	// Options.Symbols asked for), keyed by the name as written.
+	Symbols map[string]Symbol `json:"symbols,omitempty"`
+}
+
+// Symbol is one declaration located at the tag. Found is false when the name
+// does not resolve there (renamed, moved or not yet written).
+type Symbol struct {
+	Found    bool   `json:"found"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Upstream string `json:"upstream,omitempty"`
+}
+
+// Function is (*Kubelet).syncLoopIteration at the tag.
+type Function struct {
+	Name       string   `json:"name"`
+	File       string   `json:"file"` // slash path relative to the module root
+	FileSHA256 string   `json:"file_sha256"`
+	DocStart   int      `json:"doc_start"` // first line of the doc comment (== Start when there is none)
+	Start      int      `json:"start"`     // line of the func keyword
+	End        int      `json:"end"`       // line of the closing brace
+	Upstream   string   `json:"upstream"`
+	Doc        string   `json:"doc"`  // the doc comment's text, comment markers removed
+	Text       string   `json:"text"` // exact source of lines DocStart..End
+	Cases      []Case   `json:"cases"`
+	Helpers    []Helper `json:"helpers"`
+}
+
+// Case is one communication clause of the function's top-level select.
+type Case struct {
+	Key     string    `json:"key"`     // stable across tags: config, pleg, sync, housekeeping, liveness, …
+	Comm    string    `json:"comm"`    // e.g. "u, open := <-configCh"
+	Channel string    `json:"channel"` // e.g. "configCh", "kl.livenessManager.Updates()"
+	Type    string    `json:"type"`    // element type as Go source, e.g. "kubetypes.PodUpdate"
+	Start   int       `json:"start"`   // line of the case keyword
+	End     int       `json:"end"`     // end line of the clause's last statement
+	Logs    []LogSite `json:"logs"`
+	Calls   []string  `json:"calls"`
+}
+
+// LogSite is one logging call the case can reach: in the clause itself or in
+// a same-file helper the clause calls.
+type LogSite struct {
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Func      string `json:"func"`
+	Message   string `json:"message"`   // the message or format string, unquoted
+	Verbosity int    `json:"verbosity"` // the V(n) level, 0 when none
+	Severity  string `json:"severity"`  // "info", "warning", "error" or "fatal"
+	Style     string `json:"style"`     // "printf", "structured" or "contextual"
+}
+
+// Helper is a package-level function in the same file that a case calls
+// (handleProbeSync), shown beside the function.
+type Helper struct {
+	Name     string   `json:"name"`
+	DocStart int      `json:"doc_start"`
+	Start    int      `json:"start"`
+	End      int      `json:"end"`
+	Upstream string   `json:"upstream"`
+	Text     string   `json:"text"`
+	Cases    []string `json:"cases"` // keys of the cases that call it
+}
+
+// PodWorkers is the top-level type declarations of pkg/kubelet/pod_workers.go.
+type PodWorkers struct {
+	File       string     `json:"file"`
+	FileSHA256 string     `json:"file_sha256"`
+	Types      []TypeDecl `json:"types"`
+}
+
+// TypeDecl is one top-level type with its doc comment verbatim.
+type TypeDecl struct {
+	Name     string `json:"name"`
+	Kind     string `json:"kind"` // struct, interface, func, map, slice, ident, …
+	Line     int    `json:"line"`
+	End      int    `json:"end"`
+	DocStart int    `json:"doc_start"`
+	DocEnd   int    `json:"doc_end"`
+	Doc      string `json:"doc"`
+	Upstream string `json:"upstream"`
+}
+
+// SetDecl is one declaration of a type named DesiredStateOfWorld or
+// ActualStateOfWorld under pkg/.
+type SetDecl struct {
+	Name     string `json:"name"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Kind     string `json:"kind"`
+	Doc      string `json:"doc"`
+	Upstream string `json:"upstream"`
+}
+
+// CaseByKey returns the case with the key, if the function has it.
+func (f *Function) CaseByKey(key string) (*Case, bool) {
+	for i := range f.Cases {
+		if f.Cases[i].Key == key {
+			return &f.Cases[i], true
+		}
+	}
+	return nil, false
+}
