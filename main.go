@@ -48,6 +48,7 @@ func commands() []command {
 		{"extract", "extract the Reading of a Kubernetes tag and print it", runExtract},
 		{"classify", "classify kubelet log lines read on stdin by their case", runClassify},
 		{"relay", "relay a kubelet journal to a syncloop server", runRelay},
+		{"health", "check a running server's /healthz (the container's HEALTHCHECK)", runHealth},
 	}
 }
 
