@@ -7,10 +7,12 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /out/syncloop .
+RUN CGO_ENABLED=0 go build -trimpath -o /out/syncloop . && mkdir -p /out/cache
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/syncloop /syncloop
+# the volume must belong to the user the server runs as
+COPY --from=build --chown=65532:65532 /out/cache /cache
 ENV XDG_CACHE_HOME=/cache \
     SYNCLOOP_ADDR=:8080
 VOLUME ["/cache"]
