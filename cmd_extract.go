@@ -2,9 +2,124 @@ package main
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/syncloop/syncloop/extractor"
 )
 
+const extractHelp = `Usage: syncloop extract [--tag TAG | --source-dir DIR] [--cache-dir DIR] [--format table|json]
+
+Extract the Reading of a Kubernetes tag — (*Kubelet).syncLoopIteration with
+its select cases, log sites and channel types, the pod_workers.go type
+comments and the "two sets" — and print it.
+
+The source comes from, in order:
+  --source-dir DIR      a Kubernetes checkout (no hash check; "source": "dir")
+  the Reading cache     CACHE-DIR/readings/TAG/ (no network)
+  the module cache      $GOMODCACHE/cache/download/k8s.io/kubernetes/@v/TAG.zip,
+                        checked against its .ziphash (no network)
+  the module proxy      $GOPROXY/k8s.io/kubernetes/@v/TAG.zip, checked against
+                        the Go checksum database ($GOSUMDB)
+GOPROXY, GOSUMDB, GONOSUMDB, GOPRIVATE, GOMODCACHE and GOPATH are read as
+the go command reads them; GOPROXY=off allows only the caches, and "direct"
+(version control) is not supported.
+
+Flags (each also settable as SYNCLOOP_<FLAG>, e.g. SYNCLOOP_TAG):
+`
+
 func runExtract(ctx context.Context, s stdio, args []string) error {
-	return errors.New("extract: not implemented yet")
+	fl := newFlagSet("extract", s)
+	tag := fl.String("tag", extractor.DefaultTag, "Kubernetes release `TAG` to read, v1.20.0 or later")
+	sourceDir := fl.String("source-dir", "", "read the Kubernetes checkout in `DIR` instead of fetching a tag")
+	cacheDir := fl.String("cache-dir", "", "cache Readings and checksum data in `DIR` (default: the user cache dir + /syncloop)")
+	format := fl.String("format", "table", "output `FORMAT`: table (one row per case) or json (the Reading)")
+	verbose := fl.Bool("v", false, "log where the source comes from to stderr")
+	fl.Usage = func() {
+		fmt.Fprint(fl.Output(), extractHelp)
+		fl.PrintDefaults()
+		fmt.Fprint(fl.Output(), "\nExit status: 0 on success, 2 for a usage error, 1 for any other error.\n")
+	}
+	if err := parseFlags(fl, args, s.getenv); err != nil {
+		return err
+	}
+	if *format != "table" && *format != "json" {
+		return usageError{fmt.Errorf("--format %q: want table or json", *format)}
+	}
+	opts := extractor.Options{
+		SourceDir: *sourceDir,
+		CacheDir:  *cacheDir,
+		Getenv:    s.getenv,
+	}
+	// A tag given with --source-dir names the checkout; otherwise it is read
+	// from the checkout's git metadata.
+	if *sourceDir == "" || tagSet(fl, s.getenv) {
+		opts.Tag = *tag
+	}
+	if *verbose {
+		opts.Logger = slog.New(slog.NewTextHandler(s.stderr, nil))
+	}
+	r, err := extractor.Load(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if *format == "json" {
+		enc := json.NewEncoder(s.stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(r)
+	}
+	return printReadingTable(s, r)
+}
+
+// tagSet reports whether --tag was given on the command line or in the
+// environment.
+func tagSet(fl *flag.FlagSet, getenv func(string) string) bool {
+	set := getenv(envName("tag")) != ""
+	fl.Visit(func(f *flag.Flag) {
+		if f.Name == "tag" {
+			set = true
+		}
+	})
+	return set
+}
+
+// printReadingTable prints a heading and one row per case; a case's further
+// log messages go on rows of their own below it.
+func printReadingTable(s stdio, r *extractor.Reading) error {
+	f := r.Function
+	fmt.Fprintf(s.stdout, "%s@%s (%s", r.Module, r.Tag, r.Source)
+	if r.ModuleHash != "" {
+		fmt.Fprintf(s.stdout, ", %s", r.ModuleHash)
+	}
+	fmt.Fprintf(s.stdout, ")\n%s %s:%d-%d, %d cases\n%s\n\n", f.Name, f.File, f.Start, f.End, len(f.Cases), f.Upstream)
+	tw := tabwriter.NewWriter(s.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tLINES\tTYPE\tLOG MESSAGES")
+	for _, c := range f.Cases {
+		var msgs []string
+		for _, l := range c.Logs {
+			msgs = append(msgs, fmt.Sprintf("%q", l.Message))
+		}
+		first := "-"
+		if len(msgs) > 0 {
+			first = msgs[0]
+		}
+		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\n", c.Key, c.Start, c.End, c.Type, first)
+		for _, m := range msgs[min(1, len(msgs)):] {
+			fmt.Fprintf(tw, "\t\t\t%s\n", m)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	var sets []string
+	for _, d := range r.TwoSets {
+		sets = append(sets, fmt.Sprintf("%s (%s:%d)", d.Name, d.File, d.Line))
+	}
+	_, err := fmt.Fprintf(s.stdout, "\npod_workers.go: %d types; two sets: %s\n", len(r.PodWorkers.Types), strings.Join(sets, ", "))
+	return err
 }

@@ -1,11 +1,385 @@
 package extractor
 
+// Load: where a Reading comes from. In order: a source directory when one is
+// given; the Reading cache; the module zip in the local module cache; the
+// module zip from the module proxy, verified against the checksum database.
+
 import (
+	"archive/zip"
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/sumdb/dirhash"
+	"golang.org/x/sync/singleflight"
 )
 
-// Load: see api.go. (stub, replaced by the fetch work)
+// loads de-duplicates concurrent Loads of the same Reading in this process
+// (the server calls Load from every request for a tag): one download and
+// one extraction, whose result every caller shares. It is the package's only
+// mutable state, and holds nothing once the calls return.
+var loads singleflight.Group
+
+// Load returns the Reading for opts.Tag (DefaultTag when empty) or for
+// opts.SourceDir. Readings from the proxy or the module cache are cached in
+// CacheDir(opts) and returned from there, with no network access, afterwards;
+// Readings of a source directory are extracted afresh every time (a checkout
+// changes under its path; extraction takes well under a second).
+//
+// Concurrent Loads of the same tag share one fetch and one *Reading, which
+// callers must not modify. ctx bounds the caller's wait; a fetch in progress
+// runs on to completion (and is cached) even if every caller gives up.
+//
+// Errors are one line that says what to do, and match one of ErrInvalidTag,
+// ErrUnknownTag, ErrUnsupportedTag, ErrProxyUnreachable, ErrNoProxy,
+// ErrChecksumMismatch or ErrNotKubernetes with errors.Is, except for
+// failures to extract from a tree that was found and verified.
 func Load(ctx context.Context, opts Options) (*Reading, error) {
-	return nil, errors.New("extractor.Load: not implemented yet")
+	opts = opts.withDefaults()
+	if opts.SourceDir != "" {
+		return loadDir(opts)
+	}
+	if err := CheckTag(opts.Tag); err != nil {
+		return nil, err
+	}
+	cacheDir, err := CacheDir(opts)
+	if err != nil {
+		return nil, err
+	}
+	path := readingPath(cacheDir, opts.Tag, opts.Symbols)
+	if r, ok := readCachedReading(path, opts.Tag); ok {
+		return r, nil
+	}
+	ch := loads.DoChan(path, func() (any, error) {
+		return load(context.WithoutCancel(ctx), opts, cacheDir, path)
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			return nil, res.Err
+		}
+		return res.Val.(*Reading), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (o Options) withDefaults() Options {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Client == nil {
+		o.Client = defaultClient()
+	}
+	if o.Tag == "" && o.SourceDir == "" {
+		o.Tag = DefaultTag
+	}
+	return o
+}
+
+// defaultClient fails fast on a proxy that cannot be reached or does not
+// answer, and gives a 20 MB download on a slow link time to finish.
+func defaultClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	t.TLSHandshakeTimeout = 10 * time.Second
+	t.ResponseHeaderTimeout = 30 * time.Second
+	return &http.Client{Transport: t, Timeout: 10 * time.Minute}
+}
+
+// load does one uncached Load of a tag: fetch (or find) the verified zip,
+// extract, cache.
+func load(ctx context.Context, opts Options, cacheDir, path string) (*Reading, error) {
+	z, err := fetchZip(ctx, opts, cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	defer z.close()
+	r, err := z.extract(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeReading(path, r); err != nil {
+		opts.Logger.Warn("cannot cache the Reading", "path", path, "err", err)
+	}
+	return r, nil
+}
+
+// moduleZip is the module zip of a tag, found in the module cache or
+// downloaded.
+type moduleZip struct {
+	tag    string
+	path   string
+	source string // "proxy" or "modcache"
+	hash   string // the h1: hash, once verified
+	temp   bool   // path is a download to remove when done
+	// verify checks the zip's hash when that has not been done yet; it runs
+	// beside the extraction, whose result is dropped if it fails.
+	verify func() (string, error)
+}
+
+func (z *moduleZip) close() {
+	if z.temp {
+		os.Remove(z.path)
+	}
+}
+
+// fetchZip returns the module zip for opts.Tag: from the module cache (no
+// network; verified against its .ziphash and, for DefaultTag, the pinned
+// hash) or downloaded through GOPROXY and verified against the checksum
+// database and the pinned hash before it is returned.
+func fetchZip(ctx context.Context, opts Options, cacheDir string) (*moduleZip, error) {
+	tag := opts.Tag
+	if zipPath, ziphashPath, ok := modCacheZip(opts.Getenv, tag); ok {
+		opts.Logger.Info("reading the module cache", "zip", zipPath)
+		z := &moduleZip{tag: tag, path: zipPath, source: "modcache"}
+		want, advice := "", "remove it (or run `go clean -modcache`) and try again"
+		if data, err := os.ReadFile(ziphashPath); err == nil {
+			want = strings.TrimSpace(string(data))
+		}
+		if tag == DefaultTag {
+			if want != "" && want != DefaultTagHash {
+				return nil, mismatchError(tag, want, "the pinned hash", DefaultTagHash,
+					"the module cache's "+ziphashPath+" is corrupt; "+advice)
+			}
+			want = DefaultTagHash
+		}
+		if want != "" && stamped(cacheDir, tag, zipPath, want) {
+			z.hash = want
+			return z, nil
+		}
+		z.verify = func() (string, error) {
+			got, err := dirhash.HashZip(zipPath, dirhash.Hash1)
+			if err != nil {
+				return "", fmt.Errorf("hash %s: %v; %s", zipPath, err, advice)
+			}
+			if want != "" && got != want {
+				where := "its .ziphash"
+				if tag == DefaultTag {
+					where = "the pinned hash"
+				}
+				return "", mismatchError(tag, got, where, want, "the module cache's "+zipPath+" is corrupt; "+advice)
+			}
+			if want != "" {
+				if err := writeStamp(cacheDir, tag, zipPath, got); err != nil {
+					opts.Logger.Warn("cannot record the zip as verified", "err", err)
+				}
+			}
+			return got, nil
+		}
+		return z, nil
+	}
+
+	proxies, err := parseGOPROXY(opts.Getenv("GOPROXY"))
+	if err != nil {
+		return nil, err
+	}
+	opts.Logger.Info("downloading", "module", Module, "tag", tag, "goproxy", opts.Getenv("GOPROXY"))
+	file, proxyURL, err := downloadZip(ctx, opts.Client, proxies, tag, filepath.Join(cacheDir, "tmp"))
+	if err != nil {
+		return nil, err
+	}
+	z := &moduleZip{tag: tag, path: file, source: "proxy", temp: true}
+	if err := z.verifyDownload(ctx, opts, proxies, cacheDir, proxyURL); err != nil {
+		z.close()
+		return nil, err
+	}
+	return z, nil
+}
+
+// verifyDownload checks a downloaded zip's hash against the pinned hash (for
+// DefaultTag) and the checksum database.
+func (z *moduleZip) verifyDownload(ctx context.Context, opts Options, proxies []proxySpec, cacheDir, proxyURL string) error {
+	got, err := dirhash.HashZip(z.path, dirhash.Hash1)
+	if err != nil {
+		return newError(ErrChecksumMismatch, err,
+			"the module zip %s served by %s is not a valid zip: %v; the proxy is misbehaving: try again, set GOPROXY, or use --source-dir DIR", Module+"@"+z.tag, proxyURL, err)
+	}
+	if z.tag == DefaultTag && got != DefaultTagHash {
+		return mismatchError(z.tag, got, "the pinned hash", DefaultTagHash, "the proxy "+proxyURL+" or your cache is corrupt")
+	}
+	if err := checkSumDB(ctx, opts.Client, opts.Getenv, proxies, cacheDir, opts.Logger, z.tag, got); err != nil {
+		return err
+	}
+	z.hash = got
+	return nil
+}
+
+// extract reads the Reading out of the zip, verifying it meanwhile if that
+// is still to do.
+func (z *moduleZip) extract(opts Options) (*Reading, error) {
+	type verified struct {
+		hash string
+		err  error
+	}
+	var done chan verified
+	if z.verify != nil {
+		done = make(chan verified, 1)
+		go func() {
+			h, err := z.verify()
+			done <- verified{h, err}
+		}()
+	}
+	r, err := z.extractOnly(opts.Symbols)
+	if done != nil {
+		v := <-done // wait even when extraction failed: verify reads the zip
+		if v.err != nil {
+			return nil, v.err
+		}
+		z.hash = v.hash
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.ModuleHash = z.hash
+	r.Source = z.source
+	return r, nil
+}
+
+func (z *moduleZip) extractOnly(symbols []string) (*Reading, error) {
+	zr, err := zip.OpenReader(z.path)
+	if err != nil {
+		return nil, newError(ErrChecksumMismatch, err, "cannot open the module zip %s: %v; remove it and try again", z.path, err)
+	}
+	defer zr.Close()
+	fsys, err := zipRoot(&zr.Reader, z.tag)
+	if err != nil {
+		return nil, err
+	}
+	r, err := Extract(fsys, z.tag, symbols)
+	if err != nil {
+		return nil, extractError(Module+"@"+z.tag, err)
+	}
+	return r, nil
+}
+
+// zipRoot is the module's tree inside its zip: the k8s.io/kubernetes@TAG/
+// directory, checked to hold the kubelet.
+func zipRoot(zr *zip.Reader, tag string) (fs.FS, error) {
+	fsys, err := fs.Sub(zr, Module+"@"+tag)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fs.Stat(fsys, kubeletPath); err != nil {
+		return nil, newError(ErrUnsupportedTag, err, "the module zip of %s@%s has no %s; syncloop cannot read this tag", Module, tag, kubeletPath)
+	}
+	return fsys, nil
+}
+
+// kubeletPath is the file every Kubernetes tree syncloop reads must have.
+const kubeletPath = "pkg/kubelet/kubelet.go"
+
+func extractError(what string, err error) error {
+	var le *loadError
+	if errors.As(err, &le) || errors.Is(err, ErrUnsupportedTag) {
+		return err
+	}
+	return fmt.Errorf("extract %s: %w", what, err)
+}
+
+// loadDir extracts the Reading of a Kubernetes checkout. The tag is
+// opts.Tag, else the tag git has checked out, else "dir".
+func loadDir(opts Options) (*Reading, error) {
+	dir := opts.SourceDir
+	if fi, err := os.Stat(filepath.Join(dir, filepath.FromSlash(kubeletPath))); err != nil || !fi.Mode().IsRegular() {
+		return nil, newError(ErrNotKubernetes, err,
+			"%s is not a Kubernetes source tree (no %s); give --source-dir the top of a kubernetes/kubernetes checkout", dir, kubeletPath)
+	}
+	tag := opts.Tag
+	if tag != "" {
+		if err := CheckTag(tag); err != nil {
+			return nil, err
+		}
+	} else if tag = gitTag(dir); tag == "" {
+		tag = "dir"
+	}
+	r, err := Extract(os.DirFS(dir), tag, opts.Symbols)
+	if err != nil {
+		return nil, extractError(dir, err)
+	}
+	r.ModuleHash = ""
+	r.Source = "dir"
+	return r, nil
+}
+
+// gitTag returns the release tag a git checkout at dir has checked out, if
+// HEAD is exactly at one, by reading .git directly (no git command).
+func gitTag(dir string) string {
+	gitDir := filepath.Join(dir, ".git")
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil {
+		return ""
+	}
+	sha := strings.TrimSpace(string(head))
+	if ref, ok := strings.CutPrefix(sha, "ref: "); ok {
+		sha = resolveRef(gitDir, ref)
+	}
+	if len(sha) != 40 {
+		return ""
+	}
+	var best string
+	consider := func(tag string) {
+		if CheckTag(tag) == nil && (best == "" || semverLess(best, tag)) {
+			best = tag
+		}
+	}
+	// packed-refs: "SHA refs/tags/vX", followed by "^PEELED" for annotated tags.
+	if data, err := os.ReadFile(filepath.Join(gitDir, "packed-refs")); err == nil {
+		var last string
+		for line := range strings.Lines(string(data)) {
+			line = strings.TrimSpace(line)
+			if p, ok := strings.CutPrefix(line, "^"); ok {
+				if p == sha {
+					consider(last)
+				}
+				continue
+			}
+			s, ref, _ := strings.Cut(line, " ")
+			last = strings.TrimPrefix(ref, "refs/tags/")
+			if !strings.HasPrefix(ref, "refs/tags/") {
+				last = ""
+			} else if s == sha {
+				consider(last)
+			}
+		}
+	}
+	// Loose lightweight tags.
+	if entries, err := os.ReadDir(filepath.Join(gitDir, "refs", "tags")); err == nil {
+		for _, e := range entries {
+			if data, err := os.ReadFile(filepath.Join(gitDir, "refs", "tags", e.Name())); err == nil && strings.TrimSpace(string(data)) == sha {
+				consider(e.Name())
+			}
+		}
+	}
+	return best
+}
+
+func resolveRef(gitDir, ref string) string {
+	if data, err := os.ReadFile(filepath.Join(gitDir, filepath.FromSlash(ref))); err == nil {
+		return strings.TrimSpace(string(data))
+	}
+	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	data, _ := io.ReadAll(f)
+	for line := range strings.Lines(string(data)) {
+		if s, r, ok := strings.Cut(strings.TrimSpace(line), " "); ok && r == ref {
+			return s
+		}
+	}
+	return ""
 }

@@ -1,0 +1,650 @@
+package extractor
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb"
+	"golang.org/x/mod/sumdb/dirhash"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// realModCache is where the go command on the development machines keeps the
+// Kubernetes zips (see notes/common.md); tests that need a real zip copy or
+// link it from here, or download it through the real proxy when absent.
+const realModCache = "/root/go/pkg/mod"
+
+// env returns a getenv over vars only, so the tests never see the
+// developer's GOPROXY, GOMODCACHE or GOSUMDB.
+func env(vars ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(vars); i += 2 {
+		m[vars[i]] = vars[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+// fakeZip returns a module zip for tag holding files (slash paths under the
+// module root), and its h1: hash.
+func fakeZip(t testing.TB, tag string, files map[string]string) ([]byte, string) {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for name, body := range files {
+		w, err := zw.Create(Module + "@" + tag + "/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.Write([]byte(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "m.zip")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h, err := dirhash.HashZip(p, dirhash.Hash1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), h
+}
+
+var kubeletFiles = map[string]string{
+	"pkg/kubelet/kubelet.go": "package kubelet\n",
+	"go.mod":                 "module k8s.io/kubernetes\n",
+}
+
+// proxy is an httptest module proxy serving zips by tag, counting requests.
+type proxy struct {
+	*httptest.Server
+	requests atomic.Int64
+	zips     map[string][]byte // tag → zip
+	status   int               // when non-zero, every zip request gets it
+	mux      *http.ServeMux
+}
+
+func newProxy(t testing.TB, zips map[string][]byte) *proxy {
+	p := &proxy{zips: zips, mux: http.NewServeMux()}
+	p.mux.HandleFunc("/k8s.io/kubernetes/@v/", func(w http.ResponseWriter, r *http.Request) {
+		if p.status != 0 {
+			http.Error(w, "status forced by the test", p.status)
+			return
+		}
+		tag, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/k8s.io/kubernetes/@v/"), ".zip")
+		z, found := p.zips[tag]
+		if !ok || !found {
+			http.Error(w, "not found: k8s.io/kubernetes@"+tag+": invalid version", http.StatusNotFound)
+			return
+		}
+		w.Write(z)
+	})
+	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		p.mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.Close)
+	return p
+}
+
+// withSumDB makes the proxy serve a checksum database (as proxy.golang.org
+// does at /sumdb/<name>/) that claims hashes[tag] for each tag, and returns
+// the GOSUMDB value that trusts it.
+func (p *proxy) withSumDB(t testing.TB, hashes map[string]string) string {
+	skey, vkey, err := note.GenerateKey(rand.Reader, "sum.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := sumdb.NewTestServer(skey, func(path, vers string) ([]byte, error) {
+		h, ok := hashes[vers]
+		if path != Module || !ok {
+			return nil, fmt.Errorf("%s@%s: %w", path, vers, fs.ErrNotExist)
+		}
+		return fmt.Appendf(nil, "%s %s %s\n%s %s/go.mod h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n", path, vers, h, path, vers), nil
+	})
+	p.mux.HandleFunc("/sumdb/sum.test/supported", func(w http.ResponseWriter, r *http.Request) {})
+	p.mux.Handle("/sumdb/sum.test/", http.StripPrefix("/sumdb/sum.test", sumdb.NewServer(db)))
+	return vkey
+}
+
+// cacheFiles lists the files under dir (relative), for asserting what a
+// failed Load left behind.
+func cacheFiles(t testing.TB, dir string, sub ...string) []string {
+	t.Helper()
+	var files []string
+	for _, s := range sub {
+		filepath.WalkDir(filepath.Join(dir, s), func(path string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, path)
+				files = append(files, rel)
+			}
+			return nil
+		})
+	}
+	return files
+}
+
+func TestCheckTag(t *testing.T) {
+	for _, tc := range []struct {
+		tag  string
+		want error
+	}{
+		{"v1.20.0", nil},
+		{"v1.37.2", nil},
+		{"v1.38.0-beta.0", nil},
+		{"v1.30.0-rc.1", nil},
+		{"v2.0.0", nil}, // well-formed; the proxy decides
+		{"v1.19.16", ErrUnsupportedTag},
+		{"v1.20.0-rc.0", ErrUnsupportedTag}, // before v1.20.0
+		{"v0.9.0", ErrUnsupportedTag},
+		{"", ErrInvalidTag},
+		{"1.30.0", ErrInvalidTag},
+		{"v1.30", ErrInvalidTag},
+		{"v1", ErrInvalidTag},
+		{"v1.30.0+build.1", ErrInvalidTag},
+		{"v01.30.0", ErrInvalidTag},
+		{"v1.30.0-", ErrInvalidTag},
+		{"v1.30.0-rc..1", ErrInvalidTag},
+		{"latest", ErrInvalidTag},
+		{"master", ErrInvalidTag},
+		{"v1.30.0/../../etc", ErrInvalidTag},
+		{"v1.30.0 ", ErrInvalidTag},
+	} {
+		err := CheckTag(tc.tag)
+		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
+			t.Errorf("CheckTag(%q) = %v, want %v", tc.tag, err, tc.want)
+		}
+		if errors.Is(err, ErrUnsupportedTag) && !strings.Contains(err.Error(), "before v1.20.0 is not supported") {
+			t.Errorf("CheckTag(%q) = %q, want it to say tags before v1.20.0 are not supported", tc.tag, err)
+		}
+	}
+}
+
+func TestLoadRefusesBadTagsBeforeAnyRequest(t *testing.T) {
+	p := newProxy(t, nil)
+	for _, tag := range []string{"v1.2", "1.30.0", "v1.30.0+incompatible", "HEAD", "v1.19.0", "v1.30.0/../x"} {
+		_, err := Load(t.Context(), Options{Tag: tag, CacheDir: t.TempDir(), Getenv: env("GOPROXY", p.URL, "GOMODCACHE", t.TempDir())})
+		if !errors.Is(err, ErrInvalidTag) && !errors.Is(err, ErrUnsupportedTag) {
+			t.Errorf("Load(%q) = %v, want ErrInvalidTag or ErrUnsupportedTag", tag, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "\n") {
+			t.Errorf("Load(%q): error is not one line: %q", tag, err)
+		}
+	}
+	if n := p.requests.Load(); n != 0 {
+		t.Errorf("the proxy got %d requests for invalid tags, want none", n)
+	}
+}
+
+func TestParseGOPROXY(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want string // url/fallback pairs
+		err  bool
+	}{
+		{"", "https://proxy.golang.org , direct ,", false},
+		{"https://proxy.golang.org,direct", "https://proxy.golang.org , direct ,", false},
+		{"https://a.example|https://b.example,off", "https://a.example | https://b.example , off ,", false},
+		{"proxy.example.com/sub/", "https://proxy.example.com/sub , ", false},
+		{"off,https://never.example", "off ,", false},
+		{"direct|https://never.example", "direct ,", false},
+		{" , https://a.example ,", "https://a.example , ", false},
+		{"file:///srv/proxy", "", true},
+		{"noproxy", "", true},
+		{",", "", true},
+	} {
+		list, err := parseGOPROXY(tc.in)
+		if tc.err {
+			if err == nil || !errors.Is(err, ErrNoProxy) {
+				t.Errorf("parseGOPROXY(%q) = %v, %v; want ErrNoProxy", tc.in, list, err)
+			}
+			continue
+		}
+		var b strings.Builder
+		for _, p := range list {
+			sep := ","
+			if p.fallBackOnError {
+				sep = "|"
+			}
+			fmt.Fprintf(&b, "%s %s ", p.url, sep)
+		}
+		if got := strings.TrimSpace(b.String()); err != nil || got != strings.TrimSpace(tc.want) {
+			t.Errorf("parseGOPROXY(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestDownloadFallthrough checks the GOPROXY list walk: after a comma only
+// 404 and 410 fall through; after a pipe any error does.
+func TestDownloadFallthrough(t *testing.T) {
+	const tag = "v1.30.0"
+	good, _ := fakeZip(t, tag, kubeletFiles)
+	for _, tc := range []struct {
+		name     string
+		status   int // the first proxy's answer
+		sep      string
+		wantErr  error // nil: the second proxy serves it
+		second   int64 // requests the second proxy should get
+		wantText string
+	}{
+		{"404 comma", 404, ",", nil, 1, ""},
+		{"410 comma", 410, ",", nil, 1, ""},
+		{"500 comma", 500, ",", ErrProxyUnreachable, 0, "500"},
+		{"403 comma", 403, ",", ErrUnknownTag, 0, "is not served by"},
+		{"404 pipe", 404, "|", nil, 1, ""},
+		{"500 pipe", 500, "|", nil, 1, ""},
+		{"403 pipe", 403, "|", nil, 1, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			first := newProxy(t, nil)
+			first.status = tc.status
+			second := newProxy(t, map[string][]byte{tag: good})
+			proxies, err := parseGOPROXY(first.URL + tc.sep + second.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tmp := t.TempDir()
+			file, from, err := downloadZip(t.Context(), http.DefaultClient, proxies, tag, tmp)
+			if tc.wantErr == nil {
+				if err != nil || from != second.URL {
+					t.Fatalf("downloadZip = %q from %q, %v; want it from the second proxy %s", file, from, err, second.URL)
+				}
+				if data, _ := os.ReadFile(file); !bytes.Equal(data, good) {
+					t.Errorf("downloaded file differs from the zip served")
+				}
+			} else {
+				if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.wantText) {
+					t.Fatalf("downloadZip error = %v, want %v mentioning %q", err, tc.wantErr, tc.wantText)
+				}
+				if files := cacheFiles(t, tmp, "."); len(files) != 0 {
+					t.Errorf("failed download left %v", files)
+				}
+			}
+			if n := second.requests.Load(); n != tc.second {
+				t.Errorf("second proxy got %d requests, want %d", n, tc.second)
+			}
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	notFound := newProxy(t, nil)
+	for _, tc := range []struct {
+		name    string
+		goproxy string
+		want    error
+		texts   []string
+	}{
+		{"unknown tag on a local proxy", notFound.URL, ErrUnknownTag, []string{"tag v1.30.0 is not served by " + notFound.URL, "--source-dir"}},
+		{"unknown tag, then direct", notFound.URL + ",direct", ErrUnknownTag, []string{"is not served by " + notFound.URL}},
+		{"unreachable", "http://127.0.0.1:1", ErrProxyUnreachable, []string{"cannot reach the module proxy http://127.0.0.1:1", "--source-dir", "GOPROXY"}},
+		{"off", "off", ErrNoProxy, []string{"GOPROXY=off forbids downloading k8s.io/kubernetes@v1.30.0", "--source-dir"}},
+		{"direct", "direct", ErrNoProxy, []string{"GOPROXY=direct", "version control", "--source-dir"}},
+		{"not a URL", "ftp://x.example", ErrNoProxy, []string{"ftp://x.example"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cache := t.TempDir()
+			_, err := Load(t.Context(), Options{Tag: "v1.30.0", CacheDir: cache, Getenv: env("GOPROXY", tc.goproxy, "GOMODCACHE", t.TempDir())})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Load = %v, want %v", err, tc.want)
+			}
+			for _, s := range tc.texts {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not mention %q", err, s)
+				}
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+			if files := cacheFiles(t, cache, "readings", "tmp"); len(files) != 0 {
+				t.Errorf("failed Load left %v", files)
+			}
+		})
+	}
+}
+
+func TestUnknownTagRealProxy(t *testing.T) {
+	_, err := Load(t.Context(), Options{Tag: "v1.99.0", CacheDir: t.TempDir(),
+		Getenv: env("GOPROXY", "https://proxy.golang.org", "GOMODCACHE", t.TempDir())})
+	if !errors.Is(err, ErrUnknownTag) || !strings.Contains(err.Error(), "tag v1.99.0 is not served by https://proxy.golang.org") {
+		t.Fatalf("Load(v1.99.0) = %v, want ErrUnknownTag naming the proxy", err)
+	}
+}
+
+// TestChecksumDatabase serves a module zip and a checksum database from a
+// local proxy: a matching hash is accepted, a mismatch refused with nothing
+// cached, and GOSUMDB=off / GONOSUMDB skip the check.
+func TestChecksumDatabase(t *testing.T) {
+	const tag = "v1.30.0"
+	good, goodHash := fakeZip(t, tag, kubeletFiles)
+	tampered, tamperedHash := fakeZip(t, tag, map[string]string{
+		"pkg/kubelet/kubelet.go": "package kubelet\n\nfunc init() { panic(\"tampered\") }\n",
+		"go.mod":                 "module k8s.io/kubernetes\n",
+	})
+	for _, tc := range []struct {
+		name string
+		zip  []byte
+		env  []string // beyond GOPROXY, GOSUMDB
+		want error
+	}{
+		{"match", good, nil, nil},
+		{"mismatch", tampered, nil, ErrChecksumMismatch},
+		{"mismatch, GOSUMDB=off", tampered, []string{"GOSUMDB", "off"}, nil},
+		{"mismatch, GONOSUMDB", tampered, []string{"GONOSUMDB", "example.com,k8s.io"}, nil},
+		{"mismatch, GOPRIVATE", tampered, []string{"GOPRIVATE", "k8s.io/kubernetes"}, nil},
+		{"mismatch, GONOSUMDB elsewhere", tampered, []string{"GONOSUMDB", "k8s.io/api"}, ErrChecksumMismatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProxy(t, map[string][]byte{tag: tc.zip})
+			gosumdb := p.withSumDB(t, map[string]string{tag: goodHash})
+			if len(tc.env) > 0 && tc.env[0] == "GOSUMDB" {
+				gosumdb = tc.env[1]
+			}
+			vars := append([]string{"GOPROXY", p.URL, "GOSUMDB", gosumdb, "GOMODCACHE", t.TempDir()}, tc.env...)
+			cache := t.TempDir()
+			opts := Options{Tag: tag, CacheDir: cache, Getenv: env(vars...)}.withDefaults()
+			z, err := fetchZip(t.Context(), opts, cache)
+			if tc.want != nil {
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("fetchZip = %v, want %v", err, tc.want)
+				}
+				want := fmt.Sprintf("checksum mismatch for k8s.io/kubernetes@%s: downloaded %s, checksum database sum.test says %s; the proxy or your cache is corrupt", tag, tamperedHash, goodHash)
+				if err.Error() != want {
+					t.Errorf("error = %q\nwant    %q", err, want)
+				}
+				if files := cacheFiles(t, cache, "readings", "tmp"); len(files) != 0 {
+					t.Errorf("failed fetch left %v", files)
+				}
+				// Load fails the same way and caches nothing.
+				if _, err := Load(t.Context(), opts); !errors.Is(err, tc.want) {
+					t.Errorf("Load = %v, want %v", err, tc.want)
+				}
+				if files := cacheFiles(t, cache, "readings", "tmp"); len(files) != 0 {
+					t.Errorf("failed Load left %v", files)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("fetchZip: %v", err)
+			}
+			defer z.close()
+			if z.source != "proxy" || z.hash == "" || z.verify != nil {
+				t.Errorf("fetchZip = %+v, want a verified proxy download", z)
+			}
+			if vars[3] != "off" && len(tc.env) == 0 {
+				// The signed tree head is kept for the next check.
+				if _, err := os.Stat(filepath.Join(cache, "sumdb", "config", "sum.test", "latest")); err != nil {
+					t.Errorf("no signed tree head kept: %v", err)
+				}
+			}
+			z.close()
+			if _, err := os.Stat(z.path); !os.IsNotExist(err) {
+				t.Errorf("temporary zip %s not removed: %v", z.path, err)
+			}
+		})
+	}
+}
+
+// TestPinnedHash: a zip for DefaultTag whose hash is not DefaultTagHash is
+// refused even with the checksum database off.
+func TestPinnedHash(t *testing.T) {
+	bad, badHash := fakeZip(t, DefaultTag, kubeletFiles)
+	p := newProxy(t, map[string][]byte{DefaultTag: bad})
+	cache := t.TempDir()
+	_, err := Load(t.Context(), Options{CacheDir: cache, Getenv: env("GOPROXY", p.URL, "GOSUMDB", "off", "GOMODCACHE", t.TempDir())})
+	want := fmt.Sprintf("checksum mismatch for k8s.io/kubernetes@%s: downloaded %s, the pinned hash says %s", DefaultTag, badHash, DefaultTagHash)
+	if !errors.Is(err, ErrChecksumMismatch) || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("Load = %v\nwant %s…", err, want)
+	}
+	if files := cacheFiles(t, cache, "readings", "tmp", "verified"); len(files) != 0 {
+		t.Errorf("failed Load left %v", files)
+	}
+}
+
+// writeModCache puts a module zip (and, when ziphash is not "", its
+// .ziphash) for tag into a new module cache and returns its directory.
+func writeModCache(t testing.TB, tag string, zipData []byte, ziphash string) string {
+	dir := t.TempDir()
+	at := filepath.Join(dir, "cache", "download", "k8s.io", "kubernetes", "@v")
+	if err := os.MkdirAll(at, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(at, tag+".zip"), zipData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ziphash != "" {
+		if err := os.WriteFile(filepath.Join(at, tag+".ziphash"), []byte(ziphash), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestModCacheMismatch(t *testing.T) {
+	const tag = "v1.30.0"
+	data, hash := fakeZip(t, tag, kubeletFiles)
+	for _, tc := range []struct {
+		name, tag, ziphash, where string
+	}{
+		{"ziphash", tag, "h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "its .ziphash says h1:AAAA"},
+		{"pinned, no ziphash", DefaultTag, "", "the pinned hash says " + DefaultTagHash},
+		{"ziphash not the pinned one", DefaultTag, hash, "the pinned hash says " + DefaultTagHash},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			z, _ := fakeZip(t, tc.tag, kubeletFiles)
+			mod := writeModCache(t, tc.tag, z, tc.ziphash)
+			cache := t.TempDir()
+			_, err := Load(t.Context(), Options{Tag: tc.tag, CacheDir: cache, Getenv: env("GOPROXY", "off", "GOMODCACHE", mod)})
+			if !errors.Is(err, ErrChecksumMismatch) || !strings.Contains(err.Error(), tc.where) || !strings.Contains(err.Error(), "module cache") {
+				t.Fatalf("Load = %v, want a checksum mismatch where %q, blaming the module cache", err, tc.where)
+			}
+			if files := cacheFiles(t, cache, "readings", "tmp", "verified"); len(files) != 0 {
+				t.Errorf("failed Load left %v", files)
+			}
+		})
+	}
+	_ = data
+}
+
+// TestModCacheVerified: a module-cache zip matching its .ziphash is used
+// with no network (GOPROXY=off), hashed once, and stamped as verified.
+func TestModCacheVerified(t *testing.T) {
+	const tag = "v1.30.0"
+	data, hash := fakeZip(t, tag, kubeletFiles)
+	mod := writeModCache(t, tag, data, hash+"\n")
+	cache := t.TempDir()
+	opts := Options{Tag: tag, CacheDir: cache, Getenv: env("GOPROXY", "off", "GOMODCACHE", mod)}.withDefaults()
+	z, err := fetchZip(t.Context(), opts, cache)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z.source != "modcache" || z.temp || z.verify == nil {
+		t.Fatalf("fetchZip = %+v, want an unverified module-cache zip", z)
+	}
+	if got, err := z.verify(); err != nil || got != hash {
+		t.Fatalf("verify = %q, %v; want %q", got, err, hash)
+	}
+	z, err = fetchZip(t.Context(), opts, cache)
+	if err != nil || z.verify != nil || z.hash != hash {
+		t.Fatalf("second fetchZip = %+v, %v; want it verified by the stamp", z, err)
+	}
+	// A changed zip is hashed again.
+	later := time.Now().Add(time.Minute)
+	zipPath, _, _ := modCacheZip(opts.Getenv, tag)
+	if err := os.Chtimes(zipPath, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if z, err = fetchZip(t.Context(), opts, cache); err != nil || z.verify == nil {
+		t.Fatalf("fetchZip after the zip changed = %+v, %v; want it to hash again", z, err)
+	}
+}
+
+func TestModCacheDir(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"GOMODCACHE", "/m", "GOPATH", "/g", "HOME", "/h"}, "/m"},
+		{[]string{"GOPATH", "/g1:/g2", "HOME", "/h"}, "/g1/pkg/mod"},
+		{[]string{"HOME", "/h"}, "/h/go/pkg/mod"},
+	} {
+		if got := modCacheDir(env(tc.env...)); got != tc.want {
+			t.Errorf("modCacheDir(%v) = %q, want %q", tc.env, got, tc.want)
+		}
+	}
+}
+
+func TestParseGOSUMDB(t *testing.T) {
+	for _, tc := range []struct {
+		in                string
+		name, key, direct string
+		off, err          bool
+	}{
+		{in: "", name: "sum.golang.org", key: knownSumDBs["sum.golang.org"], direct: "https://sum.golang.org"},
+		{in: "sum.golang.org", name: "sum.golang.org", key: knownSumDBs["sum.golang.org"], direct: "https://sum.golang.org"},
+		{in: "off", off: true},
+		{in: "sum.example+abcd+KEY", name: "sum.example", key: "sum.example+abcd+KEY", direct: "https://sum.example"},
+		{in: "sum.example+abcd+KEY https://db.example/x/", name: "sum.example", key: "sum.example+abcd+KEY", direct: "https://db.example/x"},
+		{in: "sum.example", err: true},
+		{in: "a+b c d", err: true},
+		{in: "a+b ftp://x", err: true},
+	} {
+		cfg, err := parseGOSUMDB(tc.in)
+		switch {
+		case tc.err:
+			if err == nil {
+				t.Errorf("parseGOSUMDB(%q) = %+v, want an error", tc.in, cfg)
+			}
+		case tc.off:
+			if cfg != nil || err != nil {
+				t.Errorf("parseGOSUMDB(%q) = %+v, %v; want off", tc.in, cfg, err)
+			}
+		case err != nil || cfg.name != tc.name || cfg.key != tc.key || cfg.direct != tc.direct:
+			t.Errorf("parseGOSUMDB(%q) = %+v, %v; want %s %s %s", tc.in, cfg, err, tc.name, tc.key, tc.direct)
+		}
+	}
+}
+
+// TestLoadSharesOneFetch: concurrent Loads of one tag make one request.
+func TestLoadSharesOneFetch(t *testing.T) {
+	release := make(chan struct{})
+	var requests atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		<-release
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	opts := Options{Tag: "v1.30.0", CacheDir: t.TempDir(), Getenv: env("GOPROXY", srv.URL, "GOMODCACHE", t.TempDir())}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = Load(t.Context(), opts) })
+	}
+	for requests.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // let every Load join the one in flight
+	close(release)
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, ErrUnknownTag) {
+			t.Errorf("Load %d = %v, want ErrUnknownTag", i, err)
+		}
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests for 8 concurrent Loads, want 1", n)
+	}
+}
+
+// TestLoadWaitHonoursContext: a caller that gives up gets its context's
+// error at once, whatever the fetch it waits on is doing.
+func TestLoadWaitHonoursContext(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+		http.NotFound(w, r)
+	}))
+	defer srv.Close()
+	defer close(release)
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := Load(ctx, Options{Tag: "v1.30.0", CacheDir: t.TempDir(), Getenv: env("GOPROXY", srv.URL, "GOMODCACHE", t.TempDir())})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Load = %v, want context.DeadlineExceeded", err)
+	}
+}
+
+func TestLoadDirNotKubernetes(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(t.Context(), Options{SourceDir: dir})
+	if !errors.Is(err, ErrNotKubernetes) || !strings.Contains(err.Error(), dir+" is not a Kubernetes source tree") {
+		t.Fatalf("Load = %v, want ErrNotKubernetes naming %s", err, dir)
+	}
+	_, err = Load(t.Context(), Options{SourceDir: filepath.Join(dir, "missing")})
+	if !errors.Is(err, ErrNotKubernetes) {
+		t.Fatalf("Load(missing dir) = %v, want ErrNotKubernetes", err)
+	}
+}
+
+func TestGitTag(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	const other = "fedcba9876543210fedcba9876543210fedcba98"
+	for _, tc := range []struct {
+		name  string
+		files map[string]string
+		want  string
+	}{
+		{"detached at an annotated packed tag", map[string]string{
+			"HEAD":        sha + "\n",
+			"packed-refs": "# pack-refs with: peeled fully-peeled sorted\n" + other + " refs/tags/v1.30.0\n^" + sha + "\n" + other + " refs/tags/v1.29.0\n",
+		}, "v1.30.0"},
+		{"branch at a loose tag", map[string]string{
+			"HEAD":                   "ref: refs/heads/master\n",
+			"refs/heads/master":      sha + "\n",
+			"refs/tags/v1.31.0":      sha + "\n",
+			"refs/tags/v1.31.0-rc.0": sha + "\n",
+		}, "v1.31.0"},
+		{"between tags", map[string]string{
+			"HEAD":        sha + "\n",
+			"packed-refs": other + " refs/tags/v1.30.0\n",
+		}, ""},
+		{"not a release tag", map[string]string{
+			"HEAD":              sha + "\n",
+			"refs/tags/mytag":   sha + "\n",
+			"refs/tags/v1.19.0": sha + "\n",
+		}, ""},
+		{"no git", map[string]string{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range tc.files {
+				p := filepath.Join(dir, ".git", filepath.FromSlash(name))
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := gitTag(dir); got != tc.want {
+				t.Errorf("gitTag = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
