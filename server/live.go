@@ -1,22 +1,802 @@
 package server
 
+// The live side of the site: one hub per feed (a ring of recent lines and a
+// fan-out to browsers), fed by relays over the ingest websocket, by the
+// server's own journal command or file, or by the demo feed.
+//
+// Ingest protocol (GET /feeds/{feed}/ingest, websocket, relay → server):
+//
+//	request header   Authorization: Bearer <token>    (serve --token; 401 otherwise)
+//	relay → server   {"lines":[{"id":"<journald __CURSOR, or relay-run-seq>","raw":"<line>"}, …]}
+//	server → relay   {"ack":"<id of the batch's last line>"}
+//
+// A message is at most 1 MiB (larger: closed with 1009, message too big).
+// The server acknowledges a batch once its lines are written to the feed's
+// file, so a server killed before the ack has them, and recognizes the
+// relay's resend: a line whose id the feed has seen recently is skipped, not
+// stored twice. The relay resends everything unacknowledged after it
+// reconnects.
+//
+// Browser protocol (GET /feeds/{feed}/ws[?after=SEQ], websocket, same origin
+// only, server → browser): each websocket message holds one or more JSON
+// values separated by "\n":
+//
+//	{"hello":{"feed","tag","kubelet_version","version_link","source","demo","relays","note","next","reset"}}
+//	{"seq":N,"line":<classify.Line>,"demo":true?,"cut":true?}   history (seq > after), then the live tail
+//	{"skipped":N}   N lines were dropped because this browser fell behind
+//	{"status":{…as hello, without next and reset}}   the feed's source or kubelet version changed
+//
+// "cut" marks a line cut at 64 KiB. "reset" says the server's sequence
+// numbers restarted below after, so the browser's lines are not comparable:
+// it clears them and takes the history anew.
+
 import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/classify"
+	"github.com/syncloop/syncloop/server/demo"
+	"github.com/syncloop/syncloop/server/hub"
+	"github.com/syncloop/syncloop/server/relay"
 )
 
-// live owns the feeds: per-feed hubs, ingest from relays, the demo feed. (stub)
-type live struct{}
+const (
+	defaultFeed  = "default"
+	maxFeeds     = 64
+	ingestLimit  = 1 << 20  // bytes per ingest message
+	displayLimit = 64 << 10 // bytes of a line kept for display
+	queueLimit   = 4096     // entries a browser may fall behind before lines are skipped
+	idsKept      = 1 << 16  // recent ids per feed remembered for deduplication
+	frameLimit   = 256 << 10
+)
+
+// feedNameRE is what a feed may be called: it is also a file name.
+var feedNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// live owns the feeds: per-feed hubs, ingest from relays, the demo feed.
+type live struct {
+	cfg      Config
+	reading  func(tag string) *extractor.Reading
+	log      *slog.Logger
+	storeDir string // "" keeps feeds in memory only
+
+	ctx    context.Context // ends on Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // every goroutine and websocket handler
+
+	mu     sync.Mutex
+	feeds  map[string]*feed
+	closed bool
+}
+
+// feed is one named stream of lines.
+type feed struct {
+	name, tag string
+	hub       *hub.Hub
+	status    atomic.Uint64 // bumped when statusMsg would change
+
+	mu          sync.Mutex // serializes ingest; guards the fields below
+	cls         *classify.Classifier
+	clsReading  bool // cls was built with a Reading
+	store       *feedStore
+	storeFailed bool
+	seen        map[string]struct{}
+	seenRing    []string
+	seenNext    int
+	lastCursor  string
+	source      string // "none", "demo", "relay", "journal"
+	relays      int
+	demoStop    context.CancelFunc
+	note        string
+	version     string
+	ingested    uint64
+	byCase      map[string]uint64
+}
 
 // newLive starts the live side; reading returns the Reading for a tag once
 // it is loaded (nil before), so classifiers can be built lazily.
-func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live { return &live{} }
+func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
+	if cfg.RingSize <= 0 {
+		cfg.RingSize = 5000
+	}
+	if reading == nil {
+		reading = func(string) *extractor.Reading { return nil }
+	}
+	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed)}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.storeDir = cfg.CacheDir
+	if l.storeDir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			l.storeDir = filepath.Join(d, "syncloop")
+		}
+	}
+	if l.storeDir != "" {
+		l.storeDir = filepath.Join(l.storeDir, "feeds")
+	}
+
+	f, err := l.feed(defaultFeed)
+	if err != nil { // cannot happen: the name is valid and there are no feeds yet
+		panic(err)
+	}
+	switch {
+	case cfg.JournalCmd != "":
+		l.startJournal(f, "journal command", func(ctx context.Context, after string, emit relay.Emit) error {
+			return relay.RunCommand(ctx, cfg.JournalCmd, after, emit, l.log)
+		})
+	case cfg.JournalFile != "":
+		l.startJournal(f, "journal file", func(ctx context.Context, after string, emit relay.Emit) error {
+			return relay.ReplayFile(ctx, cfg.JournalFile, 0, after, emit)
+		})
+	default:
+		l.startDemo(f)
+	}
+	return l
+}
 
 // Close stops every feed goroutine and closes websockets with a proper code.
-func (l *live) Close() {}
+func (l *live) Close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	feeds := slices.Collect(maps.Values(l.feeds))
+	l.mu.Unlock()
+	l.cancel()
+	for _, f := range feeds {
+		f.hub.Close()
+	}
+	l.wg.Wait()
+	for _, f := range feeds {
+		f.mu.Lock()
+		if f.store != nil {
+			if err := f.store.close(); err != nil {
+				l.log.Error("live: closing feed store", "feed", f.name, "err", err)
+			}
+		}
+		f.mu.Unlock()
+	}
+}
 
-func (l *live) handleFeedSocket() http.Handler { return http.NotFoundHandler() }
-func (l *live) handleIngest() http.Handler     { return http.NotFoundHandler() }
-func (l *live) handleMetrics() http.Handler    { return http.NotFoundHandler() }
-func (l *live) handleHealthz() http.Handler    { return http.NotFoundHandler() }
+// enter registers a handler or goroutine with the live side; false once closed.
+func (l *live) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.wg.Add(1)
+	return true
+}
+
+var errTooManyFeeds = errors.New("too many feeds")
+
+// feed returns the named feed, creating it (with its stored history) on first use.
+func (l *live) feed(name string) (*feed, error) {
+	if !feedNameRE.MatchString(name) {
+		return nil, fmt.Errorf("feed name %q: use letters, digits, '.', '_' or '-' (at most 64)", name)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f, ok := l.feeds[name]; ok {
+		return f, nil
+	}
+	if len(l.feeds) >= maxFeeds {
+		return nil, errTooManyFeeds
+	}
+	f := &feed{
+		name:   name,
+		tag:    l.cfg.DefaultTag,
+		hub:    hub.New(l.cfg.RingSize, queueLimit),
+		seen:   make(map[string]struct{}),
+		source: "none",
+		byCase: make(map[string]uint64),
+	}
+	f.cls = classify.New(nil)
+	if l.storeDir != "" {
+		if _, err := os.Stat(filepath.Join(l.storeDir, name+".jsonl")); err == nil {
+			f.mu.Lock()
+			if err := l.openStore(f); err != nil {
+				l.log.Error("live: feed history not restored", "feed", name, "err", err)
+			}
+			f.mu.Unlock()
+		}
+	}
+	l.feeds[name] = f
+	return f, nil
+}
+
+// openStore opens f's file and restores its history. f.mu is held.
+func (l *live) openStore(f *feed) error {
+	st, recs, err := openFeedStore(l.storeDir, f.name, l.cfg.RingSize)
+	if err != nil {
+		return err
+	}
+	f.store = st
+	f.refreshClassifier(l.reading)
+	for _, r := range recs {
+		f.hub.SetNext(r.Seq)
+		line, cut := f.classify(r.Raw)
+		data := encodeLine(line, false, cut)
+		f.hub.Publish(func(seq uint64) []byte { return withSeq(seq, data) })
+		f.remember(r.ID)
+		if j, ok := relay.ParseJournal([]byte(r.Raw)); ok {
+			f.lastCursor = j.Cursor
+		}
+	}
+	if len(recs) > 0 {
+		l.log.Info("live: feed history restored", "feed", f.name, "lines", len(recs), "last_seq", recs[len(recs)-1].Seq)
+	}
+	return nil
+}
+
+func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
+	if f.clsReading {
+		return
+	}
+	if r := reading(f.tag); r != nil {
+		f.cls, f.clsReading = classify.New(r), true
+	}
+}
+
+// classify classifies raw and cuts what is kept of it for display.
+func (f *feed) classify(raw string) (classify.Line, bool) {
+	line := f.cls.Classify([]byte(raw))
+	cut := false
+	if len(line.Raw) > displayLimit {
+		line.Raw, cut = cutUTF8(line.Raw, displayLimit), true
+	}
+	if len(line.Message) > displayLimit {
+		line.Message, cut = cutUTF8(line.Message, displayLimit), true
+	}
+	return line, cut
+}
+
+func cutUTF8(s string, n int) string {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// remember adds id to the feed's bounded set of recent ids. f.mu is held.
+func (f *feed) remember(id string) {
+	if id == "" {
+		return
+	}
+	if len(f.seenRing) < idsKept {
+		f.seenRing = append(f.seenRing, id)
+	} else {
+		delete(f.seen, f.seenRing[f.seenNext])
+		f.seenRing[f.seenNext] = id
+		f.seenNext = (f.seenNext + 1) % idsKept
+	}
+	f.seen[id] = struct{}{}
+}
+
+// encodeLine is a line's message without its sequence number, which the hub assigns.
+func encodeLine(line classify.Line, demo, cut bool) []byte {
+	b, err := json.Marshal(line)
+	if err != nil {
+		b, _ = json.Marshal(classify.Line{Raw: line.Raw, Format: "raw"})
+	}
+	out := make([]byte, 0, len(b)+32)
+	out = append(out, `"line":`...)
+	out = append(out, b...)
+	if demo {
+		out = append(out, `,"demo":true`...)
+	}
+	if cut {
+		out = append(out, `,"cut":true`...)
+	}
+	return append(out, '}')
+}
+
+func withSeq(seq uint64, rest []byte) []byte {
+	out := make([]byte, 0, len(rest)+24)
+	out = append(out, `{"seq":`...)
+	out = strconv.AppendUint(out, seq, 10)
+	out = append(out, ',')
+	return append(out, rest...)
+}
+
+// ingest classifies, stores and publishes lines, skipping ids already seen;
+// it returns the id to acknowledge (the batch's last). Real lines reach the
+// feed's file before they are published or acknowledged.
+func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refreshClassifier(l.reading)
+	if !isDemo && f.store == nil && !f.storeFailed && l.storeDir != "" {
+		if err := l.openStore(f); err != nil {
+			l.log.Error("live: feed kept in memory only", "feed", f.name, "err", err)
+			f.storeFailed = true
+		}
+	}
+	type pending struct {
+		data   []byte
+		caseOf string
+	}
+	var (
+		out     []pending
+		last    string
+		next    = f.hub.Stats().Next
+		batch   = map[string]bool{}
+		version = f.version
+	)
+	for _, in := range lines {
+		if in.ID != "" {
+			last = in.ID
+			if _, dup := f.seen[in.ID]; dup || batch[in.ID] {
+				continue
+			}
+			batch[in.ID] = true
+		}
+		line, cut := f.classify(in.Raw)
+		if !isDemo && f.store != nil {
+			if err := f.store.add(storedLine{Seq: next + uint64(len(out)), ID: in.ID, Raw: in.Raw}); err != nil {
+				return "", err
+			}
+		}
+		if in.Cursor {
+			f.lastCursor = in.ID
+		}
+		if line.Version != "" {
+			version = line.Version
+		}
+		out = append(out, pending{encodeLine(line, isDemo, cut), line.Case})
+	}
+	if !isDemo && f.store != nil {
+		if err := f.store.flush(); err != nil {
+			return "", err
+		}
+	}
+	for _, p := range out {
+		f.hub.Publish(func(seq uint64) []byte { return withSeq(seq, p.data) })
+		f.ingested++
+		f.byCase[p.caseOf]++
+	}
+	for id := range batch {
+		f.remember(id)
+	}
+	if version != f.version {
+		f.version = version
+		f.changed()
+	}
+	return last, nil
+}
+
+// changed tells the feed's browsers that its status changed. f.mu is held.
+func (f *feed) changed() {
+	f.status.Add(1)
+	f.hub.Poke()
+}
+
+// versionRE is a kubelet version the site can link to a reading of.
+var versionRE = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
+
+// statusMsg is the feed's state as browsers see it.
+type statusMsg struct {
+	Feed           string `json:"feed"`
+	Tag            string `json:"tag"`
+	KubeletVersion string `json:"kubelet_version,omitempty"`
+	VersionLink    string `json:"version_link,omitempty"` // a reading at the kubelet's own tag, when it differs
+	Source         string `json:"source"`
+	Demo           bool   `json:"demo"`
+	Relays         int    `json:"relays"`
+	Note           string `json:"note,omitempty"`
+	Next           uint64 `json:"next,omitempty"`
+	Reset          bool   `json:"reset,omitempty"`
+}
+
+func (f *feed) statusMsg() statusMsg {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.version, Source: f.source, Demo: f.source == "demo", Relays: f.relays, Note: f.note}
+	if f.version != "" && f.version != f.tag {
+		if v, _, _ := strings.Cut(f.version, "+"); versionRE.MatchString(v) && v != f.tag {
+			s.VersionLink = "/k8s/" + v + "/"
+		}
+	}
+	return s
+}
+
+// startDemo runs the demo feed into f until a relay attaches.
+func (l *live) startDemo(f *feed) {
+	if !l.enter() {
+		return
+	}
+	ctx, stop := context.WithCancel(l.ctx)
+	f.mu.Lock()
+	f.source, f.demoStop = "demo", stop
+	f.note = "DEMO FEED — simulated kubelet. Attach a relay (syncloop relay) to see a real journal."
+	f.changed()
+	f.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		defer stop()
+		var r *extractor.Reading
+		for r == nil {
+			if r = l.reading(f.tag); r == nil && sleepCtx(ctx, 500*time.Millisecond) != nil {
+				return
+			}
+		}
+		d := demo.New(r, time.Now().UnixNano())
+		for {
+			line, wait := d.Next(time.Now())
+			if len(line) > 0 {
+				if _, err := l.ingest(f, []relay.Line{{Raw: string(line)}}, true); err != nil {
+					l.log.Error("live: demo feed", "err", err)
+				}
+			}
+			if l.cfg.DemoPeriod > 0 {
+				wait = l.cfg.DemoPeriod
+			}
+			if sleepCtx(ctx, max(wait, 10*time.Millisecond)) != nil {
+				return
+			}
+		}
+	}()
+}
+
+// startJournal runs the server's own journal source into f.
+func (l *live) startJournal(f *feed, what string, run func(ctx context.Context, after string, emit relay.Emit) error) {
+	if !l.enter() {
+		return
+	}
+	f.mu.Lock()
+	f.source, f.note = "journal", "fed by the server's "+what
+	after := f.lastCursor
+	f.changed()
+	f.mu.Unlock()
+	go func() {
+		defer l.wg.Done()
+		err := run(l.ctx, after, func(line relay.Line) error {
+			_, err := l.ingest(f, []relay.Line{line}, false)
+			return err
+		})
+		if err != nil && l.ctx.Err() == nil {
+			l.log.Error("live: "+what+" stopped", "err", err)
+		}
+		if l.ctx.Err() == nil && what == "journal file" {
+			f.mu.Lock()
+			f.note = "the journal file was replayed to its end"
+			f.changed()
+			f.mu.Unlock()
+		}
+	}()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// handlerCtx is a request's context that also ends when the live side closes.
+func (l *live) handlerCtx(r *http.Request) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(r.Context())
+	stop := context.AfterFunc(l.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func (l *live) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
+	f, err := l.feed(chi.URLParam(r, "feed"))
+	switch {
+	case errors.Is(err, errTooManyFeeds):
+		http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
+		return nil
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusNotFound)
+		return nil
+	}
+	return f
+}
+
+func (l *live) handleFeedSocket() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := l.feedOr404(w, r)
+		if f == nil {
+			return
+		}
+		var after uint64
+		if s := r.URL.Query().Get("after"); s != "" {
+			var err error
+			if after, err = strconv.ParseUint(s, 10, 64); err != nil {
+				http.Error(w, "after: want the last sequence number seen", http.StatusBadRequest)
+				return
+			}
+		}
+		if !l.enter() {
+			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		defer l.wg.Done()
+		// The default AcceptOptions refuse an Origin other than the request's
+		// host: another site's page cannot read this feed through a reader's browser.
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			l.log.Info("live: browser websocket refused", "feed", f.name, "err", err)
+			return
+		}
+		defer conn.CloseNow()
+		ctx, cancel := l.handlerCtx(r)
+		defer cancel()
+		ctx = conn.CloseRead(ctx) // browsers send nothing; this also notices their close
+
+		gen := f.status.Load()
+		hello := f.statusMsg()
+		next := f.hub.Stats().Next
+		if after >= next {
+			after, hello.Reset = 0, true
+		}
+		hello.Next = next
+		sub := f.hub.Subscribe(after)
+		defer sub.Close()
+		if err := writeFrame(ctx, conn, mustJSON(map[string]any{"hello": hello})); err != nil {
+			return
+		}
+		var frame []byte
+		for {
+			b, err := sub.Next(ctx)
+			if err != nil {
+				if errors.Is(err, hub.ErrClosed) || l.ctx.Err() != nil {
+					conn.Close(websocket.StatusGoingAway, "server shutting down")
+				}
+				return
+			}
+			if g := f.status.Load(); g != gen {
+				gen = g
+				frame = appendMsg(frame, mustJSON(map[string]any{"status": f.statusMsg()}))
+			}
+			for _, e := range b.Entries {
+				if len(frame)+len(e.Data) > frameLimit && len(frame) > 0 {
+					if writeFrame(ctx, conn, frame) != nil {
+						return
+					}
+					frame = frame[:0]
+				}
+				frame = appendMsg(frame, e.Data)
+			}
+			if b.Skipped > 0 {
+				frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(b.Skipped)+`}`))
+			}
+			if len(frame) > 0 {
+				if writeFrame(ctx, conn, frame) != nil {
+					return
+				}
+				frame = frame[:0]
+			}
+		}
+	})
+}
+
+func appendMsg(frame, msg []byte) []byte {
+	if len(frame) > 0 {
+		frame = append(frame, '\n')
+	}
+	return append(frame, msg...)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only our own plain structs are encoded
+	}
+	return b
+}
+
+func writeFrame(ctx context.Context, conn *websocket.Conn, b []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return conn.Write(ctx, websocket.MessageText, b)
+}
+
+// checkToken reports whether r carries the ingest token, comparing in constant time.
+func (l *live) checkToken(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(l.cfg.IngestToken)) == 1
+}
+
+func (l *live) handleIngest() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if l.cfg.IngestToken == "" {
+			http.Error(w, "ingest is disabled on this server: start it with syncloop serve --token T", http.StatusForbidden)
+			return
+		}
+		if !l.checkToken(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="syncloop ingest"`)
+			http.Error(w, "missing or wrong token: send Authorization: Bearer <the token given to syncloop serve --token>", http.StatusUnauthorized)
+			return
+		}
+		f := l.feedOr404(w, r)
+		if f == nil {
+			return
+		}
+		if !l.enter() {
+			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		defer l.wg.Done()
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			l.log.Info("live: relay websocket refused", "feed", f.name, "err", err)
+			return
+		}
+		defer conn.CloseNow()
+		conn.SetReadLimit(-1) // enforced below, to close with a reason a person can act on
+		ctx, cancel := l.handlerCtx(r)
+		defer cancel()
+
+		l.attach(f)
+		defer l.detach(f)
+		l.log.Info("live: relay attached", "feed", f.name, "remote", r.RemoteAddr)
+		for {
+			_, rd, err := conn.Reader(ctx)
+			if err != nil {
+				if l.ctx.Err() != nil {
+					conn.Close(websocket.StatusGoingAway, "server shutting down")
+				}
+				return
+			}
+			data, err := io.ReadAll(io.LimitReader(rd, ingestLimit+1))
+			if err != nil {
+				return
+			}
+			if len(data) > ingestLimit {
+				conn.Close(websocket.StatusMessageTooBig, "message over 1 MiB: send fewer lines per batch")
+				return
+			}
+			var m struct {
+				Lines []relay.Line `json:"lines"`
+			}
+			if err := json.Unmarshal(data, &m); err != nil {
+				conn.Close(websocket.StatusUnsupportedData, "want {\"lines\":[{\"id\":…,\"raw\":…}]}")
+				return
+			}
+			for i := range m.Lines {
+				_, m.Lines[i].Cursor = relay.ParseJournal([]byte(m.Lines[i].Raw))
+				if m.Lines[i].Cursor {
+					m.Lines[i].Cursor = looksLikeCursor(m.Lines[i])
+				}
+			}
+			last, err := l.ingest(f, m.Lines, false)
+			if err != nil {
+				l.log.Error("live: ingest", "feed", f.name, "err", err)
+				conn.Close(websocket.StatusInternalError, "the server cannot store lines; retry later")
+				return
+			}
+			if last == "" {
+				continue
+			}
+			if writeFrame(ctx, conn, mustJSON(map[string]string{"ack": last})) != nil {
+				return
+			}
+		}
+	})
+}
+
+// looksLikeCursor reports whether a relayed line's id is its own journald cursor.
+func looksLikeCursor(l relay.Line) bool {
+	j, _ := relay.ParseJournal([]byte(l.Raw))
+	return j.Cursor == l.ID
+}
+
+// attach records a relay on f; the demo stops for good on the first one.
+func (l *live) attach(f *feed) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.relays++
+	if f.demoStop != nil {
+		f.demoStop()
+		f.demoStop = nil
+		f.note = "a relay attached: the demo feed stopped; what follows is a real journal"
+	} else {
+		f.note = ""
+	}
+	f.source = "relay"
+	f.changed()
+}
+
+func (l *live) detach(f *feed) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.relays--
+	if f.relays == 0 {
+		f.note = "the relay disconnected; it resends what was not stored when it reconnects"
+	}
+	f.changed()
+}
+
+func (l *live) handleMetrics() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		feeds := slices.SortedFunc(maps.Values(l.feeds), func(a, b *feed) int { return strings.Compare(a.name, b.name) })
+		l.mu.Unlock()
+		type row struct {
+			name             string
+			ingested         uint64
+			byCase           map[string]uint64
+			dropped, clients uint64
+		}
+		rows := make([]row, 0, len(feeds))
+		for _, f := range feeds {
+			f.mu.Lock()
+			rw := row{name: f.name, ingested: f.ingested, byCase: maps.Clone(f.byCase)}
+			f.mu.Unlock()
+			st := f.hub.Stats()
+			rw.dropped, rw.clients = st.Dropped, uint64(st.Subscribers)
+			rows = append(rows, rw)
+		}
+		var b strings.Builder
+		metric := func(name, help, typ string, each func(rw row)) {
+			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+			for _, rw := range rows {
+				each(rw)
+			}
+		}
+		metric("syncloop_lines_ingested_total", "Lines stored in a feed (relays, journal and demo).", "counter", func(rw row) {
+			fmt.Fprintf(&b, "syncloop_lines_ingested_total{feed=%s} %d\n", promQuote(rw.name), rw.ingested)
+		})
+		metric("syncloop_lines_by_case_total", "Lines stored in a feed by the case that logged them (\"none\": no case).", "counter", func(rw row) {
+			for _, k := range slices.Sorted(maps.Keys(rw.byCase)) {
+				c := k
+				if c == "" {
+					c = "none"
+				}
+				fmt.Fprintf(&b, "syncloop_lines_by_case_total{feed=%s,case=%s} %d\n", promQuote(rw.name), promQuote(c), rw.byCase[k])
+			}
+		})
+		metric("syncloop_lines_dropped_total", "Lines not sent to browsers that fell behind (they got a skipped marker).", "counter", func(rw row) {
+			fmt.Fprintf(&b, "syncloop_lines_dropped_total{feed=%s} %d\n", promQuote(rw.name), rw.dropped)
+		})
+		metric("syncloop_clients", "Browsers connected to a feed.", "gauge", func(rw row) {
+			fmt.Fprintf(&b, "syncloop_clients{feed=%s} %d\n", promQuote(rw.name), rw.clients)
+		})
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		io.WriteString(w, b.String())
+	})
+}
+
+// promQuote quotes a label value as the Prometheus text format wants.
+func promQuote(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	return `"` + r.Replace(s) + `"`
+}
+
+func (l *live) handleHealthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+	})
+}
