@@ -1,0 +1,4 @@
+package util
+
+// UsesStateOfWorld mentions the DesiredStateOfWorld without declaring it.
+func UsesStateOfWorld() string { return "DesiredStateOfWorld" }

@@ -1,0 +1,126 @@
+package extractor
+
+// twosets.go finds the "two sets" the kubelet reconciles: every type named
+// DesiredStateOfWorld or ActualStateOfWorld declared under pkg/. It reads
+// every non-test Go file there (the zip must inflate each), so files are read
+// and filtered by bytes in parallel and only the few that mention the names
+// are parsed.
+
+import (
+	"bytes"
+	"go/ast"
+	"go/token"
+	"io/fs"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+var twoSetNames = []string{"DesiredStateOfWorld", "ActualStateOfWorld"}
+
+func (x *extraction) twoSets() ([]SetDecl, error) {
+	var paths []string
+	err := fs.WalkDir(x.fsys, "pkg", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			paths = append(paths, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, x.notKubernetes("pkg", err)
+	}
+
+	// Inflating ~25 MB of source is most of Extract's time: spread it over
+	// the cores. Each worker keeps the files that mention a name.
+	srcs := make([][]byte, len(paths))
+	errs := make([]error, len(paths))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(runtime.GOMAXPROCS(0), 8)) {
+		wg.Go(func() {
+			for i := range next {
+				src, err := fs.ReadFile(x.fsys, paths[i])
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				if bytes.Contains(src, []byte("StateOfWorld")) {
+					srcs[i] = src
+				}
+			}
+		})
+	}
+	for i := range paths {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	out := []SetDecl{}
+	for i, p := range paths {
+		if errs[i] != nil {
+			return nil, x.notKubernetes(p, errs[i])
+		}
+		if srcs[i] == nil || !mentionsTwoSets(srcs[i]) {
+			continue
+		}
+		f, err := x.parseSource(p, srcs[i], true)
+		if err != nil {
+			return nil, err
+		}
+		for _, d := range f.file.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range gd.Specs {
+				ts := s.(*ast.TypeSpec)
+				if !isTwoSetName(ts.Name.Name) {
+					continue
+				}
+				line := f.line(ts.Name.Pos())
+				out = append(out, SetDecl{
+					Name:     ts.Name.Name,
+					File:     p,
+					Line:     line,
+					Kind:     typeKind(ts),
+					Doc:      docVerbatim(specDoc(gd, ts)),
+					Upstream: UpstreamURL(x.tag, p, line, line),
+				})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ki, kj := strings.HasPrefix(out[i].File, "pkg/kubelet/"), strings.HasPrefix(out[j].File, "pkg/kubelet/")
+		if ki != kj {
+			return ki
+		}
+		if out[i].File != out[j].File {
+			return out[i].File < out[j].File
+		}
+		return out[i].Line < out[j].Line
+	})
+	return out, nil
+}
+
+func mentionsTwoSets(src []byte) bool {
+	for _, n := range twoSetNames {
+		if bytes.Contains(src, []byte(n)) {
+			return true
+		}
+	}
+	return false
+}
+
+func isTwoSetName(s string) bool {
+	for _, n := range twoSetNames {
+		if s == n {
+			return true
+		}
+	}
+	return false
+}
