@@ -520,6 +520,7 @@ func TestParseGOSUMDB(t *testing.T) {
 		{in: "", name: "sum.golang.org", key: knownSumDBs["sum.golang.org"], direct: "https://sum.golang.org"},
 		{in: "sum.golang.org", name: "sum.golang.org", key: knownSumDBs["sum.golang.org"], direct: "https://sum.golang.org"},
 		{in: "off", off: true},
+		{in: "sum.golang.google.cn", name: "sum.golang.org", key: knownSumDBs["sum.golang.org"], direct: "https://sum.golang.google.cn"},
 		{in: "sum.example+abcd+KEY", name: "sum.example", key: "sum.example+abcd+KEY", direct: "https://sum.example"},
 		{in: "sum.example+abcd+KEY https://db.example/x/", name: "sum.example", key: "sum.example+abcd+KEY", direct: "https://db.example/x"},
 		{in: "sum.example", err: true},

@@ -29,10 +29,10 @@ import (
 	"golang.org/x/mod/sumdb"
 )
 
-// knownSumDBs are the go command's built-in checksum databases and keys.
+// knownSumDBs are the go command's built-in checksum databases and keys
+// (cmd/go/internal/modfetch/key.go).
 var knownSumDBs = map[string]string{
-	"sum.golang.org":       "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ftgi6mA/Fgfo7RZS",
-	"sum.golang.google.cn": "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ftgi6mA/Fgfo7RZS",
+	"sum.golang.org": "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8",
 }
 
 // sumdbConfig is a parsed GOSUMDB.
@@ -52,23 +52,22 @@ func parseGOSUMDB(gosumdb string) (*sumdbConfig, error) {
 	if gosumdb == "off" {
 		return nil, nil
 	}
+	if gosumdb == "sum.golang.google.cn" { // the go command's alias
+		gosumdb = "sum.golang.org https://sum.golang.google.cn"
+	}
 	fields := strings.Fields(gosumdb)
 	if len(fields) > 2 {
 		return nil, fmt.Errorf("invalid GOSUMDB %q: too many fields; want NAME, KEY or \"KEY URL\"", gosumdb)
 	}
 	key := fields[0]
-	name := key
 	if k, ok := knownSumDBs[key]; ok {
 		key = k
-	} else if i := strings.Index(key, "+"); i >= 0 {
-		name = key[:i]
-	} else {
+	}
+	name, _, ok := strings.Cut(key, "+")
+	if !ok {
 		return nil, fmt.Errorf("invalid GOSUMDB %q: key missing; set GOSUMDB=sum.golang.org, a NAME+KEY, or off", gosumdb)
 	}
 	direct := "https://" + name
-	if name == "sum.golang.google.cn" {
-		direct = "https://sum.golang.google.cn"
-	}
 	if len(fields) == 2 {
 		u, err := url.Parse(fields[1])
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") {

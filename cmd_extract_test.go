@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// runExtractCmd runs `syncloop extract args…` in-process with only vars in
+// its environment.
+func runExtractCmd(t *testing.T, vars map[string]string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err = run(t.Context(), append([]string{"syncloop", "extract"}, args...), func(k string) string { return vars[k] }, strings.NewReader(""), &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+func TestExtractHelp(t *testing.T) {
+	_, stderr, err := runExtractCmd(t, nil, "--help")
+	if !errors.Is(err, flag.ErrHelp) || exitCode(err) != 0 {
+		t.Fatalf("--help: err = %v (exit %d), want flag.ErrHelp (exit 0)", err, exitCode(err))
+	}
+	for _, want := range []string{"-tag TAG", "-source-dir DIR", "-cache-dir DIR", "-format FORMAT", "table", "json",
+		"SYNCLOOP_TAG", "GOPROXY", "GOSUMDB", "GOMODCACHE", extractor.DefaultTag, "Exit status"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("--help does not mention %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// TestExtractBadInput: every bad input is one line on error, the right exit
+// status, and no request to the proxy.
+func TestExtractBadInput(t *testing.T) {
+	var requests atomic.Int64
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		http.NotFound(w, r)
+	}))
+	defer proxy.Close()
+	notK8s := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want error // nil: a usage error
+		text string
+		exit int
+	}{
+		{"bad format", nil, []string{"--format", "yaml"}, nil, `--format "yaml": want table or json`, 2},
+		{"stray argument", nil, []string{"v1.30.0"}, nil, `unexpected argument "v1.30.0"`, 2},
+		{"unknown flag", nil, []string{"--tga", "v1.30.0"}, nil, "flag provided but not defined", 2},
+		{"invalid tag", nil, []string{"--tag", "1.30"}, extractor.ErrInvalidTag, `invalid tag "1.30"`, 1},
+		{"invalid tag from the environment", map[string]string{"SYNCLOOP_TAG": "latest"}, nil, extractor.ErrInvalidTag, `invalid tag "latest"`, 1},
+		{"too old", nil, []string{"--tag", "v1.19.16"}, extractor.ErrUnsupportedTag, "before v1.20.0 is not supported", 1},
+		{"not a Kubernetes tree", nil, []string{"--source-dir", notK8s}, extractor.ErrNotKubernetes, notK8s + " is not a Kubernetes source tree", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"GOPROXY": proxy.URL, "GOMODCACHE": t.TempDir()}
+			for k, v := range tc.env {
+				vars[k] = v
+			}
+			args := append([]string{"--cache-dir", t.TempDir()}, tc.args...)
+			stdout, _, err := runExtractCmd(t, vars, args...)
+			if err == nil {
+				t.Fatalf("succeeded, printing %q", stdout)
+			}
+			var ue usageError
+			if tc.want == nil && !errors.As(err, &ue) || tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("err = %v, want %v (nil: a usage error)", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.text) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %q, want one line with %q", err, tc.text)
+			}
+			if got := exitCode(err); got != tc.exit {
+				t.Errorf("exit status %d, want %d", got, tc.exit)
+			}
+			if stdout != "" {
+				t.Errorf("printed %q on error", stdout)
+			}
+		})
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d requests to the proxy, want none", n)
+	}
+}
+
+// sourceTree is the extracted default tag in the development machine's
+// module cache (see notes/common.md), read as a checkout would be.
+func sourceTree(t *testing.T) string {
+	dir := filepath.Join("/root/go/pkg/mod/k8s.io/kubernetes@" + extractor.DefaultTag)
+	if _, err := os.Stat(filepath.Join(dir, "pkg/kubelet/kubelet.go")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no Kubernetes tree at %s: %v", dir, err)
+		}
+		t.Skipf("no Kubernetes tree at %s; run `go mod download k8s.io/kubernetes@%s`", dir, extractor.DefaultTag)
+	}
+	return dir
+}
+
+func TestExtractJSON(t *testing.T) {
+	dir := sourceTree(t)
+	stdout, _, err := runExtractCmd(t, map[string]string{"SYNCLOOP_FORMAT": "json"}, "--source-dir", dir, "--tag", extractor.DefaultTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r extractor.Reading
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("output is not a Reading: %v", err)
+	}
+	var keys []string
+	for _, c := range r.Function.Cases {
+		keys = append(keys, c.Key)
+	}
+	want := []string{"config", "pleg", "sync", "liveness", "readiness", "startup", "container", "housekeeping"}
+	if r.Tag != extractor.DefaultTag || r.Source != "dir" || r.ModuleHash != "" || !slices.Equal(keys, want) {
+		t.Errorf("Reading %s %s %q %v, want %s dir, no hash, %v", r.Tag, r.Source, r.ModuleHash, keys, extractor.DefaultTag, want)
+	}
+	// The contract's field names, indented, and source text not HTML-escaped.
+	for _, s := range []string{`"schema": 1`, `"module": "k8s.io/kubernetes"`, `"source": "dir"`, `"cases": [`, "\n  \"function\": {", `<-configCh`} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("JSON lacks %q", s)
+		}
+	}
+	if strings.Contains(stdout, `"module_hash"`) {
+		t.Errorf("a source dir Reading has a module_hash")
+	}
+}
+
+func TestExtractTable(t *testing.T) {
+	dir := sourceTree(t)
+	stdout, _, err := runExtractCmd(t, nil, "--source-dir", dir, "--tag", extractor.DefaultTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(stdout, "\n")
+	if !strings.HasPrefix(lines[0], "k8s.io/kubernetes@"+extractor.DefaultTag+" (dir)") {
+		t.Errorf("first line %q", lines[0])
+	}
+	var header, config string
+	for _, l := range lines {
+		f := strings.Fields(l)
+		switch {
+		case len(f) > 0 && f[0] == "KEY":
+			header = l
+		case len(f) > 0 && f[0] == "config":
+			config = l
+		}
+	}
+	if strings.Join(strings.Fields(header), " ") != "KEY LINES TYPE LOG MESSAGES" {
+		t.Errorf("header %q", header)
+	}
+	// config's row: key, start-end, type, first log message, in columns.
+	f := strings.Fields(config)
+	if len(f) < 4 || f[2] != "kubetypes.PodUpdate" || !strings.Contains(f[1], "-") || !strings.Contains(stdout, `"SyncLoop ADD"`) {
+		t.Errorf("config row %q; want key, lines, kubetypes.PodUpdate, messages (and SyncLoop ADD below)", config)
+	}
+	if !strings.Contains(stdout, "two sets: ") || !strings.Contains(stdout, "DesiredStateOfWorld (pkg/kubelet/volumemanager/cache/desired_state_of_world.go:53)") {
+		t.Errorf("no two-sets line in\n%s", stdout)
+	}
+}
+
+// TestPrintReadingTable pins the table's layout on a Reading written here.
+func TestPrintReadingTable(t *testing.T) {
+	r := &extractor.Reading{
+		Module: "k8s.io/kubernetes", Tag: "v1.30.0", Source: "proxy", ModuleHash: "h1:abc=",
+		Function: extractor.Function{
+			Name: "syncLoopIteration", File: "pkg/kubelet/kubelet.go", Start: 10, End: 40, Upstream: "https://example/L10",
+			Cases: []extractor.Case{
+				{Key: "config", Type: "kubetypes.PodUpdate", Start: 12, End: 20, Logs: []extractor.LogSite{{Message: "SyncLoop ADD"}, {Message: "SyncLoop UPDATE"}}},
+				{Key: "sync", Type: "time.Time", Start: 21, End: 21},
+			},
+		},
+		PodWorkers: extractor.PodWorkers{Types: make([]extractor.TypeDecl, 3)},
+		TwoSets:    []extractor.SetDecl{{Name: "DesiredStateOfWorld", File: "a.go", Line: 5}, {Name: "ActualStateOfWorld", File: "b.go", Line: 6}},
+	}
+	var out bytes.Buffer
+	if err := printReadingTable(stdio{stdout: &out}, r); err != nil {
+		t.Fatal(err)
+	}
+	want := `k8s.io/kubernetes@v1.30.0 (proxy, h1:abc=)
+syncLoopIteration pkg/kubelet/kubelet.go:10-40, 2 cases
+https://example/L10
+
+KEY     LINES  TYPE                 LOG MESSAGES
+config  12-20  kubetypes.PodUpdate  "SyncLoop ADD"
+                                    "SyncLoop UPDATE"
+sync    21-21  time.Time            -
+
+pod_workers.go: 3 types; two sets: DesiredStateOfWorld (a.go:5), ActualStateOfWorld (b.go:6)
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
