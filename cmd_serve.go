@@ -3,8 +3,103 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server"
 )
 
+// runServe serves the site until ctx is done, then shuts down gracefully:
+// in-flight requests get shutdownGrace to finish, websockets are closed by
+// the server's Close.
 func runServe(ctx context.Context, s stdio, args []string) error {
-	return errors.New("serve: not implemented yet")
+	fs := newFlagSet("serve", s)
+	addr := fs.String("addr", ":8080", "listen on `ADDR` (host:port)")
+	tag := fs.String("tag", extractor.DefaultTag, "the Kubernetes `TAG` / opens; any other can be opened by URL")
+	sourceDir := fs.String("source-dir", "", "read the default tag from a Kubernetes checkout in `DIR` instead of the module proxy")
+	cacheDir := fs.String("cache-dir", "", "cache Readings in `DIR` (default: the user cache dir + /syncloop)")
+	token := fs.String("token", "", "bearer `TOKEN` a relay must present to /feeds/{feed}/ingest; empty disables ingest")
+	journalCmd := fs.String("journal-cmd", "", "run `CMD` (through sh -c) and feed its output to the default feed, e.g. 'journalctl -u kubelet -f -o json'")
+	journalFile := fs.String("journal-file", "", "replay a saved journal `FILE` into the default feed")
+	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: syncloop serve [--addr :8080] [--tag TAG] [--source-dir DIR] [--cache-dir DIR]\n\n"+
+			"Serve the reading site: /k8s/TAG/ shows (*Kubelet).syncLoopIteration at TAG with a\n"+
+			"note per case, beside a live kubelet journal.\n\nFlags (each also settable as SYNCLOOP_<FLAG>):\n")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, s.getenv); err != nil {
+		return err
+	}
+	if err := extractor.CheckTag(*tag); err != nil {
+		return usageError{fmt.Errorf("--tag: %w", err)}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usageError{fmt.Errorf("--log-level: %w", err)}
+	}
+	log := slog.New(slog.NewTextHandler(s.stderr, &slog.HandlerOptions{Level: level}))
+
+	srv, err := server.NewServer(server.Config{
+		DefaultTag:  *tag,
+		SourceDir:   *sourceDir,
+		CacheDir:    *cacheDir,
+		Getenv:      s.getenv,
+		Logger:      log,
+		IngestToken: *token,
+		JournalCmd:  *journalCmd,
+		JournalFile: *journalFile,
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("serving", "url", "http://"+displayAddr(ln.Addr())+"/", "tag", *tag)
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	// Websockets are hijacked, so Shutdown does not wait for them: Close
+	// (deferred) ends them with a proper close code.
+	srv.Close()
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// shutdownGrace is how long requests in flight may take after a signal.
+const shutdownGrace = 5 * time.Second
+
+// displayAddr is a listener's address as a person would type it.
+func displayAddr(a net.Addr) string {
+	if t, ok := a.(*net.TCPAddr); ok && t.IP.IsUnspecified() {
+		return fmt.Sprintf("localhost:%d", t.Port)
+	}
+	return a.String()
 }

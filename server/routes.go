@@ -1,15 +1,51 @@
 package server
 
-// Every route of the site is listed here, and only here.
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+)
+
+// routes lists every route of the site, and only here.
 //
 // Reading pages (reading.go):
-//   GET /                         redirect to /k8s/{DefaultTag}/
-//   GET /k8s/{tag}/               the annotated syncLoopIteration
-//   GET /k8s/{tag}/pod-workers    pod_workers.go type comments
-//   GET /k8s/{tag}/reading.json   the Reading
-//   GET /k8s/{tag}/worksheet.md   the worksheet
-//   GET /static/*                 embedded CSS, JS, chroma stylesheet
+//
+//	GET /                         redirect to /k8s/{DefaultTag}/
+//	GET /k8s?tag=TAG              the tag switcher's form: redirect to /k8s/TAG/
+//	GET /k8s/{tag}                redirect to /k8s/{tag}/
+//	GET /k8s/{tag}/               the annotated syncLoopIteration
+//	GET /k8s/{tag}/pod-workers    pod_workers.go type comments
+//	GET /k8s/{tag}/reading.json   the Reading
+//	GET /k8s/{tag}/worksheet.md   the worksheet
+//	GET /static/*                 embedded CSS, JS, chroma stylesheet
+//
 // Live feed (live.go):
-//   GET /feeds/{feed}/ws          browser websocket: history then live tail
-//   GET /feeds/{feed}/ingest      relay websocket, bearer token
-//   GET /metrics, GET /healthz
+//
+//	GET /feeds/{feed}/ws          browser websocket: history then live tail
+//	GET /feeds/{feed}/ingest      relay websocket, bearer token
+//	GET /metrics, GET /healthz
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(securityHeaders, logRequests(s.log), middleware.GetHead)
+	notFound := s.handleNotFound()
+	r.NotFound(notFound.ServeHTTP)
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	})
+
+	r.Method("GET", "/", s.handleRoot())
+	r.Method("GET", "/k8s", s.handleSwitch())
+	r.Method("GET", "/k8s/{tag}", s.handleSlash())
+	r.Method("GET", "/k8s/{tag}/", s.handleTagPage(pageIndex))
+	r.Method("GET", "/k8s/{tag}/pod-workers", s.handleTagPage(pagePodWorkers))
+	r.Method("GET", "/k8s/{tag}/reading.json", s.handleTagPage(pageJSON))
+	r.Method("GET", "/k8s/{tag}/worksheet.md", s.handleTagPage(pageWorksheet))
+	r.Method("GET", "/static/*", s.static.handler(notFound))
+
+	r.Method("GET", "/feeds/{feed}/ws", s.live.handleFeedSocket())
+	r.Method("GET", "/feeds/{feed}/ingest", s.live.handleIngest())
+	r.Method("GET", "/metrics", s.live.handleMetrics())
+	r.Method("GET", "/healthz", s.live.handleHealthz())
+	return r
+}

@@ -4,9 +4,22 @@
 package server
 
 import (
+	"context"
+	"fmt"
+	"html/template"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"slices"
+	"sync"
 	"time"
+
+	"github.com/go-chi/chi/v5"
+	"golang.org/x/mod/semver"
+
+	"github.com/syncloop/syncloop/content"
+	"github.com/syncloop/syncloop/extractor"
 )
 
 // Config is everything the site needs from its command line.
@@ -24,4 +37,250 @@ type Config struct {
 	JournalFile string        // a saved journal replayed into the default feed
 	RingSize    int           // lines kept per feed for late joiners; 0 means 5000
 	DemoPeriod  time.Duration // pace of the demo feed; 0 means its default
+
+	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
+	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
+}
+
+// Server is the whole site as an http.Handler. Close stops its goroutines.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	router chi.Router
+	tmpl   *template.Template
+	static *assets
+	live   *live
+
+	// ctx is cancelled by Close; background loads run under it and wg.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	closed sync.Once
+	loads  chan struct{} // semaphore: how many Loads may run at once
+
+	mu   sync.Mutex
+	tags map[string]*tagState // every tag asked for since start
+	gen  int                  // bumped when the set of readable tags changes; pages list them
+	disk []string             // tags cached on disk at start
+}
+
+// maxTags bounds the tags remembered (loaded, loading or failed), so a
+// stream of made-up tags cannot grow the server without end.
+const maxTags = 64
+
+// errorTTL is how long a failed Load is remembered before a request retries.
+var errorTTL = map[bool]time.Duration{
+	true:  10 * time.Minute, // the tag itself is wrong: unknown, invalid, unsupported
+	false: 20 * time.Second, // the network or the proxy: worth another try soon
+}
+
+// tagState is one tag's Reading and pages: loading until done is closed.
+type tagState struct {
+	tag    string
+	done   chan struct{}
+	failed time.Time // when err was set
+
+	// set once before done is closed
+	reading *extractor.Reading
+	view    *readingView // the tag's highlighted code and notes, built once
+	err     error
+
+	mu    sync.Mutex
+	pages map[string]*page // rendered for pagesGen
+	gen   int
+}
+
+// NewServer returns the site. It starts loading cfg.DefaultTag in the
+// background, so the first reader finds it ready more often than not.
+func NewServer(cfg Config) (*Server, error) {
+	if cfg.DefaultTag == "" {
+		cfg.DefaultTag = extractor.DefaultTag
+	}
+	if err := extractor.CheckTag(cfg.DefaultTag); err != nil {
+		return nil, err
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Load == nil {
+		cfg.Load = extractor.Load
+	}
+	static, err := newAssets()
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := parseTemplates(static)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := content.Notes(); err != nil {
+		return nil, fmt.Errorf("notes: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		tmpl:   tmpl,
+		static: static,
+		ctx:    ctx,
+		cancel: cancel,
+		loads:  make(chan struct{}, 2),
+		tags:   make(map[string]*tagState),
+	}
+	if dir, err := extractor.CacheDir(s.options("")); err == nil {
+		s.disk, _ = extractor.CachedTags(dir)
+	}
+	s.live = newLive(cfg, s.loadedReading)
+	s.router = s.routes()
+	s.state(cfg.DefaultTag)
+	return s, nil
+}
+
+// ServeHTTP serves the site.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+// Close stops background loads and the live feeds, and waits for them.
+func (s *Server) Close() {
+	s.closed.Do(func() {
+		s.cancel()
+		s.live.Close()
+		s.wg.Wait()
+	})
+}
+
+// options are the extractor options for tag.
+func (s *Server) options(tag string) extractor.Options {
+	o := extractor.Options{
+		Tag:      tag,
+		CacheDir: s.cfg.CacheDir,
+		Symbols:  content.Symbols(),
+		Getenv:   s.cfg.Getenv,
+		Client:   s.cfg.Client,
+		Logger:   s.log,
+	}
+	if s.cfg.SourceDir != "" && tag == s.cfg.DefaultTag {
+		o.SourceDir = s.cfg.SourceDir
+	}
+	return o
+}
+
+// loadedReading returns tag's Reading once it is loaded, nil before.
+func (s *Server) loadedReading(tag string) *extractor.Reading {
+	s.mu.Lock()
+	st := s.tags[tag]
+	s.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	select {
+	case <-st.done:
+		return st.reading
+	default:
+		return nil
+	}
+}
+
+// state returns tag's state, starting its Load when none is under way and
+// none succeeded. The caller has checked the tag with extractor.CheckTag.
+// It returns nil when too many tags are remembered to take another.
+func (s *Server) state(tag string) *tagState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.tags[tag]; ok {
+		select {
+		case <-st.done:
+			if st.err == nil || time.Since(st.failed) < errorTTL[permanent(st.err)] {
+				return st
+			}
+		default:
+			return st
+		}
+	}
+	if len(s.tags) >= maxTags && !s.evictFailed() {
+		return nil
+	}
+	st := &tagState{tag: tag, done: make(chan struct{})}
+	s.tags[tag] = st
+	if r, ok := extractor.Cached(s.options(tag)); ok {
+		s.finish(st, r, nil)
+		return st
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		select {
+		case s.loads <- struct{}{}:
+		case <-s.ctx.Done():
+			s.mu.Lock()
+			s.finish(st, nil, s.ctx.Err())
+			s.mu.Unlock()
+			return
+		}
+		start := time.Now()
+		r, err := s.cfg.Load(s.ctx, s.options(tag))
+		<-s.loads
+		if err != nil {
+			s.log.Warn("load failed", "tag", tag, "err", err)
+		} else {
+			s.log.Info("loaded", "tag", tag, "source", r.Source, "cases", len(r.Function.Cases), "took", time.Since(start).Round(time.Millisecond))
+		}
+		s.mu.Lock()
+		s.finish(st, r, err)
+		s.mu.Unlock()
+	}()
+	return st
+}
+
+// finish records a Load's outcome; s.mu is held.
+func (s *Server) finish(st *tagState, r *extractor.Reading, err error) {
+	if err == nil {
+		st.view, err = newReadingView(r)
+	}
+	if err != nil {
+		st.err = err
+		st.failed = time.Now()
+	} else {
+		st.reading = r
+		s.gen++
+	}
+	close(st.done)
+}
+
+// evictFailed forgets the failed tags; s.mu is held. It reports whether
+// any room was made.
+func (s *Server) evictFailed() bool {
+	n := len(s.tags)
+	for tag, st := range s.tags {
+		select {
+		case <-st.done:
+			if st.err != nil {
+				delete(s.tags, tag)
+			}
+		default:
+		}
+	}
+	return len(s.tags) < n
+}
+
+// readableTags are the tags a reader can switch to without a fetch: those
+// cached on disk at start and those loaded since, newest first; and the
+// generation of that list.
+func (s *Server) readableTags() ([]string, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tags := slices.Clone(s.disk)
+	for tag, st := range s.tags {
+		select {
+		case <-st.done:
+			if st.err == nil {
+				tags = append(tags, tag)
+			}
+		default:
+		}
+	}
+	slices.SortFunc(tags, func(a, b string) int { return semver.Compare(b, a) })
+	return slices.Compact(tags), s.gen
 }

@@ -1,0 +1,370 @@
+package server
+
+// Browser tests: Debian's Chromium, driven by chromedp, reads the real page of
+// the default tag from a loopback server. They check what only a browser can:
+// the page loads with no console error and no request to another host,
+// links to a case scroll to it and highlight it, the copy-link button yields
+// the case's URL, j/k move between cases. Screenshots go to SYNCLOOP_ARTIFACTS
+// (default: the repository's artifacts/ folder) for a person to look at.
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// newBrowser starts a fresh headless Chromium for the test, or skips when
+// there is none (fails under CI=true).
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath
+	if _, err := os.Stat(path); err != nil {
+		if p, err := exec.LookPath("chromium"); err == nil {
+			path = p
+		} else if os.Getenv("CI") == "true" {
+			t.Fatalf("chromium is not installed (apt-get install -y chromium); CI=true requires the browser tests")
+		} else {
+			t.Skip("browser test skipped: chromium is not installed (apt-get install -y chromium)")
+		}
+	}
+	if testing.Short() {
+		t.Skip("browser test skipped in -short mode")
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.WindowSize(1440, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	return ctx
+}
+
+// pageWatch collects what a page must never do: console errors, uncaught
+// exceptions, requests to another host.
+type pageWatch struct {
+	mu       sync.Mutex
+	host     string
+	problems []string
+	requests int
+}
+
+func (w *pageWatch) add(format string, args ...any) {
+	w.mu.Lock()
+	w.problems = append(w.problems, fmt.Sprintf(format, args...))
+	w.mu.Unlock()
+}
+
+func (w *pageWatch) listen(ev any) {
+	switch ev := ev.(type) {
+	case *runtime.EventExceptionThrown:
+		desc := ""
+		if ev.ExceptionDetails.Exception != nil {
+			desc = ev.ExceptionDetails.Exception.Description
+		}
+		w.add("exception: %s %s %s", ev.ExceptionDetails.Text, desc, ev.ExceptionDetails.URL)
+	case *runtime.EventConsoleAPICalled:
+		if ev.Type == runtime.ConsoleAPICalledTypeError || ev.Type == runtime.ConsoleAPICalledTypeWarning || ev.Type == runtime.ConsoleAPICalledTypeAssert {
+			var args []string
+			for _, a := range ev.Args {
+				args = append(args, string(a.Value)+a.Description)
+			}
+			w.add("console.%s: %s", ev.Type, strings.Join(args, " "))
+		}
+	case *cdplog.EventEntryAdded:
+		if ev.Entry.Level == cdplog.EntryLevelError || ev.Entry.Level == cdplog.EntryLevelWarning {
+			w.add("log %s: %s %s", ev.Entry.Level, ev.Entry.Text, ev.Entry.URL)
+		}
+	case *network.EventRequestWillBeSent:
+		w.mu.Lock()
+		w.requests++
+		w.mu.Unlock()
+		u, err := url.Parse(ev.Request.URL)
+		if err != nil || (u.Scheme != "data" && u.Host != w.host) {
+			w.add("request to another host: %s", ev.Request.URL)
+		}
+	}
+}
+
+func (w *pageWatch) check(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.problems {
+		t.Error(p)
+	}
+	if w.requests == 0 {
+		t.Error("saw no network request at all: the watch is not working")
+	}
+}
+
+// artifacts is where screenshots go.
+func artifacts(t *testing.T) string {
+	dir := os.Getenv("SYNCLOOP_ARTIFACTS")
+	if dir == "" {
+		dir = filepath.Join("..", "artifacts")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func screenshot(t *testing.T, ctx context.Context, name string, full bool) {
+	t.Helper()
+	var shot []byte
+	var err error
+	if full {
+		shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	} else {
+		shot, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	}
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join(artifacts(t), name)
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript condition until it holds.
+func waitFor(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s (%s): %v", what, js, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestBrowserReadingPage(t *testing.T) {
+	ctx := newBrowser(t)
+	s := newRealServer(t)
+	r := s.loadedReading(s.cfg.DefaultTag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	base, _ := url.Parse(ts.URL)
+	watch := &pageWatch{host: base.Host}
+	if err := chromedp.Listen(ctx, watch.listen); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+				return err
+			}
+			_, err := chromedp.Call(ctx, cdplog.Enable, struct{}{})
+			return err
+		}),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
+		Permission: &browser.PermissionDescriptor{Name: "clipboard-write", AllowWithoutSanitization: true},
+		Setting:    browser.PermissionSettingGranted, Origin: ts.URL,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
+		Permission: &browser.PermissionDescriptor{Name: "clipboard-read"},
+		Setting:    browser.PermissionSettingGranted, Origin: ts.URL,
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "reading-top.png", false)
+
+	t.Run("one block per case", func(t *testing.T) {
+		keys := eval[[]string](t, ctx, `[...document.querySelectorAll('section.case')].map(s => s.dataset.case)`)
+		var want []string
+		for _, c := range r.Function.Cases {
+			want = append(want, c.Key)
+		}
+		if strings.Join(keys, " ") != strings.Join(want, " ") {
+			t.Errorf("case blocks %v, want %v", keys, want)
+		}
+	})
+
+	t.Run("#case-pleg scrolls and highlights", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"#case-pleg"), chromedp.WaitReady("section.case")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "pleg selected", `document.querySelector('#case-pleg').classList.contains('selected')`)
+		waitFor(t, ctx, "pleg at the top of the window", `(() => { const y = document.querySelector('#case-pleg').getBoundingClientRect().top; return y >= -2 && y < 40 })()`)
+		if n := eval[int](t, ctx, `document.querySelectorAll('section.case.selected').length`); n != 1 {
+			t.Errorf("%d cases selected, want 1", n)
+		}
+		screenshot(t, ctx, "reading-case-pleg.png", false)
+	})
+
+	t.Run("copy link yields the case URL", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Click(`#case-sync [data-copy-link]`)); err != nil {
+			t.Fatal(err)
+		}
+		want := pageURL + "#case-sync"
+		waitFor(t, ctx, "the button's link", `document.querySelector('#case-sync [data-copy-link]').dataset.copied === `+jsString(want))
+		got := eval[string](t, ctx, `navigator.clipboard.readText()`)
+		if got != want {
+			t.Errorf("clipboard %q, want %q", got, want)
+		}
+	})
+
+	t.Run("j and k move between cases", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"#case-pleg"), chromedp.WaitReady("section.case")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "pleg selected", `document.querySelector('#case-pleg').classList.contains('selected')`)
+		keys := r.Function.Cases
+		i := 0
+		for keys[i].Key != "pleg" {
+			i++
+		}
+		steps := []struct {
+			key  string
+			want int
+		}{{"j", i + 1}, {"j", i + 2}, {"k", i + 1}, {"k", i}, {"k", i - 1}}
+		for _, st := range steps {
+			if err := chromedp.Do(ctx, chromedp.KeyEvent(st.key)); err != nil {
+				t.Fatal(err)
+			}
+			want := keys[st.want].Key
+			waitFor(t, ctx, st.key+" to "+want, `document.querySelector('section.case.selected')?.dataset.case === `+jsString(want)+` && location.hash === '#case-`+want+`'`)
+		}
+	})
+
+	t.Run("line and range links", func(t *testing.T) {
+		c := r.Function.Cases[0]
+		a, b := c.Start+1, c.Start+4
+		if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s#L%d-L%d", pageURL, a, b)), chromedp.WaitReady("section.case")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "range highlighted", fmt.Sprintf(`[...document.querySelectorAll('.line.hl')].map(e => e.id).join() === %s`,
+			jsString(fmt.Sprintf("L%d,L%d,L%d,L%d", a, a+1, a+2, a+3))))
+		// Click one line number, shift-click another: a range link.
+		if err := chromedp.Do(ctx, chromedp.Click(fmt.Sprintf(`#L%d > a.ln`, c.Start))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "one line", fmt.Sprintf(`location.hash === '#L%d'`, c.Start))
+		_ = eval[bool](t, ctx, fmt.Sprintf(`document.querySelector('#L%d > a.ln').dispatchEvent(new MouseEvent('click', {bubbles: true, cancelable: true, shiftKey: true}))`, c.Start+2))
+		waitFor(t, ctx, "shift-click range", fmt.Sprintf(`location.hash === '#L%d-L%d' && document.querySelectorAll('.line.hl').length === 3`, c.Start, c.Start+2))
+	})
+
+	t.Run("live pane hears the case", func(t *testing.T) {
+		eval[bool](t, ctx, `(window.__heard = [], document.addEventListener('syncloop:case', e => window.__heard.push(e.detail.key)), true)`)
+		if err := chromedp.Do(ctx, chromedp.Click(`#case-housekeeping .case-chip`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "syncloop:case event", `window.__heard.join() === 'housekeeping'`)
+		eval[bool](t, ctx, fmt.Sprintf(`document.dispatchEvent(new CustomEvent('syncloop:goto', {detail: {key: 'pleg', line: %d}})) || true`, r.Function.Cases[1].Start+1))
+		waitFor(t, ctx, "goto a line", fmt.Sprintf(`document.querySelector('.line.hl')?.id === 'L%d'`, r.Function.Cases[1].Start+1))
+	})
+
+	t.Run("dark and narrow", func(t *testing.T) {
+		if err := chromedp.Do(ctx,
+			chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+				_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
+				})
+				return err
+			}),
+			chromedp.Navigate(pageURL+"#case-liveness"), chromedp.WaitReady("section.case"),
+		); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "liveness at the top", `(() => { const y = document.querySelector('#case-liveness').getBoundingClientRect().top; return y >= -2 && y < 40 })()`)
+		screenshot(t, ctx, "reading-dark.png", false)
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(400, 850), chromedp.Navigate(pageURL+"#case-config"), chromedp.WaitReady("section.case")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "config at the top", `(() => { const y = document.querySelector('#case-config').getBoundingClientRect().top; return y >= -2 && y < 40 })()`)
+		screenshot(t, ctx, "reading-narrow.png", false)
+	})
+
+	watch.check(t)
+}
+
+func TestBrowserOtherPages(t *testing.T) {
+	ctx := newBrowser(t)
+	s := newRealServer(t)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	base, _ := url.Parse(ts.URL)
+	watch := &pageWatch{host: base.Host}
+	if err := chromedp.Listen(ctx, watch.listen); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	tag := s.cfg.DefaultTag
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/"+tag+"/pod-workers"), chromedp.WaitReady("section.type")); err != nil {
+		t.Fatal(err)
+	}
+	screenshot(t, ctx, "pod-workers.png", false)
+	// The tag switcher's form leads to the tag's page.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(ts.URL+"/k8s/"+tag+"/pod-workers"), chromedp.WaitReady("#tag-input"),
+		chromedp.SetValue("#tag-input", tag), chromedp.Submit("#tag-input"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the switcher's redirect", `location.pathname === '/k8s/`+tag+`/' && !!document.querySelector('section.case')`)
+	watch.check(t)
+}
+
+func jsString(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
+}

@@ -1,0 +1,250 @@
+package server
+
+// The reading pages of one tag, and what a reader sees while a tag is being
+// fetched or when it cannot be.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/templates"
+)
+
+// The pages every tag has.
+const (
+	pageIndex      = "index"
+	pagePodWorkers = "pod-workers"
+	pageJSON       = "reading.json"
+	pageWorksheet  = "worksheet.md"
+)
+
+// pageData is what every HTML template gets.
+type pageData struct {
+	Title      string
+	Page       string // pageIndex, pagePodWorkers, or "" for status pages
+	Tag        string
+	Tags       []string // tags readable without a fetch, for the switcher
+	DefaultTag string
+	V          *readingView
+
+	// status pages
+	Refresh bool   // reload in a moment: the tag is being fetched
+	Heading string // what went wrong, or what is happening
+	Message string // the error, as the extractor said it
+	Advice  string // what to do next
+}
+
+func parseTemplates(a *assets) (*template.Template, error) {
+	funcs := template.FuncMap{
+		"asset":    a.url,
+		"upstream": upstreamURL,
+		"join":     strings.Join,
+		"inc":      func(n int) int { return n + 1 },
+	}
+	t, err := template.New("").Funcs(funcs).ParseFS(templates.FS, "*.html")
+	if err != nil {
+		return nil, fmt.Errorf("templates: %w", err)
+	}
+	return t, nil
+}
+
+func (s *Server) execute(name string, data pageData) ([]byte, error) {
+	var b bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
+		return nil, fmt.Errorf("template %s: %w", name, err)
+	}
+	return b.Bytes(), nil
+}
+
+func (s *Server) handleRoot() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/k8s/"+s.cfg.DefaultTag+"/", http.StatusFound)
+	})
+}
+
+// handleSwitch is the tag switcher's form target.
+func (s *Server) handleSwitch() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tag := strings.TrimSpace(r.URL.Query().Get("tag"))
+		if tag == "" {
+			tag = s.cfg.DefaultTag
+		}
+		if !strings.HasPrefix(tag, "v") {
+			tag = "v" + tag
+		}
+		http.Redirect(w, r, "/k8s/"+url.PathEscape(tag)+"/", http.StatusSeeOther)
+	})
+}
+
+func (s *Server) handleSlash() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/k8s/"+url.PathEscape(chi.URLParam(r, "tag"))+"/", http.StatusMovedPermanently)
+	})
+}
+
+func (s *Server) handleNotFound() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.statusPage(w, r, http.StatusNotFound, pageData{
+			Heading: "Not found",
+			Message: fmt.Sprintf("There is no page at %s.", r.URL.Path),
+			Advice:  "The reading starts at the default tag's page.",
+		})
+	})
+}
+
+// statusPage renders a page that is not cached: a fetch under way or an error.
+func (s *Server) statusPage(w http.ResponseWriter, r *http.Request, status int, d pageData) {
+	d.Title = d.Heading
+	d.DefaultTag = s.cfg.DefaultTag
+	d.Tags, _ = s.readableTags()
+	body, err := s.execute("status.html", d)
+	if err != nil {
+		s.log.Error("status page", "err", err)
+		http.Error(w, d.Heading+": "+d.Message, status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// waitForLoad is how long a request waits for a Load before answering with
+// the "being fetched" page: long enough for a Reading read from disk.
+const waitForLoad = 400 * time.Millisecond
+
+// handleTagPage serves one of a tag's pages, from memory once the tag is
+// loaded; before that a page that reloads itself, never a hung request.
+func (s *Server) handleTagPage(kind string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tag := chi.URLParam(r, "tag")
+		if err := extractor.CheckTag(tag); err != nil {
+			s.loadFailed(w, r, tag, err)
+			return
+		}
+		st := s.state(tag)
+		if st == nil {
+			w.Header().Set("Retry-After", "30")
+			s.statusPage(w, r, http.StatusServiceUnavailable, pageData{
+				Tag:     tag,
+				Heading: "Too many tags at once",
+				Message: fmt.Sprintf("This server is fetching or holding %d tags and cannot take %s now.", maxTags, tag),
+				Advice:  "Try again in a minute, or read a tag already cached.",
+			})
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), waitForLoad)
+		defer cancel()
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			s.statusPage(w, r, http.StatusAccepted, pageData{
+				Tag:     tag,
+				Refresh: true,
+				Heading: "Fetching k8s.io/kubernetes@" + tag + "…",
+				Message: "The first reading of a tag downloads its module zip (about 30 MB) through the Go module proxy, checks it against the checksum database and extracts the kubelet's loop. It takes a few seconds to a minute.",
+				Advice:  "This page reloads itself every two seconds until the reading is ready.",
+			})
+			return
+		}
+		if st.err != nil {
+			s.loadFailed(w, r, tag, st.err)
+			return
+		}
+		p, err := s.pageFor(st, kind)
+		if err != nil {
+			s.log.Error("render", "tag", tag, "page", kind, "err", err)
+			s.statusPage(w, r, http.StatusInternalServerError, pageData{Tag: tag, Heading: "Could not render the page", Message: err.Error()})
+			return
+		}
+		p.ServeHTTP(w, r)
+	})
+}
+
+// permanent reports whether a Load error is about the tag itself, so
+// retrying soon cannot help.
+func permanent(err error) bool {
+	return errors.Is(err, extractor.ErrInvalidTag) || errors.Is(err, extractor.ErrUnknownTag) ||
+		errors.Is(err, extractor.ErrUnsupportedTag) || errors.Is(err, extractor.ErrNotKubernetes)
+}
+
+// loadFailed answers for a tag that cannot be read.
+func (s *Server) loadFailed(w http.ResponseWriter, r *http.Request, tag string, err error) {
+	d := pageData{Tag: tag, Message: err.Error()}
+	status := http.StatusInternalServerError
+	switch {
+	case errors.Is(err, extractor.ErrInvalidTag):
+		status = http.StatusNotFound
+		d.Heading = fmt.Sprintf("%q is not a Kubernetes tag", tag)
+		d.Advice = "Tags look like " + s.cfg.DefaultTag + "."
+	case errors.Is(err, extractor.ErrUnknownTag):
+		status = http.StatusNotFound
+		d.Heading = "No tag " + tag + " of k8s.io/kubernetes"
+		d.Advice = "Check the tag: the module proxy does not serve it."
+	case errors.Is(err, extractor.ErrUnsupportedTag):
+		status = http.StatusNotFound
+		d.Heading = "Tag " + tag + " cannot be read here"
+		d.Advice = "syncloop reads " + extractor.MinTag + " and later."
+	case errors.Is(err, extractor.ErrProxyUnreachable), errors.Is(err, extractor.ErrNoProxy):
+		status = http.StatusBadGateway
+		d.Heading = "Could not fetch " + tag
+		d.Advice = "The Go module proxy could not be reached. Check GOPROXY and the network, or run syncloop serve --source-dir DIR --tag " + tag + " with a local Kubernetes checkout at that tag."
+	case errors.Is(err, extractor.ErrChecksumMismatch):
+		status = http.StatusBadGateway
+		d.Heading = "The source of " + tag + " did not verify"
+		d.Advice = "The module zip's hash does not match the checksum database; syncloop will not show it."
+	default:
+		d.Heading = "Could not read " + tag
+		d.Advice = "This page will try again in a little while; the server log says more."
+	}
+	s.statusPage(w, r, status, d)
+}
+
+// pageFor returns the tag's page of the kind, rendering the tag's pages
+// when the list of readable tags (shown in the switcher) has changed.
+func (s *Server) pageFor(st *tagState, kind string) (*page, error) {
+	tags, gen := s.readableTags()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.pages != nil && st.gen == gen {
+		return st.pages[kind], nil
+	}
+	pages := map[string]*page{}
+	const htmlType, cache = "text/html; charset=utf-8", "no-cache"
+	d := pageData{Tag: st.tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view}
+	for kind, tmpl := range map[string]string{pageIndex: "index.html", pagePodWorkers: "pod-workers.html"} {
+		d.Page = kind
+		d.Title = map[string]string{
+			pageIndex:      "syncLoopIteration at " + st.tag,
+			pagePodWorkers: "pod_workers.go at " + st.tag,
+		}[kind]
+		body, err := s.execute(tmpl, d)
+		if err != nil {
+			return nil, err
+		}
+		pages[kind] = newPage(htmlType, body, cache)
+	}
+	if old := st.pages; old != nil {
+		pages[pageJSON], pages[pageWorksheet] = old[pageJSON], old[pageWorksheet]
+	} else {
+		j, err := json.MarshalIndent(st.reading, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		pages[pageJSON] = newPage("application/json", append(j, '\n'), cache)
+		pages[pageWorksheet] = newPage("text/markdown; charset=utf-8", worksheet(st.view), cache)
+	}
+	st.pages, st.gen = pages, gen
+	return pages[kind], nil
+}

@@ -1,0 +1,91 @@
+package server
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/syncloop/syncloop/content"
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// The real Reading of the default tag, loaded once for the tests that need
+// real source: from the module cache when the zip is there, else through
+// the module proxy.
+var realOnce struct {
+	once sync.Once
+	r    *extractor.Reading
+	err  error
+}
+
+func realReading(t testing.TB) *extractor.Reading {
+	t.Helper()
+	realOnce.once.Do(func() {
+		dir, err := os.MkdirTemp("", "syncloop-test-cache-")
+		if err != nil {
+			realOnce.err = err
+			return
+		}
+		defer os.RemoveAll(dir)
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		realOnce.r, realOnce.err = extractor.Load(ctx, extractor.Options{Tag: extractor.DefaultTag, CacheDir: dir, Symbols: content.Symbols()})
+	})
+	if realOnce.err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("loading %s: %v", extractor.DefaultTag, realOnce.err)
+		}
+		t.Skipf("cannot load %s (needs the module cache or the module proxy): %v", extractor.DefaultTag, realOnce.err)
+	}
+	return realOnce.r
+}
+
+// newRealServer serves the real Reading of the default tag.
+func newRealServer(t testing.TB) *Server {
+	t.Helper()
+	r := realReading(t)
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	return s
+}
+
+// TestDefaultTagIsComplete: at the default tag every case has its note and
+// every symbol a note links to resolves; the page shows no placeholder.
+func TestDefaultTagIsComplete(t *testing.T) {
+	r := realReading(t)
+	v, err := newReadingView(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range v.Cases {
+		if c.Note.HTML == "" {
+			t.Errorf("case %s has no note at %s", c.Key, r.Tag)
+		}
+	}
+	for _, sym := range content.Symbols() {
+		if s, ok := r.Symbols[sym]; !ok || !s.Found {
+			t.Errorf("sym:%s does not resolve at %s", sym, r.Tag)
+		}
+	}
+	if len(v.Reconcile.Doc) != 5 {
+		t.Errorf("doc comment lists %d channels, want the five", len(v.Reconcile.Doc))
+	}
+	s := newRealServer(t)
+	body := get(t, s, "/k8s/"+r.Tag+"/").Body.String()
+	if strings.Contains(body, "No note yet") {
+		t.Error("the default tag's page shows a \"no note yet\" placeholder")
+	}
+	for _, c := range r.Function.Cases {
+		if !strings.Contains(body, `id="case-`+c.Key+`"`) {
+			t.Errorf("no block for case %s", c.Key)
+		}
+	}
+}

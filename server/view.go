@@ -1,0 +1,287 @@
+package server
+
+// A readingView is what the templates render for one tag: built once, when
+// the tag's Reading arrives, from the Reading and the notes. Nothing in it
+// knows a line number that the Reading did not give.
+
+import (
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/syncloop/syncloop/content"
+	"github.com/syncloop/syncloop/extractor"
+)
+
+type readingView struct {
+	R *extractor.Reading
+
+	Intro, PodWorkersNote, TwoSetsNote noteView
+
+	Doc       template.HTML // the doc comment's lines, highlighted
+	DocLines  string        // "2709–2745"
+	Segments  []segment     // the function, split at its cases
+	Cases     []*caseView
+	Helpers   []helperView
+	Absent    []noteView // case notes whose case is not at this tag
+	Reconcile reconcileView
+	CasesJSON string // data-cases for the live pane: [{key,start,end}]
+	Upstream  string // the whole function upstream
+	TwoSets   []setGroup
+}
+
+// noteView is one rendered note; HTML is empty when there is no such note.
+type noteView struct {
+	Key, Title string
+	HTML       template.HTML
+	Front      map[string]string
+}
+
+// segment is a run of the function's lines: one case, or the lines between.
+type segment struct {
+	Case       *caseView // nil between cases
+	Start, End int
+	Code       template.HTML
+}
+
+type caseView struct {
+	extractor.Case
+	Upstream string
+	Note     noteView
+	Helpers  []string // helpers the case calls, shown beside it
+	HelperAt map[string]int
+}
+
+type helperView struct {
+	extractor.Helper
+	Code template.HTML
+}
+
+type setGroup struct {
+	Name  string
+	Decls []extractor.SetDecl
+}
+
+// upstreamURL is the file's lines a..b at tag on GitHub.
+func upstreamURL(tag, file string, a, b int) string {
+	u := fmt.Sprintf("https://github.com/kubernetes/kubernetes/blob/%s/%s#L%d", tag, file, a)
+	if b > a {
+		u += fmt.Sprintf("-L%d", b)
+	}
+	return u
+}
+
+// resolver resolves a note's sym: links against the Reading's Symbols.
+func resolver(r *extractor.Reading) func(string) (string, bool) {
+	return func(sym string) (string, bool) {
+		s, ok := r.Symbols[sym]
+		if !ok || !s.Found {
+			return "", false
+		}
+		if s.Upstream != "" {
+			return s.Upstream, true
+		}
+		return upstreamURL(r.Tag, s.File, s.Line, s.Line), true
+	}
+}
+
+func newReadingView(r *extractor.Reading) (*readingView, error) {
+	f := &r.Function
+	if f.Text == "" || len(f.Cases) == 0 {
+		return nil, fmt.Errorf("reading for %s has no function text or no cases", r.Tag)
+	}
+	notes, err := content.Notes()
+	if err != nil {
+		return nil, fmt.Errorf("notes: %w", err)
+	}
+	resolve := resolver(r)
+	render := func(n content.Note) (noteView, error) {
+		h, err := content.Render(n, resolve)
+		if err != nil {
+			return noteView{}, fmt.Errorf("note %s: %w", n.Key, err)
+		}
+		return noteView{Key: n.Key, Title: n.Title, HTML: h, Front: n.Front}, nil
+	}
+	v := &readingView{
+		R:        r,
+		Upstream: upstreamURL(r.Tag, f.File, f.DocStart, f.End),
+	}
+	caseNotes := map[string]noteView{}
+	for _, n := range notes {
+		nv, err := render(n)
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case n.Kind == "case":
+			caseNotes[n.Key] = nv
+			if _, ok := f.CaseByKey(n.Key); !ok {
+				v.Absent = append(v.Absent, nv)
+			}
+		case n.Key == "intro":
+			v.Intro = nv
+		case n.Key == "pod-workers":
+			v.PodWorkersNote = nv
+		case n.Key == "two-sets":
+			v.TwoSetsNote = nv
+		}
+	}
+
+	code, err := highlight(f.Text, f.DocStart)
+	if err != nil {
+		return nil, err
+	}
+	if f.DocStart < f.Start {
+		v.Doc = code.block(f.DocStart, f.Start-1)
+		v.DocLines = fmt.Sprintf("%d–%d", f.DocStart, f.Start-1)
+	}
+
+	helperAt := map[string]int{}
+	for _, h := range f.Helpers {
+		hc, err := highlight(h.Text, h.DocStart)
+		if err != nil {
+			return nil, err
+		}
+		v.Helpers = append(v.Helpers, helperView{Helper: h, Code: hc.block(h.DocStart, h.End)})
+		helperAt[h.Name] = h.Start
+	}
+
+	cases := slices.Clone(f.Cases)
+	slices.SortFunc(cases, func(a, b extractor.Case) int { return a.Start - b.Start })
+	type span struct {
+		key        string
+		start, end int
+	}
+	var spans []span
+	at := f.Start
+	for _, c := range cases {
+		cv := &caseView{
+			Case:     c,
+			Upstream: upstreamURL(r.Tag, f.File, c.Start, max(c.End, c.Start)),
+			Note:     caseNotes[c.Key],
+			HelperAt: helperAt,
+		}
+		for _, h := range f.Helpers {
+			if slices.Contains(h.Cases, c.Key) {
+				cv.Helpers = append(cv.Helpers, h.Name)
+			}
+		}
+		end := max(c.End, c.Start)
+		if c.Start > at {
+			v.Segments = append(v.Segments, segment{Start: at, End: c.Start - 1, Code: code.block(at, c.Start-1)})
+		}
+		v.Segments = append(v.Segments, segment{Case: cv, Start: c.Start, End: end, Code: code.block(c.Start, end)})
+		v.Cases = append(v.Cases, cv)
+		spans = append(spans, span{c.Key, c.Start, end})
+		at = end + 1
+	}
+	if at <= f.End {
+		v.Segments = append(v.Segments, segment{Start: at, End: f.End, Code: code.block(at, f.End)})
+	}
+
+	type jsonCase struct {
+		Key   string `json:"key"`
+		Start int    `json:"start"`
+		End   int    `json:"end"`
+	}
+	var jc []jsonCase
+	for _, s := range spans {
+		jc = append(jc, jsonCase{s.key, s.start, s.end})
+	}
+	b, err := json.Marshal(jc)
+	if err != nil {
+		return nil, err
+	}
+	v.CasesJSON = string(b)
+
+	v.Reconcile = reconcile(f)
+	for _, d := range r.TwoSets {
+		i := slices.IndexFunc(v.TwoSets, func(g setGroup) bool { return g.Name == d.Name })
+		if i < 0 {
+			v.TwoSets = append(v.TwoSets, setGroup{Name: d.Name})
+			i = len(v.TwoSets) - 1
+		}
+		v.TwoSets[i].Decls = append(v.TwoSets[i].Decls, d)
+	}
+	return v, nil
+}
+
+// reconcileView sets the channels the function's doc comment names beside
+// the cases its select actually has.
+type reconcileView struct {
+	Doc       []docChannel
+	Unnamed   []extractor.Case // cases no doc comment line accounts for
+	Cases     int
+	Explained []string // one sentence per difference
+}
+
+type docChannel struct {
+	Name, Says string
+	Keys       []string // the cases at this tag the line stands for
+}
+
+// docBullet is one "- configCh: dispatch …" (or "* configCh: …") line.
+var docBullet = regexp.MustCompile(`^\s*[-*]\s+([^:]{1,40}):\s*(.*)$`)
+
+// reconcile reads the bulleted channel list of the doc comment ("the
+// different channels are handled as follows") and maps each to cases.
+func reconcile(f *extractor.Function) reconcileView {
+	rv := reconcileView{Cases: len(f.Cases)}
+	claimed := map[string]bool{}
+	lines := strings.Split(f.Doc, "\n")
+	if i := slices.IndexFunc(lines, func(l string) bool { return strings.Contains(l, "handled as follows") }); i >= 0 {
+		lines = lines[i+1:]
+	}
+	for _, l := range lines {
+		if m := docBullet.FindStringSubmatch(l); m != nil {
+			rv.Doc = append(rv.Doc, docChannel{Name: strings.TrimSpace(m[1]), Says: strings.TrimSpace(m[2])})
+			continue
+		}
+		if n := len(rv.Doc); n > 0 && strings.TrimSpace(l) != "" {
+			rv.Doc[n-1].Says += " " + strings.TrimSpace(l)
+		}
+	}
+	for i := range rv.Doc {
+		d := &rv.Doc[i]
+		for _, c := range f.Cases {
+			if docNames(d.Name, c) {
+				d.Keys = append(d.Keys, c.Key)
+				claimed[c.Key] = true
+			}
+		}
+		if len(d.Keys) > 1 {
+			rv.Explained = append(rv.Explained, fmt.Sprintf(
+				"The doc comment's one “%s” is %d cases here, one per manager that publishes results: %s.",
+				d.Name, len(d.Keys), strings.Join(d.Keys, ", ")))
+		}
+		if len(d.Keys) == 0 {
+			rv.Explained = append(rv.Explained, fmt.Sprintf("The doc comment names “%s”, but no case reads it here.", d.Name))
+		}
+	}
+	for _, c := range f.Cases {
+		if !claimed[c.Key] {
+			rv.Unnamed = append(rv.Unnamed, c)
+			rv.Explained = append(rv.Explained, fmt.Sprintf(
+				"The %s case (%s) came later than the doc comment, which does not mention it.", c.Key, c.Channel))
+		}
+	}
+	return rv
+}
+
+// docNames reports whether the doc comment's channel name stands for c:
+// "plegCh" for the case on plegCh, "liveness manager" or "health manager"
+// for the cases on the prober managers' Updates().
+func docNames(name string, c extractor.Case) bool {
+	if strings.HasSuffix(name, "Ch") {
+		return c.Channel == name
+	}
+	if !strings.Contains(name, "manager") {
+		return false
+	}
+	// At v1.20 the line says "liveness manager"; later ones, with three
+	// prober managers, "health manager". Either stands for every prober case.
+	return c.Key == "liveness" || c.Key == "readiness" || c.Key == "startup"
+}

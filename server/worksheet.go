@@ -1,0 +1,57 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+)
+
+// worksheet is the Markdown a reader hands in for the tag: a line per case
+// with its channel, element type and writer (blank to fill in when no note
+// names it), the two sets with file:line, and the sentence that ties the
+// loop to level-triggered reconcile.
+func worksheet(v *readingView) []byte {
+	r, f := v.R, &v.R.Function
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# syncloop worksheet: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
+	fmt.Fprintf(&b, "Source: [%s:%d-%d](%s)\n\n", f.File, f.Start, f.End, upstreamURL(r.Tag, f.File, f.Start, f.End))
+	fmt.Fprintf(&b, "Name: ____________________\n\n")
+	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(v.Cases))
+	fmt.Fprintf(&b, "One line per case: the channel it reads, the element type that flows on it, and who writes to it.\n\n")
+	for _, c := range v.Cases {
+		writer := strings.TrimSpace(c.Note.Front["writer"])
+		if writer == "" {
+			writer = "____________________"
+		}
+		fmt.Fprintf(&b, "- **%s** (%s:%d): channel `%s`, element type `%s`, written by %s\n",
+			c.Key, f.File, c.Start, c.Channel, orNone(c.Type), writer)
+	}
+	fmt.Fprintf(&b, "\n## The two sets\n\n")
+	if len(v.TwoSets) == 0 {
+		fmt.Fprintf(&b, "No DesiredStateOfWorld or ActualStateOfWorld type was found under pkg/ at %s.\n", r.Tag)
+	}
+	for _, g := range v.TwoSets {
+		fmt.Fprintf(&b, "- **%s**:\n", g.Name)
+		for _, d := range g.Decls {
+			fmt.Fprintf(&b, "  - [%s:%d](%s) (%s)\n", d.File, d.Line, upstreamOr(d.Upstream, r.Tag, d.File, d.Line), d.Kind)
+		}
+	}
+	fmt.Fprintf(&b, "\n## The pattern, in one sentence\n\n")
+	fmt.Fprintf(&b, "Connect the loop to level-triggered reconcile: how does each case turn an event into \"compare the desired state with the actual state and close the gap\", so that a missed or repeated event does no harm?\n\n")
+	fmt.Fprintf(&b, "> ____________________________________________________________\n")
+	return b.Bytes()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func upstreamOr(u, tag, file string, line int) string {
+	if u != "" {
+		return u
+	}
+	return upstreamURL(tag, file, line, line)
+}
