@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// lockedBuffer is a bytes.Buffer the server's logger and the test can share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// goEnv passes the Go toolchain's view of the module cache and proxy to the
+// command, and nothing else of the environment.
+func goEnv(extra map[string]string) func(string) string {
+	return func(k string) string {
+		if v, ok := extra[k]; ok {
+			return v
+		}
+		switch k {
+		case "HOME", "GOPATH", "GOMODCACHE", "GOPROXY", "GOSUMDB", "GONOSUMDB", "GOPRIVATE", "GOFLAGS":
+			return os.Getenv(k)
+		}
+		return ""
+	}
+}
+
+// TestServe starts the real command on a loopback port, reads the default
+// tag's page through it, then stops it as a signal would.
+func TestServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir()},
+			goEnv(nil), strings.NewReader(""), io.Discard, &stderr)
+	}()
+	urlRE := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+/)`)
+	var base string
+	for deadline := time.Now().Add(10 * time.Second); base == ""; {
+		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
+			base = m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no 'serving' line in 10s:\n%s", stderr.String())
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("serve returned early: %v\n%s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Get(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != "/k8s/"+extractor.DefaultTag+"/" {
+		t.Fatalf("GET /: %d Location %q", resp.StatusCode, loc)
+	}
+	// The default tag loads in the background: the page says so until ready.
+	var status int
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		resp, err := client.Get(base + "k8s/" + extractor.DefaultTag + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		status = resp.StatusCode
+		if status == http.StatusOK {
+			if !strings.Contains(string(body), `id="case-pleg"`) {
+				t.Fatalf("the page has no pleg case:\n%.2000s", body)
+			}
+			break
+		}
+		if status != http.StatusAccepted || time.Now().After(deadline) {
+			t.Fatalf("GET the default tag: %d\n%.2000s\n%s", status, body, stderr.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop within 10s of its context ending")
+	}
+	if !strings.Contains(stderr.String(), "shutting down") {
+		t.Errorf("no shutdown logged:\n%s", stderr.String())
+	}
+}
+
+func TestServeBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+		exit int
+	}{
+		{"invalid tag", []string{"--tag", "v1.2"}, nil, `invalid tag "v1.2"`, 2},
+		{"old tag", []string{"--tag", "v1.19.0"}, nil, "v1.20.0", 2},
+		{"stray argument", []string{"extra"}, nil, `unexpected argument "extra"`, 2},
+		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level", 2},
+		{"tag from the environment", nil, map[string]string{"SYNCLOOP_TAG": "nope"}, `invalid tag "nope"`, 2},
+		{"address in use or invalid", []string{"--addr", "127.0.0.1:-1"}, nil, "serve:", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr lockedBuffer
+			err := run(t.Context(), append([]string{"syncloop", "serve", "--cache-dir", t.TempDir()}, tc.args...),
+				goEnv(tc.env), strings.NewReader(""), io.Discard, &stderr)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one containing %q", err, tc.want)
+			}
+			if got := exitCode(err); got != tc.exit {
+				t.Errorf("exit %d, want %d", got, tc.exit)
+			}
+		})
+	}
+}
+
+func TestServeHelp(t *testing.T) {
+	var stderr lockedBuffer
+	err := run(t.Context(), []string{"syncloop", "serve", "--help"}, goEnv(nil), strings.NewReader(""), io.Discard, &stderr)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("--help: %v", err)
+	}
+	for _, want := range []string{"-addr", "-tag", "-source-dir", "-cache-dir", "-token", "-journal-cmd", "-journal-file", "SYNCLOOP_"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
