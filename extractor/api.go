@@ -23,14 +23,21 @@ type Options struct {
 	// Symbols are extra declarations to locate at the tag, written
 	// "pkg/kubelet/prober/results.(*manager).Set"; see Reading.Symbols.
 	Symbols []string
-	Getenv  func(string) string // GOPROXY, GOSUMDB, GOMODCACHE, …; nil means os.Getenv
-	Client  *http.Client        // nil means a client with sane timeouts
-	Logger  *slog.Logger        // nil means discard
+	// Getenv reads GOPROXY, GOSUMDB, GONOSUMDB, GOPRIVATE, GOMODCACHE,
+	// GOPATH and HOME, as the go command does (GOINSECURE only affects
+	// direct fetches, which syncloop never makes); nil means os.Getenv.
+	Getenv func(string) string
+	Client *http.Client // nil means a client with sane timeouts
+	Logger *slog.Logger // nil means discard
 }
 
 // Load returns the Reading for opts.Tag (or opts.SourceDir): from the cache
 // when present, otherwise fetched, verified, extracted and cached.
-// Implemented in fetch.go.
+// Implemented in fetch.go; Cached, CachedTags and CacheDir (cache.go) answer
+// from the cache alone, and CheckTag (tag.go) says whether a tag is one
+// Load would try. Errors match ErrInvalidTag, ErrUnknownTag,
+// ErrUnsupportedTag, ErrProxyUnreachable, ErrNoProxy, ErrChecksumMismatch or
+// ErrNotKubernetes (tag.go) with errors.Is.
 var _ = Load
 
 // Extract builds the Reading from fsys, a file system rooted at the top of a

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -647,5 +648,21 @@ func TestGitTag(t *testing.T) {
 				t.Errorf("gitTag = %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestRemoveStaleDownloads(t *testing.T) {
+	dir := t.TempDir()
+	old, fresh := filepath.Join(dir, "kubernetes-v1.30.0-1.zip"), filepath.Join(dir, "kubernetes-v1.30.0-2.zip")
+	for _, p := range []string{old, fresh} {
+		if err := os.WriteFile(p, []byte("partial"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := time.Now().Add(-2 * time.Hour)
+	os.Chtimes(old, long, long)
+	removeStale(dir, time.Hour)
+	if files := cacheFiles(t, dir, "."); !slices.Equal(files, []string{filepath.Base(fresh)}) {
+		t.Errorf("after removeStale: %v, want only the fresh download", files)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"golang.org/x/mod/module"
 	modzip "golang.org/x/mod/zip"
@@ -202,6 +203,7 @@ func downloadOne(ctx context.Context, client *http.Client, base, tag, tmpDir str
 	if err := os.MkdirAll(tmpDir, 0o755); err != nil {
 		return "", err
 	}
+	removeStale(tmpDir, time.Hour)
 	f, err := os.CreateTemp(tmpDir, "kubernetes-"+tag+"-*.zip")
 	if err != nil {
 		return "", err
@@ -218,4 +220,18 @@ func downloadOne(ctx context.Context, client *http.Client, base, tag, tmpDir str
 		return "", fmt.Errorf("download %s: %w", u, err)
 	}
 	return f.Name(), nil
+}
+
+// removeStale removes downloads older than age from tmpDir: those a killed
+// process left behind (a live download is bounded by the client's timeout).
+func removeStale(tmpDir string, age time.Duration) {
+	entries, err := os.ReadDir(tmpDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > age {
+			os.Remove(filepath.Join(tmpDir, e.Name()))
+		}
+	}
 }
