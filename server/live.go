@@ -66,7 +66,7 @@ const (
 	maxFeeds     = 64
 	ingestLimit  = 1 << 20  // bytes per ingest message
 	displayLimit = 64 << 10 // bytes of a line kept for display
-	queueLimit   = 4096     // entries a browser may fall behind before lines are skipped
+	queueLimit   = 4096     // default entries a browser may fall behind before lines are skipped
 	idsKept      = 1 << 16  // recent ids per feed remembered for deduplication
 	frameLimit   = 256 << 10
 )
@@ -80,6 +80,7 @@ type live struct {
 	reading  func(tag string) *extractor.Reading
 	log      *slog.Logger
 	storeDir string // "" keeps feeds in memory only
+	queue    int    // queueLimit, smaller in tests
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -123,7 +124,7 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 	if reading == nil {
 		reading = func(string) *extractor.Reading { return nil }
 	}
-	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed)}
+	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed), queue: queueLimit}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -151,7 +152,7 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 		l.startJournal(f, "journal file", func(ctx context.Context, after string, emit relay.Emit) error {
 			return relay.ReplayFile(ctx, cfg.JournalFile, 0, after, emit)
 		})
-	default:
+	case cfg.DemoPeriod >= 0: // a negative period turns the demo off (tests)
 		l.startDemo(f)
 	}
 	return l
@@ -212,7 +213,7 @@ func (l *live) feed(name string) (*feed, error) {
 	f := &feed{
 		name:   name,
 		tag:    l.cfg.DefaultTag,
-		hub:    hub.New(l.cfg.RingSize, queueLimit),
+		hub:    hub.New(l.cfg.RingSize, l.queue),
 		seen:   make(map[string]struct{}),
 		source: "none",
 		byCase: make(map[string]uint64),
@@ -503,13 +504,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// handlerCtx is a request's context that also ends when the live side closes.
-func (l *live) handlerCtx(r *http.Request) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(l.ctx, cancel)
-	return ctx, func() { stop(); cancel() }
-}
-
 func (l *live) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 	f, err := l.feed(chi.URLParam(r, "feed"))
 	switch {
@@ -550,9 +544,10 @@ func (l *live) handleFeedSocket() http.Handler {
 			return
 		}
 		defer conn.CloseNow()
-		ctx, cancel := l.handlerCtx(r)
-		defer cancel()
-		ctx = conn.CloseRead(ctx) // browsers send nothing; this also notices their close
+		// Browsers send nothing; CloseRead notices their close. Close ends
+		// this handler through the hub (Next returns ErrClosed), not through
+		// ctx: a cancelled ctx would drop the connection without a close frame.
+		ctx := conn.CloseRead(r.Context())
 
 		gen := f.status.Load()
 		hello := f.statusMsg()
@@ -570,7 +565,7 @@ func (l *live) handleFeedSocket() http.Handler {
 		for {
 			b, err := sub.Next(ctx)
 			if err != nil {
-				if errors.Is(err, hub.ErrClosed) || l.ctx.Err() != nil {
+				if errors.Is(err, hub.ErrClosed) {
 					conn.Close(websocket.StatusGoingAway, "server shutting down")
 				}
 				return
@@ -655,8 +650,9 @@ func (l *live) handleIngest() http.Handler {
 		}
 		defer conn.CloseNow()
 		conn.SetReadLimit(-1) // enforced below, to close with a reason a person can act on
-		ctx, cancel := l.handlerCtx(r)
-		defer cancel()
+		ctx := r.Context()
+		stop := context.AfterFunc(l.ctx, func() { conn.Close(websocket.StatusGoingAway, "server shutting down") })
+		defer stop()
 
 		l.attach(f)
 		defer l.detach(f)
@@ -664,9 +660,6 @@ func (l *live) handleIngest() http.Handler {
 		for {
 			_, rd, err := conn.Reader(ctx)
 			if err != nil {
-				if l.ctx.Err() != nil {
-					conn.Close(websocket.StatusGoingAway, "server shutting down")
-				}
 				return
 			}
 			data, err := io.ReadAll(io.LimitReader(rd, ingestLimit+1))

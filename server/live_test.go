@@ -1,0 +1,458 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+const testToken = "t0ken"
+
+// newLiveServer serves the live endpoints as routes.go mounts them.
+func newLiveServer(t *testing.T, cfg Config) (*live, *httptest.Server) {
+	t.Helper()
+	if cfg.IngestToken == "" {
+		cfg.IngestToken = testToken
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = t.TempDir()
+	}
+	if cfg.DemoPeriod == 0 {
+		cfg.DemoPeriod = -1 // no demo unless a test asks
+	}
+	if cfg.DefaultTag == "" {
+		cfg.DefaultTag = "v1.31.0"
+	}
+	l := newLive(cfg, nil)
+	r := chi.NewRouter()
+	r.Method("GET", "/feeds/{feed}/ws", l.handleFeedSocket())
+	r.Method("GET", "/feeds/{feed}/ingest", l.handleIngest())
+	r.Method("GET", "/metrics", l.handleMetrics())
+	r.Method("GET", "/healthz", l.handleHealthz())
+	ts := httptest.NewServer(r)
+	t.Cleanup(func() { ts.Close(); l.Close() })
+	return l, ts
+}
+
+func wsURL(ts *httptest.Server, path string) string {
+	return "ws" + strings.TrimPrefix(ts.URL, "http") + path
+}
+
+func dialIngest(t *testing.T, ctx context.Context, ts *httptest.Server, feed string) *websocket.Conn {
+	t.Helper()
+	c, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}},
+	})
+	if err != nil {
+		t.Fatalf("dial ingest: %v", err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+// send sends a batch and returns the ack.
+func send(t *testing.T, ctx context.Context, c *websocket.Conn, lines ...relay.Line) string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"lines": lines})
+	if err := c.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	_, ack, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("read ack: %v", err)
+	}
+	var m struct{ Ack string }
+	if err := json.Unmarshal(ack, &m); err != nil {
+		t.Fatalf("ack %q: %v", ack, err)
+	}
+	return m.Ack
+}
+
+// browserMsg is any message a browser receives.
+type browserMsg struct {
+	Hello   *statusMsg `json:"hello"`
+	Status  *statusMsg `json:"status"`
+	Seq     uint64     `json:"seq"`
+	Skipped int        `json:"skipped"`
+	Demo    bool       `json:"demo"`
+	Cut     bool       `json:"cut"`
+	Line    *struct {
+		Raw string `json:"raw"`
+	} `json:"line"`
+}
+
+// feedClient reads messages from a feed socket.
+type feedClient struct {
+	t *testing.T
+	c *websocket.Conn
+	q []browserMsg
+}
+
+func dialBrowser(t *testing.T, ctx context.Context, ts *httptest.Server, path string) *feedClient {
+	t.Helper()
+	c, _, err := websocket.Dial(ctx, wsURL(ts, path), nil)
+	if err != nil {
+		t.Fatalf("dial %s: %v", path, err)
+	}
+	c.SetReadLimit(4 << 20)
+	t.Cleanup(func() { c.CloseNow() })
+	return &feedClient{t: t, c: c}
+}
+
+func (b *feedClient) next(ctx context.Context) (browserMsg, error) {
+	for len(b.q) == 0 {
+		_, data, err := b.c.Read(ctx)
+		if err != nil {
+			return browserMsg{}, err
+		}
+		for part := range strings.SplitSeq(string(data), "\n") {
+			var m browserMsg
+			if err := json.Unmarshal([]byte(part), &m); err != nil {
+				b.t.Fatalf("bad message %q: %v", part, err)
+			}
+			b.q = append(b.q, m)
+		}
+	}
+	m := b.q[0]
+	b.q = b.q[1:]
+	return m, nil
+}
+
+// lines reads until it has n lines, returning their raw text; status messages are skipped.
+func (b *feedClient) lines(ctx context.Context, n int) []string {
+	b.t.Helper()
+	var out []string
+	for len(out) < n {
+		m, err := b.next(ctx)
+		if err != nil {
+			b.t.Fatalf("after %d of %d lines: %v", len(out), n, err)
+		}
+		if m.Line != nil {
+			out = append(out, m.Line.Raw)
+		}
+		if m.Skipped > 0 {
+			b.t.Fatalf("skipped %d", m.Skipped)
+		}
+	}
+	return out
+}
+
+func lines(prefix string, from, to int) []relay.Line {
+	var out []relay.Line
+	for i := from; i <= to; i++ {
+		out = append(out, relay.Line{ID: fmt.Sprintf("%s%d", prefix, i), Raw: fmt.Sprintf("%s line %d", prefix, i)})
+	}
+	return out
+}
+
+func raws(ls []relay.Line) string {
+	var s []string
+	for _, l := range ls {
+		s = append(s, l.Raw)
+	}
+	return strings.Join(s, "|")
+}
+
+func TestLiveIngestAuth(t *testing.T) {
+	tests := []struct {
+		name, header string
+		token        string // server's
+		status       int
+		body         string
+	}{
+		{name: "none", header: "", status: 401, body: "missing or wrong token"},
+		{name: "wrong", header: "Bearer nope", status: 401, body: "missing or wrong token"},
+		{name: "prefix", header: "Bearer " + testToken[:3], status: 401, body: "missing or wrong token"},
+		{name: "basic", header: "Basic " + testToken, status: 401, body: "missing or wrong token"},
+		{name: "disabled", header: "Bearer x", token: "-", status: 403, body: "--token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := Config{}
+			l, ts := newLiveServer(t, cfg)
+			if tt.token == "-" {
+				l.cfg.IngestToken = ""
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			h := http.Header{}
+			if tt.header != "" {
+				h.Set("Authorization", tt.header)
+			}
+			_, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/default/ingest"), &websocket.DialOptions{HTTPHeader: h})
+			if err == nil || resp == nil || resp.StatusCode != tt.status {
+				t.Fatalf("dial: %v, %v; want status %d", err, resp, tt.status)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if !strings.Contains(string(body), tt.body) {
+				t.Fatalf("body %q lacks %q", body, tt.body)
+			}
+			if st := l.feeds["default"].hub.Stats(); st.Next != 1 {
+				t.Fatalf("feed touched: %+v", st)
+			}
+		})
+	}
+}
+
+func TestLiveBrowserOrigin(t *testing.T) {
+	_, ts := newLiveServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		origin string
+		ok     bool
+	}{{"", true}, {ts.URL, true}, {"http://evil.example", false}, {"null", false}} {
+		h := http.Header{}
+		if tt.origin != "" {
+			h.Set("Origin", tt.origin)
+		}
+		c, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/default/ws"), &websocket.DialOptions{HTTPHeader: h})
+		if tt.ok != (err == nil) {
+			t.Errorf("origin %q: err %v; want ok=%v", tt.origin, err, tt.ok)
+		}
+		if !tt.ok && (resp == nil || resp.StatusCode != http.StatusForbidden) {
+			t.Errorf("origin %q: response %v; want 403", tt.origin, resp)
+		}
+		if c != nil {
+			c.CloseNow()
+		}
+	}
+}
+
+func TestLiveIngestOversizedAndMalformed(t *testing.T) {
+	_, ts := newLiveServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		name   string
+		msg    []byte
+		status websocket.StatusCode
+		reason string
+	}{
+		{"too big", []byte(`{"lines":[{"id":"1","raw":"` + strings.Repeat("x", ingestLimit) + `"}]}`), websocket.StatusMessageTooBig, "over 1 MiB"},
+		{"not json", []byte(`lines please`), websocket.StatusUnsupportedData, `{"lines"`},
+	} {
+		c := dialIngest(t, ctx, ts, "default")
+		if err := c.Write(ctx, websocket.MessageText, tt.msg); err != nil {
+			t.Fatalf("%s: write: %v", tt.name, err)
+		}
+		_, _, err := c.Read(ctx)
+		var ce websocket.CloseError
+		if !errors.As(err, &ce) || ce.Code != tt.status || !strings.Contains(ce.Reason, tt.reason) {
+			t.Errorf("%s: %v; want close %v with %q", tt.name, err, tt.status, tt.reason)
+		}
+	}
+}
+
+func TestLiveIngestDedupHistoryAndTail(t *testing.T) {
+	l, ts := newLiveServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	in := dialIngest(t, ctx, ts, "lab")
+	if ack := send(t, ctx, in, lines("a", 1, 3)...); ack != "a3" {
+		t.Fatalf("ack %q, want a3", ack)
+	}
+	// a resend of the tail plus new lines, as after a reconnect
+	if ack := send(t, ctx, in, lines("a", 2, 5)...); ack != "a5" {
+		t.Fatalf("ack %q, want a5", ack)
+	}
+	// a batch of only duplicates still acks
+	if ack := send(t, ctx, in, lines("a", 4, 5)...); ack != "a5" {
+		t.Fatalf("ack %q, want a5", ack)
+	}
+
+	late := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
+	hello, err := late.next(ctx)
+	if err != nil || hello.Hello == nil || hello.Hello.Feed != "lab" || hello.Hello.Source != "relay" || hello.Hello.Next != 6 {
+		t.Fatalf("first message %+v, %v; want a hello for lab", hello.Hello, err)
+	}
+	resumed := dialBrowser(t, ctx, ts, "/feeds/lab/ws?after=3")
+	want := raws(lines("a", 1, 5))
+	if got := strings.Join(late.lines(ctx, 5), "|"); got != want {
+		t.Fatalf("history %q, want %q", got, want)
+	}
+	if got := strings.Join(resumed.lines(ctx, 2), "|"); got != raws(lines("a", 4, 5)) {
+		t.Fatalf("history after 3: %q", got)
+	}
+	send(t, ctx, in, lines("a", 6, 7)...)
+	if got := strings.Join(late.lines(ctx, 2), "|"); got != raws(lines("a", 6, 7)) {
+		t.Fatalf("tail %q", got)
+	}
+	if got := strings.Join(resumed.lines(ctx, 2), "|"); got != raws(lines("a", 6, 7)) {
+		t.Fatalf("tail after resume %q", got)
+	}
+
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{
+		"# TYPE syncloop_lines_ingested_total counter",
+		`syncloop_lines_ingested_total{feed="lab"} 7`,
+		`syncloop_lines_by_case_total{feed="lab",case="none"} 7`,
+		`syncloop_lines_dropped_total{feed="lab"} 0`,
+		`syncloop_clients{feed="lab"} 2`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	resp, err = http.Get(ts.URL + "/healthz")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	_ = l
+}
+
+// TestRestartKeepsHistoryAndDedup is the server killed after storing a
+// batch but before acking it: the restarted server has the lines, and the
+// relay's resend is not stored twice.
+func TestLiveRestartKeepsHistoryAndDedup(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l1, ts1 := newLiveServer(t, Config{CacheDir: dir, RingSize: 4})
+	in := dialIngest(t, ctx, ts1, "lab")
+	send(t, ctx, in, lines("c", 1, 6)...)
+	in.CloseNow() // the relay goes away with the server, before its close frame
+	ts1.Close()
+	l1.Close()
+
+	_, ts2 := newLiveServer(t, Config{CacheDir: dir, RingSize: 4})
+	in2 := dialIngest(t, ctx, ts2, "lab")
+	if ack := send(t, ctx, in2, lines("c", 5, 8)...); ack != "c8" {
+		t.Fatalf("ack %q", ack)
+	}
+	b := dialBrowser(t, ctx, ts2, "/feeds/lab/ws?after=4")
+	if got := strings.Join(b.lines(ctx, 4), "|"); got != raws(lines("c", 5, 8)) {
+		t.Fatalf("after restart, from seq 5: %q", got)
+	}
+	b2 := dialBrowser(t, ctx, ts2, "/feeds/lab/ws?after=99")
+	m, _ := b2.next(ctx)
+	if m.Hello == nil || !m.Hello.Reset || m.Hello.Next != 9 {
+		t.Fatalf("hello for a browser ahead of the server: %+v", m.Hello)
+	}
+	// the file compacts but keeps what the ring holds
+	for i := 0; i < 10; i++ {
+		send(t, ctx, in2, lines(fmt.Sprint("d", i, "-"), 1, 3)...)
+	}
+	f, _ := os.Open(filepath.Join(dir, "feeds", "lab.jsonl"))
+	n := 0
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		n++
+	}
+	f.Close()
+	if n > 4*4+3 || n < 4 {
+		t.Fatalf("store has %d records; want it compacted to about the ring's 4", n)
+	}
+}
+
+func TestLiveSlowBrowserGetsSkipped(t *testing.T) {
+	l, ts := newLiveServer(t, Config{RingSize: 10})
+	l.queue = 150 // more than a batch: a reader that keeps up never overflows
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	slow := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
+	fast := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
+	in := dialIngest(t, ctx, ts, "lab")
+	if m, _ := slow.next(ctx); m.Hello == nil {
+		t.Fatal("no hello")
+	}
+	// The slow browser reads nothing: its TCP buffers fill, then its queue.
+	total := 0
+	big := strings.Repeat("y", 4<<10)
+	for i := 0; l.feeds["lab"].hub.Stats().Dropped == 0; i++ {
+		if i > 200 {
+			t.Fatalf("nothing dropped after %d lines", total)
+		}
+		var batch []relay.Line
+		for j := 0; j < 100; j++ {
+			total++
+			batch = append(batch, relay.Line{ID: fmt.Sprint(total), Raw: fmt.Sprint(total, " ", big)})
+		}
+		send(t, ctx, in, batch...)
+		got := fast.lines(ctx, 100)
+		if !strings.HasPrefix(got[99], fmt.Sprint(total, " ")) {
+			t.Fatalf("fast browser behind: %q…", got[99][:10])
+		}
+	}
+	t.Logf("dropped after %d lines at %v", total, time.Now().Format("15:04:05.000"))
+	// The slow browser now reads: lines, then a skipped marker, then lines,
+	// adding up to everything.
+	seen, skipped := 0, 0
+	for seen+skipped < total {
+		m, err := slow.next(ctx)
+		if err != nil {
+			t.Fatalf("slow browser after %d+%d of %d: %v", seen, skipped, total, err)
+		}
+		if m.Line != nil {
+			seen++
+		}
+		skipped += m.Skipped
+	}
+	t.Logf("read phase: %d lines, %d skipped, at %v", seen, skipped, time.Now().Format("15:04:05.000"))
+	if skipped == 0 || seen+skipped != total {
+		t.Fatalf("slow browser: %d lines, %d skipped, want %d in all with some skipped", seen, skipped, total)
+	}
+}
+
+func TestLiveLongLineCut(t *testing.T) {
+	_, ts := newLiveServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	in := dialIngest(t, ctx, ts, "lab")
+	long := strings.Repeat("é", displayLimit) // 2 bytes each: cut mid-rune unless careful
+	send(t, ctx, in, relay.Line{ID: "1", Raw: long})
+	b := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
+	for {
+		m, err := b.next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Line == nil {
+			continue
+		}
+		if !m.Cut || len(m.Line.Raw) > displayLimit || !strings.HasPrefix(long, m.Line.Raw) || len(m.Line.Raw)%2 != 0 {
+			t.Fatalf("cut %v, %d bytes", m.Cut, len(m.Line.Raw))
+		}
+		return
+	}
+}
+
+func TestLiveCloseEndsSockets(t *testing.T) {
+	l, ts := newLiveServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	b := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
+	in := dialIngest(t, ctx, ts, "lab")
+	b.next(ctx)
+	closed := make(chan struct{})
+	go func() { l.Close(); close(closed) }() // Close waits for the close handshakes below
+	defer func() { <-closed }()
+	for _, c := range []*websocket.Conn{b.c, in} {
+		var err error
+		for err == nil {
+			_, _, err = c.Read(ctx)
+		}
+		if websocket.CloseStatus(err) != websocket.StatusGoingAway {
+			t.Errorf("after Close: %v; want going away", err)
+		}
+	}
+}
