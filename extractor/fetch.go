@@ -151,7 +151,7 @@ func fetchZip(ctx context.Context, opts Options, cacheDir string) (*moduleZip, e
 		}
 		if tag == DefaultTag {
 			if want != "" && want != DefaultTagHash {
-				return nil, mismatchError(tag, want, "the pinned hash", DefaultTagHash,
+				return nil, mismatchError(tag, "the module cache's .ziphash says", want, "the pinned hash", DefaultTagHash,
 					"the module cache's "+ziphashPath+" is corrupt; "+advice)
 			}
 			want = DefaultTagHash
@@ -170,7 +170,7 @@ func fetchZip(ctx context.Context, opts Options, cacheDir string) (*moduleZip, e
 				if tag == DefaultTag {
 					where = "the pinned hash"
 				}
-				return "", mismatchError(tag, got, where, want, "the module cache's "+zipPath+" is corrupt; "+advice)
+				return "", mismatchError(tag, "the module cache's zip hashes to", got, where, want, "the module cache's "+zipPath+" is corrupt; "+advice)
 			}
 			if want != "" {
 				if err := writeStamp(cacheDir, tag, zipPath, got); err != nil {
@@ -208,7 +208,7 @@ func (z *moduleZip) verifyDownload(ctx context.Context, opts Options, proxies []
 			"the module zip %s served by %s is not a valid zip: %v; the proxy is misbehaving: try again, set GOPROXY, or use --source-dir DIR", Module+"@"+z.tag, proxyURL, err)
 	}
 	if z.tag == DefaultTag && got != DefaultTagHash {
-		return mismatchError(z.tag, got, "the pinned hash", DefaultTagHash, "the proxy "+proxyURL+" or your cache is corrupt")
+		return mismatchError(z.tag, "downloaded", got, "the pinned hash", DefaultTagHash, "the proxy "+proxyURL+" or your cache is corrupt")
 	}
 	if err := checkSumDB(ctx, opts.Client, opts.Getenv, proxies, cacheDir, opts.Logger, z.tag, got); err != nil {
 		return err

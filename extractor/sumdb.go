@@ -223,7 +223,7 @@ func checkSumDB(ctx context.Context, client *http.Client, getenv func(string) st
 	for _, line := range lines {
 		if h, ok := strings.CutPrefix(line, want); ok {
 			if h != hash {
-				return mismatchError(tag, hash, "checksum database "+cfg.name, h, "the proxy or your cache is corrupt")
+				return mismatchError(tag, "downloaded", hash, "checksum database "+cfg.name, h, "the proxy or your cache is corrupt")
 			}
 			return nil
 		}
@@ -232,7 +232,8 @@ func checkSumDB(ctx context.Context, client *http.Client, getenv func(string) st
 		"the checksum database %s has no hash for %s@%s; the proxy served a module the database does not know", cfg.name, Module, tag)
 }
 
-func mismatchError(tag, got, where, want, advice string) error {
+// mismatchError says that what (e.g. "downloaded") is hash got where says want.
+func mismatchError(tag, what, got, where, want, advice string) error {
 	return newError(ErrChecksumMismatch, nil,
-		"checksum mismatch for %s@%s: downloaded %s, %s says %s; %s", Module, tag, got, where, want, advice)
+		"checksum mismatch for %s@%s: %s %s, %s says %s; %s", Module, tag, what, got, where, want, advice)
 }
