@@ -56,25 +56,46 @@ func Extract(fsys fs.FS, tag string, symbols []string) (*Reading, error) {
 	x := newExtraction(fsys, tag)
 	r := &Reading{Schema: Schema, Module: Module, Tag: tag}
 
+	// The two sets read all of pkg/ (most of the time Extract takes) and
+	// share nothing with the rest but the FileSet, which is safe for
+	// concurrent use: find them meanwhile.
+	var (
+		sets    []SetDecl
+		setsErr error
+		done    = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		sets, setsErr = x.twoSets()
+	}()
+	err := x.mainParts(r, symbols)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	if setsErr != nil {
+		return nil, setsErr
+	}
+	r.TwoSets = sets
+	return r, nil
+}
+
+// mainParts fills the function, pod_workers and symbols of r.
+func (x *extraction) mainParts(r *Reading, symbols []string) error {
 	fn, err := x.function()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.Function = *fn
-
 	pw, err := x.podWorkers()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	r.PodWorkers = *pw
-
-	if r.TwoSets, err = x.twoSets(); err != nil {
-		return nil, err
-	}
 	if len(symbols) > 0 {
 		r.Symbols = x.symbols(symbols)
 	}
-	return r, nil
+	return nil
 }
 
 // extraction is the state of one Extract call: the tree, one FileSet for

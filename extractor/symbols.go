@@ -140,19 +140,27 @@ func (x *extraction) pkgName(p *goPackage) string {
 // findType finds the declaration of type name in p.
 func (x *extraction) findType(p *goPackage, name string) (*srcFile, *ast.TypeSpec) {
 	for _, f := range x.parsedFiles(p, func(src []byte) bool { return mayDeclareType(src, name) }) {
-		for _, d := range f.file.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.TYPE {
-				continue
-			}
-			for _, s := range gd.Specs {
-				if ts := s.(*ast.TypeSpec); ts.Name.Name == name {
-					return f, ts
-				}
-			}
+		if ts := typeSpecIn(f.file, name); ts != nil {
+			return f, ts
 		}
 	}
 	return nil, nil
+}
+
+// typeSpecIn finds the top-level declaration of type name in f.
+func typeSpecIn(f *ast.File, name string) *ast.TypeSpec {
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.TYPE {
+			continue
+		}
+		for _, s := range gd.Specs {
+			if ts := s.(*ast.TypeSpec); ts.Name.Name == name {
+				return ts
+			}
+		}
+	}
+	return nil
 }
 
 // importedDir is the tree directory that name refers to in f, when it is an
@@ -210,13 +218,17 @@ func (x *extraction) importName(f *srcFile, dir string) string {
 // result must be a channel. The type is qualified for use in f.
 func (x *extraction) fieldMethodElem(f *srcFile, structName, field, method string) string {
 	dir := path.Dir(f.path)
-	p := x.pkg(dir)
-	if p == nil {
-		return ""
-	}
-	sf, ts := x.findType(p, structName)
+	// The struct is usually in f itself (Kubelet is in kubelet.go); only if
+	// not is the rest of the package read.
+	sf, ts := f, typeSpecIn(f.file, structName)
 	if ts == nil {
-		return ""
+		p := x.pkg(dir)
+		if p == nil {
+			return ""
+		}
+		if sf, ts = x.findType(p, structName); ts == nil {
+			return ""
+		}
 	}
 	st, ok := ts.Type.(*ast.StructType)
 	if !ok {

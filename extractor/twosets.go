@@ -10,8 +10,10 @@ import (
 	"bytes"
 	"go/ast"
 	"go/token"
+	"io"
 	"io/fs"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -42,14 +44,18 @@ func (x *extraction) twoSets() ([]SetDecl, error) {
 	var wg sync.WaitGroup
 	for range max(1, min(runtime.GOMAXPROCS(0), 8)) {
 		wg.Go(func() {
+			// One buffer per worker: only the few files that match are
+			// copied out, which spares the collector ~25 MB per Extract.
+			var buf []byte
 			for i := range next {
-				src, err := fs.ReadFile(x.fsys, paths[i])
+				var err error
+				buf, err = readInto(x.fsys, paths[i], buf[:0])
 				if err != nil {
 					errs[i] = err
 					continue
 				}
-				if bytes.Contains(src, []byte("StateOfWorld")) {
-					srcs[i] = src
+				if bytes.Contains(buf, []byte("StateOfWorld")) {
+					srcs[i] = bytes.Clone(buf)
 				}
 			}
 		})
@@ -105,6 +111,31 @@ func (x *extraction) twoSets() ([]SetDecl, error) {
 		return out[i].Line < out[j].Line
 	})
 	return out, nil
+}
+
+// readInto appends the contents of name to buf.
+func readInto(fsys fs.FS, name string, buf []byte) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return buf, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > 0 && st.Size() < 1<<30 {
+		buf = slices.Grow(buf, int(st.Size())+1)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 4096)
+		}
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 func mentionsTwoSets(src []byte) bool {
