@@ -1,36 +1,443 @@
 // Package classify turns one kubelet log line, in any format the live pane
 // reads, into a classified Line: its case of the select, caller, pods, time.
 // It knows log formats and the Reading, nothing of sockets.
+//
+// A line's case is found in one of two ways. Exact: the klog caller
+// (kubelet.go:2760) is a log site of a case in the Reading, or lies inside a
+// case's clause or a helper it calls; this holds when the kubelet runs the
+// Reading's tag. By message: "SyncLoop (PLEG): event for pod",
+// `SyncLoop (ADD, "api"): …`, in every style the kubelet has used since
+// v1.20.0, for a kubelet of another version. When both apply and disagree,
+// the message wins: a caller line only means something at its own tag.
 package classify
 
 import (
+	"encoding/json"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
 )
 
-// Line is one classified log line. (stub: the classify work replaces this file)
+// Formats a line can be read as.
+const (
+	FormatJournalJSON = "journal-json" // journalctl -o json
+	FormatJournalText = "journal-text" // journalctl -o short, short-precise, short-iso, …
+	FormatKlog        = "klog"         // klog text, bare (or journalctl -o cat)
+	FormatKubeletJSON = "kubelet-json" // kubelet --logging-format=json
+	FormatRaw         = "raw"          // anything else, kept as is
+)
+
+// How a line's case was found.
+const (
+	MatchExact   = "exact"   // the caller is a log site of the case
+	MatchRange   = "range"   // the caller lies inside the case (or a helper it calls)
+	MatchMessage = "message" // by message text alone
+)
+
+// OmittedMessage is the Message of a journald entry whose MESSAGE journalctl
+// left out (null: over 4096 bytes, printed without --all).
+const OmittedMessage = "[message omitted by journalctl (use --all)]"
+
+// Line is one classified log line. Text fields are valid UTF-8 without
+// control characters or ANSI escapes (Stripped says when some were removed)
+// and at most MaxText bytes plus a cut marker.
 type Line struct {
-	Case      string    `json:"case"` // "" when no case; JSON null then
-	Format    string    `json:"format"`
-	Caller    string    `json:"caller"`
-	Severity  string    `json:"severity"`
-	Verbosity int       `json:"verbosity"`
-	Time      time.Time `json:"time"`
-	Message   string    `json:"message"`
-	Pods      []string  `json:"pods"`
-	Cursor    string    `json:"cursor,omitempty"`
-	Host      string    `json:"host,omitempty"`
-	PID       int       `json:"pid,omitempty"`
-	Raw       string    `json:"raw"`
-	Version   string    `json:"kubelet_version,omitempty"`
+	Case       string    `json:"case"`                  // case key; "" when none (null in JSON)
+	Match      string    `json:"match,omitempty"`       // MatchExact, MatchRange or MatchMessage
+	Format     string    `json:"format"`                // FormatJournalJSON, …
+	Caller     string    `json:"caller"`                // klog's caller as printed: "kubelet.go:2760", "kubelet/kubelet.go:2407"
+	SourceLine int       `json:"source_line,omitempty"` // the caller's line in the Reading's file, when matched exactly or by range
+	Severity   string    `json:"severity"`              // "info", "warning", "error", "fatal"; "" when unknown
+	Verbosity  int       `json:"verbosity"`             // klog V level; -1 when unknown
+	Time       time.Time `json:"time"`                  // zero (null in JSON) when the line has none
+	Message    string    `json:"message"`               // the structured message, or the whole printf text
+	Pods       []string  `json:"pods"`                  // "namespace/name"
+	Cursor     string    `json:"cursor,omitempty"`      // journald __CURSOR (opaque)
+	Host       string    `json:"host,omitempty"`
+	PID        int       `json:"pid,omitempty"`
+	Ident      string    `json:"ident,omitempty"` // SYSLOG_IDENTIFIER, e.g. "kubelet"
+	Raw        string    `json:"raw"`             // the line as given (made safe, see above)
+	Text       string    `json:"text,omitempty"`  // the kubelet's own text (journald's MESSAGE) when Raw wraps it, else ""
+	Version    string    `json:"kubelet_version,omitempty"`
+	Stripped   bool      `json:"stripped,omitempty"` // control characters, escapes or invalid UTF-8 were removed
 }
 
-// Classifier classifies lines against one Reading (or by message alone when nil).
-type Classifier struct{ r *extractor.Reading }
+// Display is the text to show for l: the kubelet's own line, without a
+// journald wrapper when it had one.
+func (l *Line) Display() string {
+	if l.Format == FormatJournalJSON || l.Format == FormatJournalText {
+		return l.Text
+	}
+	return l.Raw
+}
 
-// New returns a Classifier for r; r may be nil (message-only).
-func New(r *extractor.Reading) *Classifier { return &Classifier{r: r} }
+// MarshalJSON writes Case and Time as null when empty, Pods as [] when none.
+func (l Line) MarshalJSON() ([]byte, error) {
+	type plain Line
+	out := struct {
+		Case *string    `json:"case"`
+		Time *time.Time `json:"time"`
+		plain
+	}{plain: plain(l)}
+	if l.Case != "" {
+		out.Case = &l.Case
+	}
+	if y := l.Time.Year(); !l.Time.IsZero() && y >= 0 && y <= 9999 {
+		out.Time = &l.Time
+	}
+	if out.Pods == nil {
+		out.Pods = []string{}
+	}
+	return json.Marshal(out)
+}
 
-// Classify classifies one raw line (without its trailing newline).
-func (c *Classifier) Classify(raw []byte) Line { return Line{Raw: string(raw), Format: "raw"} }
+// Classifier classifies lines against one Reading (or by message alone when
+// it has none). It is immutable and safe for concurrent use.
+type Classifier struct {
+	r      *extractor.Reading
+	file   string // base name of the function's file, "kubelet.go"
+	sites  map[int][]site
+	ranges []span
+	msgs   map[string]string // structured message → case key (or probeKey)
+	printf []rule            // printf format prefixes → case key
+	keys   map[string]bool   // the Reading's case keys
+	now    func() time.Time
+	loc    *time.Location
+}
+
+type site struct {
+	key, message, style, severity string
+	verbosity                     int
+}
+
+type span struct {
+	start, end int
+	keys       []string
+}
+
+// Option configures a Classifier.
+type Option func(*Classifier)
+
+// WithClock sets the clock that supplies the year of klog text timestamps,
+// which have none (default time.Now).
+func WithClock(now func() time.Time) Option { return func(c *Classifier) { c.now = now } }
+
+// WithLocation sets the zone of timestamps that carry none: klog text, and
+// journald short output (default UTC, as on most nodes).
+func WithLocation(loc *time.Location) Option { return func(c *Classifier) { c.loc = loc } }
+
+// New returns a Classifier for r; r may be nil (by message only).
+func New(r *extractor.Reading, opts ...Option) *Classifier {
+	c := &Classifier{r: r, now: time.Now, loc: time.UTC}
+	for _, o := range opts {
+		o(c)
+	}
+	if r == nil {
+		return c
+	}
+	f := &r.Function
+	c.file = path.Base(f.File)
+	c.sites = map[int][]site{}
+	c.msgs = map[string]string{}
+	c.keys = map[string]bool{}
+	for _, cs := range f.Cases {
+		c.keys[cs.Key] = true
+		c.ranges = append(c.ranges, span{cs.Start, cs.End, []string{cs.Key}})
+		for _, ls := range cs.Logs {
+			if path.Base(ls.File) != c.file {
+				continue
+			}
+			c.sites[ls.Line] = appendSite(c.sites[ls.Line], site{cs.Key, ls.Message, ls.Style, ls.Severity, ls.Verbosity})
+			c.addMessage(ls, cs.Key)
+		}
+	}
+	for _, h := range f.Helpers {
+		if len(h.Cases) > 0 {
+			c.ranges = append(c.ranges, span{h.Start, h.End, h.Cases})
+		}
+	}
+	return c
+}
+
+func appendSite(ss []site, s site) []site {
+	for _, o := range ss {
+		if o.key == s.key {
+			return ss
+		}
+	}
+	return append(ss, s)
+}
+
+// addMessage records a log site's message for matching lines by message.
+// A message reached from several cases (handleProbeSync's) is told apart by
+// its probe="…" value.
+func (c *Classifier) addMessage(ls extractor.LogSite, key string) {
+	if ls.Style == "printf" {
+		p := printfPrefix(ls.Message)
+		if len(p) < 8 {
+			return
+		}
+		for i, r := range c.printf {
+			if r.prefix == p {
+				if r.key != key {
+					c.printf[i].key = probeKey
+				}
+				return
+			}
+		}
+		c.printf = append(c.printf, rule{prefix: p, key: key})
+		return
+	}
+	if old, ok := c.msgs[ls.Message]; ok && old != key {
+		key = probeKey
+	}
+	c.msgs[ls.Message] = key
+}
+
+// printfPrefix is the constant text of a format before its first verb.
+func printfPrefix(format string) string {
+	for i := 0; i < len(format); i++ {
+		if format[i] == '%' {
+			if i+1 < len(format) && format[i+1] == '%' {
+				return format[:i] // "%%" would need unescaping; stop short
+			}
+			return format[:i]
+		}
+	}
+	return format
+}
+
+// Reading is the Reading the Classifier was built from (nil when none).
+func (c *Classifier) Reading() *extractor.Reading { return c.r }
+
+// CaseOf returns the case a caller ("kubelet.go:2760" or
+// "kubelet/kubelet.go:2760") pins down by position alone at the Reading's
+// tag, and the caller's line. ok is false when the caller is elsewhere, or
+// in a helper several cases share.
+func (c *Classifier) CaseOf(caller string) (key string, line int, ok bool) {
+	base, line, okc := splitCaller(caller)
+	if !okc || c.r == nil || base != c.file {
+		return "", line, false
+	}
+	if ss := c.sites[line]; len(ss) == 1 {
+		return ss[0].key, line, true
+	} else if len(ss) > 1 {
+		return "", line, false
+	}
+	if keys := c.inRange(line); len(keys) == 1 {
+		return keys[0], line, true
+	}
+	return "", line, false
+}
+
+func (c *Classifier) inRange(line int) []string {
+	for _, s := range c.ranges {
+		if s.start <= line && line <= s.end {
+			return s.keys
+		}
+	}
+	return nil
+}
+
+// Classify classifies one raw line (without its trailing newline). It never
+// fails: a line it cannot read is returned as FormatRaw with no case.
+func (c *Classifier) Classify(raw []byte) Line {
+	return c.classify(raw, true)
+}
+
+// entry is what the format parsers find in a line, before classification.
+type entry struct {
+	caller   string
+	message  string
+	kvs      string // klog key=value text after a structured message
+	probe    string // probe="…"
+	version  string // the kubelet's version, from its start-up line
+	pods     []string
+	severity string
+	verb     int
+}
+
+func (c *Classifier) classify(raw []byte, exactOK bool) Line {
+	l := Line{Verbosity: -1, Format: FormatRaw}
+	var e entry
+	var ok bool
+	if len(raw) > 0 && raw[0] == '{' {
+		l.Raw, l.Stripped = clean(raw, MaxText)
+		if len(raw) <= maxParse {
+			e, ok = c.parseJSON(raw, &l)
+		}
+	} else {
+		l.Raw, l.Stripped = clean(raw, MaxText)
+		e, ok = c.parseText(l.Raw, &l)
+	}
+	if !ok {
+		l.Format = FormatRaw
+		return l
+	}
+	if e.severity != "" {
+		l.Severity = e.severity
+	}
+	l.Caller = e.caller
+	l.Message = e.message
+	l.Version = e.version
+	if e.pods != nil {
+		l.Pods = e.pods
+	}
+	if e.probe == "" && e.kvs != "" && strings.HasPrefix(e.message, "SyncLoop (probe)") {
+		e.probe = kvString(e.kvs, "probe")
+	}
+	if e.verb >= 0 {
+		l.Verbosity = e.verb
+	}
+	c.caseOf(&l, &e, exactOK)
+	return l
+}
+
+// caseOf sets l.Case, l.Match and l.SourceLine.
+func (c *Classifier) caseOf(l *Line, e *entry, exactOK bool) {
+	base, line, okc := splitCaller(e.caller)
+	inKubelet := !okc || base == "kubelet.go" || (c.file != "" && base == c.file)
+	byMsg := c.messageKey(e, inKubelet)
+	if exactOK && okc && c.r != nil && base == c.file {
+		if ss := c.sites[line]; len(ss) > 0 {
+			var hit []site
+			for _, s := range ss {
+				if s.consistent(e.message) {
+					hit = append(hit, s)
+				}
+			}
+			if k := pick(hit, byMsg); k != "" {
+				l.Case, l.Match, l.SourceLine = k, MatchExact, line
+				if l.Verbosity < 0 && hit[0].severity == "info" {
+					l.Verbosity = hit[0].verbosity
+				}
+				return
+			}
+			// A log site at this line with another message: the kubelet
+			// runs another version. Trust the message.
+		} else if keys := c.inRange(line); len(keys) > 0 && byMsg == "" {
+			if k := pickKey(keys, probeCase(e.probe)); k != "" {
+				l.Case, l.Match, l.SourceLine = k, MatchRange, line
+				return
+			}
+		}
+	}
+	if byMsg != "" {
+		l.Case, l.Match = byMsg, MatchMessage
+	}
+}
+
+// consistent reports whether a line's message can come from the site.
+func (s site) consistent(msg string) bool {
+	if s.style == "printf" {
+		return strings.HasPrefix(msg, printfPrefix(s.message))
+	}
+	return msg == s.message
+}
+
+// pick chooses among the sites a caller matches: the one, or the one the
+// message names (a probe helper's line serves three cases).
+func pick(hit []site, byMsg string) string {
+	switch len(hit) {
+	case 0:
+		return ""
+	case 1:
+		return hit[0].key
+	}
+	for _, s := range hit {
+		if s.key == byMsg {
+			return s.key
+		}
+	}
+	return ""
+}
+
+func pickKey(keys []string, want string) string {
+	if len(keys) == 1 {
+		return keys[0]
+	}
+	for _, k := range keys {
+		if k == want {
+			return k
+		}
+	}
+	return ""
+}
+
+// messageKey is the case of e by its message: the Reading's own log sites
+// first, then the built-in table of every tag's messages. With a Reading,
+// only its cases count (a v1.20 page has no readiness case).
+func (c *Classifier) messageKey(e *entry, inKubelet bool) string {
+	msg := e.message
+	if msg == "" {
+		return ""
+	}
+	key := ""
+	if c.r != nil {
+		key = c.msgs[msg]
+		for i := 0; key == "" && i < len(c.printf); i++ {
+			if strings.HasPrefix(msg, c.printf[i].prefix) {
+				key = c.printf[i].key
+			}
+		}
+		if key != "" && !inKubelet && !strings.HasPrefix(msg, "SyncLoop ") {
+			key = ""
+		}
+	}
+	if key == "" {
+		key = builtinKey(msg, inKubelet)
+	}
+	if key == probeKey {
+		key = probeCase(e.probe)
+	}
+	if key != "" && c.keys != nil && !c.keys[key] {
+		return ""
+	}
+	return key
+}
+
+// Stream classifies the lines of one journal in order. It watches for the
+// kubelet's start-up line: once it shows a version other than the
+// Reading's tag, caller file:line no longer means anything at the tag, and
+// lines are matched by message only. A Stream is not safe for concurrent
+// use; make one per feed.
+type Stream struct {
+	c       *Classifier
+	version string
+}
+
+// Stream returns a new Stream over c.
+func (c *Classifier) Stream() *Stream { return &Stream{c: c} }
+
+// Classify classifies the next line of the journal.
+func (s *Stream) Classify(raw []byte) Line {
+	l := s.c.classify(raw, !s.Mismatch())
+	if l.Version != "" {
+		s.version = l.Version
+		if s.Mismatch() && l.Match != MatchMessage {
+			// The start-up line itself: classify it again without positions.
+			l = s.c.classify(raw, false)
+		}
+	}
+	return l
+}
+
+// Version is the kubelet's version as its start-up line said ("" until seen).
+func (s *Stream) Version() string { return s.version }
+
+// Mismatch reports whether the kubelet's version is known and differs from
+// the Reading's tag.
+func (s *Stream) Mismatch() bool {
+	return s.version != "" && s.c.r != nil && !SameVersion(s.version, s.c.r.Tag)
+}
+
+// SameVersion reports whether a kubelet's version ("v1.31.0",
+// "v1.31.0+k3s1") is the tag's: build metadata after '+' is ignored.
+func SameVersion(kubelet, tag string) bool {
+	if i := strings.IndexByte(kubelet, '+'); i >= 0 {
+		kubelet = kubelet[:i]
+	}
+	return kubelet == tag
+}

@@ -1,0 +1,169 @@
+package classify
+
+// sanitize.go makes untrusted log text safe to show: valid UTF-8, no ANSI
+// escape sequences, no control characters but tab, and a bounded length with
+// a visible marker where it was cut.
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxText is the longest text (in bytes) a Line carries in Raw, Text or
+// Message; longer text is cut and ends with CutMarker(n).
+const MaxText = 64 << 10
+
+// maxParse is the longest JSON line that is parsed at all; a longer one is
+// kept as a raw line. Text formats are parsed from their first MaxText bytes.
+const maxParse = 1 << 20
+
+// CutMarker is what ends a text cut at MaxText: n bytes were left off.
+func CutMarker(n int) string { return "… [cut: " + strconv.Itoa(n) + " bytes]" }
+
+// clean returns b as display text: at most limit bytes of it (cut at a rune
+// boundary, with CutMarker), invalid UTF-8 replaced by U+FFFD, ANSI escape
+// sequences and control characters other than tab removed. changed reports
+// whether anything but the cut was altered.
+func clean(b []byte, limit int) (s string, changed bool) {
+	end := cutAt(b, limit)
+	return cleanString(string(b[:end]), limit, len(b)-end)
+}
+
+// cleanText is clean for a string.
+func cleanText(s string, limit int) (string, bool) {
+	end := cutAt(s, limit)
+	return cleanString(s[:end], limit, len(s)-end)
+}
+
+// cutAt is the length to keep of b: all of it, or limit backed up to the
+// start of a rune so the cut does not make one invalid.
+func cutAt[T []byte | string](b T, limit int) int {
+	if len(b) <= limit {
+		return len(b)
+	}
+	end := limit
+	for i := 0; i < utf8.UTFMax && end > 0 && !utf8.RuneStart(b[end]); i++ {
+		end--
+	}
+	return end
+}
+
+func cleanString(s string, limit, cut int) (string, bool) {
+	changed := false
+	if !plain(s) {
+		s, changed = scrub(s), true
+		// U+FFFD for one invalid byte takes three: cut again if need be.
+		if end := cutAt(s, limit); end < len(s) {
+			cut += len(s) - end
+			s = s[:end]
+		}
+	}
+	if cut > 0 {
+		s += CutMarker(cut)
+	}
+	return s, changed
+}
+
+// plain reports whether s is valid UTF-8 without control characters (tab
+// aside): the common case, checked without allocating.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+		if c >= 0x80 {
+			return plainUTF8(s[i:])
+		}
+	}
+	return true
+}
+
+func plainUTF8(s string) bool {
+	for i, r := range s {
+		switch {
+		case r < 0x20 && r != '\t' || r == 0x7f || isC1(r):
+			return false
+		case r == utf8.RuneError:
+			if _, n := utf8.DecodeRuneInString(s[i:]); n <= 1 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// isC1 reports whether r is a C1 control character (U+0080–U+009F), which
+// some terminals obey as escape sequences (U+009B is a CSI).
+func isC1(r rune) bool { return r >= 0x80 && r <= 0x9f }
+
+// scrub is the slow path of clean.
+func scrub(s string) string {
+	var sb strings.Builder
+	sb.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == 0x1b:
+			i = skipEscape(s, i)
+			continue
+		case c < 0x20 && c != '\t' || c == 0x7f:
+			i++
+			continue
+		case c < 0x80:
+			sb.WriteByte(c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			sb.WriteRune(utf8.RuneError)
+		case r == 0x9b: // C1 CSI: skip it like ESC [
+			i = skipCSI(s, i+n)
+			continue
+		case isC1(r):
+		default:
+			sb.WriteRune(r)
+		}
+		i += n
+	}
+	return sb.String()
+}
+
+// skipEscape returns the index after the escape sequence that starts at
+// s[i] == ESC: a CSI (ESC [ … final), an OSC or other string command
+// (ESC ] … BEL or ESC \), or a two-byte escape.
+func skipEscape(s string, i int) int {
+	i++ // ESC
+	if i >= len(s) {
+		return i
+	}
+	switch s[i] {
+	case '[':
+		return skipCSI(s, i+1)
+	case ']', 'P', 'X', '^', '_':
+		for i++; i < len(s); i++ {
+			if s[i] == 0x07 {
+				return i + 1
+			}
+			if s[i] == 0x1b && i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+		}
+		return i
+	}
+	return i + 1
+}
+
+// skipCSI skips a CSI's parameter and intermediate bytes and its final byte.
+func skipCSI(s string, i int) int {
+	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
+		i++
+	}
+	if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,88 @@
+package classify
+
+// table.go is the robust path: which case a message belongs to, whatever the
+// kubelet's version. Read from syncLoopIteration and handleProbeSync in
+// pkg/kubelet/kubelet.go at every minor tag from v1.20.0 to v1.37.2:
+//
+//   - v1.20: printf style, klog.Infof("SyncLoop (ADD, %q): %q", …); five
+//     cases; the liveness case logs "SyncLoop (container unhealthy): %q".
+//   - v1.21–v1.26: klog.InfoS("SyncLoop ADD", "source", …); the probe cases
+//     (liveness, readiness, startup) share handleProbeSync, which logs
+//     "SyncLoop (probe)" probe="liveness|readiness|startup".
+//   - v1.27+: adds the containerManager case, "SyncLoop (containermanager)…".
+//   - v1.36+: contextual logging, logger.V(2).Info("SyncLoop ADD", …): the
+//     same text on the wire.
+//
+// Messages that do not start with "SyncLoop" are only taken from kubelet.go,
+// when the caller is known.
+
+import "strings"
+
+// probeKey marks a message shared by the probe cases: the probe="…" value
+// says which.
+const probeKey = "\x00probe"
+
+type rule struct {
+	prefix string
+	key    string
+	// anyFile: the message is distinctive enough to match without a caller
+	// (every "SyncLoop …" message is).
+	anyFile bool
+}
+
+// builtin is checked in order; the first prefix that matches wins.
+var builtin = [...]rule{
+	{"SyncLoop (probe)", probeKey, true},
+	{"SyncLoop (PLEG)", "pleg", true},
+	{"SyncLoop (SYNC)", "sync", true},
+	{"SyncLoop (housekeeping", "housekeeping", true}, // "(housekeeping)", "(housekeeping) end", "(housekeeping, skipped)"
+	{"SyncLoop (container unhealthy)", "liveness", true},
+	{"SyncLoop (containermanager)", "container", true},
+	{"SyncLoop ADD", "config", true},
+	{"SyncLoop UPDATE", "config", true},
+	{"SyncLoop REMOVE", "config", true},
+	{"SyncLoop RECONCILE", "config", true},
+	{"SyncLoop DELETE", "config", true},
+	{"SyncLoop (ADD, ", "config", true},
+	{"SyncLoop (UPDATE, ", "config", true},
+	{"SyncLoop (REMOVE, ", "config", true},
+	{"SyncLoop (RECONCILE, ", "config", true},
+	{"SyncLoop (DELETE, ", "config", true},
+	{"Update channel is closed", "config", false},
+	{"Kubelet does not support snapshot update", "config", false},
+	{"Invalid operation type received", "config", false},
+	{"Invalid event type received", "config", false},
+	{"Failed cleaning pods", "housekeeping", false},
+	{"Housekeeping took longer than", "housekeeping", false},
+}
+
+// probeCase maps a probe="…" value to its case key.
+func probeCase(probe string) string {
+	switch probe {
+	case "liveness", "readiness", "startup":
+		return probe
+	}
+	return ""
+}
+
+// builtinKey is the case key of msg by the built-in table; inKubelet says
+// the caller is kubelet.go or unknown.
+func builtinKey(msg string, inKubelet bool) string {
+	if len(msg) < 12 {
+		return ""
+	}
+	syncLoop := strings.HasPrefix(msg, "SyncLoop ")
+	for i := range builtin {
+		r := &builtin[i]
+		if r.anyFile != syncLoop {
+			continue
+		}
+		if !r.anyFile && !inKubelet {
+			return ""
+		}
+		if strings.HasPrefix(msg, r.prefix) {
+			return r.key
+		}
+	}
+	return ""
+}
