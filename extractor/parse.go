@@ -52,6 +52,8 @@ func UpstreamURL(tag, file string, from, to int) string {
 // a checkout). It fills everything but ModuleHash and Source. A tree whose
 // kubelet has no syncLoopIteration gives an error wrapping ErrUnsupportedTag;
 // one without pkg/kubelet/kubelet.go an error wrapping ErrNotKubernetes.
+// fsys is read from two goroutines at once, as *zip.Reader, os.DirFS and
+// fstest.MapFS allow.
 func Extract(fsys fs.FS, tag string, symbols []string) (*Reading, error) {
 	x := newExtraction(fsys, tag)
 	r := &Reading{Schema: Schema, Module: Module, Tag: tag}

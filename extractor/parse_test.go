@@ -402,7 +402,7 @@ func TestExtractErrors(t *testing.T) {
 // whole Reading (empty lists, not nulls, in the JSON).
 func TestExtractMinimal(t *testing.T) {
 	fsys := fstest.MapFS{
-		"pkg/kubelet/kubelet.go":     {Data: []byte("package kubelet\n\nfunc (kl *Kubelet) syncLoopIteration(ch <-chan int) {\n\tselect {\n\tcase <-ch:\n\tdefault:\n\t}\n}\n")},
+		"pkg/kubelet/kubelet.go":     {Data: []byte("package kubelet\n\nfunc (kl *Kubelet) syncLoopIteration(ch <-chan int, out chan<- []string) {\n\tselect {\n\tcase <-ch:\n\tcase out <- nil:\n\tdefault:\n\t}\n}\n")},
 		"pkg/kubelet/pod_workers.go": {Data: []byte("package kubelet\n")},
 		"pkg/README":                 {Data: []byte("no Go here")},
 	}
@@ -414,8 +414,10 @@ func TestExtractMinimal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"cases":[{"key":"ch","comm":"\u003c-ch","channel":"ch","type":"int","start":5,"end":5,"logs":[],"calls":[]},{"key":"default","comm":"","channel":"","type":"","start":6,"end":6,"logs":[],"calls":[]}]`,
-		`"helpers":[]`, `"types":[]`, `"two_sets":[]`, `"doc_start":3,"start":3,"end":8`} {
+	for _, want := range []string{`"cases":[{"key":"ch","comm":"\u003c-ch","channel":"ch","type":"int","start":5,"end":5,"logs":[],"calls":[]},` +
+		`{"key":"out","comm":"out \u003c- nil","channel":"out","type":"[]string","start":6,"end":6,"logs":[],"calls":[]},` +
+		`{"key":"default","comm":"","channel":"","type":"","start":7,"end":7,"logs":[],"calls":[]}]`,
+		`"helpers":[]`, `"types":[]`, `"two_sets":[]`, `"doc_start":3,"start":3,"end":9`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, b)
 		}
