@@ -60,9 +60,11 @@ func runExtract(ctx context.Context, s stdio, args []string) error {
 	if *sourceDir == "" || tagSet(fl, s.getenv) {
 		opts.Tag = *tag
 	}
+	level := slog.LevelWarn // a Reading that cannot be cached, say
 	if *verbose {
-		opts.Logger = slog.New(slog.NewTextHandler(s.stderr, nil))
+		level = slog.LevelInfo
 	}
+	opts.Logger = slog.New(slog.NewTextHandler(s.stderr, &slog.HandlerOptions{Level: level}))
 	r, err := extractor.Load(ctx, opts)
 	if err != nil {
 		return err

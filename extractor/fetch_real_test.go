@@ -150,6 +150,7 @@ func TestLoadFromModCache(t *testing.T) {
 // module proxy into an empty module cache, verifying it against the real
 // checksum database reached through the proxy's /sumdb/ endpoint.
 func TestLoadRealProxy(t *testing.T) {
+	t.Parallel() // mostly waiting on the network
 	const tag = "v1.20.0"
 	cache := t.TempDir()
 	opts := Options{Tag: tag, CacheDir: cache, Getenv: env("GOPROXY", "https://proxy.golang.org", "GOMODCACHE", t.TempDir())}

@@ -322,6 +322,7 @@ func TestLoadErrors(t *testing.T) {
 }
 
 func TestUnknownTagRealProxy(t *testing.T) {
+	t.Parallel()
 	_, err := Load(t.Context(), Options{Tag: "v1.99.0", CacheDir: t.TempDir(),
 		Getenv: env("GOPROXY", "https://proxy.golang.org", "GOMODCACHE", t.TempDir())})
 	if !errors.Is(err, ErrUnknownTag) || !strings.Contains(err.Error(), "tag v1.99.0 is not served by https://proxy.golang.org") {
