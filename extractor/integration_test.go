@@ -43,13 +43,20 @@ func needNetwork(tb testing.TB) {
 // realZipPath is the path of k8s.io/kubernetes@tag's module zip.
 func realZipPath(tb testing.TB, tag string) string {
 	tb.Helper()
+	p, err := sharedZip(tag)
+	if err != nil {
+		tb.Fatalf("k8s.io/kubernetes@%s: %v", tag, err)
+	}
+	return p
+}
+
+// sharedZip finds or downloads the tag's zip once per process; safe to call
+// from any goroutine.
+func sharedZip(tag string) (string, error) {
 	v, _ := realZips.LoadOrStore(tag, &realZip{})
 	z := v.(*realZip)
 	z.once.Do(func() { z.path, z.err = findOrFetchZip(tag) })
-	if z.err != nil {
-		tb.Fatalf("k8s.io/kubernetes@%s: %v", tag, z.err)
-	}
-	return z.path
+	return z.path, z.err
 }
 
 // localZip is the tag's zip if it is in the module cache or was downloaded
@@ -421,8 +428,8 @@ func TestExtractEveryMinor(t *testing.T) {
 	g.SetLimit(4)
 	for _, m := range minors {
 		g.Go(func() error {
-			realZipPath(t, fmt.Sprintf("v1.%d.0", m))
-			return nil
+			_, err := sharedZip(fmt.Sprintf("v1.%d.0", m)) // reported by the subtest
+			return err
 		})
 	}
 	_ = g.Wait()
