@@ -163,7 +163,7 @@ func fetchZip(ctx context.Context, opts Options, cacheDir string) (*moduleZip, e
 		z.verify = func() (string, error) {
 			got, err := dirhash.HashZip(zipPath, dirhash.Hash1)
 			if err != nil {
-				return "", fmt.Errorf("hash %s: %v; %s", zipPath, err, advice)
+				return "", newError(ErrChecksumMismatch, err, "the module cache's zip %s is unreadable: %v; %s", zipPath, err, advice)
 			}
 			if want != "" && got != want {
 				where := "its .ziphash"

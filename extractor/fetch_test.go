@@ -441,7 +441,7 @@ func writeModCache(t testing.TB, tag string, zipData []byte, ziphash string) str
 
 func TestModCacheMismatch(t *testing.T) {
 	const tag = "v1.30.0"
-	data, hash := fakeZip(t, tag, kubeletFiles)
+	_, hash := fakeZip(t, tag, kubeletFiles)
 	for _, tc := range []struct {
 		name, tag, ziphash, where string
 	}{
@@ -462,7 +462,12 @@ func TestModCacheMismatch(t *testing.T) {
 			}
 		})
 	}
-	_ = data
+	// A module-cache zip that is not a zip at all.
+	mod := writeModCache(t, tag, []byte("PK\x03\x04 truncated"), hash)
+	_, err := Load(t.Context(), Options{Tag: tag, CacheDir: t.TempDir(), Getenv: env("GOPROXY", "off", "GOMODCACHE", mod)})
+	if !errors.Is(err, ErrChecksumMismatch) || !strings.Contains(err.Error(), "is unreadable") {
+		t.Errorf("Load of a truncated module-cache zip = %v, want ErrChecksumMismatch saying it is unreadable", err)
+	}
 }
 
 // TestModCacheVerified: a module-cache zip matching its .ziphash is used
