@@ -24,7 +24,7 @@ import (
 const testToken = "t0ken"
 
 // newLiveServer serves the live endpoints as routes.go mounts them.
-func newLiveServer(t *testing.T, cfg Config) (*live, *httptest.Server) {
+func newLiveServer(t testing.TB, cfg Config) (*live, *httptest.Server) {
 	t.Helper()
 	if cfg.IngestToken == "" {
 		cfg.IngestToken = testToken

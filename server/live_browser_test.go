@@ -1,0 +1,147 @@
+package server
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// TestBrowserLivePane drives the live pane in Chromium on the default tag's
+// real page, fed by the demo feed and by a journal file of lines at the
+// tag's real log sites: the pane is labelled as a demo when it is one, the
+// pleg case highlights only pleg lines (and filters to them), the counters
+// in the margin count, and clicking a log line brings its case into view.
+func TestBrowserLivePane(t *testing.T) {
+	t.Run("demo", func(t *testing.T) { testLivePane(t, true) })
+	t.Run("journal", func(t *testing.T) { testLivePane(t, false) })
+}
+
+// siteJournal writes klog text lines at every log site of the Reading's cases.
+func siteJournal(t *testing.T, r *extractor.Reading) string {
+	var b strings.Builder
+	for i := 0; i < 3; i++ {
+		for _, c := range r.Function.Cases {
+			for _, l := range c.Logs {
+				fmt.Fprintf(&b, "I1130 01:02:%02d.%06d    4242 %s:%d] %q pod=\"default/probe-me\"\n", i, i*1000, path.Base(l.File), l.Line, l.Message)
+			}
+		}
+	}
+	name := filepath.Join(t.TempDir(), "journal.txt")
+	if err := os.WriteFile(name, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func testLivePane(t *testing.T, demo bool) {
+	ctx := newBrowser(t)
+	r := realReading(t)
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	cfg := Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond}
+	if !demo {
+		cfg.JournalFile = siteJournal(t, r)
+	}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	base, _ := url.Parse(ts.URL)
+	watch := &pageWatch{host: base.Host}
+	if err := chromedp.Listen(ctx, watch.listen); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/")); err != nil {
+		t.Fatal(err)
+	}
+
+	banner := `(() => { const b = document.querySelector('#live .live-banner'); return !!b && !b.hidden && b.textContent.includes('DEMO FEED'); })()`
+	if demo {
+		waitFor(t, ctx, "the demo banner", banner)
+	}
+	waitFor(t, ctx, "pleg lines and lines of another case in the pane",
+		`document.querySelectorAll('#live li.ll[data-case="pleg"]').length >= 2 && document.querySelectorAll('#live li.ll[data-case]:not([data-case="pleg"])').length >= 2`)
+
+	// Select the pleg case the way a reader does: its chip in the margin.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector('[data-case-select="pleg"]').click(), true)`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "pleg lines highlighted", `document.querySelectorAll('#live li.ll.sel').length > 0`)
+	type selState struct {
+		Sel, Pleg, WrongSel  int
+		OthersDim, PlegClear bool
+		Count                int
+		Info                 string
+	}
+	st := eval[selState](t, ctx, `(() => {
+		const all = [...document.querySelectorAll('#live li.ll')];
+		const sel = all.filter(li => li.classList.contains('sel'));
+		const pleg = all.filter(li => li.dataset.case === 'pleg');
+		const others = all.filter(li => li.dataset.case !== 'pleg');
+		return {
+			Sel: sel.length, Pleg: pleg.length,
+			WrongSel: sel.filter(li => li.dataset.case !== 'pleg').length,
+			OthersDim: others.length > 0 && others.every(li => Number(getComputedStyle(li).opacity) < 0.5),
+			PlegClear: pleg.every(li => Number(getComputedStyle(li).opacity) === 1),
+			Count: Number(document.querySelector('[data-case-count="pleg"]').textContent),
+			Info: document.querySelector('#live .live-sel').textContent,
+		};
+	})()`)
+	if st.WrongSel != 0 || st.Sel == 0 || !st.OthersDim || !st.PlegClear {
+		t.Fatalf("after selecting pleg: %+v; want only pleg lines highlighted, the others dimmed", st)
+	}
+	if st.Count < st.Pleg || st.Info == "" {
+		t.Fatalf("pleg counter %d for %d pleg lines in the pane, info %q", st.Count, st.Pleg, st.Info)
+	}
+
+	// The filter toggle leaves only pleg lines visible.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector('#live .live-filter').click(), true)`)); err != nil {
+		t.Fatal(err)
+	}
+	visibleOthers := eval[int](t, ctx, `[...document.querySelectorAll('#live li.ll')].filter(li => li.dataset.case !== 'pleg' && li.offsetParent !== null).length`)
+	visiblePleg := eval[int](t, ctx, `[...document.querySelectorAll('#live li.ll[data-case="pleg"]')].filter(li => li.offsetParent !== null).length`)
+	if visibleOthers != 0 || visiblePleg == 0 {
+		t.Fatalf("filtered to pleg: %d other lines and %d pleg lines visible", visibleOthers, visiblePleg)
+	}
+	eval[bool](t, ctx, `(document.getElementById('live').scrollIntoView({block: 'start', behavior: 'instant'}), true)`)
+	screenshot(t, ctx, "live-pane-pleg-"+map[bool]string{true: "demo", false: "journal"}[demo]+".png", false)
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector('#live .live-filter').click(), true)`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Clicking a line of another case brings that case (or its very line) into view.
+	type jump struct {
+		Key, Hash string
+		InView    bool
+	}
+	j := eval[jump](t, ctx, `(() => {
+		window.scrollTo(0, 0);
+		const li = document.querySelector('#live li.ll[data-case]:not([data-case="pleg"])');
+		li.click();
+		const key = li.dataset.case, line = li.dataset.line;
+		const target = (line && document.getElementById('L' + line)) || document.getElementById('case-' + key);
+		const r = target.getBoundingClientRect();
+		return { Key: key, Hash: location.hash, InView: r.bottom > 0 && r.top < innerHeight };
+	})()`)
+	if !j.InView || (j.Hash != "#case-"+j.Key && (len(j.Hash) < 3 || j.Hash[:2] != "#L")) {
+		t.Fatalf("after clicking a %s line: %+v; want its case in view and in the URL", j.Key, j)
+	}
+	if !demo && eval[bool](t, ctx, banner) {
+		t.Fatal("a journal feed is labelled as a demo")
+	}
+	watch.check(t)
+}
