@@ -76,15 +76,24 @@ var kubeletFiles = map[string]string{
 // proxy is an httptest module proxy serving zips by tag, counting requests.
 type proxy struct {
 	*httptest.Server
-	requests atomic.Int64
-	zips     map[string][]byte // tag → zip
-	status   int               // when non-zero, every zip request gets it
-	mux      *http.ServeMux
+	requests    atomic.Int64 // all requests
+	zipRequests atomic.Int64
+	zips        map[string][]byte // tag → zip
+	status      int               // when non-zero, every zip request gets it
+	delay       time.Duration     // before answering a zip request
+	mux         *http.ServeMux
 }
 
-func newProxy(t testing.TB, zips map[string][]byte) *proxy {
+// newProxy starts a proxy serving zips, configured by options before it
+// starts.
+func newProxy(t testing.TB, zips map[string][]byte, options ...func(*proxy)) *proxy {
 	p := &proxy{zips: zips, mux: http.NewServeMux()}
+	for _, o := range options {
+		o(p)
+	}
 	p.mux.HandleFunc("/k8s.io/kubernetes/@v/", func(w http.ResponseWriter, r *http.Request) {
+		p.zipRequests.Add(1)
+		time.Sleep(p.delay)
 		if p.status != 0 {
 			http.Error(w, "status forced by the test", p.status)
 			return
@@ -104,6 +113,9 @@ func newProxy(t testing.TB, zips map[string][]byte) *proxy {
 	t.Cleanup(p.Close)
 	return p
 }
+
+func withStatus(code int) func(*proxy)       { return func(p *proxy) { p.status = code } }
+func withDelay(d time.Duration) func(*proxy) { return func(p *proxy) { p.delay = d } }
 
 // withSumDB makes the proxy serve a checksum database (as proxy.golang.org
 // does at /sumdb/<name>/) that claims hashes[tag] for each tag, and returns
@@ -254,8 +266,7 @@ func TestDownloadFallthrough(t *testing.T) {
 		{"403 pipe", 403, "|", nil, 1, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			first := newProxy(t, nil)
-			first.status = tc.status
+			first := newProxy(t, nil, withStatus(tc.status))
 			second := newProxy(t, map[string][]byte{tag: good})
 			proxies, err := parseGOPROXY(first.URL + tc.sep + second.URL)
 			if err != nil {
@@ -670,5 +681,95 @@ func TestRemoveStaleDownloads(t *testing.T) {
 	removeStale(dir, time.Hour)
 	if files := cacheFiles(t, dir, "."); !slices.Equal(files, []string{filepath.Base(fresh)}) {
 		t.Errorf("after removeStale: %v, want only the fresh download", files)
+	}
+}
+
+// miniKubernetes is the least Kubernetes tree Extract reads: a kubelet.go
+// with a syncLoopIteration of two cases.
+var miniKubernetes = map[string]string{
+	"go.mod": "module k8s.io/kubernetes\n",
+	"pkg/kubelet/kubelet.go": `package kubelet
+
+// syncLoopIteration reads from two channels.
+func (kl *Kubelet) syncLoopIteration(configCh <-chan int, syncCh <-chan bool) bool {
+	select {
+	case u := <-configCh:
+		_ = u
+	case <-syncCh:
+	}
+	return true
+}
+`,
+	"pkg/kubelet/pod_workers.go": "package kubelet\n",
+}
+
+// TestLoadThroughProxy is Load end to end without the real proxy: eight
+// concurrent Loads make one download, verified against a checksum database
+// served by the proxy, and share one Reading, which is cached so a later
+// Load and Cached need no proxy at all.
+func TestLoadThroughProxy(t *testing.T) {
+	const tag = "v1.30.0"
+	data, hash := fakeZip(t, tag, miniKubernetes)
+	// The delay lets every Load join the first before it is answered.
+	p := newProxy(t, map[string][]byte{tag: data}, withDelay(50*time.Millisecond))
+	gosumdb := p.withSumDB(t, map[string]string{tag: hash})
+	cache := t.TempDir()
+	opts := Options{Tag: tag, CacheDir: cache, Getenv: env("GOPROXY", p.URL, "GOSUMDB", gosumdb, "GOMODCACHE", t.TempDir())}
+
+	readings := make([]*Reading, 8)
+	errs := make([]error, 8)
+	var wg sync.WaitGroup
+	for i := range readings {
+		wg.Go(func() { readings[i], errs[i] = Load(t.Context(), opts) })
+	}
+	wg.Wait()
+	for i := range readings {
+		if errs[i] != nil {
+			t.Fatalf("Load %d: %v", i, errs[i])
+		}
+		if readings[i] != readings[0] {
+			t.Errorf("Load %d returned another Reading than Load 0", i)
+		}
+	}
+	r := readings[0]
+	if r.Source != "proxy" || r.ModuleHash != hash || r.Tag != tag || len(r.Function.Cases) != 2 {
+		t.Errorf("Reading = %s %s %s with %d cases, want proxy %s %s with 2", r.Source, r.ModuleHash, r.Tag, len(r.Function.Cases), hash, tag)
+	}
+	if n := p.zipRequests.Load(); n != 1 {
+		t.Errorf("%d zip requests for 8 concurrent Loads, want 1", n)
+	}
+	if files := cacheFiles(t, cache, "readings", "tmp"); !slices.Equal(files, []string{filepath.Join("readings", tag, "schema1-"+symbolsKey(nil)+".json")}) {
+		t.Errorf("cache holds %v, want the one Reading and no download", files)
+	}
+
+	p.Close()
+	again, err := Load(t.Context(), opts)
+	if err != nil || again.ModuleHash != hash || again.Source != "proxy" {
+		t.Fatalf("Load from the cache = %+v, %v", again, err)
+	}
+	if c, ok := Cached(opts); !ok || c.ModuleHash != hash {
+		t.Errorf("Cached = %v, %v", c, ok)
+	}
+	if tags, err := CachedTags(cache); err != nil || !slices.Equal(tags, []string{tag}) {
+		t.Errorf("CachedTags = %v, %v", tags, err)
+	}
+}
+
+// TestLoadFromModCacheMini: Load from a module cache, with no proxy at all,
+// verifying the zip against its .ziphash beside the extraction.
+func TestLoadFromModCacheMini(t *testing.T) {
+	const tag = "v1.30.0"
+	data, hash := fakeZip(t, tag, miniKubernetes)
+	mod := writeModCache(t, tag, data, hash)
+	cache := t.TempDir()
+	r, err := Load(t.Context(), Options{Tag: tag, CacheDir: cache, Getenv: env("GOPROXY", "off", "GOMODCACHE", mod)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Source != "modcache" || r.ModuleHash != hash || len(r.Function.Cases) != 2 {
+		t.Errorf("Reading = %s %s with %d cases, want modcache %s with 2", r.Source, r.ModuleHash, len(r.Function.Cases), hash)
+	}
+	if !stamped(cache, tag, filepath.Join(mod, "cache", "download", "k8s.io", "kubernetes", "@v", tag+".zip"), hash) {
+		t.Error("the verified zip was not stamped")
 	}
 }
