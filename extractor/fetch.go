@@ -186,7 +186,7 @@ func fetchZip(ctx context.Context, opts Options, cacheDir string) (*moduleZip, e
 	if err != nil {
 		return nil, err
 	}
-	opts.Logger.Info("downloading", "module", Module, "tag", tag, "goproxy", opts.Getenv("GOPROXY"))
+	opts.Logger.Info("downloading", "module", Module, "tag", tag, "goproxy", proxyList(proxies))
 	file, proxyURL, err := downloadZip(ctx, opts.Client, proxies, tag, filepath.Join(cacheDir, "tmp"))
 	if err != nil {
 		return nil, err
@@ -214,6 +214,7 @@ func (z *moduleZip) verifyDownload(ctx context.Context, opts Options, proxies []
 		return err
 	}
 	z.hash = got
+	opts.Logger.Info("verified", "module", Module, "tag", z.tag, "hash", got, "proxy", proxyURL)
 	return nil
 }
 

@@ -235,3 +235,19 @@ func removeStale(tmpDir string, age time.Duration) {
 		}
 	}
 }
+
+// proxyList writes proxies back as a GOPROXY value, for logs.
+func proxyList(proxies []proxySpec) string {
+	var b strings.Builder
+	for i, p := range proxies {
+		b.WriteString(p.url)
+		if i < len(proxies)-1 {
+			if p.fallBackOnError {
+				b.WriteByte('|')
+			} else {
+				b.WriteByte(',')
+			}
+		}
+	}
+	return b.String()
+}
