@@ -27,7 +27,7 @@ The source comes from, in order:
                         the Go checksum database ($GOSUMDB)
 GOPROXY, GOSUMDB, GONOSUMDB, GOPRIVATE, GOMODCACHE and GOPATH are read as
 the go command reads them; GOPROXY=off allows only the caches, and "direct"
-(version control) is not supported.
+(version control) is not supported, so GOINSECURE has no effect.
 
 Flags (each also settable as SYNCLOOP_<FLAG>, e.g. SYNCLOOP_TAG):
 `
@@ -36,7 +36,11 @@ func runExtract(ctx context.Context, s stdio, args []string) error {
 	fl := newFlagSet("extract", s)
 	tag := fl.String("tag", extractor.DefaultTag, "Kubernetes release `TAG` to read, v1.20.0 or later")
 	sourceDir := fl.String("source-dir", "", "read the Kubernetes checkout in `DIR` instead of fetching a tag")
-	cacheDir := fl.String("cache-dir", "", "cache Readings and checksum data in `DIR` (default: the user cache dir + /syncloop)")
+	defaultCache, err := extractor.CacheDir(extractor.Options{})
+	if err != nil {
+		defaultCache = "none: give one"
+	}
+	cacheDir := fl.String("cache-dir", "", "cache Readings and checksum data in `DIR` (default "+defaultCache+")")
 	format := fl.String("format", "table", "output `FORMAT`: table (one row per case) or json (the Reading)")
 	verbose := fl.Bool("v", false, "log where the source comes from to stderr")
 	fl.Usage = func() {
