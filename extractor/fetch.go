@@ -59,6 +59,9 @@ func Load(ctx context.Context, opts Options) (*Reading, error) {
 	if r, ok := readCachedReading(path, opts.Tag); ok {
 		return r, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // start no fetch for a caller already gone
+	}
 	ch := loads.DoChan(path, func() (any, error) {
 		return load(context.WithoutCancel(ctx), opts, cacheDir, path)
 	})
