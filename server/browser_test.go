@@ -309,6 +309,48 @@ func TestBrowserReadingPage(t *testing.T) {
 		waitFor(t, ctx, "goto a line", fmt.Sprintf(`document.querySelector('.line.hl')?.id === 'L%d'`, r.Function.Cases[1].Start+1))
 	})
 
+	t.Run("y copies, ? shows the keys", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"#case-startup"), chromedp.WaitReady("section.case")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "startup selected", `document.querySelector('#case-startup').classList.contains('selected')`)
+		if err := chromedp.Do(ctx, chromedp.KeyEvent("y")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "y copied", `document.querySelector('#case-startup [data-copy-link]').dataset.copied === `+jsString(pageURL+"#case-startup"))
+		if got := eval[string](t, ctx, `navigator.clipboard.readText()`); got != pageURL+"#case-startup" {
+			t.Errorf("clipboard after y: %q", got)
+		}
+		if err := chromedp.Do(ctx, chromedp.KeyEvent("?")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "keys dialog open", `document.getElementById('keys').open`)
+		if err := chromedp.Do(ctx, chromedp.KeyEvent("?")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "keys dialog closed", `!document.getElementById('keys').open`)
+	})
+
+	t.Run("print", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: "print"})
+			return err
+		})); err != nil {
+			t.Fatal(err)
+		}
+		hidden := eval[bool](t, ctx, `['header.site', '#live', '.copy-link'].every(s => { const e = document.querySelector(s); return !e || getComputedStyle(e).display === 'none' })`)
+		if !hidden {
+			t.Error("print shows the header, the live pane or the copy links")
+		}
+		screenshot(t, ctx, "reading-print.png", false)
+		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
+			return err
+		})); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("dark and narrow", func(t *testing.T) {
 		if err := chromedp.Do(ctx,
 			chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
@@ -323,6 +365,15 @@ func TestBrowserReadingPage(t *testing.T) {
 		}
 		waitFor(t, ctx, "liveness at the top", `(() => { const y = document.querySelector('#case-liveness').getBoundingClientRect().top; return y >= -2 && y < 40 })()`)
 		screenshot(t, ctx, "reading-dark.png", false)
+		// Every token must be legible on the dark background: none may keep
+		// a light-theme colour.
+		dark := eval[[]string](t, ctx, `[...document.querySelectorAll('pre.code .cl span')].filter(e => {
+			const [r, g, b] = getComputedStyle(e).color.match(/\d+/g).map(Number);
+			return 0.2126*r + 0.7152*g + 0.0722*b < 110;
+		}).map(e => e.className + ':' + e.textContent + ':' + getComputedStyle(e).color).slice(0, 5)`)
+		if len(dark) > 0 {
+			t.Errorf("tokens too dark on the dark theme: %v", dark)
+		}
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(400, 850), chromedp.Navigate(pageURL+"#case-config"), chromedp.WaitReady("section.case")); err != nil {
 			t.Fatal(err)
 		}

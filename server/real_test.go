@@ -89,3 +89,53 @@ func TestDefaultTagIsComplete(t *testing.T) {
 		}
 	}
 }
+
+// TestOtherTags renders an older tag than the default: every case gets a
+// block, the doc comment's channels map to cases, and a note whose case is
+// absent (container before v1.31.0) is listed, not hidden. (One tag only:
+// extracting one costs ~25 s under -race; TestReconcile covers the older
+// doc comment's wording.)
+func TestOtherTags(t *testing.T) {
+	tags := []string{"v1.25.0"}
+	cache := t.TempDir()
+	for _, tag := range tags {
+		t.Run(tag, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			r, err := extractor.Load(ctx, extractor.Options{Tag: tag, CacheDir: cache, Symbols: content.Symbols()})
+			if err != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatal(err)
+				}
+				t.Skipf("cannot load %s: %v", tag, err)
+			}
+			fl := &fakeLoader{readings: map[string]*extractor.Reading{tag: r}}
+			s, err := NewServer(Config{DefaultTag: tag, CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			waitLoaded(t, s, tag)
+			w := get(t, s, "/k8s/"+tag+"/")
+			if w.Code != 200 {
+				t.Fatalf("%d: %.300s", w.Code, w.Body)
+			}
+			body := w.Body.String()
+			if n := strings.Count(body, `<section class="seg case"`); n != len(r.Function.Cases) {
+				t.Errorf("%d case blocks, want %d", n, len(r.Function.Cases))
+			}
+			st := s.state(tag)
+			claimed := 0
+			for _, d := range st.view.Reconcile.Doc {
+				claimed += len(d.Keys)
+			}
+			if len(st.view.Reconcile.Doc) != 5 || claimed+len(st.view.Reconcile.Unnamed) != len(r.Function.Cases) {
+				t.Errorf("reconcile: %d doc channels claim %d cases, %d unnamed, of %d", len(st.view.Reconcile.Doc), claimed, len(st.view.Reconcile.Unnamed), len(r.Function.Cases))
+			}
+			_, hasContainer := r.Function.CaseByKey("container")
+			if listed := strings.Contains(body, `id="absent-container"`); listed == hasContainer {
+				t.Errorf("container case present %v, listed as not at this tag %v", hasContainer, listed)
+			}
+		})
+	}
+}

@@ -70,7 +70,7 @@ func TestRoutes(t *testing.T) {
 		}},
 		{path: "/static/style.css", status: 200, ctype: "text/css"},
 		{path: "/static/reader.js", status: 200, ctype: "text/javascript"},
-		{path: "/static/chroma.css", status: 200, ctype: "text/css", contains: []string{"@media (prefers-color-scheme: dark)", ".chroma .k {"}},
+		{path: "/static/chroma.css", status: 200, ctype: "text/css", contains: []string{"@media screen and (prefers-color-scheme: dark)", ".chroma .k {"}},
 		{path: "/static/nope.css", status: 404},
 		{path: "/static/../server.go", status: 400},
 		{path: "/static/%2e%2e/server.go", status: 404},
@@ -348,5 +348,68 @@ func TestReadingJSONRoundTrips(t *testing.T) {
 	want := fixtureReading(t)
 	if got.Function.Text != want.Function.Text || len(got.Function.Cases) != len(want.Function.Cases) {
 		t.Errorf("reading.json does not round-trip")
+	}
+}
+
+// TestReconcile reads doc comments shaped like the kubelet's at old and new
+// tags (written here, not copied) against the cases a tag has.
+func TestReconcile(t *testing.T) {
+	cases := func(keys ...string) []extractor.Case {
+		var cs []extractor.Case
+		for _, k := range keys {
+			ch := k + "Ch"
+			if k == "liveness" || k == "readiness" || k == "startup" || k == "container" {
+				ch = "kl." + k + "Manager.Updates()"
+			}
+			cs = append(cs, extractor.Case{Key: k, Channel: ch})
+		}
+		return cs
+	}
+	tests := []struct {
+		name    string
+		doc     string
+		cases   []extractor.Case
+		doc2key map[string]string // doc channel -> its keys, joined
+		unnamed []string
+	}{
+		{
+			name: "old: star bullets, liveness manager",
+			doc: "Reads channels.\n\nthe channels are handled as follows:\n\n" +
+				"* configCh: hand pods over\n*   plegCh: sync one pod\n* syncCh: sync due pods\n" +
+				"* housekeepingCh: clean up\n* liveness manager: sync pods whose\n                    probes failed\n",
+			cases:   cases("config", "pleg", "sync", "liveness", "housekeeping"),
+			doc2key: map[string]string{"configCh": "config", "plegCh": "pleg", "syncCh": "sync", "housekeepingCh": "housekeeping", "liveness manager": "liveness"},
+		},
+		{
+			name: "new: dash bullets, health manager, an extra case",
+			doc: "Arguments:\n1.  configCh: not a bullet\n\nthe channels are handled as follows:\n\n" +
+				"  - configCh: hand pods over\n  - plegCh: sync one pod\n  - syncCh: sync due pods\n" +
+				"  - housekeepingCh: clean up\n  - health manager: sync pods whose\n    probes failed\n",
+			cases:   cases("config", "pleg", "sync", "liveness", "readiness", "startup", "container", "housekeeping"),
+			doc2key: map[string]string{"configCh": "config", "plegCh": "pleg", "syncCh": "sync", "housekeepingCh": "housekeeping", "health manager": "liveness readiness startup"},
+			unnamed: []string{"container"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rv := reconcile(&extractor.Function{Doc: tt.doc, Cases: tt.cases})
+			got := map[string]string{}
+			for _, d := range rv.Doc {
+				got[d.Name] = strings.Join(d.Keys, " ")
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.doc2key) {
+				t.Errorf("doc channels %v, want %v", got, tt.doc2key)
+			}
+			var unnamed []string
+			for _, c := range rv.Unnamed {
+				unnamed = append(unnamed, c.Key)
+			}
+			if fmt.Sprint(unnamed) != fmt.Sprint(tt.unnamed) && len(unnamed)+len(tt.unnamed) > 0 {
+				t.Errorf("unnamed %v, want %v", unnamed, tt.unnamed)
+			}
+			if last := rv.Doc[len(rv.Doc)-1]; !strings.HasSuffix(last.Says, "probes failed") {
+				t.Errorf("continuation line lost: %q", last.Says)
+			}
+		})
 	}
 }

@@ -204,6 +204,17 @@ document.addEventListener('syncloop:goto', (ev) => {
 	}
 });
 
+// A case's code sticks beside its note while the note is read, when the
+// code fits the window (a taller block would hide its own end).
+function fitCode() {
+	for (const c of cases) {
+		const pre = c.querySelector('pre.code');
+		if (pre) pre.classList.toggle('stick', pre.offsetHeight < window.innerHeight - 40);
+	}
+}
+fitCode();
+window.addEventListener('resize', fitCode);
+
 window.addEventListener('hashchange', followHash);
 window.addEventListener('popstate', followHash);
 // Module scripts run after parsing, in order: live.js has registered its

@@ -1,0 +1,211 @@
+package server
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkPageVsFileServer measures requests per second for the cached
+// reading page against a plain http.FileServer serving the same bytes from
+// disk, both over real loopback connections with the same concurrent
+// clients, in one run. It reports both rates and their ratio (target ≥ 0.8).
+// Both are asked without compression, so they send the same bytes; the
+// gzip rate is reported apart.
+func BenchmarkPageVsFileServer(b *testing.B) {
+	s := newRealServer(b)
+	tag := s.cfg.DefaultTag
+	ours := httptest.NewServer(s)
+	defer ours.Close()
+	page := get(b, s, "/k8s/"+tag+"/")
+	if page.Code != 200 {
+		b.Fatalf("page: %d", page.Code)
+	}
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "index.html"), page.Body.Bytes(), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	plain := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	defer plain.Close()
+
+	const clients = 8
+	rate := func(target string, header http.Header) float64 {
+		tr := &http.Transport{MaxIdleConnsPerHost: clients, DisableCompression: true}
+		defer tr.CloseIdleConnections()
+		client := &http.Client{Transport: tr}
+		var wg sync.WaitGroup
+		var failed sync.Once
+		start := time.Now()
+		for c := range clients {
+			n := b.N / clients
+			if c < b.N%clients {
+				n++
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range n {
+					req, _ := http.NewRequest("GET", target, nil)
+					req.Header = header.Clone()
+					resp, err := client.Do(req)
+					if err == nil {
+						_, err = io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+						if resp.StatusCode != 200 {
+							err = fmt.Errorf("status %d", resp.StatusCode)
+						}
+					}
+					if err != nil {
+						failed.Do(func() { b.Error(target, err) })
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(b.N) / time.Since(start).Seconds()
+	}
+	b.ResetTimer()
+	ourRate := rate(ours.URL+"/k8s/"+tag+"/", http.Header{})
+	fileRate := rate(plain.URL+"/index.html", http.Header{})
+	gzRate := rate(ours.URL+"/k8s/"+tag+"/", http.Header{"Accept-Encoding": {"gzip"}})
+	b.StopTimer()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ourRate, "syncloop-req/s")
+	b.ReportMetric(fileRate, "fileserver-req/s")
+	b.ReportMetric(gzRate, "syncloop-gzip-req/s")
+	b.ReportMetric(ourRate/fileRate, "ratio")
+}
+
+// transfer fetches path and, recursively, every stylesheet, script and module
+// it loads from this server, gzip accepted, and returns the bytes on the
+// wire by URL.
+func transfer(t testing.TB, base, path string) map[string]int {
+	t.Helper()
+	tr := &http.Transport{DisableCompression: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	sizes := map[string]int{}
+	refs := map[string][]*regexp.Regexp{
+		"text/html": {
+			regexp.MustCompile(`<link[^>]+href="([^"]+)"`),
+			regexp.MustCompile(`<script[^>]+src="([^"]+)"`),
+		},
+		"text/javascript": {
+			regexp.MustCompile(`(?m)^\s*import\s*(?:[^'";]*from\s*)?['"]([^'"]+)['"]`),
+			regexp.MustCompile(`import\(\s*['"]([^'"]+)['"]\s*\)`),
+		},
+		"text/css": {
+			regexp.MustCompile(`url\(\s*['"]?([^'")]+)['"]?\s*\)`),
+			regexp.MustCompile(`@import\s+['"]([^'"]+)['"]`),
+		},
+	}
+	var fetch func(u *url.URL)
+	fetch = func(u *url.URL) {
+		if u.Scheme == "data" {
+			return
+		}
+		key := u.String()
+		if _, ok := sizes[key]; ok {
+			return
+		}
+		req, _ := http.NewRequest("GET", key, nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wire, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", key, resp.StatusCode)
+		}
+		sizes[key] = len(wire)
+		text := wire
+		if resp.Header.Get("Content-Encoding") == "gzip" {
+			text = gunzip(t, wire)
+		}
+		ctype, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+		for _, re := range refs[ctype] {
+			for _, m := range re.FindAllSubmatch(text, -1) {
+				ref, err := u.Parse(string(m[1]))
+				if err != nil {
+					t.Fatalf("%s refers to %q: %v", key, m[1], err)
+				}
+				if ref.Scheme == "data" || ref.Host != u.Host {
+					continue // another host is TestCSPHolds' business
+				}
+				fetch(ref)
+			}
+		}
+	}
+	u, _ := url.Parse(base + path)
+	fetch(u)
+	return sizes
+}
+
+// TestTransferSize: the reading page with everything it loads is under
+// 150 KB compressed.
+func TestTransferSize(t *testing.T) {
+	s := newRealServer(t)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	sizes := transfer(t, ts.URL, "/k8s/"+s.cfg.DefaultTag+"/")
+	total := 0
+	var names []string
+	for u, n := range sizes {
+		total += n
+		names = append(names, u)
+	}
+	sort.Strings(names)
+	for _, u := range names {
+		t.Logf("%7d  %s", sizes[u], u)
+	}
+	t.Logf("%7d  total, compressed, %d files", total, len(sizes))
+	if len(sizes) < 5 {
+		t.Errorf("only %d files fetched: the page loads more than that", len(sizes))
+	}
+	if total >= 150*1024 {
+		t.Errorf("transfer %d bytes, want < 150 KB", total)
+	}
+}
+
+// BenchmarkTransferSize reports the same figure as a benchmark metric.
+func BenchmarkTransferSize(b *testing.B) {
+	s := newRealServer(b)
+	ts := httptest.NewServer(s)
+	defer ts.Close()
+	total := 0
+	for b.Loop() {
+		total = 0
+		for _, n := range transfer(b, ts.URL, "/k8s/"+s.cfg.DefaultTag+"/") {
+			total += n
+		}
+	}
+	b.ReportMetric(float64(total), "bytes-on-wire")
+}
+
+func gunzip(t testing.TB, b []byte) []byte {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
