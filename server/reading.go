@@ -144,7 +144,7 @@ func (s *Server) handleTagPage(kind string) http.Handler {
 			})
 			return
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), waitForLoad)
+		ctx, cancel := context.WithTimeout(r.Context(), s.wait)
 		defer cancel()
 		select {
 		case <-st.done:

@@ -57,6 +57,7 @@ type Server struct {
 	wg     sync.WaitGroup
 	closed sync.Once
 	loads  chan struct{} // semaphore: how many Loads may run at once
+	wait   time.Duration // how long a request waits for a Load (waitForLoad)
 
 	mu   sync.Mutex
 	tags map[string]*tagState // every tag asked for since start
@@ -128,6 +129,7 @@ func NewServer(cfg Config) (*Server, error) {
 		ctx:    ctx,
 		cancel: cancel,
 		loads:  make(chan struct{}, 2),
+		wait:   waitForLoad,
 		tags:   make(map[string]*tagState),
 	}
 	if dir, err := extractor.CacheDir(s.options("")); err == nil {
@@ -204,49 +206,47 @@ func (s *Server) state(tag string) *tagState {
 	}
 	st := &tagState{tag: tag, done: make(chan struct{})}
 	s.tags[tag] = st
-	if r, ok := extractor.Cached(s.options(tag)); ok {
-		s.finish(st, r, nil)
-		return st
-	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		select {
-		case s.loads <- struct{}{}:
-		case <-s.ctx.Done():
-			s.mu.Lock()
-			s.finish(st, nil, s.ctx.Err())
-			s.mu.Unlock()
-			return
-		}
-		start := time.Now()
-		r, err := s.cfg.Load(s.ctx, s.options(tag))
-		<-s.loads
-		if err != nil {
-			s.log.Warn("load failed", "tag", tag, "err", err)
-		} else {
-			s.log.Info("loaded", "tag", tag, "source", r.Source, "cases", len(r.Function.Cases), "took", time.Since(start).Round(time.Millisecond))
+		r, err := s.load(tag)
+		var view *readingView
+		if err == nil {
+			view, err = newReadingView(r)
 		}
 		s.mu.Lock()
-		s.finish(st, r, err)
-		s.mu.Unlock()
+		defer s.mu.Unlock()
+		if err != nil {
+			st.err, st.failed = err, time.Now()
+		} else {
+			st.reading, st.view = r, view
+			s.gen++
+		}
+		close(st.done)
 	}()
 	return st
 }
 
-// finish records a Load's outcome; s.mu is held.
-func (s *Server) finish(st *tagState, r *extractor.Reading, err error) {
-	if err == nil {
-		st.view, err = newReadingView(r)
+// load reads tag's Reading from the cache, or has it loaded: at most
+// cap(s.loads) at once, the others waiting their turn.
+func (s *Server) load(tag string) (*extractor.Reading, error) {
+	if r, ok := extractor.Cached(s.options(tag)); ok {
+		return r, nil
 	}
+	select {
+	case s.loads <- struct{}{}:
+	case <-s.ctx.Done():
+		return nil, s.ctx.Err()
+	}
+	defer func() { <-s.loads }()
+	start := time.Now()
+	r, err := s.cfg.Load(s.ctx, s.options(tag))
 	if err != nil {
-		st.err = err
-		st.failed = time.Now()
-	} else {
-		st.reading = r
-		s.gen++
+		s.log.Warn("load failed", "tag", tag, "err", err)
+		return nil, err
 	}
-	close(st.done)
+	s.log.Info("loaded", "tag", tag, "source", r.Source, "cases", len(r.Function.Cases), "took", time.Since(start).Round(time.Millisecond))
+	return r, nil
 }
 
 // evictFailed forgets the failed tags; s.mu is held. It reports whether

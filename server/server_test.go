@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/syncloop/syncloop/extractor"
 )
@@ -411,5 +412,33 @@ func TestReconcile(t *testing.T) {
 				t.Errorf("continuation line lost: %q", last.Says)
 			}
 		})
+	}
+}
+
+// TestTooManyTags: a stream of made-up tags cannot grow the server without
+// end; once the failed ones are forgotten there is room again.
+func TestTooManyTags(t *testing.T) {
+	release := make(chan struct{})
+	fl := &fakeLoader{hold: map[string]chan struct{}{}}
+	for i := range maxTags + 1 {
+		fl.hold[fmt.Sprintf("v1.99.%d", i)] = release
+	}
+	s := newTestServer(t, fl)
+	s.wait = time.Millisecond
+	for i := range maxTags - 1 { // the default tag holds one place
+		if w := get(t, s, fmt.Sprintf("/k8s/v1.99.%d/", i)); w.Code != http.StatusAccepted {
+			t.Fatalf("tag %d: %d", i, w.Code)
+		}
+	}
+	over := fmt.Sprintf("/k8s/v1.99.%d/", maxTags)
+	if w := get(t, s, over); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("tag past the limit: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
+	}
+	close(release) // every held tag now fails as unknown
+	for i := range maxTags - 1 {
+		waitLoaded(t, s, fmt.Sprintf("v1.99.%d", i))
+	}
+	if w := get(t, s, over); w.Code != http.StatusNotFound {
+		t.Errorf("after the failures are forgotten: %d, want 404", w.Code)
 	}
 }
