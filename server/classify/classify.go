@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
@@ -100,11 +101,31 @@ type Classifier struct {
 	file   string // base name of the function's file, "kubelet.go"
 	sites  map[int][]site
 	ranges []span
+	first  [256]bool         // first bytes of every message that has a case
 	msgs   map[string]string // structured message → case key (or probeKey)
 	printf []rule            // printf format prefixes → case key
 	keys   map[string]bool   // the Reading's case keys
-	now    func() time.Time
+	now    func() time.Time  // nil: the wall clock, read through ref
 	loc    *time.Location
+	ref    atomic.Int64  // unix seconds of the wall clock, refreshed every refEvery calls
+	calls  atomic.Uint32 // calls since New, to know when to refresh ref
+}
+
+// refEvery is how many timestamps share one reading of the wall clock. The
+// year of a klog timestamp is inferred from a reference within a month of
+// it, so a slightly stale clock does no harm, and reading it per line costs
+// more than the rest of a line's classification on some VMs.
+const refEvery = 1024
+
+// clockNow is the reference time for timestamps without a year.
+func (c *Classifier) clockNow() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	if c.calls.Add(1)%refEvery == 0 || c.ref.Load() == 0 {
+		c.ref.Store(time.Now().Unix())
+	}
+	return time.Unix(c.ref.Load(), 0)
 }
 
 type site struct {
@@ -130,13 +151,26 @@ func WithLocation(loc *time.Location) Option { return func(c *Classifier) { c.lo
 
 // New returns a Classifier for r; r may be nil (by message only).
 func New(r *extractor.Reading, opts ...Option) *Classifier {
-	c := &Classifier{r: r, now: time.Now, loc: time.UTC}
+	c := &Classifier{r: r, loc: time.UTC}
 	for _, o := range opts {
 		o(c)
+	}
+	for _, r := range builtin {
+		c.first[r.prefix[0]] = true
 	}
 	if r == nil {
 		return c
 	}
+	defer func() {
+		for m := range c.msgs {
+			if m != "" {
+				c.first[m[0]] = true
+			}
+		}
+		for _, r := range c.printf {
+			c.first[r.prefix[0]] = true
+		}
+	}()
 	f := &r.Function
 	c.file = path.Base(f.File)
 	c.sites = map[int][]site{}
@@ -302,16 +336,10 @@ func (c *Classifier) caseOf(l *Line, e *entry, exactOK bool) {
 	byMsg := c.messageKey(e, inKubelet)
 	if exactOK && okc && c.r != nil && base == c.file {
 		if ss := c.sites[line]; len(ss) > 0 {
-			var hit []site
-			for _, s := range ss {
-				if s.consistent(e.message) {
-					hit = append(hit, s)
-				}
-			}
-			if k := pick(hit, byMsg); k != "" {
-				l.Case, l.Match, l.SourceLine = k, MatchExact, line
-				if l.Verbosity < 0 && hit[0].severity == "info" {
-					l.Verbosity = hit[0].verbosity
+			if s, ok := pick(ss, e.message, byMsg); ok {
+				l.Case, l.Match, l.SourceLine = s.key, MatchExact, line
+				if l.Verbosity < 0 && s.severity == "info" {
+					l.Verbosity = s.verbosity
 				}
 				return
 			}
@@ -337,21 +365,23 @@ func (s site) consistent(msg string) bool {
 	return msg == s.message
 }
 
-// pick chooses among the sites a caller matches: the one, or the one the
-// message names (a probe helper's line serves three cases).
-func pick(hit []site, byMsg string) string {
-	switch len(hit) {
-	case 0:
-		return ""
-	case 1:
-		return hit[0].key
-	}
-	for _, s := range hit {
-		if s.key == byMsg {
-			return s.key
+// pick chooses among the sites at a caller's line those whose message the
+// line can have: the one, or the one the message names (a probe helper's
+// line serves three cases).
+func pick(ss []site, msg, byMsg string) (site, bool) {
+	var one site
+	n := 0
+	for _, s := range ss {
+		if !s.consistent(msg) {
+			continue
 		}
+		if s.key == byMsg {
+			return s, true
+		}
+		one = s
+		n++
 	}
-	return ""
+	return one, n == 1
 }
 
 func pickKey(keys []string, want string) string {
@@ -371,7 +401,7 @@ func pickKey(keys []string, want string) string {
 // only its cases count (a v1.20 page has no readiness case).
 func (c *Classifier) messageKey(e *entry, inKubelet bool) string {
 	msg := e.message
-	if msg == "" {
+	if msg == "" || !c.first[msg[0]] {
 		return ""
 	}
 	key := ""

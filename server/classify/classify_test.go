@@ -441,3 +441,19 @@ func TestMarshalJSON(t *testing.T) {
 		t.Errorf("classified: %s", b)
 	}
 }
+
+func TestDaysFromCivil(t *testing.T) {
+	for _, y := range []int{-401, -400, -1, 0, 1, 1969, 1970, 2000, 2024, 2025, 2026, 2100, 9999} {
+		for m := 1; m <= 12; m++ {
+			for _, d := range []int{1, 15, 28, 29, 31} {
+				want := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+				if tm := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC); tm.Unix()%86400 != 0 && tm.Unix() < 0 {
+					want--
+				}
+				if got := daysFromCivil(y, m, d); got != want {
+					t.Fatalf("daysFromCivil(%d, %d, %d) = %d, want %d", y, m, d, got, want)
+				}
+			}
+		}
+	}
+}

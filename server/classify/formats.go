@@ -98,26 +98,57 @@ func version(v string) string {
 // klogTime is a klog header's time: the year (which klog does not print)
 // is taken from ref, or the clock, so that it lies near it.
 func (c *Classifier) klogTime(h klogHeader, ref time.Time) time.Time {
-	t := time.Date(0, h.month, h.day, 0, 0, 0, 0, c.loc).Add(h.clock)
-	return c.withYear(t, ref)
+	if ref.IsZero() {
+		ref = c.clockNow()
+	}
+	at := func(y int) time.Time { return time.Date(y, h.month, h.day, 0, 0, 0, 0, c.loc).Add(h.clock) }
+	if c.loc == time.UTC {
+		// The hot path: plain arithmetic instead of time.Date.
+		at = func(y int) time.Time {
+			return time.Unix(daysFromCivil(y, int(h.month), h.day)*86400, 0).Add(h.clock).UTC()
+		}
+	}
+	return nearYear(at, ref.In(c.loc))
+}
+
+// daysFromCivil is the number of days from 1970-01-01 to y-m-d in the
+// proleptic Gregorian calendar (Howard Hinnant's days_from_civil).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era = (y - 399) / 400
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era)*146097 + int64(doe) - 719468
 }
 
 // withYear gives t (whose year is unknown) the year that puts it closest
 // before ref (or now): a December line read in January is last year's.
 func (c *Classifier) withYear(t, ref time.Time) time.Time {
 	if ref.IsZero() {
-		ref = c.now()
+		ref = c.clockNow()
 	}
-	ref = ref.In(t.Location())
-	y := ref.Year()
 	at := func(y int) time.Time {
 		return time.Date(y, t.Month(), t.Day(), t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), t.Location())
 	}
+	return nearYear(at, ref.In(t.Location()))
+}
+
+// nearYear is at(year) for the year that puts it at most a month after ref
+// and less than eleven months before it.
+func nearYear(at func(int) time.Time, ref time.Time) time.Time {
+	y := ref.Year()
 	out := at(y)
-	switch {
-	case out.Sub(ref) > 31*24*time.Hour:
+	switch d := out.Sub(ref); {
+	case d > 31*24*time.Hour:
 		out = at(y - 1)
-	case ref.Sub(out) > 334*24*time.Hour:
+	case d < -334*24*time.Hour:
 		out = at(y + 1)
 	}
 	return out

@@ -69,7 +69,10 @@ func parseKlog(s string) (h klogHeader, body string, ok bool) {
 	if j == i || j >= len(s) || s[j] != ' ' || i == 21 {
 		return h, "", false
 	}
-	h.pid, _ = strconv.Atoi(s[i:j])
+	if j-i > 9 {
+		return h, "", false
+	}
+	h.pid, _ = digits(s[i:j])
 	j++
 	k := strings.IndexByte(s[j:], ']')
 	if k <= 0 {
@@ -114,8 +117,11 @@ func splitCaller(caller string) (base string, line int, ok bool) {
 		return "", 0, false
 	}
 	base = caller[:i]
-	if j := strings.LastIndexAny(base, `/\`); j >= 0 {
-		base = base[j+1:]
+	for j := len(base) - 1; j >= 0; j-- {
+		if base[j] == '/' || base[j] == '\\' {
+			base = base[j+1:]
+			break
+		}
 	}
 	return base, line, base != ""
 }

@@ -1,0 +1,192 @@
+package classify
+
+import (
+	"archive/zip"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// everyTag is one tag per minor release syncloop serves, from v1.20.0 on.
+var everyTag = []string{
+	"v1.20.0", "v1.21.0", "v1.22.0", "v1.23.0", "v1.24.0", "v1.25.0", "v1.26.0", "v1.27.0", "v1.28.0",
+	"v1.29.0", "v1.30.0", "v1.31.0", "v1.32.0", "v1.33.0", "v1.34.0", "v1.35.0", "v1.36.0", extractor.DefaultTag,
+}
+
+var (
+	realMu       sync.Mutex
+	realReadings = map[string]*extractor.Reading{}
+)
+
+// realReading extracts the Reading of tag from its module zip in the Go
+// module cache (downloaded with `go mod download` under CI; skipped
+// elsewhere when absent).
+func realReading(t testing.TB, tag string) *extractor.Reading {
+	t.Helper()
+	realMu.Lock()
+	defer realMu.Unlock()
+	if r, ok := realReadings[tag]; ok {
+		return r
+	}
+	zipPath := moduleZip(t, tag)
+	z, err := zip.OpenReader(zipPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	sub, err := fs.Sub(z, extractor.Module+"@"+tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := extractor.Extract(sub, tag, nil)
+	if err != nil {
+		t.Fatalf("extract %s: %v", tag, err)
+	}
+	realReadings[tag] = r
+	return r
+}
+
+func moduleZip(t testing.TB, tag string) string {
+	t.Helper()
+	cache := os.Getenv("GOMODCACHE")
+	if cache == "" {
+		if out, err := exec.Command("go", "env", "GOMODCACHE").Output(); err == nil {
+			cache = strings.TrimSpace(string(out))
+		}
+	}
+	p := filepath.Join(cache, "cache", "download", "k8s.io", "kubernetes", "@v", tag+".zip")
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "" {
+		t.Skipf("%s is not in the module cache (%s); run `go mod download k8s.io/kubernetes@%s` or set CI=true to fetch it", tag, p, tag)
+	}
+	cmd := exec.Command("go", "mod", "download", "k8s.io/kubernetes@"+tag)
+	cmd.Dir = t.TempDir()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go mod download k8s.io/kubernetes@%s: %v\n%s", tag, err, out)
+	}
+	return p
+}
+
+// siteLine is a klog text line as the kubelet at the Reading's tag would
+// print it from log site ls of case key.
+func siteLine(ls extractor.LogSite, key string) string {
+	sev := map[string]string{"info": "I", "warning": "W", "error": "E", "fatal": "F"}[ls.Severity]
+	var body string
+	if ls.Style == "printf" {
+		body = fillVerbs(ls.Message)
+	} else {
+		body = fmt.Sprintf("%q", ls.Message)
+		if strings.HasPrefix(ls.Message, "SyncLoop (probe)") {
+			body += fmt.Sprintf(" probe=%q status=%q", key, "unhealthy")
+		}
+		body += ` pod="default/probe-me"`
+	}
+	return fmt.Sprintf("%s1130 01:02:03.123456    4242 %s:%d] %s", sev, path.Base(ls.File), ls.Line, body)
+}
+
+// fillVerbs replaces a printf format's verbs with plausible text.
+func fillVerbs(format string) string {
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' || i+1 == len(format) {
+			b.WriteByte(format[i])
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("+#- 0123456789.", format[j]) >= 0 {
+			j++
+		}
+		if j == len(format) {
+			break
+		}
+		switch format[j] {
+		case '%':
+			b.WriteByte('%')
+		case 'q':
+			b.WriteString(`"probe-me_default(6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f)"`)
+		case 'd':
+			b.WriteString("1")
+		default:
+			b.WriteString("probe-me_default(6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f)")
+		}
+		i = j
+	}
+	return b.String()
+}
+
+// TestEveryTag reads every log site of every case at every minor tag from
+// v1.20.0 on, with the extractor, and checks that a line from that site is
+// classified to its case: exactly against its own tag's Reading, and by
+// message against the default tag's Reading and with no Reading at all.
+func TestEveryTag(t *testing.T) {
+	def := realReading(t, extractor.DefaultTag)
+	tags := everyTag
+	if raceEnabled {
+		// v1.20 printf, v1.21 structured, v1.25, v1.27 container manager,
+		// v1.31 the lab's, v1.36 contextual, the default.
+		tags = []string{"v1.20.0", "v1.21.0", "v1.25.0", "v1.27.0", "v1.31.0", "v1.36.0", extractor.DefaultTag}
+	}
+	for _, tag := range tags {
+		t.Run(tag, func(t *testing.T) {
+			r := realReading(t, tag)
+			own, other, none := New(r, WithClock(clock)), New(def, WithClock(clock)), New(nil, WithClock(clock))
+			sites := 0
+			for _, cs := range r.Function.Cases {
+				for _, ls := range cs.Logs {
+					if path.Base(ls.File) != path.Base(r.Function.File) {
+						continue
+					}
+					sites++
+					line := siteLine(ls, cs.Key)
+					if l := own.Classify([]byte(line)); l.Case != cs.Key || l.Match != MatchExact || l.SourceLine != ls.Line {
+						t.Errorf("own tag: %s\n  case %q match %q source line %d; want %q exact %d", line, l.Case, l.Match, l.SourceLine, cs.Key, ls.Line)
+					}
+					if l := other.Classify([]byte(line)); l.Case != cs.Key {
+						t.Errorf("against %s: %s\n  case %q match %q; want %q", def.Tag, line, l.Case, l.Match, cs.Key)
+					}
+					if l := none.Classify([]byte(line)); l.Case != cs.Key || l.Match != MatchMessage {
+						t.Errorf("no Reading: %s\n  case %q match %q; want %q by message", line, l.Case, l.Match, cs.Key)
+					}
+				}
+			}
+			if len(r.Function.Cases) < 5 || sites < 10 {
+				t.Errorf("%d cases, %d log sites: the extractor found too little", len(r.Function.Cases), sites)
+			}
+		})
+	}
+}
+
+// TestFixtureReadings checks the hand-made Readings in testdata against the
+// extractor's, so the tests that use them test the real thing.
+func TestFixtureReadings(t *testing.T) {
+	for _, tag := range []string{"v1.20.0", "v1.25.0", "v1.31.0", "v1.37.2"} {
+		t.Run(tag, func(t *testing.T) {
+			want, got := realReading(t, tag), readingFor(t, tag)
+			if len(got.Function.Cases) != len(want.Function.Cases) {
+				t.Fatalf("%d cases, extractor %d", len(got.Function.Cases), len(want.Function.Cases))
+			}
+			for i, c := range got.Function.Cases {
+				w := want.Function.Cases[i]
+				if c.Key != w.Key || c.Start != w.Start || c.End != w.End || len(c.Logs) != len(w.Logs) {
+					t.Errorf("case %s %d-%d %d logs; extractor %s %d-%d %d logs", c.Key, c.Start, c.End, len(c.Logs), w.Key, w.Start, w.End, len(w.Logs))
+					continue
+				}
+				for j, l := range c.Logs {
+					if wl := w.Logs[j]; l.Line != wl.Line || l.Message != wl.Message || l.Style != wl.Style || l.Verbosity != wl.Verbosity || l.Severity != wl.Severity {
+						t.Errorf("case %s log %d: %+v; extractor %+v", c.Key, j, l, wl)
+					}
+				}
+			}
+		})
+	}
+}
