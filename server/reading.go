@@ -149,6 +149,7 @@ func (s *Server) handleTagPage(kind string) http.Handler {
 		select {
 		case <-st.done:
 		case <-ctx.Done():
+			w.Header().Set("Retry-After", "2")
 			s.statusPage(w, r, http.StatusAccepted, pageData{
 				Tag:     tag,
 				Refresh: true,

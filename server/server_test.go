@@ -295,6 +295,9 @@ func TestFetchingThenFailing(t *testing.T) {
 							t.Errorf("fetching page lacks %q", want)
 						}
 					}
+					if w.Header().Get("Retry-After") != "2" {
+						t.Errorf("fetching page Retry-After %q", w.Header().Get("Retry-After"))
+					}
 					if w.Header().Get("Cache-Control") != "no-store" {
 						t.Errorf("fetching page Cache-Control %q", w.Header().Get("Cache-Control"))
 					}
@@ -440,5 +443,17 @@ func TestTooManyTags(t *testing.T) {
 	}
 	if w := get(t, s, over); w.Code != http.StatusNotFound {
 		t.Errorf("after the failures are forgotten: %d, want 404", w.Code)
+	}
+}
+
+func TestHead(t *testing.T) {
+	s := newTestServer(t, &fakeLoader{})
+	for _, path := range []string{"/k8s/v1.37.2/", "/static/style.css"} {
+		req := httptest.NewRequest("HEAD", path, nil)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != 200 || w.Body.Len() != 0 || w.Header().Get("Content-Length") == "" || w.Header().Get("Etag") == "" {
+			t.Errorf("HEAD %s: %d, %d bytes, headers %v", path, w.Code, w.Body.Len(), w.Header())
+		}
 	}
 }
