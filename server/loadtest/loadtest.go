@@ -1,0 +1,405 @@
+// Package loadtest drives a running syncloop server on loopback the way a
+// class would: M feeds, each fed by a relay-like ingest client at L lines/s
+// and read by N browser-like websocket clients, for a bounded time. It
+// measures what a reader sees (ingest-send → browser-receive latency, lines
+// delivered, skipped by the server's markers, lost, duplicated) and what the
+// server costs (RSS and CPU of its process, read from /proc).
+//
+// Every line carries "lt=RUN:SEQ:SENTNS": the run's id (so history from an
+// earlier run on the same server is ignored), its number in its feed, and
+// the time it was sent in Unix nanoseconds, so a reader needs no clock but
+// the load tester's own.
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// Options says what load to apply to which server.
+type Options struct {
+	Server   string        // base URL, http://127.0.0.1:PORT; only loopback hosts are accepted
+	Token    string        // the server's ingest token
+	Rooms    int           // feeds (one per room, until rooms exist)
+	Readers  int           // browser clients per feed
+	Rate     int           // lines per second sent to each feed
+	Duration time.Duration // how long lines are sent
+	Drain    time.Duration // how long readers may take to catch up after the last ack; 10 s
+	PID      int           // the server's process, measured through /proc; 0: not measured
+	Tag      string        // the tag whose log sites lines are written at; extractor.DefaultTag
+	Sites    []extractor.LogSite
+	Log      io.Writer // progress; nil: none
+}
+
+// Result is what one run measured.
+type Result struct {
+	Rooms, Readers, Rate int
+	Duration             time.Duration // how long lines were actually being sent
+
+	Sent     int64 // lines sent, all feeds
+	Acked    int64 // lines the server acknowledged
+	Expected int64 // Sent × readers: deliveries if nothing were dropped
+
+	Delivered  int64 // distinct lines received, all readers
+	Skipped    int64 // lines the server said it skipped ({"skipped":N})
+	Lost       int64 // Expected − Delivered − Skipped: neither received nor reported
+	LostKeptUp int64 // of Lost, by readers that got no skipped marker
+	Duplicated int64 // lines received more than once by one reader
+	KeptUp     int   // readers with no skipped marker and no dropped connection
+	Dropped    int   // reader connections that ended before the run did
+
+	P50, P99, Max time.Duration // ingest-send → browser-receive
+
+	RSSPeak, RSSEnd int64         // server VmRSS in bytes; 0 when not measured
+	ServerCPU       time.Duration // server user+system CPU while lines were sent
+	ClientCPU       time.Duration // this process's user+system CPU over the same time
+	Sites           int           // distinct log sites lines were written at
+}
+
+// Run applies the load and returns what it measured. It stops on its own
+// after Duration plus the time to drain; ctx may end it sooner.
+func Run(ctx context.Context, o Options) (Result, error) {
+	if err := o.check(); err != nil {
+		return Result{}, err
+	}
+	if o.Drain <= 0 {
+		o.Drain = 10 * time.Second
+	}
+	if o.Tag == "" {
+		o.Tag = extractor.DefaultTag
+	}
+	logf := func(format string, args ...any) {
+		if o.Log != nil {
+			fmt.Fprintf(o.Log, "loadtest: "+format+"\n", args...)
+		}
+	}
+	if len(o.Sites) == 0 {
+		o.Sites = FetchSites(ctx, o.Server, o.Tag)
+	}
+	run := strconv.FormatUint(rand.Uint64()>>40, 36)
+	res := Result{Rooms: o.Rooms, Readers: o.Readers, Rate: o.Rate, Sites: len(o.Sites)}
+	total := int64(o.Rate) * int64(o.Duration/time.Millisecond) / 1000
+	if total < 1 {
+		return res, errors.New("loadtest: rate × duration is less than one line")
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	// Readers first, every one connected before the first line is sent.
+	readers := make([]*reader, 0, o.Rooms*o.Readers)
+	var rwg sync.WaitGroup
+	defer func() { cancel(); rwg.Wait() }()
+	feeds := make([]string, o.Rooms)
+	client := loopbackClient(o.Rooms*o.Readers + o.Rooms)
+	for i := range feeds {
+		feeds[i] = fmt.Sprintf("load-%s-%d", run, i)
+		for range o.Readers {
+			r := &reader{run: run, total: total, seen: make([]uint64, (total+64)/64)}
+			if err := r.dial(ctx, client, o.Server, feeds[i]); err != nil {
+				return res, err
+			}
+			readers = append(readers, r)
+		}
+	}
+	rctx, rcancel := context.WithCancel(ctx)
+	defer rcancel()
+	for _, r := range readers {
+		rwg.Go(func() { r.read(rctx) })
+	}
+	logf("%d readers connected to %d feeds; sending %d lines/s to each for %v", len(readers), len(feeds), o.Rate, o.Duration)
+
+	var stats *procStats
+	if o.PID > 0 {
+		stats = startProcStats(ctx, o.PID)
+	}
+	selfBefore := selfCPU()
+
+	// Ingest: one client per feed, all sending on one schedule.
+	began := time.Now()
+	ings := make([]*ingester, len(feeds))
+	var iwg sync.WaitGroup
+	errs := make([]error, len(feeds))
+	for i, f := range feeds {
+		ings[i] = &ingester{run: run, feed: f, room: i, sites: o.Sites}
+		iwg.Go(func() { errs[i] = ings[i].send(ctx, client, o.Server, o.Token, o.Rate, total, began) })
+	}
+	iwg.Wait()
+	res.Duration = time.Since(began)
+	for i, in := range ings {
+		res.Sent += in.sent.Load()
+		res.Acked += in.acked.Load()
+		if errs[i] != nil && ctx.Err() == nil {
+			return res, fmt.Errorf("loadtest: feed %s: %w", in.feed, errs[i])
+		}
+	}
+	if stats != nil {
+		res.ServerCPU = stats.cpuSince()
+	}
+	res.ClientCPU = selfCPU() - selfBefore
+	logf("sent %d lines in %v (%d acknowledged); waiting up to %v for readers", res.Sent, res.Duration.Round(time.Millisecond), res.Acked, o.Drain)
+
+	// Drain: wait until every reader has each line or a word of its skip.
+	deadline := time.Now().Add(o.Drain)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		done := true
+		for _, r := range readers {
+			if !r.complete() {
+				done = false
+				break
+			}
+		}
+		if done {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if stats != nil {
+		res.RSSPeak, res.RSSEnd = stats.stop()
+	}
+	rcancel()
+	rwg.Wait()
+
+	var h hist
+	for _, r := range readers {
+		r.mu.Lock()
+		res.Delivered += r.distinct
+		res.Skipped += r.skipped
+		res.Duplicated += r.dups
+		lost := total - r.distinct - r.skipped
+		res.Lost += lost
+		if r.dropped {
+			res.Dropped++
+		}
+		if r.skipped == 0 {
+			res.LostKeptUp += lost
+			if !r.dropped {
+				res.KeptUp++
+			}
+		}
+		h.merge(&r.lat)
+		r.mu.Unlock()
+	}
+	res.Expected = res.Sent * int64(o.Readers)
+	res.P50, res.P99, res.Max = h.quantile(0.50), h.quantile(0.99), h.max
+	return res, nil
+}
+
+func (o *Options) check() error {
+	switch {
+	case o.Rooms < 1 || o.Readers < 0 || o.Rate < 1 || o.Duration <= 0:
+		return errors.New("loadtest: want at least 1 room, 0 or more readers, a rate of 1 line/s or more and a duration")
+	case o.Token == "":
+		return errors.New("loadtest: the server's ingest token is needed")
+	}
+	return CheckLoopback(o.Server)
+}
+
+// CheckLoopback refuses a server URL whose host is not a loopback address:
+// a load test is not to be pointed at someone else's server.
+func CheckLoopback(server string) error {
+	u, err := url.Parse(server)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("loadtest: server %q: want http://127.0.0.1:PORT", server)
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("loadtest: server %q is not on loopback: a load test only targets 127.0.0.1, ::1 or localhost", server)
+}
+
+// loopbackClient is an HTTP client for many concurrent websockets to one host.
+func loopbackClient(conns int) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		MaxIdleConnsPerHost: conns,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+	}}
+}
+
+// FetchSites returns the klog log sites of the server's Reading of tag
+// (structured ones: they name their file:line in the kubelet's own lines),
+// or one made-up site when the Reading cannot be had within 60 s.
+func FetchSites(ctx context.Context, server, tag string) []extractor.LogSite {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for ctx.Err() == nil {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, server+"/k8s/"+tag+"/reading.json", nil)
+		if err != nil {
+			break
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			var r extractor.Reading
+			derr := json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && derr == nil {
+				var sites []extractor.LogSite
+				for _, c := range r.Function.Cases {
+					for _, s := range c.Logs {
+						if s.Style != "printf" {
+							sites = append(sites, s)
+						}
+					}
+				}
+				if len(sites) > 0 {
+					return sites
+				}
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return []extractor.LogSite{{File: "pkg/kubelet/kubelet.go", Line: 2500, Message: "SyncLoop (PLEG): event for pod"}}
+}
+
+// ingester is one relay-like client sending to one feed.
+type ingester struct {
+	run, feed string
+	room      int
+	sites     []extractor.LogSite
+	sent      atomic.Int64
+	acked     atomic.Int64 // number of the last line acknowledged
+}
+
+type ingestLine struct {
+	ID  string `json:"id"`
+	Raw string `json:"raw"`
+}
+
+// maxBatch keeps a catching-up batch well under the server's 1 MiB message limit.
+const maxBatch = 2000
+
+// send sends total lines at rate lines/s from began, then waits (at most
+// 30 s) for the server to acknowledge the last one.
+func (in *ingester) send(ctx context.Context, client *http.Client, server, token string, rate int, total int64, began time.Time) error {
+	u := "ws" + server[len("http"):] + "/feeds/" + url.PathEscape(in.feed) + "/ingest"
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
+		HTTPClient: client,
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + token}},
+	})
+	if err != nil {
+		if resp != nil {
+			return fmt.Errorf("ingest %s: %s: %w", u, resp.Status, err)
+		}
+		return fmt.Errorf("ingest %s: %w", u, err)
+	}
+	defer conn.CloseNow()
+	allAcked := make(chan struct{})
+	var once sync.Once
+	readErr := make(chan error, 1)
+	go func() { // owned: ends when conn closes (deferred CloseNow)
+		for {
+			_, b, err := conn.Read(ctx)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			var m struct {
+				Ack string `json:"ack"`
+			}
+			if json.Unmarshal(b, &m) != nil {
+				continue
+			}
+			if i := bytes.LastIndexByte([]byte(m.Ack), '-'); i >= 0 {
+				n, _ := strconv.ParseInt(m.Ack[i+1:], 10, 64)
+				in.acked.Store(n)
+				if n == total {
+					once.Do(func() { close(allAcked) })
+				}
+			}
+		}
+	}()
+
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	batch := make([]ingestLine, 0, maxBatch)
+	var seq int64
+	for seq < total {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-readErr:
+			return fmt.Errorf("connection lost after %d lines: %w", seq, err)
+		case <-tick.C:
+		}
+		due := min(total, int64(time.Since(began).Seconds()*float64(rate)))
+		batch = batch[:0]
+		now := time.Now()
+		for seq < due && len(batch) < maxBatch {
+			seq++
+			batch = append(batch, ingestLine{ID: in.run + "-" + in.feed + "-" + strconv.FormatInt(seq, 10), Raw: in.line(seq, now)})
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		b, err := json.Marshal(struct {
+			Lines []ingestLine `json:"lines"`
+		}{batch})
+		if err != nil {
+			return err
+		}
+		if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
+			return fmt.Errorf("send: %w", err)
+		}
+		in.sent.Store(seq)
+	}
+	select {
+	case <-allAcked:
+		conn.Close(websocket.StatusNormalClosure, "load test done")
+		return nil
+	case err := <-readErr:
+		return fmt.Errorf("connection lost before the last ack (%d of %d acknowledged): %w", in.acked.Load(), total, err)
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("%d of %d lines acknowledged 30 s after the last was sent", in.acked.Load(), total)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// line is a klog text line at one of the tag's log sites, as the kubelet
+// writes it, with the load marker at its end.
+func (in *ingester) line(seq int64, now time.Time) string {
+	s := in.sites[int(seq)%len(in.sites)]
+	b := make([]byte, 0, 200)
+	b = append(b, 'I')
+	b = now.UTC().AppendFormat(b, "0102 15:04:05.000000")
+	b = append(b, "    4242 "...)
+	b = append(b, filepath.Base(s.File)...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(s.Line), 10)
+	b = append(b, "] "...)
+	b = strconv.AppendQuote(b, s.Message)
+	b = append(b, ` pod="default/load-`...)
+	b = strconv.AppendInt(b, int64(in.room), 10)
+	b = append(b, `" lt=`...)
+	b = append(b, in.run...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, now.UnixNano(), 10)
+	return string(b)
+}
