@@ -309,6 +309,17 @@ func TestBrowserReadingPage(t *testing.T) {
 		waitFor(t, ctx, "goto a line", fmt.Sprintf(`document.querySelector('.line.hl')?.id === 'L%d'`, r.Function.Cases[1].Start+1))
 	})
 
+	t.Run("two sets", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"#two-sets"), chromedp.WaitReady("#two-sets")); err != nil {
+			t.Fatal(err)
+		}
+		n := eval[int](t, ctx, `document.querySelectorAll('#two-sets ul.sightings li a[href^="https://github.com/kubernetes/kubernetes/blob/`+r.Tag+`/"]').length`)
+		if n != len(r.TwoSets) {
+			t.Errorf("%d sighting links, want %d", n, len(r.TwoSets))
+		}
+		screenshot(t, ctx, "reading-two-sets.png", false)
+	})
+
 	t.Run("y copies, ? shows the keys", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"#case-startup"), chromedp.WaitReady("section.case")); err != nil {
 			t.Fatal(err)
