@@ -49,6 +49,7 @@ func commands() []command {
 		{"classify", "classify kubelet log lines read on stdin by their case", runClassify},
 		{"relay", "relay a kubelet journal to a syncloop server", runRelay},
 		{"health", "check a running server's /healthz (the container's HEALTHCHECK)", runHealth},
+		{"loadtest", "load a server on loopback with feeds, readers and relays; print latency, loss, RSS, CPU", runLoadtest},
 	}
 }
 

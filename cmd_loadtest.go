@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
+	"syscall"
+	"time"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server"
+	"github.com/syncloop/syncloop/server/loadtest"
+)
+
+const loadtestUsage = `Usage: syncloop loadtest [--rooms M] [--readers N] [--rate L] [--duration D] [--server URL --token T [--pid PID]]
+
+Load a syncloop server on loopback as a class would: M feeds, each fed by a
+relay-like ingest client at L lines/s (klog lines at the tag's real log
+sites) and read by N browser-like websocket clients, for D. Then print the
+ingest-send → browser-receive latency (p50, p99, max), lines delivered,
+skipped (the server's markers for readers that fell behind), lost and
+duplicated, and the server's RSS and CPU.
+
+Without --server it starts "syncloop serve" as a child process on a free
+loopback port with a fresh cache directory (the Reading of the tag is copied
+from the user cache when there), and stops it at the end. --in-process runs
+the server inside this process instead (its RSS and CPU then include the
+clients'), which lets --cpuprofile profile server and clients together.
+
+It exits 1 when a reader that kept up lost a line, a line was duplicated,
+or --max-p99 / --max-rss-mb is exceeded.
+
+Examples:
+  syncloop loadtest --rooms 50 --readers 10 --rate 1000 --duration 20s --max-p99 100ms --max-rss-mb 300
+  syncloop loadtest --rooms 1 --readers 200 --rate 5000 --duration 20s --max-p99 100ms --max-rss-mb 200
+  syncloop loadtest --server http://127.0.0.1:8080 --token "$T" --pid "$(pgrep -n syncloop)"
+
+Flags (each also settable as SYNCLOOP_<FLAG>):
+`
+
+func runLoadtest(ctx context.Context, s stdio, args []string) error {
+	fs := newFlagSet("loadtest", s)
+	rooms := fs.Int("rooms", 50, "feeds to create and load (one per room)")
+	readers := fs.Int("readers", 10, "browser websocket clients per feed")
+	rate := fs.Int("rate", 1000, "lines per second sent to each feed")
+	duration := fs.Duration("duration", 20*time.Second, "how long lines are sent")
+	drain := fs.Duration("drain", 10*time.Second, "how long readers may take to catch up afterwards")
+	target := fs.String("server", "", "load this running server (loopback only) instead of starting one")
+	token := fs.String("token", "", "with --server: its ingest token")
+	pid := fs.Int("pid", 0, "with --server: its process id, to measure RSS and CPU")
+	inProcess := fs.Bool("in-process", false, "run the server in this process instead of a child process")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to `FILE` (with --in-process: server and clients)")
+	tag := fs.String("tag", extractor.DefaultTag, "the tag whose log sites the lines are written at")
+	maxP99 := fs.Duration("max-p99", 0, "fail when the p99 latency is over this (0: no limit)")
+	maxRSS := fs.Int("max-rss-mb", 0, "fail when the server's peak RSS is over this many MB (0: no limit)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), loadtestUsage)
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, s.getenv); err != nil {
+		return err
+	}
+	switch {
+	case *rooms < 1 || *readers < 0 || *rate < 1 || *duration <= 0:
+		return usageError{errors.New("loadtest: --rooms and --rate must be 1 or more, --readers 0 or more, --duration positive")}
+	case *target != "" && *token == "":
+		return usageError{errors.New("loadtest: --server needs the server's --token")}
+	case *target != "" && *inProcess:
+		return usageError{errors.New("loadtest: give --server or --in-process, not both")}
+	case *target == "" && *pid != 0:
+		return usageError{errors.New("loadtest: --pid is for --server; the server started here is measured anyway")}
+	}
+	if *target != "" {
+		if err := loadtest.CheckLoopback(*target); err != nil {
+			return usageError{err}
+		}
+	}
+
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("loadtest: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("loadtest: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	o := loadtest.Options{
+		Server: *target, Token: *token, PID: *pid,
+		Rooms: *rooms, Readers: *readers, Rate: *rate, Duration: *duration, Drain: *drain,
+		Tag: *tag, Log: s.stderr,
+	}
+	if *target == "" {
+		dir, err := os.MkdirTemp("", "syncloop-loadtest-")
+		if err != nil {
+			return fmt.Errorf("loadtest: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		copyReadingCache(filepath.Join(dir, "cache"), *tag)
+		o.Token = randomToken()
+		var stop func()
+		if *inProcess {
+			o.Server, stop, err = serveInProcess(filepath.Join(dir, "cache"), o.Token, *tag)
+			o.PID = os.Getpid()
+		} else {
+			o.Server, o.PID, stop, err = serveChild(ctx, filepath.Join(dir, "cache"), o.Token, *tag, filepath.Join(dir, "serve.log"))
+		}
+		if err != nil {
+			return err
+		}
+		defer stop()
+		where := "child process"
+		if *inProcess {
+			where = "this process"
+		}
+		fmt.Fprintf(s.stderr, "loadtest: server %s (pid %d, %s)\n", o.Server, o.PID, where)
+	}
+
+	res, err := loadtest.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	res.Print(s.stdout)
+	return res.Check(*maxP99, int64(*maxRSS)<<20)
+}
+
+func randomToken() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// copyReadingCache copies the user cache's Reading of tag into cacheDir, so
+// the server started for the test need not fetch it; best effort.
+func copyReadingCache(cacheDir, tag string) {
+	user, err := os.UserCacheDir()
+	if err != nil {
+		return
+	}
+	from := filepath.Join(user, "syncloop", "readings", tag)
+	to := filepath.Join(cacheDir, "readings", tag)
+	_ = filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(from, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(to, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
+	})
+}
+
+// serveChild starts "syncloop serve" from this executable on a free
+// loopback port and waits for /healthz.
+func serveChild(ctx context.Context, cacheDir, token, tag, logName string) (url string, pid int, stop func(), err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("loadtest: %w", err)
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	logf, err := os.Create(logName)
+	if err != nil {
+		return "", 0, nil, fmt.Errorf("loadtest: %w", err)
+	}
+	cmd := exec.Command(exe, "serve", "--addr", addr, "--token", token, "--cache-dir", cacheDir, "--tag", tag, "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return "", 0, nil, fmt.Errorf("loadtest: start the server: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); logf.Close() }() // owned: stop waits for it
+	stop = func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	}
+	url = "http://" + addr
+	if err := waitHealthz(ctx, url, done); err != nil {
+		stop()
+		tail, _ := os.ReadFile(logName)
+		return "", 0, nil, fmt.Errorf("loadtest: %w\nserver output:\n%s", err, tail)
+	}
+	return url, cmd.Process.Pid, stop, nil
+}
+
+func serveInProcess(cacheDir, token, tag string) (url string, stop func(), err error) {
+	srv, err := server.NewServer(server.Config{
+		DefaultTag: tag, CacheDir: cacheDir, Getenv: os.Getenv, IngestToken: token,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return "", nil, fmt.Errorf("loadtest: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		srv.Close()
+		return "", nil, fmt.Errorf("loadtest: %w", err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln) // owned: ends with hs.Close in stop
+	return "http://" + ln.Addr().String(), func() { srv.Close(); hs.Close() }, nil
+}
+
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("loadtest: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func waitHealthz(ctx context.Context, url string, exited <-chan error) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the server exited: %v", err)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if resp, err := http.Get(url + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errors.New("the server was not healthy within 60 s")
+}
