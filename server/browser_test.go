@@ -309,6 +309,18 @@ func TestBrowserReadingPage(t *testing.T) {
 		waitFor(t, ctx, "goto a line", fmt.Sprintf(`document.querySelector('.line.hl')?.id === 'L%d'`, r.Function.Cases[1].Start+1))
 	})
 
+	t.Run("a line folded in a helper", func(t *testing.T) {
+		if len(r.Function.Helpers) == 0 {
+			t.Skip("no helper at this tag")
+		}
+		h := r.Function.Helpers[len(r.Function.Helpers)-1]
+		if err := chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s#L%d", pageURL, h.End-1)), chromedp.WaitReady("section.case")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the helper unfolded and its line highlighted", fmt.Sprintf(
+			`document.getElementById('helper-%s').open && document.querySelector('.line.hl')?.id === 'L%d'`, h.Name, h.End-1))
+	})
+
 	t.Run("two sets", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"#two-sets"), chromedp.WaitReady("#two-sets")); err != nil {
 			t.Fatal(err)

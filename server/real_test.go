@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +88,18 @@ func TestDefaultTagIsComplete(t *testing.T) {
 	for _, c := range r.Function.Cases {
 		if !strings.Contains(body, `id="case-`+c.Key+`"`) {
 			t.Errorf("no block for case %s", c.Key)
+		}
+	}
+	seen := map[string]bool{}
+	for _, m := range regexp.MustCompile(`id="([^"]+)"`).FindAllStringSubmatch(body, -1) {
+		if seen[m[1]] {
+			t.Errorf("id %q appears twice", m[1])
+		}
+		seen[m[1]] = true
+	}
+	for n := r.Function.DocStart; n <= r.Function.End; n++ {
+		if !seen[fmt.Sprintf("L%d", n)] {
+			t.Errorf("line %d has no id", n)
 		}
 	}
 }
