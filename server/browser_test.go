@@ -44,7 +44,7 @@ func newBrowser(t *testing.T) context.Context {
 			t.Skip("browser test skipped: chromium is not installed (apt-get install -y chromium)")
 		}
 	}
-	if testing.Short() {
+	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("browser test skipped in -short mode")
 	}
 	opts := []chromedp.ExecAllocatorOption{
