@@ -61,6 +61,7 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 	pid := fs.Int("pid", 0, "with --server: its process id, to measure RSS and CPU")
 	inProcess := fs.Bool("in-process", false, "run the server in this process instead of a child process")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to `FILE` (with --in-process: server and clients)")
+	memProfile := fs.String("memprofile", "", "with --in-process: write a heap profile to `FILE` once the last line is acknowledged")
 	tag := fs.String("tag", extractor.DefaultTag, "the tag whose log sites the lines are written at")
 	maxP99 := fs.Duration("max-p99", 0, "fail when the p99 latency is over this (0: no limit)")
 	maxRSS := fs.Int("max-rss-mb", 0, "fail when the server's peak RSS is over this many MB (0: no limit)")
@@ -103,6 +104,22 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 		Server: *target, Token: *token, PID: *pid,
 		Rooms: *rooms, Readers: *readers, Rate: *rate, Duration: *duration, Drain: *drain,
 		Tag: *tag, Log: s.stderr,
+	}
+	if *memProfile != "" {
+		if !*inProcess {
+			return usageError{errors.New("loadtest: --memprofile needs --in-process (the server's heap is in its own process otherwise)")}
+		}
+		o.AfterSend = func() {
+			f, err := os.Create(*memProfile)
+			if err != nil {
+				fmt.Fprintf(s.stderr, "loadtest: %v\n", err)
+				return
+			}
+			defer f.Close()
+			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+				fmt.Fprintf(s.stderr, "loadtest: heap profile: %v\n", err)
+			}
+		}
 	}
 	if *target == "" {
 		dir, err := os.MkdirTemp("", "syncloop-loadtest-")

@@ -46,6 +46,10 @@ type Options struct {
 	Tag      string        // the tag whose log sites lines are written at; extractor.DefaultTag
 	Sites    []extractor.LogSite
 	Log      io.Writer // progress; nil: none
+
+	// AfterSend, when set, is called once the last line is acknowledged,
+	// before readers drain: when the server holds the most (a heap profile).
+	AfterSend func()
 }
 
 // Result is what one run measured.
@@ -155,6 +159,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	res.ClientCPU = selfCPU() - selfBefore
 	logf("sent %d lines in %v (%d acknowledged); waiting up to %v for readers", res.Sent, res.Duration.Round(time.Millisecond), res.Acked, o.Drain)
+	if o.AfterSend != nil {
+		o.AfterSend()
+	}
 
 	// Drain: wait until every reader has each line or a word of its skip.
 	deadline := time.Now().Add(o.Drain)
@@ -290,8 +297,15 @@ type ingestLine struct {
 	Raw string `json:"raw"`
 }
 
-// maxBatch keeps a catching-up batch well under the server's 1 MiB message limit.
-const maxBatch = 2000
+const (
+	// maxBatch keeps a catching-up batch well under the server's 1 MiB message limit.
+	maxBatch = 2000
+	// window is how many lines may be sent ahead of the last ack, as the
+	// relay's Client.Window: a server that cannot keep up slows the sender
+	// (and shows as a shortfall in the rate) instead of piling lines up in
+	// socket buffers, where they would only add latency.
+	window = 8192
+)
 
 // send sends total lines at rate lines/s from began, then waits (at most
 // 30 s) for the server to acknowledge the last one.
@@ -310,6 +324,7 @@ func (in *ingester) send(ctx context.Context, client *http.Client, server, token
 	defer conn.CloseNow()
 	allAcked := make(chan struct{})
 	var once sync.Once
+	acked := make(chan struct{}, 1)
 	readErr := make(chan error, 1)
 	go func() { // owned: ends when conn closes (deferred CloseNow)
 		for {
@@ -327,6 +342,10 @@ func (in *ingester) send(ctx context.Context, client *http.Client, server, token
 			if i := bytes.LastIndexByte([]byte(m.Ack), '-'); i >= 0 {
 				n, _ := strconv.ParseInt(m.Ack[i+1:], 10, 64)
 				in.acked.Store(n)
+				select {
+				case acked <- struct{}{}:
+				default:
+				}
 				if n == total {
 					once.Do(func() { close(allAcked) })
 				}
@@ -346,7 +365,16 @@ func (in *ingester) send(ctx context.Context, client *http.Client, server, token
 			return fmt.Errorf("connection lost after %d lines: %w", seq, err)
 		case <-tick.C:
 		}
-		due := min(total, int64(time.Since(began).Seconds()*float64(rate)))
+		for seq-in.acked.Load() >= window {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case err := <-readErr:
+				return fmt.Errorf("connection lost after %d lines: %w", seq, err)
+			case <-acked:
+			}
+		}
+		due := min(total, int64(time.Since(began).Seconds()*float64(rate)), in.acked.Load()+window)
 		batch = batch[:0]
 		now := time.Now()
 		for seq < due && len(batch) < maxBatch {
