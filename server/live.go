@@ -97,9 +97,9 @@ type feed struct {
 	hub       *hub.Hub
 	status    atomic.Uint64 // bumped when statusMsg would change
 
-	mu          sync.Mutex // serializes ingest; guards the fields below
-	cls         *classify.Classifier
-	clsReading  bool // cls was built with a Reading
+	mu          sync.Mutex       // serializes ingest; guards the fields below
+	cls         *classify.Stream // per feed: it follows the kubelet's version
+	clsReading  bool             // cls was built with a Reading
 	store       *feedStore
 	storeFailed bool
 	seen        map[string]struct{}
@@ -218,7 +218,7 @@ func (l *live) feed(name string) (*feed, error) {
 		source: "none",
 		byCase: make(map[string]uint64),
 	}
-	f.cls = classify.New(nil)
+	f.cls = classify.New(nil).Stream()
 	if l.storeDir != "" {
 		if _, err := os.Stat(filepath.Join(l.storeDir, name+".jsonl")); err == nil {
 			f.mu.Lock()
@@ -261,7 +261,12 @@ func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
 		return
 	}
 	if r := reading(f.tag); r != nil {
-		f.cls, f.clsReading = classify.New(r), true
+		f.cls, f.clsReading = classify.New(r).Stream(), true
+		if f.version != "" {
+			// The new stream has not seen the start-up line: show it one, so
+			// a kubelet of another version is still matched by message.
+			f.cls.Classify([]byte(`I0101 00:00:00.000000       1 server.go:1] "Kubelet version" kubeletVersion="` + f.version + `"`))
+		}
 	}
 }
 
@@ -377,8 +382,8 @@ func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) 
 			return "", err
 		}
 	}
+	f.hub.PublishN(len(out), func(i int, seq uint64) []byte { return withSeq(seq, out[i].data) })
 	for _, p := range out {
-		f.hub.Publish(func(seq uint64) []byte { return withSeq(seq, p.data) })
 		f.ingested++
 		f.byCase[p.caseOf]++
 	}

@@ -62,11 +62,10 @@ func runFanout(b *testing.B, clients, perSecond int, dur time.Duration) fanoutRe
 	defer cancel()
 
 	type client struct {
-		hist     []uint32
-		got      int
-		skipped  int
-		markers  int
-		lastSeen int
+		hist    []uint32
+		got     int
+		skipped int
+		markers int
 	}
 	cs := make([]*client, clients)
 	var wg sync.WaitGroup

@@ -456,3 +456,78 @@ func TestLiveCloseEndsSockets(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveVersionAndDemo: the demo stops for good when a relay attaches, and
+// a start-up line of another kubelet version makes the feed offer a link to
+// that version's reading.
+func TestLiveVersionAndDemo(t *testing.T) {
+	_, ts := newLiveServer(t, Config{DefaultTag: "v1.37.2", DemoPeriod: 10 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b := dialBrowser(t, ctx, ts, "/feeds/default/ws")
+	m, err := b.next(ctx)
+	if err != nil || m.Hello == nil || !m.Hello.Demo || m.Hello.Source != "demo" || !strings.Contains(m.Hello.Note, "DEMO FEED") {
+		t.Fatalf("hello on the default feed: %+v, %v; want the demo", m.Hello, err)
+	}
+	in := dialIngest(t, ctx, ts, "default")
+	send(t, ctx, in, relay.Line{ID: "v", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`})
+	var st *statusMsg
+	demoAfter := false
+	for st == nil || st.KubeletVersion == "" {
+		m, err := b.next(ctx)
+		if err != nil {
+			t.Fatalf("waiting for the relay's status: %v (last %+v)", err, st)
+		}
+		if m.Status != nil {
+			st = m.Status
+		}
+		if m.Line != nil && st != nil && m.Demo {
+			demoAfter = true
+		}
+	}
+	if st.Demo || st.Source != "relay" || !strings.Contains(st.Note, "demo feed stopped") {
+		t.Fatalf("status after a relay attached: %+v", st)
+	}
+	if st.KubeletVersion != "v1.31.0" || st.VersionLink != "/k8s/v1.31.0/" {
+		t.Fatalf("status after a v1.31.0 start-up line: %+v; want a link to /k8s/v1.31.0/", st)
+	}
+	if demoAfter {
+		t.Fatal("demo lines after the relay attached")
+	}
+}
+
+// TestLiveJournalCommand: serve --journal-cmd runs the command, restarts it
+// when it exits, and resumes journalctl after the last cursor it stored, so
+// no line is stored twice.
+func TestLiveJournalCommand(t *testing.T) {
+	dir := t.TempDir()
+	script := `#!/bin/sh
+start=0
+for a in "$@"; do
+  case "$a" in
+    --after-cursor=*) start=${a#--after-cursor=s=j;i=} ;;
+  esac
+done
+for i in 1 2 3; do
+  n=$((start + i))
+  echo "{\"__CURSOR\":\"s=j;i=$n\",\"MESSAGE\":\"I1130 01:02:03.000000 1 x.go:1] entry $n\"}"
+done
+`
+	if err := os.WriteFile(filepath.Join(dir, "journalctl"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newLiveServer(t, Config{JournalCmd: dir + "/journalctl -u kubelet -f -o json"})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b := dialBrowser(t, ctx, ts, "/feeds/default/ws")
+	m, _ := b.next(ctx)
+	if m.Hello == nil || m.Hello.Source != "journal" || m.Hello.Demo {
+		t.Fatalf("hello: %+v; want a journal feed", m.Hello)
+	}
+	got := b.lines(ctx, 6) // two runs of the command, a second apart
+	for i, raw := range got {
+		if !strings.Contains(raw, fmt.Sprintf("s=j;i=%d\"", i+1)) {
+			t.Fatalf("line %d is %q; want entry %d (each once, in order)", i+1, raw, i+1)
+		}
+	}
+}

@@ -77,25 +77,38 @@ func (h *Hub) SetNext(seq uint64) {
 // queues it for every subscriber. It returns the sequence number, or 0 when
 // the hub is closed.
 func (h *Hub) Publish(build func(seq uint64) []byte) uint64 {
+	return h.PublishN(1, func(_ int, seq uint64) []byte { return build(seq) })
+}
+
+// PublishN publishes n entries at once, the i-th built by build(i, seq):
+// subscribers are woken once for all of them. It returns the first
+// sequence number, or 0 when the hub is closed.
+func (h *Hub) PublishN(n int, build func(i int, seq uint64) []byte) uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.closed {
+	if h.closed || n <= 0 {
 		return 0
 	}
-	e := Entry{Seq: h.next, Data: build(h.next)}
-	h.next++
-	if len(h.ring) < cap(h.ring) {
-		h.ring = append(h.ring, e)
-	} else {
-		h.ring[h.start] = e
-		h.start = (h.start + 1) % len(h.ring)
-	}
-	for s := range h.subs {
-		if !s.offer(e) {
-			h.dropped++
+	first := h.next
+	for i := range n {
+		e := Entry{Seq: h.next, Data: build(i, h.next)}
+		h.next++
+		if len(h.ring) < cap(h.ring) {
+			h.ring = append(h.ring, e)
+		} else {
+			h.ring[h.start] = e
+			h.start = (h.start + 1) % len(h.ring)
+		}
+		for s := range h.subs {
+			if !s.offer(e) {
+				h.dropped++
+			}
 		}
 	}
-	return e.Seq
+	for s := range h.subs {
+		s.wake()
+	}
+	return first
 }
 
 // Poke wakes every subscriber without an entry, so it can notice a change
@@ -191,7 +204,8 @@ type Subscription struct {
 	done    bool
 }
 
-// offer queues e, or counts it as skipped when the queue is full. h.mu is held.
+// offer queues e, or counts it as skipped when the queue is full; the
+// caller wakes the reader. h.mu is held.
 func (s *Subscription) offer(e Entry) bool {
 	ok := len(s.pending) < s.limit
 	if ok {
@@ -199,7 +213,6 @@ func (s *Subscription) offer(e Entry) bool {
 	} else {
 		s.skipped++
 	}
-	s.wake()
 	return ok
 }
 

@@ -217,6 +217,26 @@ func TestCloseAndPoke(t *testing.T) {
 	}
 }
 
+func TestPublishN(t *testing.T) {
+	h := New(5, 3)
+	s := h.Subscribe(0)
+	if first := h.PublishN(4, func(i int, seq uint64) []byte {
+		if seq != uint64(i)+1 {
+			t.Errorf("entry %d got seq %d", i, seq)
+		}
+		return data(seq)
+	}); first != 1 {
+		t.Fatalf("first = %d", first)
+	}
+	seqs, skipped := collect(t, s, 4)
+	if len(seqs) != 3 || seqs[2] != 3 || len(skipped) != 1 || skipped[0] != 1 {
+		t.Fatalf("queue of 3 after 4 at once: %v, skipped %v", seqs, skipped)
+	}
+	if h.PublishN(0, nil) != 0 {
+		t.Fatal("PublishN(0) published")
+	}
+}
+
 func TestSetNext(t *testing.T) {
 	h := New(10, 10)
 	h.SetNext(100)

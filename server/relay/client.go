@@ -23,6 +23,11 @@ import (
 // retrying would not help.
 var ErrUnauthorized = errors.New("the server refused the token (401)")
 
+// permanentError is a refusal that retrying would meet again.
+type permanentError struct{ error }
+
+func (e permanentError) Unwrap() error { return e.error }
+
 // Client sends lines to one feed of a syncloop server. The zero values of
 // the optional fields are sensible defaults.
 type Client struct {
@@ -144,6 +149,9 @@ func (c *Client) defaults() {
 // source's error), or ctx ends, or the server refuses the token.
 func (c *Client) Run(ctx context.Context, source func(ctx context.Context, emit Emit) error) error {
 	c.defaults()
+	if _, err := c.ingestURL(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
@@ -177,7 +185,9 @@ func (c *Client) Run(ctx context.Context, source func(ctx context.Context, emit 
 			}
 			return c.srcErr
 		}
-		if errors.Is(err, ErrUnauthorized) {
+		var perm permanentError
+		if errors.Is(err, ErrUnauthorized) || errors.As(err, &perm) {
+			c.saveState(true)
 			return err
 		}
 		if ctx.Err() != nil {
@@ -267,7 +277,11 @@ func (c *Client) session(ctx context.Context) (finished bool, err error) {
 		}
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			return false, fmt.Errorf("connect %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+			err := fmt.Errorf("connect %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+			if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout {
+				err = permanentError{err} // a wrong feed name, ingest disabled: retrying will not help
+			}
+			return false, err
 		}
 		return false, fmt.Errorf("connect %s: %w", u, err)
 	}

@@ -21,7 +21,7 @@ func TestResumeCommand(t *testing.T) {
 	const cur = "s=0a1b;i=2c;b=3d;m=4e;t=5f;x=60"
 	tests := []struct {
 		cmd, cursor, want string
-		err              bool
+		err               bool
 	}{
 		{cmd: "journalctl -u kubelet -f -o json --all", cursor: "", want: "journalctl -u kubelet -f -o json --all"},
 		{cmd: "journalctl -u kubelet -f -o json --all", cursor: cur,
@@ -248,6 +248,20 @@ func TestWrongTokenStops(t *testing.T) {
 	}
 	if time.Since(start) > 5*time.Second {
 		t.Fatalf("took %v: retried a 401", time.Since(start))
+	}
+}
+
+func TestRefusalStops(t *testing.T) {
+	_, ts := newFake(t)
+	c := newClient(ts.URL)
+	c.Feed = "other" // the fake serves only lab: 404
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := c.Run(ctx, func(ctx context.Context, emit Emit) error {
+		return ReadLines(ctx, strings.NewReader("a\n"), emit)
+	})
+	if err == nil || !strings.Contains(err.Error(), "404") || ctx.Err() != nil {
+		t.Fatalf("Run against a 404: %v; want it to stop with the status", err)
 	}
 }
 
