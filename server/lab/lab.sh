@@ -82,7 +82,7 @@ KUBELET=$CACHE/kubelet-$TAG
 # and fifos, the kubelet's device-plugin socket and container-log symlinks, journald's
 # sockets and journal. stop removes those that did not exist before start.
 hardcoded_paths() {
-	echo /run/containerd /var/lib/kubelet /var/log/containers /var/log/pods
+	echo /run/containerd /var/lib/kubelet /var/log/containers /var/log/pods /run/mount
 	echo /run/systemd/journal /run/systemd /run/log/journal
 	echo /var/log/journal/"$(cat /etc/machine-id 2>/dev/null)"
 }
@@ -293,6 +293,7 @@ kubelet_start() {
 	sed -e "s|@DIR@|$DIR|g" -e "s|@PORT@|$(state_get kubelet_port)|" \
 		-e "s|@HEALTHZPORT@|$(state_get healthz_port)|" "$HERE/kubelet-config.yaml" >"$DIR/kubelet-config.yaml"
 	manifest 5f0c3a52-1d7e-4c1b-9a44-7e2b7c9d0001 1
+	cp "$HERE/quiet.yaml" "$DIR/manifests/.quiet.tmp" && mv "$DIR/manifests/.quiet.tmp" "$DIR/manifests/quiet.yaml"
 	local cg
 	cg=$(unit_cgroup)
 	[ -d "$cg" ] || { mkdir -p "$cg" && state_add created_cgroup "$cg"; }
@@ -340,12 +341,13 @@ wait_journal() { # wait_journal SUBSTRING SECONDS
 	return 1
 }
 
+# shellcheck disable=SC2317 # called by trap
 start_failed() {
 	local rc=$?
-	[ $rc -eq 0 ] && return
+	[ "$rc" -eq 0 ] && return
 	log "start failed: undoing"
 	cmd_stop || true
-	exit $rc
+	exit "$rc"
 }
 
 cmd_start() {
@@ -399,30 +401,34 @@ cmd_stop() {
 	[ -f "$STATE" ] || { log "nothing to stop in $DIR"; return 0; }
 	set +e
 	local rec c p i
+	log "stopping the lab in $DIR"
 	stop_pid scenario 2
 	# Let the kubelet stop the pod itself (REMOVE), as it would on a node being drained.
-	if alive "$(state_get pid_kubelet)" && [ -f "$DIR/manifests/probe-me.yaml" ]; then
-		rm -f "$DIR/manifests/probe-me.yaml"
+	if alive "$(state_get pid_kubelet)" && [ -n "$(ls "$DIR/manifests")" ]; then
+		rm -f "$DIR/manifests/"*.yaml
+		log "removed the manifest; waiting for the kubelet to stop the pod"
 		for ((i = 0; i < 100; i++)); do
 			[ -z "$(ctr_ tasks ls -q 2>/dev/null)" ] && break
 			sleep 0.1
 		done
 	fi
+	log "stopping the kubelet"
 	stop_pid kubelet 10
+	log "removing containers, stopping containerd"
 	if alive "$(state_get pid_containerd)"; then
-		for c in $(ctr_ containers ls -q 2>/dev/null); do
-			ctr_ tasks kill -s KILL "$c" >/dev/null 2>&1
-			for ((i = 0; i < 30; i++)); do ctr_ tasks rm "$c" >/dev/null 2>&1 && break; sleep 0.1; done
-			ctr_ containers rm "$c" >/dev/null 2>&1
-		done
+		# The kubelet leaves exited containers for its garbage collector; any task still
+		# there holds a rootfs mount and processes: rm -f kills it first.
+		for c in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks rm -f "$c" >/dev/null 2>&1; done
+		for c in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers rm "$c" >/dev/null 2>&1; done
 	fi
 	stop_pid containerd 10
 	# Shims outlive containerd by design; they carry our socket path on their command line.
 	for p in /proc/[0-9]*; do
-		case "$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)" in *"-address $SOCK "*) ;; *) continue ;; esac
+		case "$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null)" in *"-address $SOCK "*) ;; *) continue ;; esac
 		log "killing leftover shim ${p#/proc/}"
 		kill -KILL "${p#/proc/}" 2>/dev/null
 	done
+	log "unmounting, restoring sysctls, removing cgroups and directories"
 	# Mounts under $DIR (the kubelet bind-mounts its root dir; containerd its rootfs and shm),
 	# deepest first.
 	for ((i = 0; i < 5; i++)); do
@@ -455,7 +461,8 @@ cmd_stop() {
 		case $p in
 		/run/systemd/journal | /run/log/journal | /var/log/journal/*)
 			[ "$KEEP_JOURNALD" = 1 ] || alive "$(state_get pid_journald)" || rm -rf "$p" ;;
-		/run/systemd | /run/containerd) find "$p" -depth -type d -empty -delete ;; # others may use them now
+		/run/systemd | /run/containerd | /run/mount) # others may use them by now
+			find "$p" -depth \( -type d -empty -o -name utab -size 0 \) -delete ;;
 		*) rm -rf "$p" ;;
 		esac
 	done
@@ -500,12 +507,18 @@ cmd_status() {
 	done
 }
 
-case $CMD in
-start) cmd_start ;;
-stop) cmd_stop ;;
-status) cmd_status ;;
-build) build_kubelet; echo "$KUBELET" ;;
-_scenario) CURSOR=$(state_get cursor); scenario ;;
--h | --help | help) usage ;;
-*) usage >&2; exit 2 ;;
-esac
+main() {
+	case $CMD in
+	start) cmd_start ;;
+	stop) cmd_stop ;;
+	status) cmd_status ;;
+	build) build_kubelet; echo "$KUBELET" ;;
+	_scenario) CURSOR=$(state_get cursor); scenario ;;
+	-h | --help | help) usage ;;
+	*) usage >&2; exit 2 ;;
+	esac
+}
+
+# One line, parsed whole before it runs: a lab.sh edited (git pull) while a lab runs
+# does not derail the running copy, which would otherwise read on at a stale offset.
+main; exit
