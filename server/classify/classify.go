@@ -12,6 +12,7 @@
 package classify
 
 import (
+	"bytes"
 	"encoding/json"
 	"path"
 	"strings"
@@ -91,7 +92,15 @@ func (l Line) MarshalJSON() ([]byte, error) {
 	if out.Pods == nil {
 		out.Pods = []string{}
 	}
-	return json.Marshal(out)
+	// Without HTML escaping: "<script>" in a pod name stays readable as text
+	// (the page renders it with textContent).
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Classifier classifies lines against one Reading (or by message alone when
