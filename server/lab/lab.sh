@@ -3,8 +3,9 @@
 #
 # It runs a kubelet built from k8s.io/kubernetes at a tag, standalone (no API server),
 # against its own containerd + runc, at -v=4, logging into the journal as kubelet.service,
-# with one static pod, probe-me, whose liveness probe points at a port nothing listens on.
-# A scenario then edits the pod's manifest so that the loop also sees UPDATE and REMOVE.
+# with a static pod, probe-me, whose liveness probe points at a port nothing listens on,
+# and a second one, quiet, that only the periodic resync (SYNC) ever touches. A scenario
+# then edits probe-me's manifest so that the loop also sees UPDATE and REMOVE.
 # `stop` undoes everything `start` changed: processes (by PID), mounts, sysctls, cgroups,
 # and the directories the tools create at hard-coded paths (only those it created).
 #
@@ -33,8 +34,8 @@ flags (each also as an environment variable):
   --remove-after SECS   delete the manifest (SyncLoop REMOVE) (LAB_REMOVE_AFTER, default 180)
   --readd-after SECS    put it back with a new uid (SyncLoop ADD) (LAB_READD_AFTER, default 200)
   --log-format FMT      text or json (LAB_LOG_FORMAT, default text)
-  --keep-journald       on stop, leave a journald the lab started running, with its journal
-                        (LAB_KEEP_JOURNALD=1)
+  --keep-journald       given to start or stop: leave a journald the lab started running,
+                        with its journal, after stop (LAB_KEEP_JOURNALD=1)
 EOF
 }
 
@@ -364,6 +365,7 @@ cmd_start() {
 	trap start_failed EXIT
 	trap 'exit 130' INT TERM
 	state_add tag "$TAG"
+	state_add keep_journald "$KEEP_JOURNALD"
 	local p
 	for p in $(hardcoded_paths); do [ -e "$p" ] || state_add absent "$p"; done
 	sysctl "${SYSCTLS[@]}" | sed 's/ = /=/' >"$DIR/sysctl.orig"
@@ -399,6 +401,7 @@ ctr_() { timeout 20 ctr -a "$SOCK" -n k8s.io "$@"; }
 cmd_stop() {
 	need_root_linux
 	[ -f "$STATE" ] || { log "nothing to stop in $DIR"; return 0; }
+	[ "$(state_get keep_journald)" = 1 ] && KEEP_JOURNALD=1
 	set +e
 	local rec c p i
 	log "stopping the lab in $DIR"
@@ -454,6 +457,8 @@ cmd_stop() {
 	for c in $(state_all created_cgroup); do rmdir "$c" 2>/dev/null; done
 	if [ "$KEEP_JOURNALD" != 1 ]; then
 		stop_pid journald 5
+	elif alive "$(state_get pid_journald)"; then
+		log "left journald (pid $(state_get pid_journald | cut -d: -f1)) running, with the lab's journal; stop it with kill when done"
 	fi
 	# Paths the tools hard-code, removed only if they did not exist before start.
 	for p in $(state_all absent | sort -r); do

@@ -434,7 +434,7 @@ type machine struct {
 var (
 	labSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops",
 		"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
-	labPaths = []string{"/run/containerd", "/var/lib/kubelet", "/var/log/containers", "/var/log/pods"}
+	labPaths = []string{"/run/containerd", "/var/lib/kubelet", "/var/log/containers", "/var/log/pods", "/run/mount"}
 )
 
 func readMachine(t *testing.T) machine {
