@@ -116,8 +116,14 @@ type Classifier struct {
 	keys   map[string]bool   // the Reading's case keys
 	now    func() time.Time  // nil: the wall clock, read through ref
 	loc    *time.Location
-	ref    atomic.Int64  // unix seconds of the wall clock, refreshed every refEvery calls
-	calls  atomic.Uint32 // calls since New, to know when to refresh ref
+	ref    atomic.Pointer[refTime] // the wall clock, refreshed every refEvery calls
+	calls  atomic.Uint32           // calls since the last refresh of ref
+}
+
+// refTime is a reading of the wall clock and its year in the Classifier's zone.
+type refTime struct {
+	unix int64
+	year int
 }
 
 // refEvery is how many timestamps share one reading of the wall clock. The
@@ -131,10 +137,22 @@ func (c *Classifier) clockNow() time.Time {
 	if c.now != nil {
 		return c.now()
 	}
-	if c.calls.Add(1)%refEvery == 0 || c.ref.Load() == 0 {
-		c.ref.Store(time.Now().Unix())
+	return time.Unix(c.reference().unix, 0)
+}
+
+// reference is the wall clock as last read (or the WithClock clock).
+func (c *Classifier) reference() refTime {
+	if c.now != nil {
+		t := c.now()
+		return refTime{t.Unix(), t.In(c.loc).Year()}
 	}
-	return time.Unix(c.ref.Load(), 0)
+	p := c.ref.Load()
+	if p == nil || c.calls.Add(1)%refEvery == 0 {
+		t := time.Now()
+		p = &refTime{t.Unix(), t.In(c.loc).Year()}
+		c.ref.Store(p)
+	}
+	return *p
 }
 
 type site struct {

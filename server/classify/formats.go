@@ -98,17 +98,31 @@ func version(v string) string {
 // klogTime is a klog header's time: the year (which klog does not print)
 // is taken from ref, or the clock, so that it lies near it.
 func (c *Classifier) klogTime(h klogHeader, ref time.Time) time.Time {
-	if ref.IsZero() {
-		ref = c.clockNow()
-	}
-	at := func(y int) time.Time { return time.Date(y, h.month, h.day, 0, 0, 0, 0, c.loc).Add(h.clock) }
-	if c.loc == time.UTC {
-		// The hot path: plain arithmetic instead of time.Date.
-		at = func(y int) time.Time {
-			return time.Unix(daysFromCivil(y, int(h.month), h.day)*86400, 0).Add(h.clock).UTC()
+	if c.loc != time.UTC {
+		if ref.IsZero() {
+			ref = c.clockNow()
 		}
+		at := func(y int) time.Time { return time.Date(y, h.month, h.day, 0, 0, 0, 0, c.loc).Add(h.clock) }
+		return nearYear(at, ref.In(c.loc))
 	}
-	return nearYear(at, ref.In(c.loc))
+	// The hot path: integer arithmetic instead of time.Date.
+	var rt refTime
+	if ref.IsZero() {
+		rt = c.reference()
+	} else {
+		rt = refTime{ref.Unix(), ref.UTC().Year()}
+	}
+	at := func(y int) int64 {
+		return daysFromCivil(y, int(h.month), h.day)*86400 + int64(h.clock/time.Second)
+	}
+	sec := at(rt.year)
+	switch d := sec - rt.unix; {
+	case d > 31*86400:
+		sec = at(rt.year - 1)
+	case d < -334*86400:
+		sec = at(rt.year + 1)
+	}
+	return time.Unix(sec, int64(h.clock%time.Second)).UTC()
 }
 
 // daysFromCivil is the number of days from 1970-01-01 to y-m-d in the

@@ -3,8 +3,8 @@ package classify
 // journal.go reads journalctl's text outputs: short ("Nov 30 01:02:03 host
 // kubelet[1234]: msg", the default of `journalctl -u kubelet -f`),
 // short-precise (with microseconds), short-iso ("2026-11-30T01:02:03+0000"),
-// short-iso-precise, short-full ("Mon 2026-11-30 01:02:03 UTC") and
-// short-unix ("1764464523.123456"). `-o cat` is the bare message, read as
+// short-iso-precise, short-full ("Mon 2026-11-30 01:02:03 UTC"),
+// short-unix ("1764464523.123456") and short-monotonic ("[ 1234.567890]"). `-o cat` is the bare message, read as
 // klog text or kubelet JSON directly.
 
 import (
@@ -72,6 +72,15 @@ func (j *journalText) parseTime(s string, loc *time.Location) (string, bool) {
 		return "", false
 	}
 	switch {
+	case s[0] == '[': // short-monotonic: "[ 1234.567890]", seconds since boot
+		end := strings.IndexByte(s, ']')
+		if end < 0 {
+			return "", false
+		}
+		if _, err := strconv.ParseFloat(strings.TrimSpace(s[1:end]), 64); err != nil {
+			return "", false
+		}
+		return s[end+1:], true // no wall-clock time: the message's own is used
 	case s[0] >= 'A' && s[0] <= 'Z' && s[3] == ' ' && s[8] == '-': // "Mon 2026-11-30 01:02:03 UTC"
 		rest, ok := j.isoDate(s[4:], ' ', loc)
 		if !ok || len(rest) < 2 || rest[0] != ' ' {

@@ -47,13 +47,9 @@ func parseKlog(s string) (h klogHeader, body string, ok bool) {
 	if s[5] != ' ' || s[8] != ':' || s[11] != ':' || s[14] != '.' {
 		return h, "", false
 	}
-	mo, ok1 := digits(s[1:3])
-	day, ok2 := digits(s[3:5])
-	hh, ok3 := digits(s[6:8])
-	mm, ok4 := digits(s[9:11])
-	ss, ok5 := digits(s[12:14])
-	us, ok6 := digits(s[15:21])
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || mo < 1 || mo > 12 || day < 1 || day > 31 || hh > 23 || mm > 59 || ss > 60 {
+	mo, day, hh, mm, ss := two(s, 1), two(s, 3), two(s, 6), two(s, 9), two(s, 12)
+	us, ok := digits(s[15:21])
+	if !ok || mo < 1 || mo > 12 || day < 1 || day > 31 || hh < 0 || hh > 23 || mm < 0 || mm > 59 || ss < 0 || ss > 60 {
 		return h, "", false
 	}
 	h.month, h.day = time.Month(mo), day
@@ -90,6 +86,15 @@ func parseKlog(s string) (h klogHeader, body string, ok bool) {
 		body = body[1:]
 	}
 	return h, body, true
+}
+
+// two parses the two ASCII digits at s[i:i+2]; -1 when they are not.
+func two(s string, i int) int {
+	a, b := s[i]-'0', s[i+1]-'0'
+	if a > 9 || b > 9 {
+		return -1
+	}
+	return int(a)*10 + int(b)
 }
 
 // digits parses a short run of ASCII digits.

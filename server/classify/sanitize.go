@@ -5,6 +5,7 @@ package classify
 // a visible marker where it was cut.
 
 import (
+	"encoding/binary"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -27,7 +28,36 @@ func CutMarker(n int) string { return "… [cut: " + strconv.Itoa(n) + " bytes]"
 // whether anything but the cut was altered.
 func clean(b []byte, limit int) (s string, changed bool) {
 	end := cutAt(b, limit)
+	if end == len(b) && plainASCII(b) {
+		return string(b), false
+	}
 	return cleanString(string(b[:end]), limit, len(b)-end)
+}
+
+// plainASCII reports whether b is printable ASCII (tab aside), eight bytes
+// at a time: the common case of a log line.
+func plainASCII(b []byte) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		// A byte < 0x20, == 0x7f or >= 0x80 sets its high bit here.
+		lt20 := (x - 0x20*ones) &^ x
+		del := x ^ 0x7f*ones
+		del = (del - ones) &^ del
+		if (lt20|del|x)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c < 0x20 && c != '\t' || c >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // cleanText is clean for a string.
