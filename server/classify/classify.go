@@ -305,7 +305,13 @@ func (c *Classifier) inRange(line int) []string {
 // Classify classifies one raw line (without its trailing newline). It never
 // fails: a line it cannot read is returned as FormatRaw with no case.
 func (c *Classifier) Classify(raw []byte) Line {
-	return c.classify(raw, true)
+	return c.classify(input{b: raw}, true)
+}
+
+// ClassifyString is Classify for a line held as a string: the common case
+// (printable text under MaxText) then shares its memory instead of copying.
+func (c *Classifier) ClassifyString(raw string) Line {
+	return c.classify(input{s: raw, isStr: true}, true)
 }
 
 // entry is what the format parsers find in a line, before classification.
@@ -320,17 +326,39 @@ type entry struct {
 	verb     int
 }
 
-func (c *Classifier) classify(raw []byte, exactOK bool) Line {
+// input is a line as bytes or as a string (isStr), so that neither form
+// is copied into the other for nothing.
+type input struct {
+	b     []byte
+	s     string
+	isStr bool
+}
+
+func (in input) len() int {
+	if in.isStr {
+		return len(in.s)
+	}
+	return len(in.b)
+}
+
+func (c *Classifier) classify(raw input, exactOK bool) Line {
 	l := Line{Verbosity: -1, Format: FormatRaw}
 	var e entry
 	var ok bool
-	if len(raw) > 0 && raw[0] == '{' {
-		l.Raw, l.Stripped = clean(raw, MaxText)
-		if len(raw) <= maxParse {
-			e, ok = c.parseJSON(raw, &l)
+	if raw.isStr {
+		l.Raw, l.Stripped = cleanText(raw.s, MaxText)
+	} else {
+		l.Raw, l.Stripped = clean(raw.b, MaxText)
+	}
+	if n := raw.len(); n > 0 && l.Raw != "" && l.Raw[0] == '{' {
+		if n <= maxParse {
+			b := raw.b
+			if raw.isStr {
+				b = []byte(raw.s)
+			}
+			e, ok = c.parseJSON(b, &l)
 		}
 	} else {
-		l.Raw, l.Stripped = clean(raw, MaxText)
 		e, ok = c.parseText(l.Raw, &l)
 	}
 	if !ok {
@@ -469,7 +497,12 @@ type Stream struct {
 func (c *Classifier) Stream() *Stream { return &Stream{c: c} }
 
 // Classify classifies the next line of the journal.
-func (s *Stream) Classify(raw []byte) Line {
+func (s *Stream) Classify(raw []byte) Line { return s.classify(input{b: raw}) }
+
+// ClassifyString is Classify for a line held as a string.
+func (s *Stream) ClassifyString(raw string) Line { return s.classify(input{s: raw, isStr: true}) }
+
+func (s *Stream) classify(raw input) Line {
 	l := s.c.classify(raw, !s.Mismatch())
 	if l.Version != "" {
 		s.version = l.Version

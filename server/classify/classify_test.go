@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -290,6 +291,9 @@ func TestFixtures(t *testing.T) {
 			var out bytes.Buffer
 			for _, line := range fixtureLines(t, filepath.Base(f)) {
 				l := c.Classify([]byte(line))
+				if ls := c.ClassifyString(line); !reflect.DeepEqual(l, ls) {
+					t.Errorf("Classify and ClassifyString differ on %q:\n%+v\n%+v", line, l, ls)
+				}
 				b, err := json.Marshal(l)
 				if err != nil {
 					t.Fatal(err)

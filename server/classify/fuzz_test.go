@@ -3,6 +3,7 @@ package classify
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,9 @@ func FuzzClassify(f *testing.F) {
 		for _, c := range []*Classifier{c, n} {
 			l := c.Classify([]byte(line))
 			safe(t, l)
+			if ls := c.ClassifyString(line); !reflect.DeepEqual(l, ls) {
+				t.Errorf("Classify and ClassifyString differ:\n%+v\n%+v", l, ls)
+			}
 			if l.Format == FormatRaw && l.Case != "" {
 				t.Errorf("raw line with case %q", l.Case)
 			}

@@ -141,6 +141,11 @@ func TestHostile(t *testing.T) {
 				t.Errorf("format %q message %q", l.Format, l.Message)
 			}
 		}},
+		{"only control characters", "\x00\x01\x1b[0m", func(t *testing.T, l Line) {
+			if l.Raw != "" || l.Format != FormatRaw {
+				t.Errorf("raw %q format %q", l.Raw, l.Format)
+			}
+		}},
 		{"pods of odd shapes", head + `"SyncLoop ADD" pods=[ , "a" ,b, [x] ] pod=`, func(t *testing.T, l Line) {}},
 		{"kv with unbalanced brackets", head + `"SyncLoop (probe)" event={"a":[1,2} probe="liveness`, func(t *testing.T, l Line) {}},
 	}
