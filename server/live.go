@@ -68,7 +68,7 @@ const (
 	displayLimit = 64 << 10 // bytes of a line kept for display
 	queueLimit   = 4096     // default entries a browser may fall behind before lines are skipped
 	idsKept      = 1 << 16  // recent ids per feed remembered for deduplication
-	frameLimit   = 256 << 10
+	frameLimit   = 64 << 10 // bytes per browser message: the buffer each browser's writer keeps
 )
 
 // feedNameRE is what a feed may be called: it is also a file name.
@@ -440,7 +440,7 @@ func (l *live) startDemo(f *feed) {
 	ctx, stop := context.WithCancel(l.ctx)
 	f.mu.Lock()
 	f.source, f.demoStop = "demo", stop
-	f.note = "DEMO FEED — simulated kubelet. Attach a relay (syncloop relay) to see a real journal."
+	f.note = "Lines of a simulated kubelet at this tag's real log sites. Attach a relay (syncloop relay) to see a real journal."
 	f.changed()
 	f.mu.Unlock()
 	go func() {

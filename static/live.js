@@ -41,6 +41,27 @@ function clock(t) {
 	return m ? m[1] : '';
 }
 
+// klogHead is a klog header: what precedes the message and its key=values.
+const klogHead = /[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^\s\]]+\] /;
+
+// body is what a line says: the klog message with its key=value pairs when
+// the raw line has them (the classifier's message is the message alone),
+// else the message, else the raw line.
+function body(l) {
+	if (l.format === 'raw' || !l.message) return l.raw;
+	let src = String(l.raw || '');
+	if (src.startsWith('{')) {
+		try {
+			const j = JSON.parse(src);
+			src = typeof j.MESSAGE === 'string' ? j.MESSAGE : '';
+		} catch {
+			src = '';
+		}
+	}
+	const m = klogHead.exec(src);
+	return m ? src.slice(m.index + m[0].length) : l.message;
+}
+
 class LivePane {
 	constructor(root) {
 		this.root = root;
@@ -297,7 +318,7 @@ class LivePane {
 		li.append(el('time', 'll-time', clock(l.time)));
 		li.append(el('span', 'll-chip ' + (key ? caseClass(key) : 'c-none'), key || '—'));
 		if (pods.length) li.append(el('span', 'll-pods', pods.join(', ')));
-		let text = clean(l.format === 'raw' || !l.message ? l.raw : l.message);
+		let text = clean(body(l));
 		let cutBy = 0;
 		if (text.length > SHOW_CHARS) {
 			cutBy = text.length - SHOW_CHARS;
