@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,13 +24,24 @@ import (
 
 const labTag = "v1.31.0"
 
-// syncloop builds the syncloop command once per test binary.
-var syncloop = sync.OnceValues(func() (string, error) {
+// binDir holds the syncloop command built for this test binary; TestMain removes it.
+var binDir string
+
+func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "syncloop-lab-bin-")
 	if err != nil {
-		return "", err
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
-	bin := filepath.Join(dir, "syncloop")
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// syncloop builds the syncloop command once per test binary.
+var syncloop = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "syncloop")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	cmd.Dir = "../.."
 	if out, err := cmd.CombinedOutput(); err != nil {
