@@ -42,7 +42,7 @@ func syncloopBin(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -472,7 +472,7 @@ func procStatusOf(pid int, key string) uint64 {
 
 func fanoutE2E(b *testing.B, bin string, clients, perSecond int, dur time.Duration) fanoutFigures {
 	b.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(&testing.T{}))
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
 	srv := exec.Command(bin, "serve", "--addr", addr, "--token", "bench", "--cache-dir", b.TempDir(), "--log-level", "error")
 	srv.Stdout, srv.Stderr = io.Discard, io.Discard
 

@@ -140,6 +140,33 @@ func testLivePane(t *testing.T, demo bool) {
 	if !j.InView || (j.Hash != "#case-"+j.Key && (len(j.Hash) < 3 || j.Hash[:2] != "#L")) {
 		t.Fatalf("after clicking a %s line: %+v; want its case in view and in the URL", j.Key, j)
 	}
+	// A pod filter that matches nothing hides every line; clearing it shows them again.
+	hidden := eval[bool](t, ctx, `(() => {
+		const pod = document.querySelector('#live .live-pod');
+		pod.value = 'no-such-pod'; pod.dispatchEvent(new Event('input'));
+		const none = [...document.querySelectorAll('#live li.ll')].every(li => li.offsetParent === null);
+		pod.value = 'probe-me'; pod.dispatchEvent(new Event('input'));
+		const some = [...document.querySelectorAll('#live li.ll')].some(li => li.offsetParent !== null);
+		return none && some;
+	})()`)
+	if !hidden {
+		t.Fatal("the pod filter does not hide and show lines")
+	}
+
+	if demo {
+		// Pause freezes the list while lines keep coming and are counted; resume shows them.
+		if eval[bool](t, ctx, `document.getElementById('live').livePane.paused`) {
+			t.Fatal("the pane paused itself")
+		}
+		before := eval[int](t, ctx, `(document.querySelector('#live .live-pause').click(), document.querySelectorAll('#live li.ll').length)`)
+		waitFor(t, ctx, "new lines counted while paused", `/^[1-9]\d* new lines?/.test(document.querySelector('#live .live-more').textContent) && !document.querySelector('#live .live-more').hidden`)
+		if n := eval[int](t, ctx, `document.querySelectorAll('#live li.ll').length`); n != before {
+			t.Fatalf("paused pane went from %d to %d lines", before, n)
+		}
+		eval[bool](t, ctx, `(document.querySelector('#live .live-more').click(), true)`)
+		waitFor(t, ctx, "held lines shown on resume", fmt.Sprintf(`document.querySelectorAll('#live li.ll').length > %d && document.querySelector('#live .live-more').hidden`, before))
+	}
+
 	if !demo && eval[bool](t, ctx, banner) {
 		t.Fatal("a journal feed is labelled as a demo")
 	}

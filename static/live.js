@@ -142,11 +142,17 @@ class LivePane {
 			this.filterBtn.setAttribute('aria-pressed', String(on));
 		});
 		this.pod.addEventListener('input', () => this.applyPodFilter());
+		// Scrolling up (the reader's own wheel or touch, not the pane's
+		// following of the tail) pauses; scrolling back to the bottom resumes.
+		this.list.addEventListener('wheel', (ev) => {
+			if (ev.deltaY < 0 && !this.paused) this.pause(true);
+		}, { passive: true });
+		this.list.addEventListener('touchmove', () => {
+			if (!this.paused) this.pause(true);
+		}, { passive: true });
 		this.list.addEventListener('scroll', () => {
 			const atBottom = this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 8;
-			if (!atBottom && !this.paused && this.list.scrollTop < this.lastScrollTop) this.pause();
-			else if (atBottom && this.paused && this.pausedByScroll) this.resume();
-			this.lastScrollTop = this.list.scrollTop;
+			if (atBottom && this.paused && this.pausedByScroll) this.resume();
 		});
 		this.list.addEventListener('click', (ev) => {
 			const li = ev.target.closest('li.ll');
@@ -275,7 +281,6 @@ class LivePane {
 			const extra = this.list.childElementCount - MAX_LINES;
 			for (let i = 0; i < extra; i++) this.list.firstElementChild.remove();
 			if (!this.paused) this.list.scrollTop = this.list.scrollHeight;
-			this.lastScrollTop = this.list.scrollTop;
 		}
 		this.updateCounts();
 		this.updateMore();
@@ -335,6 +340,10 @@ class LivePane {
 
 	pause(byScroll = true) {
 		this.paused = true;
+		// Lines waiting for the next frame are held too: the view freezes now.
+		this.held.push(...this.incoming);
+		this.heldCount += this.incoming.length;
+		this.incoming = [];
 		this.pausedByScroll = byScroll;
 		this.root.classList.add('paused');
 		this.pauseBtn.textContent = 'Resume';
