@@ -260,33 +260,60 @@ func unquote(v string) string {
 // kvPods returns the pods named by pods=[…] and pod=… in key=value text:
 // ["default/probe-me"] (klog ≥ 2.80), [default/probe-me other/x] (older
 // klog printed []ObjectRef with %v), "default/probe-me" or a bare ref.
+// One pass over the pairs, in order.
 func kvPods(kvs string) []string {
 	var pods []string
-	if v, ok := kvValue(kvs, "pods"); ok && len(v) >= 2 && v[0] == '[' {
-		inner := v[1 : len(v)-1]
-		for inner != "" {
-			inner = strings.TrimLeft(inner, " ,")
-			if inner == "" {
-				break
-			}
-			end := valueEnd(inner, 0)
-			if inner[0] != '"' {
-				if k := strings.IndexAny(inner, " ,"); k >= 0 {
-					end = k
-				} else {
-					end = len(inner)
-				}
-			}
-			if p, _ := cleanText(unquote(inner[:end]), 1024); p != "" {
+	i := 0
+	for i < len(kvs) {
+		for i < len(kvs) && kvs[i] == ' ' {
+			i++
+		}
+		k := i
+		for i < len(kvs) && kvs[i] != '=' && kvs[i] != ' ' {
+			i++
+		}
+		if i >= len(kvs) || kvs[i] != '=' {
+			continue
+		}
+		name := kvs[k:i]
+		i++
+		v := i
+		i = valueEnd(kvs, i)
+		switch name {
+		case "pods":
+			pods = appendPodList(pods, kvs[v:i])
+		case "pod":
+			if p, _ := cleanText(unquote(kvs[v:i]), 1024); p != "" && p != "<nil>" {
 				pods = append(pods, p)
 			}
-			inner = inner[end:]
 		}
 	}
-	if v, ok := kvValue(kvs, "pod"); ok {
-		if p, _ := cleanText(unquote(v), 1024); p != "" && p != "<nil>" {
+	return pods
+}
+
+// appendPodList appends the elements of a klog list value "[…]".
+func appendPodList(pods []string, v string) []string {
+	if len(v) < 2 || v[0] != '[' || v[len(v)-1] != ']' {
+		return pods
+	}
+	inner := v[1 : len(v)-1]
+	for inner != "" {
+		inner = strings.TrimLeft(inner, " ,")
+		if inner == "" {
+			break
+		}
+		end := valueEnd(inner, 0)
+		if inner[0] != '"' {
+			if k := strings.IndexAny(inner, " ,"); k >= 0 {
+				end = k
+			} else {
+				end = len(inner)
+			}
+		}
+		if p, _ := cleanText(unquote(inner[:end]), 1024); p != "" {
 			pods = append(pods, p)
 		}
+		inner = inner[end:]
 	}
 	return pods
 }

@@ -41,14 +41,14 @@ func plainASCII(b []byte) bool {
 		ones  = 0x0101010101010101
 		highs = 0x8080808080808080
 	)
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		// A byte < 0x20, == 0x7f or >= 0x80 sets its high bit here.
-		lt20 := (x - 0x20*ones) &^ x
+	// A byte < 0x20, == 0x7f or >= 0x80 sets its high bit in bad(x).
+	bad := func(x uint64) uint64 {
 		del := x ^ 0x7f*ones
-		del = (del - ones) &^ del
-		if (lt20|del|x)&highs != 0 {
+		return ((x-0x20*ones)&^x | (del-ones)&^del | x) & highs
+	}
+	i := 0
+	for ; i+16 <= len(b); i += 16 {
+		if bad(binary.LittleEndian.Uint64(b[i:i+8]))|bad(binary.LittleEndian.Uint64(b[i+8:i+16])) != 0 {
 			break
 		}
 	}
