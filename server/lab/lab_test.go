@@ -515,7 +515,7 @@ func artifacts(t *testing.T) string {
 	t.Helper()
 	dir := os.Getenv("SYNCLOOP_ARTIFACTS")
 	if dir == "" {
-		dir = "artifacts"
+		dir = filepath.Join("..", "..", "artifacts") // the repository's, git-ignored
 	}
 	dir = filepath.Join(dir, "lab")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
