@@ -23,7 +23,8 @@ package server
 //
 //	{"hello":{"feed","tag","kubelet_version","version_link","source","demo","relays","note","next","reset"}}
 //	{"seq":N,"line":<classify.Line>,"demo":true?,"cut":true?}   history (seq > after), then the live tail
-//	{"skipped":N}   N lines were dropped because this browser fell behind
+//	{"skipped":N}   N lines were dropped because this browser fell behind, or
+//	                are no longer in the ring when it resumes after a long absence
 //	{"status":{…as hello, without next and reset}}   the feed's source or kubelet version changed
 //
 // "cut" marks a line cut at 64 KiB. "reset" says the server's sequence
@@ -574,6 +575,9 @@ func (l *live) handleFeedSocket() http.Handler {
 					conn.Close(websocket.StatusGoingAway, "server shutting down")
 				}
 				return
+			}
+			if b.Missed > 0 {
+				frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(b.Missed)+`}`))
 			}
 			if g := f.status.Load(); g != gen {
 				gen = g

@@ -27,6 +27,7 @@ type Entry struct {
 // Skipped > 0, that many entries that followed them were dropped for this
 // subscriber because its queue was full.
 type Batch struct {
+	Missed  int // entries before Entries that are gone from the ring (a resume from too far back)
 	Entries []Entry
 	Skipped int
 }
@@ -130,6 +131,13 @@ func (h *Hub) Subscribe(after uint64) *Subscription {
 	defer h.mu.Unlock()
 	s := &Subscription{h: h, notify: make(chan struct{}, 1)}
 	s.pending = h.snapshotLocked(after)
+	if after > 0 && after+1 < h.next {
+		oldest := h.next // nothing stored: everything after "after" is gone
+		if len(s.pending) > 0 {
+			oldest = s.pending[0].Seq
+		}
+		s.missed = int(oldest - after - 1)
+	}
 	s.limit = h.queueLimit + len(s.pending)
 	if h.closed {
 		s.done = true
@@ -137,7 +145,7 @@ func (h *Hub) Subscribe(after uint64) *Subscription {
 		return s
 	}
 	h.subs[s] = struct{}{}
-	if len(s.pending) > 0 {
+	if len(s.pending) > 0 || s.missed > 0 {
 		s.wake()
 	}
 	return s
@@ -199,6 +207,7 @@ type Subscription struct {
 
 	// Guarded by h.mu.
 	pending []Entry
+	missed  int
 	skipped int
 	limit   int
 	done    bool
@@ -270,10 +279,11 @@ func (s *Subscription) isDone() bool {
 func (s *Subscription) take() (Batch, bool) {
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()
-	if len(s.pending) == 0 && s.skipped == 0 {
+	if len(s.pending) == 0 && s.skipped == 0 && s.missed == 0 {
 		return Batch{}, false
 	}
-	b := Batch{Entries: s.pending, Skipped: s.skipped}
+	b := Batch{Missed: s.missed, Entries: s.pending, Skipped: s.skipped}
+	s.missed = 0
 	s.pending = make([]Entry, 0, min(s.h.queueLimit, 64))
 	s.skipped = 0
 	s.limit = s.h.queueLimit

@@ -237,6 +237,24 @@ func TestPublishN(t *testing.T) {
 	}
 }
 
+func TestResumeTooFarBack(t *testing.T) {
+	h := New(3, 10)
+	for range 10 {
+		h.Publish(data)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tt := range []struct {
+		after        uint64
+		missed, from int
+	}{{after: 2, missed: 5, from: 8}, {after: 7, missed: 0, from: 8}, {after: 9, missed: 0, from: 10}} {
+		b, err := h.Subscribe(tt.after).Next(ctx)
+		if err != nil || b.Missed != tt.missed || len(b.Entries) == 0 || b.Entries[0].Seq != uint64(tt.from) {
+			t.Errorf("resume after %d: missed %d from %v (%v); want missed %d from %d", tt.after, b.Missed, b.Entries, err, tt.missed, tt.from)
+		}
+	}
+}
+
 func TestSetNext(t *testing.T) {
 	h := New(10, 10)
 	h.SetNext(100)
