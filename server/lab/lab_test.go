@@ -566,6 +566,9 @@ func runLab(t *testing.T, args []string, fn func(kv map[string]string)) {
 			t.Errorf("stop: %v", err)
 		}
 		t.Logf("stage cleanup: %.1fs", time.Since(t0).Seconds())
+		if _, err := lab(t, ctx, "stop", "--dir", dir); err != nil {
+			t.Errorf("a second stop: %v", err)
+		}
 		if left := leftovers(t, dir, before); len(left) > 0 {
 			t.Errorf("after stop, the lab left:\n  %s", strings.Join(left, "\n  "))
 			return
@@ -621,6 +624,15 @@ func TestLab(t *testing.T) {
 	// (+5-8 s here, more on a loaded machine) before the pod goes.
 	args := []string{"--update-after", "15", "--remove-after", "30", "--readd-after", "0"}
 	runLab(t, args, func(kv map[string]string) {
+		ctx := context.Background()
+		st, err := lab(t, ctx, "status", "--dir", kv["dir"])
+		if err != nil || st["running"] != "true" || st["kubelet_alive"] != "true" || st["cursor"] != kv["cursor"] {
+			t.Errorf("status of the running lab: %v, %v", st, err)
+		}
+		// A second start on the same directory must refuse and leave the first alone.
+		if _, err := lab(t, ctx, "start", "--dir", kv["dir"]); err == nil {
+			t.Error("a second start on a running lab succeeded")
+		}
 		es, first := waitFor(t, kv["cursor"], textSightings, 90*time.Second)
 		raw := journal(t, kv["cursor"], "json")
 		out := filepath.Join(artifacts(t), "kubelet-journal.json")
