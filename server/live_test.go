@@ -466,7 +466,7 @@ func TestLiveVersionAndDemo(t *testing.T) {
 	defer cancel()
 	b := dialBrowser(t, ctx, ts, "/feeds/default/ws")
 	m, err := b.next(ctx)
-	if err != nil || m.Hello == nil || !m.Hello.Demo || m.Hello.Source != "demo" || !strings.Contains(m.Hello.Note, "DEMO FEED") {
+	if err != nil || m.Hello == nil || !m.Hello.Demo || m.Hello.Source != "demo" || !strings.Contains(m.Hello.Note, "simulated kubelet") {
 		t.Fatalf("hello on the default feed: %+v, %v; want the demo", m.Hello, err)
 	}
 	in := dialIngest(t, ctx, ts, "default")
