@@ -273,7 +273,7 @@ func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
 
 // classify classifies raw and cuts what is kept of it for display.
 func (f *feed) classify(raw string) (classify.Line, bool) {
-	line := f.cls.Classify([]byte(raw))
+	line := f.cls.ClassifyString(raw)
 	cut := false
 	if len(line.Raw) > displayLimit {
 		line.Raw, cut = cutUTF8(line.Raw, displayLimit), true
