@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -384,4 +387,65 @@ func TestReplaySpeed(t *testing.T) {
 			t.Errorf("speed %v: %d lines in %v, want 5 in [%v, %v]", tt.speed, n, d, tt.min, tt.max)
 		}
 	}
+}
+
+// A command whose shell leaves a child holding stdout open (as `sh -c
+// "journalctl … | …"` or ssh can) must still stop when the relay stops, and
+// take the child with it: the serve --journal-cmd shutdown hang.
+func TestRunCommandStopsGrandchildren(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "pid")
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- RunCommand(ctx, "sleep 300 & echo $! > "+marker+"; echo started; wait", "", func(Line) error {
+			select {
+			case got <- struct{}{}:
+			default:
+			}
+			return nil
+		}, slog.New(slog.DiscardHandler))
+	}()
+	select {
+	case <-got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command's first line never arrived")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("RunCommand = %v, want context.Canceled", err)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("RunCommand did not return after its context ended")
+	}
+	b, err := os.ReadFile(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the command's child %d outlived the relay", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// alive reports whether pid runs; a zombie does not (PID 1 on some machines
+// never reaps the orphans it inherits).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// the state follows the command name's closing parenthesis
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }

@@ -320,7 +320,15 @@ func RunCommand(ctx context.Context, cmd, after string, emit Emit, log *slog.Log
 
 func runOnce(ctx context.Context, line string, emit Emit, log *slog.Logger) error {
 	c := exec.CommandContext(ctx, "sh", "-c", line)
-	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+	// The command runs in a process group of its own, and stopping it stops
+	// the whole group: sh may leave journalctl (or ssh) as a child that holds
+	// stdout open, and reading would then never end.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error {
+		pgid := c.Process.Pid
+		time.AfterFunc(3*time.Second, func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) })
+		return syscall.Kill(-pgid, syscall.SIGTERM)
+	}
 	c.WaitDelay = 3 * time.Second
 	stdout, err := c.StdoutPipe()
 	if err != nil {
