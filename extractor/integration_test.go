@@ -1,136 +1,21 @@
 package extractor_test
 
-// integration_test.go runs Extract on real Kubernetes module zips: from the
-// module cache when they are there, else downloaded once per test process
-// from the module proxy (the first URL in GOPROXY) into a directory under
-// os.TempDir() that later runs reuse.
+// integration_test.go runs Extract on real Kubernetes module zips, as
+// extractortest finds or downloads them.
 
 import (
 	"archive/zip"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
-	"golang.org/x/sync/errgroup"
+	"github.com/syncloop/syncloop/extractor/extractortest"
 )
-
-// realZips shares one download per tag across the tests of the process.
-var realZips sync.Map // tag → *realZip
-
-type realZip struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-// needNetwork skips a test that may download, in -short mode, unless CI.
-func needNetwork(tb testing.TB) {
-	tb.Helper()
-	if testing.Short() && os.Getenv("CI") != "true" {
-		tb.Skip("skipping: -short, and this test reads real Kubernetes zips (~15-20 MB each) from the module cache or the proxy")
-	}
-}
-
-// realZipPath is the path of k8s.io/kubernetes@tag's module zip.
-func realZipPath(tb testing.TB, tag string) string {
-	tb.Helper()
-	p, err := sharedZip(tag)
-	if err != nil {
-		tb.Fatalf("k8s.io/kubernetes@%s: %v", tag, err)
-	}
-	return p
-}
-
-// sharedZip finds or downloads the tag's zip once per process; safe to call
-// from any goroutine.
-func sharedZip(tag string) (string, error) {
-	v, _ := realZips.LoadOrStore(tag, &realZip{})
-	z := v.(*realZip)
-	z.once.Do(func() { z.path, z.err = findOrFetchZip(tag) })
-	return z.path, z.err
-}
-
-// localZip is the tag's zip if it is in the module cache or was downloaded
-// by an earlier run.
-func localZip(tag string) (string, bool) {
-	modcache := os.Getenv("GOMODCACHE")
-	if modcache == "" {
-		home, _ := os.UserHomeDir()
-		modcache = filepath.Join(home, "go", "pkg", "mod")
-	}
-	for _, p := range []string{
-		filepath.Join(modcache, "cache", "download", "k8s.io", "kubernetes", "@v", tag+".zip"),
-		filepath.Join(testZipDir(), tag+".zip"),
-	} {
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			return p, true
-		}
-	}
-	return "", false
-}
-
-func testZipDir() string { return filepath.Join(os.TempDir(), "syncloop-extractor-test-zips") }
-
-func findOrFetchZip(tag string) (string, error) {
-	if p, ok := localZip(tag); ok {
-		return p, nil
-	}
-	proxy := "https://proxy.golang.org"
-	for _, e := range strings.FieldsFunc(os.Getenv("GOPROXY"), func(r rune) bool { return r == ',' || r == '|' }) {
-		if e == "off" {
-			return "", fmt.Errorf("not in the module cache and GOPROXY=off")
-		}
-		if strings.HasPrefix(e, "http://") || strings.HasPrefix(e, "https://") {
-			proxy = strings.TrimSuffix(e, "/")
-			break
-		}
-	}
-	url := proxy + "/k8s.io/kubernetes/@v/" + tag + ".zip"
-	client := &http.Client{Timeout: 3 * time.Minute}
-	resp, err := client.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	if err := os.MkdirAll(testZipDir(), 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(testZipDir(), tag+".*.tmp")
-	if err != nil {
-		return "", err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, resp.Body); err != nil {
-		tmp.Close()
-		return "", fmt.Errorf("GET %s: %w", url, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", err
-	}
-	// Only a whole, readable zip takes the final name.
-	zr, err := zip.OpenReader(tmp.Name())
-	if err != nil {
-		return "", fmt.Errorf("GET %s: %w", url, err)
-	}
-	zr.Close()
-	final := filepath.Join(testZipDir(), tag+".zip")
-	if err := os.Rename(tmp.Name(), final); err != nil {
-		return "", err
-	}
-	return final, nil
-}
 
 // extractZip opens the zip at p and extracts the Reading of tag from it.
 func extractZip(tb testing.TB, p, tag string, symbols []string) *extractor.Reading {
@@ -289,7 +174,7 @@ var realWants = []realWant{
 }
 
 func TestExtractRealTags(t *testing.T) {
-	needNetwork(t)
+	extractortest.NeedNetwork(t)
 	for _, w := range realWants {
 		t.Run(w.tag, func(t *testing.T) {
 			t.Parallel()
@@ -297,7 +182,7 @@ func TestExtractRealTags(t *testing.T) {
 			for s := range w.symbols {
 				syms = append(syms, s)
 			}
-			r := extractZip(t, realZipPath(t, w.tag), w.tag, syms)
+			r := extractZip(t, extractortest.Zip(t, w.tag), w.tag, syms)
 			checkReal(t, r, w)
 		})
 	}
@@ -414,7 +299,7 @@ var boundaryMinors = []int{21, 30, 35, 36}
 // on the machine are downloaded four at a time); by default the boundary
 // tags only, as 18 extractions under -race take minutes on two cores.
 func TestExtractEveryMinor(t *testing.T) {
-	needNetwork(t)
+	extractortest.NeedNetwork(t)
 	minors := boundaryMinors
 	if os.Getenv("SYNCLOOP_ALL_TAGS") == "1" {
 		minors = nil
@@ -424,19 +309,15 @@ func TestExtractEveryMinor(t *testing.T) {
 	} else {
 		t.Logf("checking the boundary tags v1.%v.0 only; SYNCLOOP_ALL_TAGS=1 checks every minor", boundaryMinors)
 	}
-	var g errgroup.Group
-	g.SetLimit(4)
+	var tags []string
 	for _, m := range minors {
-		g.Go(func() error {
-			_, err := sharedZip(fmt.Sprintf("v1.%d.0", m)) // reported by the subtest
-			return err
-		})
+		tags = append(tags, fmt.Sprintf("v1.%d.0", m))
 	}
-	_ = g.Wait()
+	extractortest.Prefetch(tags...) // errors are reported by the subtests
 	for _, m := range minors {
 		tag := fmt.Sprintf("v1.%d.0", m)
 		t.Run(tag, func(t *testing.T) {
-			r := extractZip(t, realZipPath(t, tag), tag, nil)
+			r := extractZip(t, extractortest.Zip(t, tag), tag, nil)
 			wantKeys, wantStyle := minorShape(m)
 			var keys []string
 			for _, c := range r.Function.Cases {
@@ -488,8 +369,8 @@ func describe(r *extractor.Reading) string {
 // zip, the zip opened anew each iteration as a cold process would.
 // BenchmarkOpenZip is the baseline: opening the zip and listing pkg/ only.
 func BenchmarkExtract(b *testing.B) {
-	needNetwork(b)
-	p := realZipPath(b, extractor.DefaultTag)
+	extractortest.NeedNetwork(b)
+	p := extractortest.Zip(b, extractor.DefaultTag)
 	defer reportCPU(b)()
 	for b.Loop() {
 		extractZip(b, p, extractor.DefaultTag, nil)
@@ -508,8 +389,8 @@ func reportCPU(b *testing.B) func() {
 }
 
 func BenchmarkOpenZip(b *testing.B) {
-	needNetwork(b)
-	p := realZipPath(b, extractor.DefaultTag)
+	extractortest.NeedNetwork(b)
+	p := extractortest.Zip(b, extractor.DefaultTag)
 	defer reportCPU(b)()
 	for b.Loop() {
 		zr, err := zip.OpenReader(p)

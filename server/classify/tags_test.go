@@ -1,18 +1,13 @@
 package classify
 
 import (
-	"archive/zip"
 	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
 	"path"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/extractortest"
 )
 
 // everyTag is one tag per minor release syncloop serves, from v1.20.0 on.
@@ -21,60 +16,11 @@ var everyTag = []string{
 	"v1.29.0", "v1.30.0", "v1.31.0", "v1.32.0", "v1.33.0", "v1.34.0", "v1.35.0", "v1.36.0", extractor.DefaultTag,
 }
 
-var (
-	realMu       sync.Mutex
-	realReadings = map[string]*extractor.Reading{}
-)
-
-// realReading extracts the Reading of tag from its module zip in the Go
-// module cache (downloaded with `go mod download` under CI; skipped
-// elsewhere when absent).
+// realReading is the Reading of tag, extracted from its real module zip.
 func realReading(t testing.TB, tag string) *extractor.Reading {
 	t.Helper()
-	realMu.Lock()
-	defer realMu.Unlock()
-	if r, ok := realReadings[tag]; ok {
-		return r
-	}
-	zipPath := moduleZip(t, tag)
-	z, err := zip.OpenReader(zipPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer z.Close()
-	sub, err := fs.Sub(z, extractor.Module+"@"+tag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := extractor.Extract(sub, tag, nil)
-	if err != nil {
-		t.Fatalf("extract %s: %v", tag, err)
-	}
-	realReadings[tag] = r
-	return r
-}
-
-func moduleZip(t testing.TB, tag string) string {
-	t.Helper()
-	cache := os.Getenv("GOMODCACHE")
-	if cache == "" {
-		if out, err := exec.Command("go", "env", "GOMODCACHE").Output(); err == nil {
-			cache = strings.TrimSpace(string(out))
-		}
-	}
-	p := filepath.Join(cache, "cache", "download", "k8s.io", "kubernetes", "@v", tag+".zip")
-	if _, err := os.Stat(p); err == nil {
-		return p
-	}
-	if os.Getenv("CI") == "" {
-		t.Skipf("%s is not in the module cache (%s); run `go mod download k8s.io/kubernetes@%s` or set CI=true to fetch it", tag, p, tag)
-	}
-	cmd := exec.Command("go", "mod", "download", "k8s.io/kubernetes@"+tag)
-	cmd.Dir = t.TempDir()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go mod download k8s.io/kubernetes@%s: %v\n%s", tag, err, out)
-	}
-	return p
+	extractortest.NeedNetwork(t)
+	return extractortest.Reading(t, tag, nil)
 }
 
 // siteLine is a klog text line as the kubelet at the Reading's tag would

@@ -1,0 +1,236 @@
+// Package extractortest gives tests the real k8s.io/kubernetes module zip of
+// a tag, and its Reading, the same way in every package: from the Go module
+// cache when it is there, else downloaded once per test process from the
+// module proxy into a directory that later runs reuse. CI starts with an
+// empty module cache, so it downloads.
+package extractortest
+
+import (
+	"archive/zip"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/mod/sumdb/dirhash"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// NeedNetwork skips a test that may download a zip (~15-20 MB) in -short
+// mode, unless CI=true, where nothing skips.
+func NeedNetwork(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() && os.Getenv("CI") != "true" {
+		tb.Skip("skipping in -short mode: this test reads real Kubernetes zips from the module cache or the proxy")
+	}
+}
+
+type once struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+var zips sync.Map // tag → *once
+
+// Zip returns the path of k8s.io/kubernetes@tag's module zip. The default
+// tag's zip is checked against its pinned hash, so a test never reads a
+// corrupt one silently.
+func Zip(tb testing.TB, tag string) string {
+	tb.Helper()
+	v, _ := zips.LoadOrStore(tag, &once{})
+	z := v.(*once)
+	z.once.Do(func() { z.path, z.err = findOrFetch(tag) })
+	if z.err != nil {
+		tb.Fatalf("k8s.io/kubernetes@%s: %v", tag, z.err)
+	}
+	return z.path
+}
+
+// FS opens the tag's zip and returns the module's root; the zip is closed
+// when the test ends.
+func FS(tb testing.TB, tag string) fs.FS {
+	tb.Helper()
+	zr, err := zip.OpenReader(Zip(tb, tag))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { zr.Close() })
+	root, err := fs.Sub(zr, extractor.Module+"@"+tag)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return root
+}
+
+type reading struct {
+	once sync.Once
+	r    *extractor.Reading
+	err  error
+}
+
+var readings sync.Map // tag + "\x00" + symbols → *reading
+
+// Reading extracts the tag's Reading (with symbols resolved) once per test
+// process. Callers share it and must not modify it.
+func Reading(tb testing.TB, tag string, symbols []string) *extractor.Reading {
+	tb.Helper()
+	path := Zip(tb, tag)
+	v, _ := readings.LoadOrStore(tag+"\x00"+strings.Join(symbols, "\x00"), &reading{})
+	r := v.(*reading)
+	r.once.Do(func() { r.r, r.err = extract(path, tag, symbols) })
+	if r.err != nil {
+		tb.Fatalf("extract %s: %v", tag, r.err)
+	}
+	return r.r
+}
+
+func extract(path, tag string, symbols []string) (*extractor.Reading, error) {
+	zr, err := zip.OpenReader(path)
+	if err != nil {
+		return nil, err
+	}
+	defer zr.Close()
+	root, err := fs.Sub(zr, extractor.Module+"@"+tag)
+	if err != nil {
+		return nil, err
+	}
+	return extractor.Extract(root, tag, symbols)
+}
+
+// modCache is where the go command keeps downloads: GOMODCACHE, else the
+// first GOPATH entry's pkg/mod, else ~/go/pkg/mod.
+func modCache() string {
+	if d := os.Getenv("GOMODCACHE"); d != "" {
+		return d
+	}
+	gopath := os.Getenv("GOPATH")
+	if gopath == "" {
+		home, _ := os.UserHomeDir()
+		gopath = filepath.Join(home, "go")
+	}
+	return filepath.Join(filepath.SplitList(gopath)[0], "pkg", "mod")
+}
+
+func downloadDir() string { return filepath.Join(os.TempDir(), "syncloop-test-zips") }
+
+func findOrFetch(tag string) (string, error) {
+	for _, p := range []string{
+		filepath.Join(modCache(), "cache", "download", "k8s.io", "kubernetes", "@v", tag+".zip"),
+		filepath.Join(downloadDir(), tag+".zip"),
+	} {
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, check(p, tag)
+		}
+	}
+	return fetch(tag)
+}
+
+// check compares the default tag's zip with the hash pinned in the code. The
+// hash recorded beside the zip (.ziphash, as the go command writes after
+// verifying a download) stands for the zip: hashing 20 MB under -race takes
+// tens of seconds.
+func check(path, tag string) error {
+	if tag != extractor.DefaultTag {
+		return nil
+	}
+	ziphash := strings.TrimSuffix(path, ".zip") + ".ziphash"
+	sum := ""
+	if b, err := os.ReadFile(ziphash); err == nil {
+		sum = strings.TrimSpace(string(b))
+	} else {
+		if sum, err = dirhash.HashZip(path, dirhash.Hash1); err != nil {
+			return fmt.Errorf("hash %s: %w", path, err)
+		}
+	}
+	if sum != extractor.DefaultTagHash {
+		return fmt.Errorf("%s has hash %s, want %s: remove it", path, sum, extractor.DefaultTagHash)
+	}
+	return nil
+}
+
+// proxy is the first http(s) entry of GOPROXY, as the go command would try.
+func proxy() (string, error) {
+	for _, e := range strings.FieldsFunc(os.Getenv("GOPROXY"), func(r rune) bool { return r == ',' || r == '|' }) {
+		if e == "off" {
+			return "", fmt.Errorf("not in the module cache, and GOPROXY=off")
+		}
+		if strings.HasPrefix(e, "http://") || strings.HasPrefix(e, "https://") {
+			return strings.TrimSuffix(e, "/"), nil
+		}
+	}
+	return "https://proxy.golang.org", nil
+}
+
+func fetch(tag string) (string, error) {
+	base, err := proxy()
+	if err != nil {
+		return "", err
+	}
+	url := base + "/k8s.io/kubernetes/@v/" + tag + ".zip"
+	resp, err := (&http.Client{Timeout: 3 * time.Minute}).Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	if err := os.MkdirAll(downloadDir(), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp(downloadDir(), tag+".*.tmp")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, resp.Body); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	// Only a whole, readable (and, for the default tag, verified) zip takes
+	// the final name that later runs reuse.
+	zr, err := zip.OpenReader(tmp.Name())
+	if err != nil {
+		return "", fmt.Errorf("GET %s: %w", url, err)
+	}
+	zr.Close()
+	if err := check(tmp.Name(), tag); err != nil {
+		return "", err
+	}
+	final := filepath.Join(downloadDir(), tag+".zip")
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return "", err
+	}
+	if tag == extractor.DefaultTag { // checked just now
+		_ = os.WriteFile(strings.TrimSuffix(final, ".zip")+".ziphash", []byte(extractor.DefaultTagHash+"\n"), 0o644)
+	}
+	return final, nil
+}
+
+// Prefetch finds or downloads the tags' zips, four at a time; errors are
+// reported by Zip when a test asks for the tag.
+func Prefetch(tags ...string) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for _, tag := range tags {
+		v, _ := zips.LoadOrStore(tag, &once{})
+		z := v.(*once)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			z.once.Do(func() { z.path, z.err = findOrFetch(tag) })
+		})
+	}
+	wg.Wait()
+}
