@@ -1,48 +1,22 @@
 package server
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/extractortest"
 )
 
-// The real Reading of the default tag, loaded once for the tests that need
-// real source: from the module cache when the zip is there, else through
-// the module proxy.
-var realOnce struct {
-	once sync.Once
-	r    *extractor.Reading
-	err  error
-}
-
+// realReading is the real Reading of the default tag, with the notes'
+// symbols resolved, shared by the tests of the process.
 func realReading(t testing.TB) *extractor.Reading {
 	t.Helper()
-	realOnce.once.Do(func() {
-		dir, err := os.MkdirTemp("", "syncloop-test-cache-")
-		if err != nil {
-			realOnce.err = err
-			return
-		}
-		defer os.RemoveAll(dir)
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		realOnce.r, realOnce.err = extractor.Load(ctx, extractor.Options{Tag: extractor.DefaultTag, CacheDir: dir, Symbols: content.Symbols()})
-	})
-	if realOnce.err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("loading %s: %v", extractor.DefaultTag, realOnce.err)
-		}
-		t.Skipf("cannot load %s (needs the module cache or the module proxy): %v", extractor.DefaultTag, realOnce.err)
-	}
-	return realOnce.r
+	extractortest.NeedNetwork(t)
+	return extractortest.Reading(t, extractor.DefaultTag, content.Symbols())
 }
 
 // newRealServer serves the real Reading of the default tag.
@@ -107,22 +81,13 @@ func TestDefaultTagIsComplete(t *testing.T) {
 // TestOtherTags renders an older tag than the default: every case gets a
 // block, the doc comment's channels map to cases, and a note whose case is
 // absent (container before v1.31.0) is listed, not hidden. (One tag only:
-// extracting one costs ~25 s under -race; TestReconcile covers the older
-// doc comment's wording.)
+// TestReconcile covers the older doc comment's wording.)
 func TestOtherTags(t *testing.T) {
 	tags := []string{"v1.25.0"}
-	cache := t.TempDir()
 	for _, tag := range tags {
 		t.Run(tag, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-			defer cancel()
-			r, err := extractor.Load(ctx, extractor.Options{Tag: tag, CacheDir: cache, Symbols: content.Symbols()})
-			if err != nil {
-				if os.Getenv("CI") == "true" {
-					t.Fatal(err)
-				}
-				t.Skipf("cannot load %s: %v", tag, err)
-			}
+			extractortest.NeedNetwork(t)
+			r := extractortest.Reading(t, tag, content.Symbols())
 			fl := &fakeLoader{readings: map[string]*extractor.Reading{tag: r}}
 			s, err := NewServer(Config{DefaultTag: tag, CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }})
 			if err != nil {
