@@ -6,7 +6,7 @@ package server
 //
 // Ingest protocol (GET /feeds/{feed}/ingest, websocket, relay → server):
 //
-//	request header   Authorization: Bearer <token>    (serve --token; 401 otherwise)
+//	request header   Authorization: Bearer <token>    (serve --token, or a room's own token; 401 otherwise)
 //	relay → server   {"lines":[{"id":"<journald __CURSOR, or relay-run-seq>","raw":"<line>"}, …]}
 //	server → relay   {"ack":"<id of the batch's last line>"}
 //
@@ -627,20 +627,38 @@ func writeFrame(ctx context.Context, conn *websocket.Conn, b []byte) error {
 }
 
 // checkToken reports whether r carries the ingest token, comparing in constant time.
+// A feed with a token of its own (Config.FeedToken: a room's) takes only that one.
 func (l *live) checkToken(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(l.cfg.IngestToken)) == 1
+	want := l.cfg.IngestToken
+	if own, has := l.feedToken(chi.URLParam(r, "feed")); has {
+		want = own
+	}
+	return ok && want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// feedToken is Config.FeedToken, when set.
+func (l *live) feedToken(feed string) (string, bool) {
+	if l.cfg.FeedToken == nil {
+		return "", false
+	}
+	return l.cfg.FeedToken(feed)
 }
 
 func (l *live) handleIngest() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if l.cfg.IngestToken == "" {
+		_, ownToken := l.feedToken(chi.URLParam(r, "feed"))
+		if l.cfg.IngestToken == "" && !ownToken {
 			http.Error(w, "ingest is disabled on this server: start it with syncloop serve --token T", http.StatusForbidden)
 			return
 		}
 		if !l.checkToken(r) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="syncloop ingest"`)
-			http.Error(w, "missing or wrong token: send Authorization: Bearer <the token given to syncloop serve --token>", http.StatusUnauthorized)
+			msg := "missing or wrong token: send Authorization: Bearer <the token given to syncloop serve --token>"
+			if ownToken {
+				msg = "missing or wrong token for this room's feed: copy the relay command from the room's page (driver link); the token may have been rotated"
+			}
+			http.Error(w, msg, http.StatusUnauthorized)
 			return
 		}
 		f := l.feedOr404(w, r)

@@ -38,6 +38,17 @@ type Config struct {
 	RingSize    int           // lines kept per feed for late joiners; 0 means 5000
 	DemoPeriod  time.Duration // pace of the demo feed; 0 means its default
 
+	// FeedToken, when set, names the ingest token of a feed that has its
+	// own (ok true): that feed takes that token instead of IngestToken.
+	// NewServer sets it to the rooms' lookup, replacing any value given.
+	FeedToken func(feed string) (token string, ok bool)
+
+	// Pair-reading rooms (rooms.go).
+	DataDir    string        // rooms.json lives here; "" keeps rooms in memory only
+	RoomTTL    time.Duration // idle time before a room expires; 0 means 24h
+	MaxRooms   int           // rooms per server; 0 means rooms.DefaultMaxRooms
+	MaxReaders int           // readers per room; 0 means 32
+
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
 }
@@ -50,6 +61,7 @@ type Server struct {
 	tmpl   *template.Template
 	static *assets
 	live   *live
+	rooms  *roomSet
 
 	// ctx is cancelled by Close; background loads run under it and wg.
 	ctx    context.Context
@@ -135,7 +147,17 @@ func NewServer(cfg Config) (*Server, error) {
 	if dir, err := extractor.CacheDir(s.options("")); err == nil {
 		s.disk, _ = extractor.CachedTags(dir)
 	}
+	var rs *roomSet // set before any request can ask for a feed's token
+	cfg.FeedToken = func(feed string) (string, bool) { return rs.feedToken(feed) }
+	s.cfg.FeedToken = cfg.FeedToken
 	s.live = newLive(cfg, s.loadedReading)
+	rs, err = newRoomSet(cfg, s.live, func(tag string) { s.state(tag) })
+	if err != nil {
+		s.live.Close()
+		cancel()
+		return nil, err
+	}
+	s.rooms = rs
 	s.router = s.routes()
 	s.state(cfg.DefaultTag)
 	return s, nil
@@ -148,6 +170,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 func (s *Server) Close() {
 	s.closed.Do(func() {
 		s.cancel()
+		s.rooms.close()
 		s.live.Close()
 		s.wg.Wait()
 	})
