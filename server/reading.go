@@ -37,6 +37,7 @@ type pageData struct {
 	Tags       []string // tags readable without a fetch, for the switcher
 	DefaultTag string
 	V          *readingView
+	Room       *roomView // set on a room's page (rooms.go)
 
 	// status pages
 	Refresh bool   // reload in a moment: the tag is being fetched

@@ -24,7 +24,16 @@ import (
 //
 //	GET /feeds/{feed}/ws          browser websocket: history then live tail
 //	GET /feeds/{feed}/ingest      relay websocket, bearer token
-//	GET /metrics, GET /healthz
+//	GET /metrics, GET /healthz       (rooms.go adds the rooms' gauges to /metrics)
+//
+// Pair-reading rooms (rooms.go, rooms_ws.go):
+//
+//	POST /rooms                   create a room; 303 to its driver link /rooms/{id}?k=KEY
+//	GET /rooms/{id}               the room: the reading at its tag, presence, the wheel, its feed
+//	GET /rooms/{id}/ws            the room's websocket: presence, following, steering
+//
+// The live endpoints of a room's feed (room-{id}) answer only while the
+// room lives, and its ingest takes the room's own token.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(securityHeaders, logRequests(s.log), middleware.GetHead)
@@ -43,9 +52,13 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.handleTagPage(pageWorksheet))
 	r.Method("GET", "/static/*", s.static.handler(notFound))
 
-	r.Method("GET", "/feeds/{feed}/ws", s.live.handleFeedSocket())
-	r.Method("GET", "/feeds/{feed}/ingest", s.live.handleIngest())
-	r.Method("GET", "/metrics", s.live.handleMetrics())
+	r.Method("GET", "/feeds/{feed}/ws", s.roomFeedGate(s.live.handleFeedSocket()))
+	r.Method("GET", "/feeds/{feed}/ingest", s.roomFeedGate(s.live.handleIngest()))
+	r.Method("GET", "/metrics", s.handleMetrics())
 	r.Method("GET", "/healthz", s.live.handleHealthz())
+
+	r.Method("POST", "/rooms", s.handleCreateRoom())
+	r.Method("GET", "/rooms/{id}", s.handleRoomPage())
+	r.Method("GET", "/rooms/{id}/ws", s.handleRoomSocket())
 	return r
 }

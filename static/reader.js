@@ -6,6 +6,9 @@
 // With the live pane (live.js) it speaks through two events on document:
 // it dispatches "syncloop:case" {key} when the reader selects a case, and it
 // listens for "syncloop:goto" {key, line} to show a case or one line.
+// In a room (room.js) it listens for "syncloop:show" {key, lo, hi}: select
+// what the driver selected (lines lo..hi, else case key, else nothing),
+// without scrolling; room.js scrolls to the driver's lines itself.
 
 const cases = [...document.querySelectorAll('section.case[data-case]')];
 const toast = document.getElementById('toast');
@@ -201,6 +204,30 @@ document.addEventListener('syncloop:goto', (ev) => {
 	if (i >= 0) {
 		history.replaceState(null, '', '#case-' + key);
 		selectCase(i, { tell: false });
+	}
+});
+
+// A room's driver selected something; this reader follows.
+document.addEventListener('syncloop:show', (ev) => {
+	const { key, lo, hi } = ev.detail || {};
+	if (lo && lineEl(lo)) {
+		anchorLine = lo;
+		history.replaceState(null, '', lo === hi || !hi ? '#L' + lo : '#L' + lo + '-L' + hi);
+		selectLines(lo, hi || lo, { scroll: false });
+		return;
+	}
+	const i = key ? caseIndex(key) : -1;
+	if (i >= 0) {
+		if (i !== current || !cases[i].classList.contains('selected')) {
+			history.replaceState(null, '', '#case-' + key);
+			selectCase(i, { scroll: false });
+		}
+		return;
+	}
+	if (current >= 0 || document.querySelector('.line.hl')) {
+		clearHighlight();
+		current = -1;
+		history.replaceState(null, '', location.pathname + location.search);
 	}
 });
 

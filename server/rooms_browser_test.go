@@ -1,0 +1,176 @@
+package server
+
+// A pair session in two Chromium browser contexts (separate storage, as two
+// people's browsers): the driver starts a room from the reading page, the
+// viewer opens the viewer link; the driver selects pleg and the viewer's
+// page follows within a second; the viewer's own websocket cannot steer;
+// a shared case link opens the room at that case; a relay with the room's
+// token feeds both live panes.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+func TestBrowserRoom(t *testing.T) {
+	driver := newBrowser(t)
+	s := newRealServer(t)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	base, _ := url.Parse(ts.URL)
+	tag := s.cfg.DefaultTag
+
+	watchD := &pageWatch{host: base.Host}
+	watchV := &pageWatch{host: base.Host}
+	if err := chromedp.Listen(driver, watchD.listen); err != nil {
+		t.Fatal(err)
+	}
+	enableNetwork := chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
+		return err
+	})
+	// The driver starts a pair session from the reading page.
+	if err := chromedp.Do(driver, enableNetwork,
+		chromedp.Navigate(ts.URL+"/k8s/"+tag+"/"), chromedp.WaitReady("form.pair-start button"),
+		chromedp.Click("form.pair-start button"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, driver, "the room, its key out of the address", `location.pathname.startsWith('/rooms/') && location.search === '' && !!document.getElementById('room')`)
+	id := eval[string](t, driver, `document.getElementById('room').dataset.room`)
+	waitFor(t, driver, "the driver drives", `document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`)
+	eval[bool](t, driver, `(() => { const i = document.querySelector('[data-room-name]'); i.value = 'Ann'; i.dispatchEvent(new Event('change')); return true })()`)
+
+	// The viewer: another browser context (its own storage), the viewer link.
+	viewer, cancelV := chromedp.NewContext(driver, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancelV)
+	if err := chromedp.Listen(viewer, watchV.listen); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(viewer, enableNetwork, chromedp.Navigate(ts.URL+"/rooms/"+id), chromedp.WaitReady("#room")); err != nil {
+		t.Fatal(err)
+	}
+	eval[bool](t, viewer, `(() => { const i = document.querySelector('[data-room-name]'); i.value = 'Bob'; i.dispatchEvent(new Event('change')); return true })()`)
+	waitFor(t, viewer, "the viewer follows Ann", `document.querySelector('[data-room-role]').textContent === 'You follow Ann.'`)
+	waitFor(t, driver, "the driver sees Bob follow", `[...document.querySelectorAll('[data-room-people] li')].some(li => li.textContent.includes('Bob') && li.textContent.includes('follows Ann'))`)
+	if eval[bool](t, viewer, `!document.querySelector('[data-room-feedbox]').hidden || document.querySelector('[data-room-cmd]').textContent !== ''`) {
+		t.Error("the viewer sees the relay command")
+	}
+
+	t.Run("the viewer follows the driver to pleg within a second", func(t *testing.T) {
+		start := time.Now()
+		if err := chromedp.Do(driver, chromedp.Click(`#case-pleg .case-chip`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "pleg selected and in view", `(() => {
+			const c = document.getElementById('case-pleg'); const r = c.getBoundingClientRect();
+			return c.classList.contains('selected') && r.top < innerHeight && r.bottom > 0 })()`)
+		if took := time.Since(start); took > time.Second {
+			t.Errorf("the viewer followed after %v, want within a second", took)
+		}
+		screenshot(t, viewer, "room-viewer-following.png", false)
+	})
+
+	t.Run("the viewer's websocket cannot steer", func(t *testing.T) {
+		ctx := testCtx(t)
+		v := dialRoom(t, ctx, ts, id, "", "Mallory")
+		v.send(t, ctx, map[string]any{"t": "at", "case": "sync", "first": 1})
+		e := v.until(t, ctx, "a refusal", func(m map[string]any) bool { return m["t"] == "error" })
+		if !strings.Contains(fmt.Sprint(e["error"]), "only the driver") {
+			t.Errorf("refusal %v", e)
+		}
+		v.send(t, ctx, map[string]any{"t": "take"})
+		v.until(t, ctx, "a refusal to take the wheel", func(m map[string]any) bool { return m["t"] == "error" })
+		v.c.Close(websocket.StatusNormalClosure, "")
+		time.Sleep(300 * time.Millisecond) // what a wrongly accepted message would have moved
+		if got := eval[string](t, viewer, `document.querySelector('section.case.selected')?.dataset.case || ''`); got != "pleg" {
+			t.Errorf("the viewer's page moved to %q", got)
+		}
+		if !eval[bool](t, driver, `document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`) {
+			t.Error("the driver lost the wheel")
+		}
+	})
+
+	t.Run("own scrolling pauses following; resume catches up", func(t *testing.T) {
+		eval[bool](t, viewer, `(window.dispatchEvent(new WheelEvent('wheel', {deltaY: 400})), window.scrollBy(0, 400), true)`)
+		waitFor(t, viewer, "paused control", `!document.querySelector('[data-room-paused]').hidden`)
+		waitFor(t, driver, "the driver sees Bob on his own", `[...document.querySelectorAll('[data-room-people] li')].some(li => li.textContent.includes('Bob') && li.textContent.includes('on their own'))`)
+		if err := chromedp.Do(driver, chromedp.Click(`#case-housekeeping .case-chip`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "where the driver is", `document.querySelector('[data-room-where]').textContent.includes('housekeeping')`)
+		if got := eval[string](t, viewer, `document.querySelector('section.case.selected')?.dataset.case || ''`); got != "pleg" {
+			t.Errorf("a paused viewer moved to %q", got)
+		}
+		screenshot(t, viewer, "room-viewer-paused.png", false)
+		if err := chromedp.Do(viewer, chromedp.Click(`[data-room-resume]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "caught up", `document.getElementById('case-housekeeping').classList.contains('selected') && document.querySelector('[data-room-paused]').hidden`)
+	})
+
+	t.Run("share this case opens the room at the case", func(t *testing.T) {
+		if err := chromedp.Do(driver, chromedp.Click(`#case-sync .case-chip`), chromedp.Click(`[data-room-share]`)); err != nil {
+			t.Fatal(err)
+		}
+		want := ts.URL + "/rooms/" + id + "#case-sync"
+		waitFor(t, driver, "the shared link", `document.querySelector('[data-room-share]').dataset.copied === `+jsString(want))
+		if err := chromedp.Do(driver, chromedp.Click(`#case-pleg .case-chip`)); err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(viewer, chromedp.Navigate(want), chromedp.WaitReady("#room")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "sync selected and at the top", `(() => {
+			const c = document.getElementById('case-sync'); const r = c.getBoundingClientRect();
+			return c.classList.contains('selected') && r.top < innerHeight && r.bottom > 0 })()`)
+		waitFor(t, viewer, "not following, told where the driver is", `!document.querySelector('[data-room-paused]').hidden && document.querySelector('[data-room-where]').textContent.includes('pleg')`)
+		if !eval[bool](t, viewer, `document.getElementById('case-sync').classList.contains('selected')`) {
+			t.Error("the driver's position overrode the shared case")
+		}
+	})
+
+	t.Run("a relay with the room token feeds both live panes", func(t *testing.T) {
+		if err := chromedp.Do(driver, chromedp.Click(`[data-room-more]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, driver, "the relay command", `document.querySelector('[data-room-cmd]').textContent.includes('--feed room-`+id+`')`)
+		cmd := eval[string](t, driver, `document.querySelector('[data-room-cmd]').textContent`)
+		_, tok, _ := strings.Cut(cmd, "--token ")
+		tok, _, _ = strings.Cut(tok, " ")
+		if !strings.HasPrefix(cmd, "syncloop relay --server "+ts.URL+" --feed room-"+id+" --token ") || !strings.Contains(cmd, `--cmd "ssh user@worker sudo journalctl -u kubelet -f -o json --all"`) {
+			t.Errorf("relay command %q", cmd)
+		}
+		ctx := testCtx(t)
+		feedURL := wsURL(ts, "/feeds/room-"+id+"/ingest")
+		if _, resp, err := websocket.Dial(ctx, feedURL, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer wrong"}}}); err == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a wrong token: %v", err)
+		}
+		rl, _, err := websocket.Dial(ctx, feedURL, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer " + tok}}})
+		if err != nil {
+			t.Fatalf("relay with the room's token: %v", err)
+		}
+		defer rl.CloseNow()
+		send(t, ctx, rl, relay.Line{ID: "c1", Raw: `I1130 01:02:04.000000    1234 kubelet.go:2407] "SyncLoop ADD" source="api" pods=["default/probe-me"]`})
+		for name, ctx := range map[string]context.Context{"driver": driver, "viewer": viewer} {
+			waitFor(t, ctx, name+"'s live pane shows the line", `document.querySelector('#live .live-lines')?.textContent.includes('probe-me')`)
+		}
+		screenshot(t, driver, "room-driver.png", false)
+		screenshot(t, viewer, "room-viewer.png", false)
+	})
+
+	watchD.check(t)
+	watchV.check(t)
+}

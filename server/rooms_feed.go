@@ -1,0 +1,68 @@
+package server
+
+// What rooms need of the live side (live.go): a room's feed reads the room's
+// tag, the room shows the kubelet version its journal reports, and an
+// expired room's feed goes away with it. These reach into the feed's fields
+// under the feed's own lock, as live.go does.
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/syncloop/syncloop/server/classify"
+)
+
+// setFeedTag makes the named feed classify by tag from its next line on,
+// creating the feed if needed.
+func (l *live) setFeedTag(name, tag string) {
+	f, err := l.feed(name)
+	if err != nil {
+		l.log.Warn("rooms: feed", "feed", name, "err", err)
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.tag == tag {
+		return
+	}
+	f.tag = tag
+	f.cls, f.clsReading = classify.New(nil).Stream(), false
+	f.refreshClassifier(l.reading)
+	f.changed()
+}
+
+// feedVersion is the kubelet version the named feed's journal reported,
+// "" when it has not (or there is no such feed).
+func (l *live) feedVersion(name string) string {
+	l.mu.Lock()
+	f := l.feeds[name]
+	l.mu.Unlock()
+	if f == nil {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.version
+}
+
+// dropFeed forgets the named feed and deletes its file: its browsers are
+// disconnected, a relay still attached feeds nothing that is kept.
+func (l *live) dropFeed(name string) {
+	l.mu.Lock()
+	f := l.feeds[name]
+	delete(l.feeds, name)
+	l.mu.Unlock()
+	if f != nil {
+		f.hub.Close()
+		f.mu.Lock()
+		if f.store != nil {
+			f.store.close()
+			f.store = nil
+		}
+		f.storeFailed = true
+		f.mu.Unlock()
+	}
+	if l.storeDir != "" {
+		os.Remove(filepath.Join(l.storeDir, name+".jsonl"))
+	}
+}

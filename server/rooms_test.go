@@ -1,0 +1,567 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/relay"
+	"github.com/syncloop/syncloop/server/rooms"
+)
+
+// newRoomServer serves the fixture reading with rooms kept in dataDir.
+func newRoomServer(t testing.TB, dataDir string, edit func(*Config)) (*Server, *httptest.Server) {
+	t.Helper()
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixtureTag: fixtureReading(t)}}
+	cfg := Config{
+		DefaultTag:  fixtureTag,
+		CacheDir:    t.TempDir(),
+		DataDir:     dataDir,
+		Load:        fl.load,
+		Getenv:      func(string) string { return "" },
+		DemoPeriod:  -1,
+		IngestToken: testToken,
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLoaded(t, s, fixtureTag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(func() { ts.Close(); s.Close() })
+	return s, ts
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+// createRoom posts to /rooms as the site's own page would and returns the
+// room id and driver key from the redirect.
+func createRoom(t testing.TB, ts *httptest.Server) (id, key string) {
+	t.Helper()
+	resp := postRoom(t, ts, "Origin", ts.URL, "Sec-Fetch-Site", "same-origin")
+	if resp.StatusCode != http.StatusSeeOther {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("POST /rooms: %d %s", resp.StatusCode, b)
+	}
+	u, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, ok := strings.CutPrefix(u.Path, "/rooms/")
+	if !ok || !rooms.ValidID(id) {
+		t.Fatalf("redirect to %q: not a room", u)
+	}
+	key = u.Query().Get("k")
+	if !rooms.ValidID(key) || key == id {
+		t.Fatalf("driver key %q", key)
+	}
+	return id, key
+}
+
+func postRoom(t testing.TB, ts *httptest.Server, header ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", ts.URL+"/rooms", strings.NewReader("tag="+fixtureTag))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func httpGet(t testing.TB, u string) (int, string) {
+	t.Helper()
+	resp, err := noRedirect.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestRoomPages(t *testing.T) {
+	_, ts := newRoomServer(t, t.TempDir(), nil)
+	id, key := createRoom(t, ts)
+	other, otherKey := createRoom(t, ts)
+	tests := []struct {
+		name, path string
+		status     int
+		contains   []string
+		absent     []string
+	}{
+		{"viewer link", "/rooms/" + id, 200,
+			[]string{`data-room="` + id + `"`, `data-feed="room-` + id + `"`, "room.js", "room.css", "Pair session", `id="case-pleg"`},
+			[]string{key, "Start a pair session"}},
+		{"driver link", "/rooms/" + id + "?k=" + key, 200, []string{`data-room="` + id + `"`}, []string{"ingest_token"}},
+		{"another room's key", "/rooms/" + id + "?k=" + otherKey, 403, []string{"driver link is not valid", "/rooms/" + id}, nil},
+		{"the other room", "/rooms/" + other, 200, []string{`data-room="` + other + `"`}, nil},
+		{"no such room", "/rooms/AAAAAAAAAAAAAAAAAAAAAA", 404, []string{"No such room"}, nil},
+		{"not an id", "/rooms/..%2F..%2Fetc", 404, []string{"No such room"}, nil},
+		{"the reading page offers a room", "/k8s/" + fixtureTag + "/", 200, []string{`action="/rooms"`, "Start a pair session", `data-feed="default"`}, []string{"room.js"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, body := httpGet(t, ts.URL+tt.path)
+			if status != tt.status {
+				t.Fatalf("status %d, want %d: %.300s", status, tt.status, body)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(body, s) {
+					t.Errorf("page lacks %q", s)
+				}
+			}
+			for _, s := range tt.absent {
+				if strings.Contains(body, s) {
+					t.Errorf("page has %q", s)
+				}
+			}
+		})
+	}
+}
+
+func TestRoomCreateIsSameOriginOnly(t *testing.T) {
+	s, ts := newRoomServer(t, "", nil)
+	tests := []struct {
+		name   string
+		header []string
+		status int
+	}{
+		{"same origin", []string{"Origin", ts.URL, "Sec-Fetch-Site", "same-origin"}, 303},
+		{"no browser headers (curl)", nil, 303},
+		{"another site's form", []string{"Origin", "https://evil.example", "Sec-Fetch-Site", "cross-site"}, 403},
+		{"another origin, no fetch metadata", []string{"Origin", "https://evil.example"}, 403},
+		{"same site, other origin", []string{"Sec-Fetch-Site", "same-site"}, 403},
+		{"null origin, no fetch metadata", []string{"Origin", "null"}, 403},
+		{"own form under no-referrer (Origin: null)", []string{"Origin", "null", "Sec-Fetch-Site", "same-origin"}, 303},
+	}
+	for _, tt := range tests {
+		before := s.rooms.store.Len()
+		resp := postRoom(t, ts, tt.header...)
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s: status %d, want %d", tt.name, resp.StatusCode, tt.status)
+		}
+		if grew := s.rooms.store.Len() - before; (tt.status == 303) != (grew == 1) {
+			t.Errorf("%s: %d rooms made", tt.name, grew)
+		}
+	}
+}
+
+func TestRoomLimits(t *testing.T) {
+	t.Run("creation rate per client", func(t *testing.T) {
+		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms = 2000 })
+		codes := map[int]int{}
+		for range 1000 {
+			codes[postRoom(t, ts).StatusCode]++
+		}
+		if codes[303] != createBurst || codes[429] != 1000-createBurst {
+			t.Errorf("1000 creations from one client: %v, want %d made and the rest 429", codes, createBurst)
+		}
+		if s.rooms.store.Len() != createBurst {
+			t.Errorf("%d rooms held", s.rooms.store.Len())
+		}
+	})
+	t.Run("rooms per server", func(t *testing.T) {
+		_, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms = 3 })
+		for range 3 {
+			createRoom(t, ts)
+		}
+		resp := postRoom(t, ts)
+		if resp.StatusCode != http.StatusServiceUnavailable {
+			t.Errorf("a fourth room: %d, want 503", resp.StatusCode)
+		}
+	})
+	t.Run("readers per room", func(t *testing.T) {
+		_, ts := newRoomServer(t, "", func(c *Config) { c.MaxReaders = 2 })
+		id, _ := createRoom(t, ts)
+		ctx := testCtx(t)
+		dialRoom(t, ctx, ts, id, "", "a")
+		dialRoom(t, ctx, ts, id, "", "b")
+		c, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		m := readMsg(t, ctx, c)
+		if m["t"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), "full") {
+			t.Errorf("third reader got %v, want a room-full error", m)
+		}
+		_, _, err = c.Read(ctx)
+		if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+			t.Errorf("third reader: %v, want closed with policy violation", err)
+		}
+	})
+	t.Run("message size and rate", func(t *testing.T) {
+		_, ts := newRoomServer(t, "", nil)
+		id, key := createRoom(t, ts)
+		ctx := testCtx(t)
+		d := dialRoom(t, ctx, ts, id, key, "driver")
+		// A burst well over the bucket: some are refused with an error.
+		for i := range 100 {
+			d.send(t, ctx, map[string]any{"t": "at", "case": "pleg", "first": 1000 + i})
+		}
+		refused := 0
+		for refused == 0 {
+			m := d.read(t, ctx)
+			if m["t"] == "error" && strings.Contains(fmt.Sprint(m["error"]), "too many messages") {
+				refused++
+			}
+		}
+		big := `{"t":"name","name":"` + strings.Repeat("x", roomMsgLimit) + `"}`
+		if err := d.c.Write(ctx, websocket.MessageText, []byte(big)); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, _, err := d.c.Read(ctx); err != nil {
+				if websocket.CloseStatus(err) != websocket.StatusMessageTooBig {
+					t.Errorf("after an oversized message: %v, want close 1009", err)
+				}
+				break
+			}
+		}
+	})
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// roomClient is a Go client on a room's websocket, as a browser's room.js.
+type roomClient struct {
+	c     *websocket.Conn
+	id    string
+	key   bool
+	token string
+}
+
+func dialRoom(t testing.TB, ctx context.Context, ts *httptest.Server, room, key, name string) *roomClient {
+	t.Helper()
+	c, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+room+"/ws"), nil)
+	if err != nil {
+		t.Fatalf("dial room: %v", err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	rc := &roomClient{c: c}
+	join := map[string]any{"t": "join", "name": name, "color": 2}
+	if key != "" {
+		join["key"] = key
+	}
+	rc.send(t, ctx, join)
+	for {
+		m := rc.read(t, ctx)
+		if m["t"] == "welcome" {
+			rc.id, _ = m["you"].(string)
+			rc.key, _ = m["key"].(bool)
+			rc.token, _ = m["token"].(string)
+			return rc
+		}
+	}
+}
+
+func (rc *roomClient) send(t testing.TB, ctx context.Context, m map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(m)
+	if err := rc.c.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatalf("send %v: %v", m, err)
+	}
+}
+
+func (rc *roomClient) read(t testing.TB, ctx context.Context) map[string]any {
+	t.Helper()
+	return readMsg(t, ctx, rc.c)
+}
+
+func readMsg(t testing.TB, ctx context.Context, c *websocket.Conn) map[string]any {
+	t.Helper()
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return m
+}
+
+// until reads messages until one satisfies ok, and returns it.
+func (rc *roomClient) until(t testing.TB, ctx context.Context, what string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for {
+		_, b, err := rc.c.Read(ctx)
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		var m map[string]any
+		json.Unmarshal(b, &m)
+		if ok(m) {
+			return m
+		}
+	}
+}
+
+func stateWith(pred func(st map[string]any) bool) func(map[string]any) bool {
+	return func(m map[string]any) bool { return m["t"] == "state" && pred(m) }
+}
+
+func atFirst(st map[string]any) float64 {
+	at, _ := st["at"].(map[string]any)
+	f, _ := at["first"].(float64)
+	return f
+}
+
+func TestRoomRoles(t *testing.T) {
+	_, ts := newRoomServer(t, "", nil)
+	id, key := createRoom(t, ts)
+	ctx := testCtx(t)
+	d := dialRoom(t, ctx, ts, id, key, "Ann")
+	v := dialRoom(t, ctx, ts, id, "", "Bob")
+	if !d.key || d.token == "" {
+		t.Fatalf("driver's welcome: key %v token %q", d.key, d.token)
+	}
+	if v.key || v.token != "" {
+		t.Fatalf("viewer's welcome has the key or the token: %v %q", v.key, v.token)
+	}
+	v.until(t, ctx, "the viewer sees Ann drive", stateWith(func(st map[string]any) bool { return st["driver"] == d.id }))
+
+	// The driver steers: the viewer hears it.
+	d.send(t, ctx, map[string]any{"t": "at", "case": "pleg", "first": 1010, "last": 1040})
+	v.until(t, ctx, "the driver's position", stateWith(func(st map[string]any) bool { return atFirst(st) == 1010 }))
+
+	// The viewer tries to steer, take the wheel, switch the tag, rotate the
+	// token: each is refused, and nothing changes.
+	for _, m := range []map[string]any{
+		{"t": "at", "case": "sync", "first": 1999},
+		{"t": "take"},
+		{"t": "hand", "to": v.id},
+		{"t": "tag", "tag": "v1.31.0"},
+		{"t": "rotate"},
+		{"t": "join", "key": key[:21] + "B"},
+	} {
+		v.send(t, ctx, m)
+		e := v.until(t, ctx, fmt.Sprint("refusal of ", m), func(m map[string]any) bool { return m["t"] == "error" })
+		if e["error"] == "" {
+			t.Errorf("%v: empty error", m)
+		}
+	}
+	d.send(t, ctx, map[string]any{"t": "at", "case": "pleg", "first": 1011})
+	st := d.until(t, ctx, "the next state", stateWith(func(st map[string]any) bool { return atFirst(st) == 1011 }))
+	if st["driver"] != d.id || st["tag"] != fixtureTag {
+		t.Errorf("after the viewer's attempts: driver %v tag %v", st["driver"], st["tag"])
+	}
+
+	// Following: the viewer pauses; everyone sees it.
+	v.send(t, ctx, map[string]any{"t": "follow", "on": false})
+	d.until(t, ctx, "Bob not following", stateWith(func(st map[string]any) bool { return readerField(st, v.id, "following") == false }))
+
+	// The driver hands the wheel to the viewer: now the viewer steers.
+	d.send(t, ctx, map[string]any{"t": "hand", "to": v.id})
+	v.until(t, ctx, "Bob drives", stateWith(func(st map[string]any) bool { return st["driver"] == v.id }))
+	v.send(t, ctx, map[string]any{"t": "at", "case": "sync", "first": 1020})
+	d.until(t, ctx, "Bob's position", stateWith(func(st map[string]any) bool { return atFirst(st) == 1020 }))
+	// Ann, no longer driving, cannot steer; her key takes the wheel back.
+	d.send(t, ctx, map[string]any{"t": "at", "first": 1030})
+	d.until(t, ctx, "Ann refused", func(m map[string]any) bool { return m["t"] == "error" })
+	d.send(t, ctx, map[string]any{"t": "take"})
+	v.until(t, ctx, "Ann drives again", stateWith(func(st map[string]any) bool { return st["driver"] == d.id }))
+
+	// When the driver leaves, no viewer inherits the wheel.
+	d.c.Close(websocket.StatusNormalClosure, "")
+	v.until(t, ctx, "no driver", stateWith(func(st map[string]any) bool { return st["driver"] == "" }))
+}
+
+func readerField(st map[string]any, id, field string) any {
+	rs, _ := st["readers"].([]any)
+	for _, r := range rs {
+		if m, _ := r.(map[string]any); m["id"] == id {
+			return m[field]
+		}
+	}
+	return nil
+}
+
+func TestRoomExpiry(t *testing.T) {
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomTTL = 200 * time.Millisecond })
+	id, _ := createRoom(t, ts)
+	if status, _ := httpGet(t, ts.URL+"/rooms/"+id); status != 200 {
+		t.Fatalf("new room: %d", status)
+	}
+	// Opening the room is activity: wait out the TTL without a look.
+	time.Sleep(600 * time.Millisecond)
+	status, body := httpGet(t, ts.URL+"/rooms/"+id)
+	if status != http.StatusGone || !strings.Contains(body, "This room expired") {
+		t.Errorf("after its TTL: %d %.300s", status, body)
+	}
+	if status, _ := httpGet(t, ts.URL+"/feeds/room-"+id+"/ws"); status != http.StatusGone {
+		t.Errorf("the expired room's feed: %d, want 410", status)
+	}
+}
+
+func TestRoomSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	_, ts := newRoomServer(t, dir, nil)
+	id, key := createRoom(t, ts)
+	ctx := testCtx(t)
+	d := dialRoom(t, ctx, ts, id, key, "Ann")
+	d.send(t, ctx, map[string]any{"t": "rotate"})
+	tok := d.until(t, ctx, "the new token", func(m map[string]any) bool { return m["t"] == "token" })["token"].(string)
+	if tok == d.token {
+		t.Fatal("rotation kept the token")
+	}
+	d.c.Close(websocket.StatusNormalClosure, "")
+	ts.Close()
+
+	data, err := os.ReadFile(filepath.Join(dir, "rooms.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), key) {
+		t.Error("rooms.json holds the driver key")
+	}
+
+	_, ts2 := newRoomServer(t, dir, nil)
+	if status, _ := httpGet(t, ts2.URL+"/rooms/"+id+"?k="+key); status != 200 {
+		t.Fatalf("after restart the driver link gives %d", status)
+	}
+	d2 := dialRoom(t, ctx, ts2, id, key, "Ann")
+	if !d2.key || d2.token != tok {
+		t.Errorf("after restart: key %v, token %q, want the rotated %q", d2.key, d2.token, tok)
+	}
+	v := dialRoom(t, ctx, ts2, id, "", "Bob")
+	if v.key {
+		t.Error("after restart a viewer holds the key")
+	}
+}
+
+// TestRoomFeed: a relay with the room's token feeds every reader of the
+// room's feed; a wrong token, another room's token or the server's global
+// token is refused and the room's feed is untouched.
+func TestRoomFeed(t *testing.T) {
+	s, ts := newRoomServer(t, t.TempDir(), nil)
+	id, key := createRoom(t, ts)
+	other, _ := createRoom(t, ts)
+	ctx := testCtx(t)
+	d := dialRoom(t, ctx, ts, id, key, "Ann")
+	otherTok, _ := s.rooms.store.Token(other)
+	feed := "room-" + id
+
+	for _, tc := range []struct{ name, token string }{
+		{"wrong token", "nope"},
+		{"another room's token", otherTok},
+		{"the server's global token", testToken},
+		{"no token", ""},
+	} {
+		h := http.Header{}
+		if tc.token != "" {
+			h.Set("Authorization", "Bearer "+tc.token)
+		}
+		_, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{HTTPHeader: h})
+		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: %v (status %v), want 401", tc.name, err, resp)
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		if !strings.Contains(string(b), "token") {
+			t.Errorf("%s: refusal %q does not say what is wrong", tc.name, b)
+		}
+	}
+	if v := s.live.feedVersion(feed); v != "" {
+		t.Errorf("refused relays changed the feed: version %q", v)
+	}
+
+	// Two readers of the room's feed, then a relay with the room's token.
+	b1 := dialFeed(t, ctx, ts, feed)
+	b2 := dialFeed(t, ctx, ts, feed)
+	rl, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}},
+	})
+	if err != nil {
+		t.Fatalf("relay with the room token: %v", err)
+	}
+	defer rl.CloseNow()
+	lines := []relay.Line{
+		{ID: "1", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`},
+		{ID: "2", Raw: `I1130 01:02:04.000000    1234 kubelet.go:2407] "SyncLoop ADD" source="api" pods=["default/probe-me"]`},
+	}
+	if ack := send(t, ctx, rl, lines...); ack != "2" {
+		t.Fatalf("ack %q", ack)
+	}
+	for i, b := range []*websocket.Conn{b1, b2} {
+		if got := readLines(t, ctx, b, 2); !strings.Contains(got, "probe-me") {
+			t.Errorf("browser %d got %q", i+1, got)
+		}
+	}
+	// The room sees the journal's kubelet version, and the driver may switch to it.
+	d.until(t, ctx, "the kubelet version", stateWith(func(st map[string]any) bool { return st["kubelet_version"] == "v1.31.0" }))
+	d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.31.0"})
+	d.until(t, ctx, "reload", func(m map[string]any) bool { return m["t"] == "reload" && m["tag"] == "v1.31.0" })
+	if r, _ := s.rooms.store.Get(id); r.Tag != "v1.31.0" {
+		t.Errorf("room tag %q after the switch", r.Tag)
+	}
+
+	// Metrics count the room and its readers, and do not name room feeds.
+	_, body := httpGet(t, ts.URL+"/metrics")
+	for _, want := range []string{"syncloop_rooms 2\n", "syncloop_room_readers 1\n", "syncloop_room_followers 0\n", "syncloop_clients{feed=\"default\"}"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(body, id) {
+		t.Error("metrics name a room (its id is its viewer link)")
+	}
+}
+
+func dialFeed(t testing.TB, ctx context.Context, ts *httptest.Server, feed string) *websocket.Conn {
+	t.Helper()
+	c, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ws"), nil)
+	if err != nil {
+		t.Fatalf("dial feed: %v", err)
+	}
+	t.Cleanup(func() { c.CloseNow() })
+	return c
+}
+
+// readLines reads a browser feed socket until n lines arrived, and returns
+// their raw text.
+func readLines(t testing.TB, ctx context.Context, c *websocket.Conn, n int) string {
+	t.Helper()
+	var got []string
+	for len(got) < n {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("feed: %v (after %q)", err, got)
+		}
+		for _, part := range strings.Split(string(b), "\n") {
+			var m struct {
+				Line *struct{ Raw string } `json:"line"`
+			}
+			if json.Unmarshal([]byte(part), &m) == nil && m.Line != nil {
+				got = append(got, m.Line.Raw)
+			}
+		}
+	}
+	return strings.Join(got, "\n")
+}

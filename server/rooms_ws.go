@@ -1,0 +1,517 @@
+package server
+
+// The room websocket (GET /rooms/{id}/ws, same origin only): presence, the
+// wheel, and the driver's position. Every message is one JSON object with a
+// type "t".
+//
+// Browser → server:
+//
+//	{"t":"join","name":"Ann","color":3,"key":"<driver key, or absent>"}   first
+//	{"t":"name","name":"Ann","color":3}
+//	{"t":"at","case":"pleg","lo":0,"hi":0,"first":2790,"last":2830,"where":"function"}  steer (driver)
+//	{"t":"follow","on":false}
+//	{"t":"hand","to":"r3"}      give the wheel to reader r3 (driver)
+//	{"t":"take"}                take the wheel (driver key holders)
+//	{"t":"tag","tag":"v1.31.0"} switch the room's tag (driver)
+//	{"t":"rotate"}              new ingest token (driver key holders)
+//
+// Server → browser:
+//
+//	{"t":"welcome","you":"r2","key":true,"feed":"room-…","token":"…"}   token only with the key
+//	{"t":"state","tag","driver","at","kubelet_version","readers":[{"id","name","color","key","driving","following"}]}
+//	{"t":"token","token":"…"}   after a rotation, to key holders
+//	{"t":"reload","tag":"v1.31.0"}   the room's tag changed: load the page again
+//	{"t":"error","error":"…"}   the message was refused; nothing changed
+//
+// The wheel: one reader drives at a time. The first reader who presents the
+// driver key takes it when no one drives. The driver may hand it to any
+// reader: the server then marks that connection as the driver (it is not
+// given the key, the token or the right to rotate; the wheel is lent, and
+// ends with that connection). A key holder can take the wheel back at any
+// time. When the driver leaves, the wheel goes to a key holder still
+// present, if any.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/rooms"
+)
+
+// roomColors is how many reader colours room.css defines (.rc-0 …).
+const roomColors = 8
+
+// position is where the driver is: the selected case and lines, and the
+// lines in view (not pixels: screens differ).
+type position struct {
+	Case  string `json:"case,omitempty"`
+	Lo    int    `json:"lo,omitempty"` // highlighted lines, when some are
+	Hi    int    `json:"hi,omitempty"`
+	First int    `json:"first,omitempty"` // the first and last source lines in view
+	Last  int    `json:"last,omitempty"`
+	Where string `json:"where,omitempty"` // the section in view when no source line is
+}
+
+var (
+	caseKeyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+	whereRE   = regexp.MustCompile(`^[a-z0-9-]{0,40}$`)
+)
+
+func (p position) valid() bool {
+	ok := func(n int) bool { return n >= 0 && n < 1e7 }
+	return (p.Case == "" || caseKeyRE.MatchString(p.Case)) && whereRE.MatchString(p.Where) &&
+		ok(p.Lo) && ok(p.Hi) && ok(p.First) && ok(p.Last)
+}
+
+// roomLive is a room with readers present.
+type roomLive struct {
+	id string
+
+	mu      sync.Mutex
+	readers []*roomReader // in order of arrival
+	driver  *roomReader
+	at      *position
+	version string // the kubelet version its feed's journal reports
+	next    int
+	stop    context.CancelFunc // ends the watcher when the last reader leaves
+}
+
+// roomReader is one browser connection in a room.
+type roomReader struct {
+	id        string
+	name      string
+	color     int
+	key       bool // presented the driver key
+	following bool
+
+	// What the writer sends next: the latest room state (a newer one
+	// replaces an unsent one: only the latest matters) and other messages
+	// in order. wake has room for one signal.
+	outMu    sync.Mutex
+	state    []byte
+	queue    [][]byte
+	wake     chan struct{}
+	gone     chan struct{}
+	goneOnce sync.Once
+}
+
+// maxQueued is how many messages other than the state a reader may have
+// waiting before it is dropped as too slow.
+const maxQueued = 64
+
+func (r *roomReader) drop() { r.goneOnce.Do(func() { close(r.gone) }) }
+
+// push queues msg for the reader, dropping the reader when it is too slow.
+func (r *roomReader) push(msg []byte) { r.enqueue(msg, false) }
+
+// pushState queues the room's state, replacing one not yet sent.
+func (r *roomReader) pushState(msg []byte) { r.enqueue(msg, true) }
+
+func (r *roomReader) enqueue(msg []byte, state bool) {
+	r.outMu.Lock()
+	if state {
+		r.state = msg
+	} else if len(r.queue) >= maxQueued {
+		r.outMu.Unlock()
+		r.drop()
+		return
+	} else {
+		r.queue = append(r.queue, msg)
+	}
+	r.outMu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns what is to be sent, in order: the queue, then the state.
+func (r *roomReader) take() [][]byte {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
+	out := r.queue
+	r.queue = nil
+	if r.state != nil {
+		out = append(out, r.state)
+		r.state = nil
+	}
+	return out
+}
+
+type readerJSON struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Color     int    `json:"color"`
+	Key       bool   `json:"key"`
+	Driving   bool   `json:"driving"`
+	Following bool   `json:"following"`
+}
+
+// stateMsg is the room as everyone sees it. rl.mu is held.
+func (rl *roomLive) stateMsg(tag string) []byte {
+	rs := make([]readerJSON, 0, len(rl.readers))
+	for _, r := range rl.readers {
+		rs = append(rs, readerJSON{r.id, r.name, r.color, r.key, r == rl.driver, r.following && r != rl.driver})
+	}
+	driver := ""
+	if rl.driver != nil {
+		driver = rl.driver.id
+	}
+	return mustJSON(map[string]any{"t": "state", "tag": tag, "driver": driver, "at": rl.at, "kubelet_version": rl.version, "readers": rs})
+}
+
+// broadcast sends the room's state to every reader. rl.mu is held.
+func (rl *roomLive) broadcast(tag string) {
+	msg := rl.stateMsg(tag)
+	for _, r := range rl.readers {
+		r.pushState(msg)
+	}
+}
+
+func errMsg(format string, args ...any) []byte {
+	return mustJSON(map[string]string{"t": "error", "error": fmt.Sprintf(format, args...)})
+}
+
+// join adds a reader to room id, making the room active; nil when full.
+func (rs *roomSet) join(id string) (*roomLive, *roomReader) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rl := rs.active[id]
+	if rl == nil {
+		rl = &roomLive{id: id}
+		rs.active[id] = rl
+		ctx, stop := context.WithCancel(rs.ctx)
+		rl.stop = stop
+		rs.wg.Add(1)
+		go rs.watch(ctx, rl)
+	}
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if len(rl.readers) >= rs.maxReaders {
+		return rl, nil
+	}
+	rl.next++
+	r := &roomReader{id: "r" + strconv.Itoa(rl.next), name: "reader " + strconv.Itoa(rl.next), color: (rl.next - 1) % roomColors,
+		following: true, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+	rl.readers = append(rl.readers, r)
+	return rl, r
+}
+
+// leave removes a reader; the wheel passes to a key holder, if one is present.
+func (rs *roomSet) leave(rl *roomLive, r *roomReader, tag func() string) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	rl.readers = slices.DeleteFunc(rl.readers, func(x *roomReader) bool { return x == r })
+	if rl.driver == r {
+		rl.driver = nil
+		for _, x := range rl.readers {
+			if x.key {
+				rl.driver = x
+				break
+			}
+		}
+	}
+	if len(rl.readers) == 0 {
+		rl.stop()
+		delete(rs.active, rl.id)
+		return
+	}
+	rl.broadcast(tag())
+}
+
+// watch follows the room's feed for the kubelet version its journal reports,
+// while the room has readers.
+func (rs *roomSet) watch(ctx context.Context, rl *roomLive) {
+	defer rs.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		room, err := rs.store.Get(rl.id)
+		if err != nil {
+			continue
+		}
+		v := rs.live.feedVersion(room.Feed())
+		rl.mu.Lock()
+		if v != rl.version {
+			rl.version = v
+			rl.broadcast(room.Tag)
+		}
+		rl.mu.Unlock()
+	}
+}
+
+// counts are the readers and followers in all rooms, for /metrics.
+func (rs *roomSet) counts() (readers, followers int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, rl := range rs.active {
+		rl.mu.Lock()
+		for _, r := range rl.readers {
+			readers++
+			if r.following && r != rl.driver {
+				followers++
+			}
+		}
+		rl.mu.Unlock()
+	}
+	return readers, followers
+}
+
+// roomIn is any message from a browser.
+type roomIn struct {
+	T     string `json:"t"`
+	Name  string `json:"name"`
+	Color int    `json:"color"`
+	Key   string `json:"key"`
+	On    bool   `json:"on"`
+	To    string `json:"to"`
+	Tag   string `json:"tag"`
+	position
+}
+
+// cleanName is a reader's name as shown: printable, at most 32 characters.
+func cleanName(s string) (string, bool) {
+	if !utf8.ValidString(s) {
+		return "", false
+	}
+	out := make([]rune, 0, len(s))
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+			continue
+		}
+		out = append(out, c)
+	}
+	name := string(out)
+	if name == "" || len(out) > 32 {
+		return "", false
+	}
+	return name, true
+}
+
+func (s *Server) handleRoomSocket() http.Handler {
+	rs := s.rooms
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		room, ok := s.roomOr404(w, r, chi.URLParam(r, "id"))
+		if !ok {
+			return
+		}
+		if !rs.enter() {
+			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		defer rs.wg.Done()
+		// The default options refuse an Origin other than this host.
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			s.log.Info("rooms: websocket refused", "err", err)
+			return
+		}
+		defer conn.CloseNow()
+		conn.SetReadLimit(roomMsgLimit)
+		stop := context.AfterFunc(rs.ctx, func() { conn.Close(websocket.StatusGoingAway, "server shutting down") })
+		defer stop()
+
+		rl, me := rs.join(room.ID)
+		if me == nil {
+			writeFrame(r.Context(), conn, errMsg("this room is full: %d readers at most (serve --max-readers)", rs.maxReaders))
+			conn.Close(websocket.StatusPolicyViolation, "room full")
+			return
+		}
+		tag := func() string {
+			if rm, err := rs.store.Get(room.ID); err == nil {
+				return rm.Tag
+			}
+			return room.Tag
+		}
+		defer rs.leave(rl, me, tag)
+
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		go func() { // the writer: one per connection, ends with it
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-me.gone:
+					conn.Close(websocket.StatusPolicyViolation, "too slow: messages piled up")
+					return
+				case <-me.wake:
+					for _, msg := range me.take() {
+						if writeFrame(ctx, conn, msg) != nil {
+							me.drop()
+							cancel()
+							return
+						}
+					}
+				}
+			}
+		}()
+
+		bucket := rooms.NewBucket(roomMsgRate, roomMsgBurst, time.Now())
+		joined := false
+		for {
+			_, data, err := conn.Read(ctx)
+			if err != nil {
+				var ce websocket.CloseError
+				if errors.As(err, &ce) && ce.Code == websocket.StatusMessageTooBig {
+					s.log.Info("rooms: message too big", "room", room.ID[:6]+"…")
+				}
+				return
+			}
+			if !bucket.Allow(time.Now()) {
+				me.push(errMsg("too many messages: at most %d a second; this one was dropped", roomMsgRate))
+				continue
+			}
+			var m roomIn
+			if err := json.Unmarshal(data, &m); err != nil {
+				me.push(errMsg("not a room message: %v", err))
+				continue
+			}
+			if !joined && m.T != "join" {
+				me.push(errMsg(`send {"t":"join"} first`))
+				continue
+			}
+			joined = true
+			s.roomMessage(rl, me, room.ID, m)
+		}
+	})
+}
+
+// roomMessage applies one message from reader me. A refused message
+// changes nothing and earns an error reply.
+func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) {
+	rs := s.rooms
+	room, err := rs.store.Get(id)
+	if err != nil {
+		me.push(errMsg("this room is gone: %v", err))
+		return
+	}
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	refuse := func(format string, args ...any) { me.push(errMsg(format, args...)) }
+	switch m.T {
+	case "join":
+		if name, ok := cleanName(m.Name); ok {
+			me.name = name
+		}
+		if m.Color >= 0 && m.Color < roomColors {
+			me.color = m.Color
+		}
+		welcome := map[string]any{"t": "welcome", "you": me.id, "feed": room.Feed(), "key": false}
+		if m.Key != "" {
+			if !rs.store.IsDriver(id, m.Key) {
+				refuse("this driver key is not this room's: you joined as a viewer")
+			} else {
+				me.key = true
+				welcome["key"], welcome["token"] = true, room.IngestToken
+				if rl.driver == nil {
+					rl.driver = me
+				}
+			}
+		}
+		me.push(mustJSON(welcome))
+	case "name":
+		name, ok := cleanName(m.Name)
+		if !ok {
+			refuse("a name is 1 to 32 printable characters")
+			return
+		}
+		me.name = name
+		if m.Color >= 0 && m.Color < roomColors {
+			me.color = m.Color
+		}
+	case "follow":
+		me.following = m.On
+	case "at":
+		if rl.driver != me {
+			refuse("only the driver can steer: you are following")
+			return
+		}
+		if !m.position.valid() {
+			refuse("bad position")
+			return
+		}
+		p := m.position
+		rl.at = &p
+	case "hand":
+		if rl.driver != me {
+			refuse("only the driver can hand the wheel")
+			return
+		}
+		i := slices.IndexFunc(rl.readers, func(x *roomReader) bool { return x.id == m.To })
+		if i < 0 {
+			refuse("no reader %q in this room", m.To)
+			return
+		}
+		rl.driver = rl.readers[i]
+		rl.driver.following = false
+		me.following = true
+	case "take":
+		if !me.key {
+			refuse("only a driver link can take the wheel")
+			return
+		}
+		rl.driver = me
+	case "tag":
+		if rl.driver != me {
+			refuse("only the driver can switch the room's tag")
+			return
+		}
+		if err := extractor.CheckTag(m.Tag); err != nil {
+			refuse("%v", err)
+			return
+		}
+		if _, err := rs.store.SetTag(id, m.Tag); err != nil {
+			refuse("could not switch the tag: %v", err)
+			return
+		}
+		rs.loadTag(m.Tag)
+		s.live.setFeedTag(room.Feed(), m.Tag)
+		reload := mustJSON(map[string]string{"t": "reload", "tag": m.Tag})
+		for _, r := range rl.readers {
+			r.push(reload)
+		}
+		return
+	case "rotate":
+		if !me.key {
+			refuse("only a driver link can rotate the ingest token")
+			return
+		}
+		nr, err := rs.store.RotateToken(id)
+		if err != nil {
+			refuse("could not rotate the token: %v", err)
+			return
+		}
+		tok := mustJSON(map[string]string{"t": "token", "token": nr.IngestToken})
+		for _, r := range rl.readers {
+			if r.key {
+				r.push(tok)
+			}
+		}
+		return
+	default:
+		refuse("unknown message type %q", m.T)
+		return
+	}
+	rl.broadcast(room.Tag)
+}

@@ -1,0 +1,519 @@
+// room.js: a pair-reading room (see server/rooms_ws.go for the protocol).
+// Everyone in the room reads the same page; one reader drives. The driver's
+// selected case or lines and the source lines in view (not pixels: screens
+// differ) go to the server; followers' pages show the same. A follower who
+// scrolls or clicks on their own stops following until they resume, and
+// sees where the driver is meanwhile.
+//
+// With reader.js it speaks through events on document: it hears
+// "syncloop:case" (the reader selected a case) and dispatches
+// "syncloop:show" {key, lo, hi} to select what the driver selected.
+//
+// The driver key arrives in the driver link (?k=KEY). It is kept in this
+// tab's sessionStorage and taken out of the address, so the address (and
+// every case link copied from it) is a viewer link. Names are text only:
+// they reach the page through textContent.
+
+const bar = document.getElementById('room');
+const roomID = bar.dataset.room;
+const feed = bar.dataset.feed;
+const tag = bar.dataset.tag;
+const COLORS = 8;
+const $ = (sel) => bar.querySelector(sel);
+
+// The driver key: from the link, else from an earlier load of this tab.
+const keyName = 'syncloop-room-key-' + roomID;
+const params = new URLSearchParams(location.search);
+let key = '';
+try {
+	if (params.get('k')) sessionStorage.setItem(keyName, params.get('k'));
+	key = sessionStorage.getItem(keyName) || '';
+} catch {
+	key = params.get('k') || '';
+}
+if (params.has('k')) history.replaceState(null, '', location.pathname + location.hash);
+
+function stored(name, fallback) {
+	try {
+		return localStorage.getItem(name) ?? fallback;
+	} catch {
+		return fallback;
+	}
+}
+function store(name, value) {
+	try {
+		localStorage.setItem(name, value);
+	} catch {
+		// private mode: the name lasts this page
+	}
+}
+
+let myName = stored('syncloop-name', '');
+let myColor = Number(stored('syncloop-color', String(Math.floor(Math.random() * COLORS)))) % COLORS;
+store('syncloop-color', String(myColor));
+
+let ws = null;
+let backoff = 500;
+let me = ''; // my reader id
+let holdsKey = false; // the server accepted my driver key
+let token = '';
+let state = null; // the last {"t":"state"}
+// A reader who opened a link to a place (a shared case) stays there: they
+// start not following, and see where the driver is.
+let following = !/^#(case-|L\d)/.test(location.hash);
+let applying = false; // while this script moves the page, it is not the reader moving
+let lastApplied = '';
+let lastSent = '';
+let reloading = false;
+
+const el = (tag, cls, text) => {
+	const e = document.createElement(tag);
+	if (cls) e.className = cls;
+	if (text !== undefined) e.textContent = text;
+	return e;
+};
+
+function send(m) {
+	if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m));
+}
+
+function connect() {
+	const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+	ws = new WebSocket(`${proto}//${location.host}/rooms/${roomID}/ws`);
+	ws.addEventListener('open', () => {
+		backoff = 500;
+		const join = { t: 'join', color: myColor };
+		if (myName) join.name = myName;
+		if (key) join.key = key;
+		ws.send(JSON.stringify(join));
+		if (!following) ws.send(JSON.stringify({ t: 'follow', on: false }));
+	});
+	ws.addEventListener('message', (ev) => {
+		let m;
+		try {
+			m = JSON.parse(ev.data);
+		} catch {
+			return;
+		}
+		handle(m);
+	});
+	ws.addEventListener('close', (ev) => {
+		if (reloading) return;
+		$('[data-room-role]').textContent = ev.reason === 'room full' ? 'room full' : 'reconnecting…';
+		if (ev.reason === 'room full') return;
+		setTimeout(connect, backoff);
+		backoff = Math.min(backoff * 2, 10000);
+	});
+}
+
+function handle(m) {
+	switch (m.t) {
+		case 'welcome':
+			me = m.you;
+			holdsKey = !!m.key;
+			token = m.token || '';
+			lastSent = '';
+			if (!holdsKey && key) key = ''; // refused: do not present it again
+			render();
+			break;
+		case 'state': {
+			const wasDriving = driving();
+			state = m;
+			render();
+			if (driving() && !wasDriving) reportSoon();
+			if (!driving() && following && m.at) follow(m.at);
+			break;
+		}
+		case 'token':
+			token = m.token;
+			render();
+			break;
+		case 'reload':
+			reloading = true;
+			location.reload();
+			break;
+		case 'error':
+			showError(m.error);
+			break;
+	}
+}
+
+function showError(text) {
+	const p = $('[data-room-error]');
+	p.textContent = text;
+	p.hidden = false;
+	clearTimeout(showError.timer);
+	showError.timer = setTimeout(() => (p.hidden = true), 6000);
+}
+
+function driving() {
+	return !!state && !!me && state.driver === me;
+}
+
+function reader(id) {
+	return state?.readers.find((r) => r.id === id);
+}
+
+// --- what the page shows -------------------------------------------------
+
+function render() {
+	if (!state) return;
+	const drv = reader(state.driver);
+	const role = $('[data-room-role]');
+	role.replaceChildren();
+	if (driving()) role.append(el('strong', '', 'You are driving'), ': the others follow what you select and scroll to.');
+	else if (!drv) role.append('No one is driving.');
+	else if (following) role.append('You follow ', nameChip(drv), '.');
+	else role.append('You are reading on your own.');
+
+	const people = $('[data-room-people]');
+	people.replaceChildren();
+	for (const r of state.readers) {
+		const li = el('li', 'rc-' + (r.color % COLORS));
+		li.append(el('span', 'dot'), el('span', 'who', r.name + (r.id === me ? ' (you)' : '')));
+		let what = 'reads on their own';
+		if (r.driving) what = 'drives';
+		else if (r.following && drv) what = 'follows ' + drv.name;
+		li.append(el('span', 'what', what));
+		li.title = r.name + (r.key ? ', holds the driver link' : '') + ': ' + what;
+		people.append(li);
+	}
+
+	$('[data-room-take]').hidden = !holdsKey || driving();
+	$('[data-room-paused]').hidden = driving() || following || !drv;
+	$('[data-room-driverlink]').hidden = !holdsKey;
+
+	const hand = $('[data-room-hand]');
+	hand.hidden = !driving() || state.readers.length < 2;
+	const sel = $('[data-room-hand-to]');
+	const chosen = sel.value;
+	sel.replaceChildren();
+	for (const r of state.readers) {
+		if (r.id === me) continue;
+		const o = el('option', '', r.name);
+		o.value = r.id;
+		sel.append(o);
+	}
+	if (chosen) sel.value = chosen;
+
+	renderFeed();
+	renderVersion();
+	renderWhere(drv);
+}
+
+function nameChip(r) {
+	const s = el('span', 'name rc-' + (r.color % COLORS));
+	s.append(el('span', 'dot'), r.name);
+	return s;
+}
+
+function renderFeed() {
+	const box = $('[data-room-feedbox]');
+	box.hidden = !holdsKey || !token;
+	if (box.hidden) return;
+	const base = `syncloop relay --server ${location.origin} --feed ${feed} --token ${token}`;
+	const journal = 'ssh user@worker sudo journalctl -u kubelet -f -o json --all';
+	$('[data-room-cmd]').textContent = `${base} --cmd "${journal}"`;
+	$('[data-room-cmd-stdin]').textContent = `${journal} | ${base}`;
+}
+
+// renderVersion: the journal's kubelet runs another version than the room
+// reads; the driver can switch the room's tag in one click.
+function renderVersion() {
+	const p = $('[data-room-version]');
+	const v = (state.kubelet_version || '').split('+')[0];
+	const other = /^v\d+\.\d+\.\d+$/.test(v) && v !== state.tag;
+	p.hidden = !other;
+	p.replaceChildren();
+	if (!other) return;
+	p.append(`The journal's kubelet runs ${v}; this room reads ${state.tag}, so its log lines may point at other line numbers. `);
+	if (driving()) {
+		const b = el('button', '', `Switch the room to ${v}`);
+		b.type = 'button';
+		b.addEventListener('click', () => send({ t: 'tag', tag: v }));
+		p.append(b);
+	} else {
+		p.append('The driver can switch the room to it.');
+	}
+}
+
+// renderWhere says where the driver is, and marks their case in the margin.
+function renderWhere(drv) {
+	const w = $('[data-room-where]');
+	w.replaceChildren();
+	for (const e of document.querySelectorAll('.driver-here')) e.classList.remove('driver-here', ...colorClasses());
+	const at = state.at;
+	if (!drv || !at || driving()) return;
+	const c = at.case || caseAt(at.lo || at.first);
+	if (c) {
+		const sec = document.getElementById('case-' + c);
+		sec?.classList.add('driver-here', 'rc-' + (drv.color % COLORS));
+	}
+	if (following) return;
+	const where = at.lo ? `lines ${at.lo}–${at.hi || at.lo}` : at.case ? `case ${at.case}` : at.first ? `lines ${at.first}–${at.last}` : at.where || 'the top';
+	w.append(nameChip(drv), ` is at ${where} `);
+	const go = el('button', '', 'Go there');
+	go.type = 'button';
+	go.addEventListener('click', resume);
+	w.append(go);
+}
+
+function colorClasses() {
+	return Array.from({ length: COLORS }, (_, i) => 'rc-' + i);
+}
+
+function caseAt(line) {
+	if (!line) return '';
+	for (const s of document.querySelectorAll('section.case[data-case]')) {
+		if (line >= Number(s.dataset.start) && line <= Number(s.dataset.end)) return s.dataset.case;
+	}
+	return '';
+}
+
+// --- the driver reports where they are -----------------------------------
+
+function barHeight() {
+	return bar.getBoundingClientRect().bottom;
+}
+
+// The function's source lines, in page order: what "in view" is counted in.
+const codeLines = [...document.querySelectorAll('.docco span.line[id^="L"]')];
+
+// visibleLines is the first and last source line in the window, below the bar.
+function visibleLines() {
+	const top = Math.max(0, barHeight());
+	const bottom = window.innerHeight;
+	let lo = 0;
+	let hi = codeLines.length;
+	while (lo < hi) {
+		const mid = (lo + hi) >> 1;
+		if (codeLines[mid].getBoundingClientRect().bottom <= top) lo = mid + 1;
+		else hi = mid;
+	}
+	if (lo >= codeLines.length || codeLines[lo].getBoundingClientRect().top >= bottom) return [0, 0];
+	let last = lo;
+	let a = lo;
+	let b = codeLines.length - 1;
+	while (a <= b) {
+		const mid = (a + b) >> 1;
+		if (codeLines[mid].getBoundingClientRect().top < bottom) {
+			last = mid;
+			a = mid + 1;
+		} else b = mid - 1;
+	}
+	return [Number(codeLines[lo].id.slice(1)), Number(codeLines[last].id.slice(1))];
+}
+
+const sections = [...document.querySelectorAll('article.text > section[id], article.text > details[id]')];
+
+function sectionInView() {
+	const top = barHeight() + 8;
+	let id = '';
+	for (const s of sections) if (s.getBoundingClientRect().top <= top) id = s.id;
+	return id;
+}
+
+function position() {
+	const sel = document.querySelector('section.case.selected');
+	const hl = document.querySelectorAll('.line.hl');
+	const [first, last] = visibleLines();
+	const p = { case: sel?.dataset.case || '', first, last, where: sectionInView() };
+	if (hl.length) {
+		p.lo = Number(hl[0].id.slice(1));
+		p.hi = Number(hl[hl.length - 1].id.slice(1));
+	}
+	return p;
+}
+
+function report() {
+	reportSoon.timer = 0;
+	if (!driving()) return;
+	const p = position();
+	const s = JSON.stringify(p);
+	if (s === lastSent) return;
+	lastSent = s;
+	send({ t: 'at', ...p });
+}
+
+// reportSoon sends the driver's position at most every 150 ms, the last
+// one always.
+function reportSoon() {
+	if (!reportSoon.timer) reportSoon.timer = setTimeout(report, 150);
+}
+
+// --- a follower follows --------------------------------------------------
+
+function lineEl(n) {
+	return n ? document.getElementById('L' + n) : null;
+}
+
+function inView(e) {
+	const r = e.getBoundingClientRect();
+	return r.bottom > barHeight() && r.top < window.innerHeight;
+}
+
+function scrollToEl(e) {
+	window.scrollTo({ top: e.getBoundingClientRect().top + window.scrollY - barHeight() - 4, behavior: 'instant' });
+}
+
+function follow(at) {
+	const s = JSON.stringify(at);
+	if (s === lastApplied) return;
+	lastApplied = s;
+	applying = true;
+	try {
+		document.dispatchEvent(new CustomEvent('syncloop:show', { detail: { key: at.case, lo: at.lo, hi: at.hi } }));
+		const top = lineEl(at.first) || (at.where && document.getElementById(at.where));
+		if (top) scrollToEl(top);
+		else if (!at.first && !at.where) window.scrollTo({ top: 0, behavior: 'instant' });
+		const sel = lineEl(at.lo) || (at.case && document.getElementById('case-' + at.case));
+		if (sel && !inView(sel)) scrollToEl(sel);
+	} finally {
+		applying = false;
+	}
+}
+
+function pause() {
+	if (driving() || !following || !state?.driver) return;
+	following = false;
+	send({ t: 'follow', on: false });
+	render();
+}
+
+function resume() {
+	following = true;
+	lastApplied = '';
+	send({ t: 'follow', on: true });
+	render();
+	if (state?.at) follow(state.at);
+}
+
+// The reader's own moves: wheel, touch, keys that scroll, clicks in the text.
+const moveKeys = new Set(['ArrowUp', 'ArrowDown', 'PageUp', 'PageDown', 'Home', 'End', ' ', 'j', 'k']);
+window.addEventListener('wheel', () => (driving() ? reportSoon() : pause()), { passive: true });
+window.addEventListener('touchmove', () => (driving() ? reportSoon() : pause()), { passive: true });
+document.addEventListener('keydown', (ev) => {
+	const t = ev.target;
+	if (t instanceof HTMLElement && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+	if (moveKeys.has(ev.key) && !driving()) pause();
+});
+document.addEventListener('click', (ev) => {
+	if (!driving() && ev.target instanceof Element && ev.target.closest('article.text')) pause();
+	if (driving()) setTimeout(reportSoon, 0); // after reader.js has handled it
+});
+document.addEventListener('syncloop:case', () => {
+	if (applying) return;
+	if (driving()) reportSoon();
+	else pause();
+});
+document.addEventListener('syncloop:goto', () => {
+	if (!driving()) pause();
+	else setTimeout(reportSoon, 0);
+});
+window.addEventListener('scroll', () => driving() && reportSoon(), { passive: true });
+window.addEventListener('hashchange', () => driving() && reportSoon());
+window.addEventListener('resize', () => driving() && reportSoon());
+
+// --- the bar's controls --------------------------------------------------
+
+function announce(text) {
+	const t = document.getElementById('toast');
+	if (!t) return;
+	t.textContent = text;
+	t.classList.add('show');
+	clearTimeout(announce.timer);
+	announce.timer = setTimeout(() => t.classList.remove('show'), 1800);
+}
+
+async function copy(text, what, button) {
+	if (button) button.dataset.copied = text;
+	try {
+		await navigator.clipboard.writeText(text);
+		announce('Copied ' + what);
+	} catch {
+		announce(text); // no clipboard here: show it to copy by hand
+	}
+}
+
+function viewerLink(hash) {
+	return `${location.origin}/rooms/${roomID}${hash || ''}`;
+}
+
+function currentCase() {
+	const sel = document.querySelector('section.case.selected');
+	if (sel) return sel.dataset.case;
+	const [first] = visibleLines();
+	return caseAt(first);
+}
+
+$('[data-room-share]').addEventListener('click', (ev) => {
+	const c = currentCase();
+	copy(viewerLink(c ? '#case-' + c : ''), c ? `a viewer link to case ${c}` : 'the viewer link', ev.currentTarget);
+});
+$('[data-room-invite]').addEventListener('click', (ev) => copy(viewerLink(''), 'the viewer link', ev.currentTarget));
+$('[data-room-copy-driver]').addEventListener('click', (ev) => copy(`${viewerLink('')}?k=${encodeURIComponent(key)}`, 'the driver link', ev.currentTarget));
+$('[data-room-copy-cmd]').addEventListener('click', (ev) => copy($('[data-room-cmd]').textContent, 'the relay command', ev.currentTarget));
+$('[data-room-rotate]').addEventListener('click', () => send({ t: 'rotate' }));
+$('[data-room-resume]').addEventListener('click', resume);
+$('[data-room-take]').addEventListener('click', () => send({ t: 'take' }));
+$('[data-room-hand-go]').addEventListener('click', () => {
+	const to = $('[data-room-hand-to]').value;
+	if (to) send({ t: 'hand', to });
+});
+const panel = document.getElementById('room-panel');
+function showPanel(on) {
+	panel.hidden = !on;
+	$('[data-room-more]').setAttribute('aria-expanded', String(on));
+}
+$('[data-room-more]').addEventListener('click', () => showPanel(panel.hidden));
+// The panel drops over the page: a click on the page or Escape closes it.
+document.addEventListener('click', (ev) => {
+	if (!panel.hidden && ev.target instanceof Node && !bar.contains(ev.target)) showPanel(false);
+});
+document.addEventListener('keydown', (ev) => {
+	if (ev.key === 'Escape' && !panel.hidden) showPanel(false);
+});
+
+const nameInput = $('[data-room-name]');
+nameInput.value = myName;
+nameInput.placeholder = 'a name the others see';
+nameInput.addEventListener('change', () => {
+	const n = nameInput.value.trim().slice(0, 32);
+	if (!n) return;
+	myName = n;
+	store('syncloop-name', n);
+	send({ t: 'name', name: n, color: myColor });
+	if (askedName) showPanel(false);
+});
+
+const colors = $('[data-room-colors]');
+for (let i = 0; i < COLORS; i++) {
+	const b = el('button', 'swatch rc-' + i);
+	b.type = 'button';
+	b.setAttribute('role', 'radio');
+	b.setAttribute('aria-label', 'colour ' + (i + 1));
+	b.setAttribute('aria-checked', String(i === myColor));
+	b.addEventListener('click', () => {
+		myColor = i;
+		store('syncloop-color', String(i));
+		for (const s of colors.children) s.setAttribute('aria-checked', String(s === b));
+		send({ t: 'name', name: myName || reader(me)?.name || 'reader', color: i });
+	});
+	colors.append(b);
+}
+
+// A first-time reader with no name is asked in the panel, once.
+const askedName = !myName;
+if (askedName) {
+	showPanel(true);
+	nameInput.focus();
+}
+
+// The bar's height is where the sticky code and the live pane start: it
+// changes when the bar wraps on a narrow window. (Setting a custom
+// property through the CSSOM is not an inline style: the CSP allows it.)
+new ResizeObserver(() => {
+	document.documentElement.style.setProperty('--room-h', Math.ceil(bar.getBoundingClientRect().height) + 'px');
+}).observe(bar);
+
+connect();
