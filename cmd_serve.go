@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
@@ -26,10 +28,15 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	journalCmd := fs.String("journal-cmd", "", "run `CMD` (through sh -c) and feed its output to the default feed, e.g. 'journalctl -u kubelet -f -o json'")
 	journalFile := fs.String("journal-file", "", "replay a saved journal `FILE` into the default feed")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	dataDir := fs.String("data-dir", "", "keep pair-reading rooms (rooms.json) in `DIR` so they survive a restart (default: the user config dir + /syncloop)")
+	roomTTL := fs.Duration("room-ttl", 24*time.Hour, "a room with no one in it expires after `DURATION`")
+	maxRooms := fs.Int("max-rooms", 48, "rooms this server holds at most (each room's feed counts against the 64 feeds)")
+	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: syncloop serve [--addr :8080] [--tag TAG] [--source-dir DIR] [--cache-dir DIR]\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: syncloop serve [--addr :8080] [--tag TAG] [--source-dir DIR] [--cache-dir DIR] [--data-dir DIR]\n\n"+
 			"Serve the reading site: /k8s/TAG/ shows (*Kubelet).syncLoopIteration at TAG with a\n"+
-			"note per case, beside a live kubelet journal.\n\nFlags (each also settable as SYNCLOOP_<FLAG>):\n")
+			"note per case, beside a live kubelet journal. \"Start a pair session\" opens a room\n"+
+			"(/rooms/ID) where one reader drives and the others follow, with a journal feed of its own.\n\nFlags (each also settable as SYNCLOOP_<FLAG>):\n")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, s.getenv); err != nil {
@@ -43,6 +50,17 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		return usageError{fmt.Errorf("--log-level: %w", err)}
 	}
 	log := slog.New(slog.NewTextHandler(s.stderr, &slog.HandlerOptions{Level: level}))
+	if *dataDir == "" {
+		// Rooms are state, not cache: a cleaned cache must not end them.
+		if d, err := os.UserConfigDir(); err == nil {
+			*dataDir = filepath.Join(d, "syncloop")
+		} else {
+			log.Warn("no user config dir: rooms are kept in memory only; set --data-dir to keep them", "err", err)
+		}
+	}
+	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 {
+		return usageError{fmt.Errorf("--room-ttl, --max-rooms and --max-readers must be positive")}
+	}
 
 	srv, err := server.NewServer(server.Config{
 		DefaultTag:  *tag,
@@ -53,6 +71,10 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		IngestToken: *token,
 		JournalCmd:  *journalCmd,
 		JournalFile: *journalFile,
+		DataDir:     *dataDir,
+		RoomTTL:     *roomTTL,
+		MaxRooms:    *maxRooms,
+		MaxReaders:  *maxReaders,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
