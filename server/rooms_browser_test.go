@@ -65,6 +65,8 @@ func TestBrowserRoom(t *testing.T) {
 	eval[bool](t, viewer, `(() => { const i = document.querySelector('[data-room-name]'); i.value = 'Bob'; i.dispatchEvent(new Event('change')); return true })()`)
 	waitFor(t, viewer, "the viewer follows Ann", `document.querySelector('[data-room-role]').textContent === 'You follow Ann.'`)
 	waitFor(t, driver, "the driver sees Bob follow", `[...document.querySelectorAll('[data-room-people] li')].some(li => li.textContent.includes('Bob') && li.textContent.includes('follows Ann'))`)
+	waitFor(t, driver, "the name panel closed", `document.getElementById('room-panel').hidden`)
+	screenshot(t, driver, "room-driver-top.png", false)
 	if eval[bool](t, viewer, `!document.querySelector('[data-room-feedbox]').hidden || document.querySelector('[data-room-cmd]').textContent !== ''`) {
 		t.Error("the viewer sees the relay command")
 	}
@@ -169,6 +171,14 @@ func TestBrowserRoom(t *testing.T) {
 		}
 		screenshot(t, driver, "room-driver.png", false)
 		screenshot(t, viewer, "room-viewer.png", false)
+	})
+
+	t.Run("narrow", func(t *testing.T) {
+		if err := chromedp.Do(viewer, chromedp.EmulateViewport(400, 850), chromedp.Navigate(ts.URL+"/rooms/"+id+"#case-config"), chromedp.WaitReady("#room")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "config at the top", `(() => { const y = document.getElementById('case-config').getBoundingClientRect().top; return y >= -2 && y < 60 })()`)
+		screenshot(t, viewer, "room-narrow.png", false)
 	})
 
 	watchD.check(t)

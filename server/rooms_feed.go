@@ -22,6 +22,10 @@ func (l *live) setFeedTag(name, tag string) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.source == "none" && f.note == "" {
+		f.note = "No journal in this room yet: whoever holds the driver link finds the relay command under More ▾."
+		f.changed()
+	}
 	if f.tag == tag {
 		return
 	}

@@ -272,8 +272,10 @@ function caseAt(line) {
 
 // --- the driver reports where they are -----------------------------------
 
+// barHeight is how much of the window the bar covers: on a narrow window
+// it is not sticky and scrolls away with the page.
 function barHeight() {
-	return bar.getBoundingClientRect().bottom;
+	return Math.max(0, bar.getBoundingClientRect().bottom);
 }
 
 // The function's source lines, in page order: what "in view" is counted in.
@@ -513,7 +515,8 @@ if (askedName) {
 // changes when the bar wraps on a narrow window. (Setting a custom
 // property through the CSSOM is not an inline style: the CSP allows it.)
 new ResizeObserver(() => {
-	document.documentElement.style.setProperty('--room-h', Math.ceil(bar.getBoundingClientRect().height) + 'px');
+	const sticky = getComputedStyle(bar).position === 'sticky';
+	document.documentElement.style.setProperty('--room-h', sticky ? Math.ceil(bar.getBoundingClientRect().height) + 'px' : '0px');
 }).observe(bar);
 
 connect();
