@@ -704,6 +704,10 @@ func (l *live) handleIngest() http.Handler {
 				conn.Close(websocket.StatusUnsupportedData, "want {\"lines\":[{\"id\":…,\"raw\":…}]}")
 				return
 			}
+			if !l.checkToken(r) { // a room's token was rotated since, or the room expired
+				conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
+				return
+			}
 			for i := range m.Lines {
 				_, m.Lines[i].Cursor = relay.ParseJournal([]byte(m.Lines[i].Raw))
 				if m.Lines[i].Cursor {

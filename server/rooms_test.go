@@ -514,6 +514,22 @@ func TestRoomFeed(t *testing.T) {
 			t.Errorf("browser %d got %q", i+1, got)
 		}
 	}
+	// A rotated token stops the relay at its next batch, and opens nothing.
+	d.send(t, ctx, map[string]any{"t": "rotate"})
+	d.until(t, ctx, "the new token", func(m map[string]any) bool { return m["t"] == "token" })
+	b, _ := json.Marshal(map[string]any{"lines": []relay.Line{{ID: "3", Raw: "after the rotation"}}})
+	if err := rl.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rl.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
+		t.Errorf("relay after rotation: %v, want closed with policy violation", err)
+	}
+	if _, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}},
+	}); err == nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the old token after rotation: %v", err)
+	}
+
 	// The room sees the journal's kubelet version, and the driver may switch to it.
 	d.until(t, ctx, "the kubelet version", stateWith(func(st map[string]any) bool { return st["kubelet_version"] == "v1.31.0" }))
 	d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.31.0"})
