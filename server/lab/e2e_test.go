@@ -1,0 +1,893 @@
+package lab
+
+// The end-to-end test of issue 7, steps 1–4: a real kubelet (the lab), the real
+// syncloop binary serving the page and relaying the journal, and Chromium reading
+// the page. Step 5 (classify) is classify_test.go.
+//
+// It runs under the lab's gate (Linux, root, SYNCLOOP_LAB=1) and needs Chromium:
+//
+//	sudo SYNCLOOP_LAB=1 go test -run TestLabEndToEnd -v -timeout 10m ./server/lab/
+//
+// Screenshots, the processes' logs and the feed's file go to
+// ${SYNCLOOP_ARTIFACTS:-artifacts}/lab/e2e-*.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+// e2eCases are the cases the lab fires and the page must count.
+var e2eCases = []string{"config", "pleg", "sync", "liveness", "startup", "readiness", "housekeeping"}
+
+// otherTag is a tag the server serves by URL only; its page must offer the switch
+// to the kubelet's own version. The server's default (extractor.DefaultTag).
+const otherTag = "v1.37.2"
+
+// stage logs how long each stage of the test took.
+type stages struct {
+	t    *testing.T
+	last time.Time
+	all  []string
+}
+
+func (s *stages) done(name string) {
+	d := time.Since(s.last)
+	s.last = time.Now()
+	s.all = append(s.all, fmt.Sprintf("%-22s %5.1fs", name, d.Seconds()))
+	s.t.Logf("stage %s: %.1fs", name, d.Seconds())
+}
+
+// TestLabEndToEnd: the lab's kubelet, `syncloop serve` on the lab's tag and
+// `syncloop relay` over journalctl; Chromium shows the cases firing and the
+// liveness lines under the liveness case; the server and the relay are killed
+// and restarted, and the server's record of the journal must still be the
+// journal, entry for entry; the kubelet's version is reported and offered from
+// another tag's page.
+func TestLabEndToEnd(t *testing.T) {
+	needLab(t)
+	chromium := findChromium(t)
+	st := &stages{t: t, last: time.Now()}
+	bin, err := syncloop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.done("build syncloop")
+
+	// The pod is never removed: its liveness probe keeps failing (with the
+	// restart back-off in between) for as long as the test reads.
+	args := []string{"--update-after", "15", "--remove-after", "0", "--readd-after", "0"}
+	runLab(t, args, func(kv map[string]string) {
+		st.done("lab start")
+		e := &e2e{t: t, bin: bin, kv: kv, art: artifacts(t), cache: t.TempDir(), st: st}
+		e.addr = "127.0.0.1:" + strconv.Itoa(freePort(t))
+		e.base = "http://" + e.addr
+		defer e.stopAll()
+		for _, tag := range []string{labTag, otherTag} {
+			copyReadings(t, tag, e.cache)
+		}
+		e.startServer()
+		e.startRelay()
+		e.waitStored(1, 30*time.Second)
+		st.done("serve+relay, 1st line")
+
+		ctx := newChrome(t, chromium)
+		e.page(ctx) // step 2
+		e.feedVersion("before the restarts")
+		e.pageVersion(ctx)
+
+		e.restarts() // step 3
+		e.feedVersion("after the restarts")
+		e.compare()
+		t.Logf("stage summary:\n  %s", strings.Join(st.all, "\n  "))
+	})
+}
+
+// e2e holds the processes and places of one run.
+type e2e struct {
+	t      *testing.T
+	bin    string
+	kv     map[string]string // the lab's start output
+	art    string            // artifacts directory
+	cache  string            // the server's --cache-dir
+	addr   string
+	base   string
+	st     *stages
+	server *proc
+	relay  *proc
+}
+
+func findChromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/chromium", "chromium", "chromium-browser"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is not installed (apt-get install -y chromium); CI=true requires the end-to-end test")
+	}
+	t.Skip("the end-to-end test needs chromium (apt-get install -y chromium)")
+	return ""
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// copyReadings seeds the server's cache with the user's cached Reading of tag, when
+// there is one, so the server need not extract it again (it still can).
+func copyReadings(t *testing.T, tag, cache string) {
+	t.Helper()
+	home, err := os.UserCacheDir()
+	if err != nil {
+		return
+	}
+	src := filepath.Join(home, "syncloop", "readings", tag)
+	files, _ := filepath.Glob(filepath.Join(src, "*.json"))
+	if len(files) == 0 {
+		t.Logf("no cached Reading of %s in %s: the server extracts it", tag, src)
+		return
+	}
+	dst := filepath.Join(cache, "readings", tag)
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		copyFile(t, f, filepath.Join(dst, filepath.Base(f)))
+	}
+}
+
+// proc is a process the test started; only it is ever signalled.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+func (e *e2e) start(name string, args ...string) *proc {
+	e.t.Helper()
+	logf, err := os.OpenFile(filepath.Join(e.art, "e2e-"+name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	fmt.Fprintf(logf, "==== %s %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(args, " "))
+	cmd := exec.Command(e.bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		e.t.Fatal(err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p
+}
+
+// signal sends sig to p and waits (up to 10 s) for it to exit.
+func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Errorf("%s: %v", p.name, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("%s (pid %d) did not exit within 10 s of %v: SIGKILL", p.name, p.cmd.Process.Pid, sig)
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (e *e2e) startServer() {
+	e.t.Helper()
+	e.server = e.start("serve", "serve", "--addr", e.addr, "--tag", labTag, "--token", "T", "--cache-dir", e.cache)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get(e.base + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if e.server.exited() || time.Now().After(deadline) {
+			e.t.Fatalf("the server did not answer /healthz within 60 s (exited: %v, %v); see e2e-serve.log", e.server.exited(), err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (e *e2e) statePath() string { return filepath.Join(e.cache, "relay.state") }
+
+// startRelay runs the relay on the issue's own command line. The first start is
+// told where the lab's span begins through its state file, which is what a
+// restarted relay resumes from: `--after-cursor=<cursor> --no-tail` is appended
+// once, by the relay (relay.ResumeCommand), and never twice.
+func (e *e2e) startRelay() {
+	e.t.Helper()
+	if _, err := os.Stat(e.statePath()); errors.Is(err, os.ErrNotExist) {
+		b, _ := json.Marshal(relay.State{Server: e.base, Feed: "default", Cursor: e.kv["cursor"]})
+		if err := os.WriteFile(e.statePath(), append(b, '\n'), 0o644); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	e.relay = e.start("relay", "relay", "--server", e.base, "--token", "T", "--feed", "default",
+		"--state", e.statePath(), "--cmd", "journalctl -u kubelet -f -o json --all")
+}
+
+// killRelay kills the relay with SIGKILL, and the journalctl it ran (in a process
+// group of its own, which a killed relay cannot stop).
+func (e *e2e) killRelay() {
+	e.t.Helper()
+	kids := childrenOf(e.relay.cmd.Process.Pid)
+	e.relay.signal(e.t, syscall.SIGKILL)
+	for _, pid := range kids {
+		_ = syscall.Kill(-pid, syscall.SIGKILL) // sh -c's group: sh and journalctl
+	}
+}
+
+// stopAll ends what is still running: the relay first (it stops its journalctl).
+func (e *e2e) stopAll() {
+	if e.relay != nil {
+		kids := childrenOf(e.relay.cmd.Process.Pid)
+		e.relay.signal(e.t, syscall.SIGTERM)
+		for _, pid := range kids {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	if e.server != nil {
+		e.server.signal(e.t, syscall.SIGTERM)
+	}
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var kids []int
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, s := range stats {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			continue
+		}
+		_, rest, ok := strings.Cut(string(b), ") ")
+		f := strings.Fields(rest)
+		if !ok || len(f) < 2 {
+			continue
+		}
+		if pp, _ := strconv.Atoi(f[1]); pp == pid {
+			k, _ := strconv.Atoi(filepath.Base(filepath.Dir(s)))
+			kids = append(kids, k)
+		}
+	}
+	return kids
+}
+
+// storedLine is a record of the server's feed file (server/live_store.go).
+type storedLine struct {
+	Seq uint64 `json:"seq"`
+	ID  string `json:"id"`
+	Raw string `json:"raw"`
+}
+
+// stored reads the feed's file, the server's durable record of what it received.
+// A torn last record (a server killed mid-write) is left out, as the server does.
+func (e *e2e) stored() []storedLine {
+	e.t.Helper()
+	f, err := os.Open(filepath.Join(e.cache, "feeds", "default.jsonl"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Close()
+	var out []storedLine
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var r storedLine
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Seq > 0 {
+			out = append(out, r)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// waitStored waits until the feed's file has at least n records.
+func (e *e2e) waitStored(n int, d time.Duration) []storedLine {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		recs := e.stored()
+		if len(recs) >= n {
+			return recs
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("the server stored %d lines, want %d within %v; see e2e-serve.log and e2e-relay.log", len(recs), n, d)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// message is a journal entry's MESSAGE, when it is a string.
+func message(raw string) string {
+	var j struct{ MESSAGE any }
+	_ = json.Unmarshal([]byte(raw), &j)
+	s, _ := j.MESSAGE.(string)
+	return s
+}
+
+// ---- the browser (step 2) --------------------------------------------------------------
+
+func newChrome(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("hide-scrollbars", true),
+		chromedp.WindowSize(1440, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelC := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
+	return ctx
+}
+
+func evalJS[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("%.200s: %v", js, err)
+	}
+	return v
+}
+
+// pollJS evaluates js until ok says its value will do, or d passes; it returns
+// the last value and whether ok held.
+func pollJS[T any](t *testing.T, ctx context.Context, d time.Duration, js string, ok func(T) bool) (T, bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+		if err == nil && ok(v) {
+			return v, true
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				t.Logf("%.200s: %v", js, err)
+			}
+			return v, false
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (e *e2e) screenshot(ctx context.Context, name string) {
+	e.t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		e.t.Errorf("screenshot %s: %v", name, err)
+		return
+	}
+	out := filepath.Join(e.art, "e2e-"+name+".png")
+	if err := os.WriteFile(out, png, 0o644); err != nil {
+		e.t.Error(err)
+	}
+	e.t.Logf("screenshot: %s", out)
+}
+
+const countsJS = `Object.fromEntries([...document.querySelectorAll('[data-case-count]')].map(s => [s.dataset.caseCount, Number(s.textContent) || 0]))`
+
+// paneLine is one row of the live pane, as the DOM has it.
+type paneLine struct {
+	Seq  uint64 `json:"seq"`
+	Case string `json:"case"`
+	Line int    `json:"line"`
+	Sel  bool   `json:"sel"`
+	Demo bool   `json:"demo"`
+	Text string `json:"text"`
+}
+
+const paneJS = `[...document.querySelectorAll('#live li.ll')].map(li => ({
+	seq: Number(li.dataset.seq || 0), case: li.dataset.case || '', line: Number(li.dataset.line || 0),
+	sel: li.classList.contains('sel'), demo: li.classList.contains('ll-demo'),
+	text: li.querySelector('.ll-msg')?.textContent || li.textContent}))`
+
+// page is step 2: the counters, the liveness selection, a click on a line.
+func (e *e2e) page(ctx context.Context) {
+	t := e.t
+	// Lines of the demo feed (before the relay attached) count too: a case's
+	// counter must go past what the demo gave it.
+	_, hist := e.history(e.base, 15*time.Second)
+	demo := map[string]int{}
+	for _, m := range hist {
+		if m.Demo {
+			demo[m.Line.Case]++
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.base+"/k8s/"+labTag+"/")); err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	counts, ok := pollJS(t, ctx, 90*time.Second, countsJS, func(c map[string]int) bool {
+		for _, k := range e2eCases {
+			if c[k] <= demo[k] {
+				return false
+			}
+		}
+		return true
+	})
+	t.Logf("case counters: %v (demo lines among them: %v)", counts, demo)
+	if !ok {
+		e.screenshot(ctx, "counters")
+		var missing []string
+		for _, k := range e2eCases {
+			if counts[k] <= demo[k] {
+				missing = append(missing, k)
+			}
+		}
+		t.Fatalf("within 90 s the page counted no real line for %v", missing)
+	}
+	e.st.done("page: 7 cases counted")
+
+	// Select liveness with the chip in its margin block.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#case-liveness [data-case-select="liveness"]`))); err != nil {
+		t.Fatalf("click the liveness chip: %v", err)
+	}
+	// Two failures at least (probe period 3 s), so that "exactly" means something.
+	if n, ok := pollJS(t, ctx, 60*time.Second, `document.querySelectorAll('#live li.ll.sel').length`, func(n int) bool { return n >= 2 }); !ok {
+		t.Fatalf("%d lines of the pane highlighted 60 s after selecting liveness, want 2 or more", n)
+	}
+	// Freeze the pane, then hold it against the feed's file for the same lines.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#live .live-pause`))); err != nil {
+		t.Fatal(err)
+	}
+	pollJS(t, ctx, 5*time.Second, `document.getElementById('live').livePane.paused`, func(b bool) bool { return b })
+	var pane []paneLine
+	pane, _ = pollJS(t, ctx, 5*time.Second, paneJS, func(p []paneLine) bool { return true })
+	e.checkLiveness(pane)
+	e.screenshot(ctx, "liveness-selected")
+
+	// Scroll the page to the top, then click the last highlighted line: the source
+	// must come to the liveness case.
+	var sel []paneLine
+	for _, l := range pane {
+		if l.Sel {
+			sel = append(sel, l)
+		}
+	}
+	if len(sel) == 0 {
+		t.Fatal("no highlighted line to click")
+	}
+	clicked := sel[len(sel)-1]
+	evalJS[bool](t, ctx, `window.scrollTo(0, 0); history.replaceState(null, '', location.pathname); true`)
+	if inView := evalJS[bool](t, ctx, inViewJS(`document.getElementById('case-liveness')`)); inView {
+		t.Log("the liveness case is in view at the top of the page: the scroll check below proves less")
+	}
+	row := fmt.Sprintf(`#live li.ll[data-seq="%d"] .ll-msg`, clicked.Seq)
+	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(chromedp.CSS(row)), chromedp.Click(chromedp.CSS(row))); err != nil {
+		t.Fatalf("click the highlighted line %d: %v", clicked.Seq, err)
+	}
+	e.checkGoto(ctx, clicked)
+	e.screenshot(ctx, "liveness-clicked")
+	// Let the pane run again.
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#live .live-pause`))); err != nil {
+		t.Fatal(err)
+	}
+	e.st.done("page: liveness checks")
+}
+
+// checkLiveness: the pane's highlighted lines are exactly the feed's liveness probe
+// lines for the lab's pod, among the lines the pane holds.
+func (e *e2e) checkLiveness(pane []paneLine) {
+	t := e.t
+	var lo, hi uint64
+	got := map[uint64]bool{}
+	demoSel := 0
+	for _, l := range pane {
+		if l.Seq == 0 {
+			t.Errorf("the pane has a row without a sequence number: %q", l.Text)
+			continue
+		}
+		if l.Demo {
+			if l.Sel {
+				demoSel++
+			}
+			continue
+		}
+		if lo == 0 || l.Seq < lo {
+			lo = l.Seq
+		}
+		hi = max(hi, l.Seq)
+		if l.Sel {
+			got[l.Seq] = true
+			if !strings.Contains(l.Text, `"SyncLoop (probe)" probe="liveness"`) {
+				t.Errorf("highlighted line %d is not a liveness probe line: %.200s", l.Seq, l.Text)
+			}
+		}
+	}
+	if demoSel > 0 {
+		t.Logf("%d highlighted demo lines (from before the relay attached) left out", demoSel)
+	}
+	recs := e.stored() // written before the pane had them
+	want := map[uint64]bool{}
+	inRange, otherProbes := 0, 0
+	pod := `pod="` + e.kv["pod"] + `"`
+	for _, r := range recs {
+		if r.Seq < lo || r.Seq > hi {
+			continue
+		}
+		inRange++
+		m := message(r.Raw)
+		switch {
+		case strings.Contains(m, `"SyncLoop (probe)" probe="liveness"`) && strings.Contains(m, pod):
+			want[r.Seq] = true
+		case strings.Contains(m, `"SyncLoop (probe)"`):
+			otherProbes++ // readiness and startup: logged at the same line, never highlighted
+		}
+	}
+	realRows := len(pane)
+	for _, l := range pane {
+		if l.Demo {
+			realRows--
+		}
+	}
+	if inRange != realRows {
+		t.Errorf("the pane holds %d real lines with seq %d..%d, the feed's file %d", realRows, lo, hi, inRange)
+	}
+	t.Logf("pane: %d lines (seq %d..%d), %d highlighted; the feed has %d liveness lines of %s and %d other probe lines among them",
+		len(pane), lo, hi, len(got), len(want), e.kv["pod"], otherProbes)
+	if len(want) == 0 {
+		t.Error("the feed has no liveness line among the pane's: nothing was checked")
+	}
+	if !maps.Equal(got, want) {
+		var extra, missing []uint64
+		for s := range got {
+			if !want[s] {
+				extra = append(extra, s)
+			}
+		}
+		for s := range want {
+			if !got[s] {
+				missing = append(missing, s)
+			}
+		}
+		slices.Sort(extra)
+		slices.Sort(missing)
+		t.Errorf("highlighted lines differ from the feed's liveness lines: highlighted but not liveness %v, liveness but not highlighted %v", extra, missing)
+	}
+}
+
+func inViewJS(el string) string {
+	return `(() => { const e = ` + el + `; if (!e) return false; const r = e.getBoundingClientRect();
+		return r.bottom > 0 && r.top < innerHeight; })()`
+}
+
+// gotoState is where the source is after a click on a log line.
+type gotoState struct {
+	Hash         string `json:"hash"`
+	Highlighted  []int  `json:"highlighted"`
+	FirstInView  bool   `json:"firstInView"`
+	CaseSelected bool   `json:"caseSelected"`
+	CaseInView   bool   `json:"caseInView"`
+}
+
+const gotoJS = `(() => {
+	const c = document.getElementById('case-liveness');
+	const hl = [...document.querySelectorAll('.line.hl')];
+	const inView = (e) => { const r = e.getBoundingClientRect(); return r.bottom > 0 && r.top < innerHeight; };
+	return {hash: location.hash, highlighted: hl.map(e => Number(e.id.slice(1))),
+		firstInView: hl.length > 0 && inView(hl[0]),
+		caseSelected: c.classList.contains('selected'), caseInView: inView(c)};
+})()`
+
+// checkGoto: after a click on a liveness line the source shows the liveness case:
+// the case itself (selected and in view), or the line the clicked entry was logged
+// from when that is one of the liveness case's log sites (in v1.31.0 the probe
+// cases log through handleProbeSync, kubelet.go:2528), highlighted and in view.
+func (e *e2e) checkGoto(ctx context.Context, clicked paneLine) {
+	t := e.t
+	sites := logLines(t, labTag)["liveness"]
+	s, ok := pollJS(t, ctx, 5*time.Second, gotoJS, func(s gotoState) bool { return s.Hash != "" })
+	t.Logf("after the click on line %d (caller line %d): %+v", clicked.Seq, clicked.Line, s)
+	if !ok {
+		t.Errorf("clicking a liveness line did not move the source (hash still empty): %+v", s)
+		return
+	}
+	switch {
+	case s.Hash == "#case-liveness":
+		if !s.CaseSelected || !s.CaseInView {
+			t.Errorf("after the click the liveness case is selected=%v, in view=%v", s.CaseSelected, s.CaseInView)
+		}
+	case strings.HasPrefix(s.Hash, "#L"):
+		if len(s.Highlighted) != 1 || !sites[s.Highlighted[0]] {
+			t.Errorf("after the click the source highlights %v; want one of the liveness case's log lines %v", s.Highlighted, slices.Sorted(maps.Keys(sites)))
+		}
+		if !s.FirstInView {
+			t.Error("after the click the highlighted line is not in view")
+		}
+		if clicked.Line != 0 && (len(s.Highlighted) == 0 || s.Highlighted[0] != clicked.Line) {
+			t.Errorf("the clicked line names caller line %d, the source highlights %v", clicked.Line, s.Highlighted)
+		}
+	default:
+		t.Errorf("after the click the address is %q; want #case-liveness or a liveness log line", s.Hash)
+	}
+}
+
+// ---- the feed's websocket -----------------------------------------------------------
+
+// wsMsg is one message of the browser protocol (server/live.go).
+type wsMsg struct {
+	Hello  *wsStatus `json:"hello"`
+	Status *wsStatus `json:"status"`
+	Seq    uint64    `json:"seq"`
+	Line   *struct {
+		Case string `json:"case"`
+	} `json:"line"`
+	Demo bool `json:"demo"`
+}
+
+type wsStatus struct {
+	Tag            string `json:"tag"`
+	KubeletVersion string `json:"kubelet_version"`
+	VersionLink    string `json:"version_link"`
+	Source         string `json:"source"`
+	Next           uint64 `json:"next"`
+}
+
+// history reads the feed's hello and its history (the ring) as a browser would.
+func (e *e2e) history(base string, d time.Duration) (wsStatus, []wsMsg) {
+	t := e.t
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	url := "ws" + strings.TrimPrefix(base, "http") + "/feeds/default/ws"
+	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {base}}})
+	if err != nil {
+		t.Fatalf("dial %s: %v", url, err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(-1)
+	var hello wsStatus
+	var msgs []wsMsg
+	for {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			t.Fatalf("reading the feed's history: %v (hello %+v, %d lines)", err, hello, len(msgs))
+		}
+		for part := range strings.SplitSeq(string(b), "\n") {
+			var m wsMsg
+			if err := json.Unmarshal([]byte(part), &m); err != nil {
+				t.Fatalf("feed message %.200q: %v", part, err)
+			}
+			switch {
+			case m.Hello != nil:
+				hello = *m.Hello
+			case m.Status != nil:
+				if m.Status.KubeletVersion != "" {
+					hello.KubeletVersion = m.Status.KubeletVersion
+				}
+			case m.Line != nil:
+				msgs = append(msgs, m)
+			}
+		}
+		if hello.Next <= 1 || (len(msgs) > 0 && msgs[len(msgs)-1].Seq >= hello.Next-1) {
+			return hello, msgs
+		}
+	}
+}
+
+// feedVersion is step 4's first half: the feed reports the kubelet's version,
+// detected from the journal's "Kubelet version" line.
+func (e *e2e) feedVersion(when string) {
+	t := e.t
+	hello, _ := e.history(e.base, 15*time.Second)
+	t.Logf("feed hello %s: %+v", when, hello)
+	if hello.KubeletVersion != labTag {
+		t.Errorf("%s: the feed reports kubelet version %q, want %s (detected from the journal's \"Kubelet version\" line)", when, hello.KubeletVersion, labTag)
+	}
+}
+
+// pageVersion is step 4's second half: the pane on the kubelet's own tag knows the
+// version and offers no switch; the page at the server's default tag offers one.
+func (e *e2e) pageVersion(ctx context.Context) {
+	t := e.t
+	if v := evalJS[string](t, ctx, `document.getElementById('live').livePane.version`); v != labTag {
+		t.Errorf("the pane on the %s page holds kubelet version %q, want %s", labTag, v, labTag)
+	}
+	if note := evalJS[string](t, ctx, `(() => { const n = document.querySelector('#live .live-version'); return n && !n.hidden ? n.textContent : ''; })()`); note != "" {
+		t.Errorf("the %s page, which the kubelet runs, offers a switch: %q", labTag, note)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(e.base+"/k8s/"+otherTag+"/")); err != nil {
+		t.Fatalf("open the %s page: %v", otherTag, err)
+	}
+	link := `document.querySelector('#live .live-version:not([hidden]) a[href="/k8s/` + labTag + `/"]')`
+	text, ok := pollJS(t, ctx, 20*time.Second, `(() => { const a = `+link+`; return a ? a.closest('p').textContent : ''; })()`,
+		func(s string) bool { return s != "" })
+	e.screenshot(ctx, "other-tag")
+	if !ok {
+		st := evalJS[map[string]any](t, ctx, `(() => { const p = document.getElementById('live').livePane; return {version: p.version, tag: p.tag, note: p.versionNote.textContent, hidden: p.versionNote.hidden}; })()`)
+		t.Errorf("the %s page offers no link to /k8s/%s/ within 20 s (pane: %v)", otherTag, labTag, st)
+	} else {
+		t.Logf("the %s page says: %s", otherTag, text)
+	}
+	e.st.done("version checks")
+}
+
+// ---- restarts and the record (step 3) -------------------------------------------------
+
+// restarts kills the server while the relay streams to it and starts it again on
+// the same port and cache, then kills the relay and starts it again on its state.
+func (e *e2e) restarts() {
+	t := e.t
+	n := len(e.waitStored(1, time.Second))
+	e.waitStored(n+200, 60*time.Second) // the relay is streaming
+	e.server.signal(t, syscall.SIGKILL)
+	killedAt := len(e.stored())
+	e.startServer()
+	e.st.done("server killed+back")
+	e.waitStored(killedAt+200, 60*time.Second) // the relay came back to it
+	e.st.done("relay reconnected")
+
+	e.killRelay()
+	killedAt = len(e.stored())
+	e.startRelay()
+	e.waitStored(killedAt+200, 60*time.Second)
+	e.st.done("relay killed+back")
+
+	// A relay killed between the server's ack and its own state write (it writes
+	// at most every 200 ms) resends what the server has: make that certain by
+	// putting its state 300 lines back, and the server must skip them all.
+	e.killRelay()
+	recs := e.stored()
+	back := recs[max(0, len(recs)-300)].ID
+	b, _ := json.Marshal(relay.State{Server: e.base, Feed: "default", Cursor: back})
+	if err := os.WriteFile(e.statePath(), append(b, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.startRelay()
+	e.waitStored(len(recs)+200, 60*time.Second)
+	e.st.done("relay rewound+back")
+
+	// Close the span: the relay stops, and the server keeps what it acknowledged.
+	e.relay.signal(t, syscall.SIGTERM)
+	e.relay = nil
+}
+
+// compare holds the server's record against the journal, entry by entry by cursor,
+// from the lab's start cursor to the last entry the server stored.
+func (e *e2e) compare() {
+	t := e.t
+	recs := e.stored()
+	copyFile(t, filepath.Join(e.cache, "feeds", "default.jsonl"), filepath.Join(e.art, "e2e-feed.jsonl"))
+	es, err := parseJournal(journal(t, e.kv["cursor"], "json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 || len(es) == 0 {
+		t.Fatalf("nothing to compare: %d stored, %d in the journal", len(recs), len(es))
+	}
+	last := recs[len(recs)-1].ID
+	end := slices.IndexFunc(es, func(e entry) bool { return e.Cursor == last })
+	if end < 0 {
+		t.Fatalf("the server's last line (%s) is not in the journal after the lab's cursor", last)
+	}
+	es = es[:end+1]
+	t.Logf("compare: the server stored %d lines, the journal has %d entries up to its last", len(recs), len(es))
+
+	seen := map[string]int{}
+	var dups []string
+	for i, r := range recs {
+		if j, ok := seen[r.ID]; ok {
+			dups = append(dups, fmt.Sprintf("%s (records %d and %d)", r.ID, j, i))
+		}
+		seen[r.ID] = i
+		if i > 0 && r.Seq <= recs[i-1].Seq {
+			t.Errorf("record %d has seq %d after %d", i, r.Seq, recs[i-1].Seq)
+		}
+	}
+	journalAt := map[string]int{}
+	for i, e := range es {
+		journalAt[e.Cursor] = i
+	}
+	var missing []string
+	for _, e := range es {
+		if _, ok := seen[e.Cursor]; !ok {
+			missing = append(missing, e.Cursor)
+		}
+	}
+	var foreign []string
+	for _, r := range recs {
+		if _, ok := journalAt[r.ID]; !ok {
+			foreign = append(foreign, r.ID)
+		}
+	}
+	if recs[0].ID != es[0].Cursor && journalAt[recs[0].ID] > 0 && recs[0].Seq > 1 {
+		t.Logf("the feed's file starts at journal entry %d: the server compacts it past %d lines (4 rings): keep the span shorter", journalAt[recs[0].ID], 4*5000)
+	}
+	if len(dups) > 0 {
+		t.Errorf("%d journal entries stored twice, e.g. %s", len(dups), dups[0])
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d journal entries never reached the server, e.g. %s", len(missing), missing[0])
+	}
+	if len(foreign) > 0 {
+		t.Errorf("%d stored lines are not journal entries of the span, e.g. %s", len(foreign), foreign[0])
+	}
+	for i := range min(len(recs), len(es)) {
+		if recs[i].ID != es[i].Cursor {
+			t.Errorf("entry %d: the server has %s, the journal %s: out of order", i, recs[i].ID, es[i].Cursor)
+			break
+		}
+		if !sameEntry(recs[i].Raw, es[i].Raw) {
+			t.Errorf("entry %d (%s): the stored line is not the journal's", i, es[i].Cursor)
+			break
+		}
+	}
+	e.st.done("compare with journal")
+}
+
+// sameEntry compares two journal JSON lines field by field (journalctl may order
+// fields differently between runs).
+func sameEntry(a string, b []byte) bool {
+	var x, y map[string]any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return fmt.Sprint(x) == fmt.Sprint(y)
+}
