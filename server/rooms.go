@@ -9,6 +9,7 @@ package server
 //	POST /rooms               create a room (same-origin only, rate-limited per client IP);
 //	                          303 to the driver link /rooms/{id}?k=KEY
 //	GET  /rooms/{id}          the room's page (410 once it expired); ?k=KEY checks the driver key
+//	GET  /rooms/{id}/pod-workers   the room's pod_workers page
 //	GET  /rooms/{id}/ws       the room's websocket (rooms_ws.go)
 //
 // Roles. The page is the same for everyone: the role is decided on the room
@@ -255,7 +256,12 @@ func (s *Server) roomOr404(w http.ResponseWriter, r *http.Request, id string) (r
 	return room, true
 }
 
-func (s *Server) handleRoomPage() http.Handler {
+// handleRoomPage serves a room's page of the kind (pageIndex or pagePodWorkers).
+func (s *Server) handleRoomPage(kind string) http.Handler {
+	tmpl, title := "index.html", "syncLoopIteration"
+	if kind == pagePodWorkers {
+		tmpl, title = "pod-workers.html", "pod_workers.go"
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		room, ok := s.roomOr404(w, r, chi.URLParam(r, "id"))
 		if !ok {
@@ -294,8 +300,8 @@ func (s *Server) handleRoomPage() http.Handler {
 			return
 		}
 		tags, _ := s.readableTags()
-		body, err := s.execute("index.html", pageData{
-			Title: "Pair session · syncLoopIteration at " + room.Tag, Page: pageIndex,
+		body, err := s.execute(tmpl, pageData{
+			Title: "Pair session · " + title + " at " + room.Tag, Page: kind,
 			Tag: room.Tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view,
 			Room: &roomView{ID: room.ID, Feed: room.Feed()},
 		})

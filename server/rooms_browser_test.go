@@ -123,6 +123,20 @@ func TestBrowserRoom(t *testing.T) {
 		waitFor(t, viewer, "caught up", `document.getElementById('case-housekeeping').classList.contains('selected') && document.querySelector('[data-room-paused]').hidden`)
 	})
 
+	t.Run("the viewer follows the driver to pod_workers and back", func(t *testing.T) {
+		if err := chromedp.Do(driver, chromedp.Click(`nav.pages a[href="/rooms/`+id+`/pod-workers"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "the viewer on pod_workers", `location.pathname === '/rooms/`+id+`/pod-workers' && !!document.querySelector('section.type')`)
+		waitFor(t, driver, "the driver drives again", `document.querySelector('[data-room-role]')?.textContent.startsWith('You are driving')`)
+		screenshot(t, viewer, "room-viewer-pod-workers.png", false)
+		if err := chromedp.Do(driver, chromedp.Click(`nav.pages a[href="/rooms/`+id+`"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "the viewer back on the function", `location.pathname === '/rooms/`+id+`' && !!document.getElementById('case-pleg')`)
+		waitFor(t, driver, "the driver drives on the function", `!!document.getElementById('case-pleg') && document.querySelector('[data-room-role]')?.textContent.startsWith('You are driving')`)
+	})
+
 	t.Run("share this case opens the room at the case", func(t *testing.T) {
 		if err := chromedp.Do(driver, chromedp.Click(`#case-sync .case-chip`), chromedp.Click(`[data-room-share]`)); err != nil {
 			t.Fatal(err)
@@ -132,7 +146,9 @@ func TestBrowserRoom(t *testing.T) {
 		if err := chromedp.Do(driver, chromedp.Click(`#case-pleg .case-chip`)); err != nil {
 			t.Fatal(err)
 		}
-		if err := chromedp.Do(viewer, chromedp.Navigate(want), chromedp.WaitReady("#room")); err != nil {
+		waitFor(t, viewer, "the viewer follows to pleg", `document.getElementById('case-pleg').classList.contains('selected')`)
+		// A shared link opens in a fresh page.
+		if err := chromedp.Do(viewer, chromedp.Navigate("about:blank"), chromedp.Navigate(want), chromedp.WaitReady("#room")); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, viewer, "sync selected and at the top", `(() => {

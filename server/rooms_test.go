@@ -115,6 +115,8 @@ func TestRoomPages(t *testing.T) {
 		{"driver link", "/rooms/" + id + "?k=" + key, 200, []string{`data-room="` + id + `"`}, []string{"ingest_token"}},
 		{"another room's key", "/rooms/" + id + "?k=" + otherKey, 403, []string{"driver link is not valid", "/rooms/" + id}, nil},
 		{"the other room", "/rooms/" + other, 200, []string{`data-room="` + other + `"`}, nil},
+		{"the room's pod_workers page", "/rooms/" + id + "/pod-workers", 200,
+			[]string{`data-room="` + id + `"`, `data-page="pod-workers"`, "room.js", `href="/rooms/` + id + `"`, `id="type-`}, []string{"live.js"}},
 		{"no such room", "/rooms/AAAAAAAAAAAAAAAAAAAAAA", 404, []string{"No such room"}, nil},
 		{"not an id", "/rooms/..%2F..%2Fetc", 404, []string{"No such room"}, nil},
 		{"the reading page offers a room", "/k8s/" + fixtureTag + "/", 200, []string{`action="/rooms"`, "Start a pair session", `data-feed="default"`}, []string{"room.js"}},

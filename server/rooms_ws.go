@@ -8,7 +8,7 @@ package server
 //
 //	{"t":"join","name":"Ann","color":3,"key":"<driver key, or absent>"}   first
 //	{"t":"name","name":"Ann","color":3}
-//	{"t":"at","case":"pleg","lo":0,"hi":0,"first":2790,"last":2830,"where":"function"}  steer (driver)
+//	{"t":"at","page":"index","case":"pleg","lo":0,"hi":0,"first":2790,"last":2830,"where":"function"}  steer (driver)
 //	{"t":"follow","on":false}
 //	{"t":"hand","to":"r3"}      give the wheel to reader r3 (driver)
 //	{"t":"take"}                take the wheel (driver key holders)
@@ -57,6 +57,7 @@ const roomColors = 8
 // position is where the driver is: the selected case and lines, and the
 // lines in view (not pixels: screens differ).
 type position struct {
+	Page  string `json:"page,omitempty"` // "index" (the function) or "pod-workers"
 	Case  string `json:"case,omitempty"`
 	Lo    int    `json:"lo,omitempty"` // highlighted lines, when some are
 	Hi    int    `json:"hi,omitempty"`
@@ -67,12 +68,13 @@ type position struct {
 
 var (
 	caseKeyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
-	whereRE   = regexp.MustCompile(`^[a-z0-9-]{0,40}$`)
+	whereRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{0,64}$`) // an element id: "two-sets", "type-podWorkers"
 )
 
 func (p position) valid() bool {
 	ok := func(n int) bool { return n >= 0 && n < 1e7 }
-	return (p.Case == "" || caseKeyRE.MatchString(p.Case)) && whereRE.MatchString(p.Where) &&
+	return (p.Page == "" || p.Page == pageIndex || p.Page == pagePodWorkers) &&
+		(p.Case == "" || caseKeyRE.MatchString(p.Case)) && whereRE.MatchString(p.Where) &&
 		ok(p.Lo) && ok(p.Hi) && ok(p.First) && ok(p.Last)
 }
 

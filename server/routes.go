@@ -30,6 +30,7 @@ import (
 //
 //	POST /rooms                   create a room; 303 to its driver link /rooms/{id}?k=KEY
 //	GET /rooms/{id}               the room: the reading at its tag, presence, the wheel, its feed
+//	GET /rooms/{id}/pod-workers   the room's pod_workers page
 //	GET /rooms/{id}/ws            the room's websocket: presence, following, steering
 //
 // The live endpoints of a room's feed (room-{id}) answer only while the
@@ -58,7 +59,8 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/healthz", s.live.handleHealthz())
 
 	r.Method("POST", "/rooms", s.handleCreateRoom())
-	r.Method("GET", "/rooms/{id}", s.handleRoomPage())
+	r.Method("GET", "/rooms/{id}", s.handleRoomPage(pageIndex))
+	r.Method("GET", "/rooms/{id}/pod-workers", s.handleRoomPage(pagePodWorkers))
 	r.Method("GET", "/rooms/{id}/ws", s.handleRoomSocket())
 	return r
 }

@@ -18,6 +18,7 @@ const bar = document.getElementById('room');
 const roomID = bar.dataset.room;
 const feed = bar.dataset.feed;
 const tag = bar.dataset.tag;
+const page = bar.dataset.page || 'index'; // this page: "index" or "pod-workers"
 const COLORS = 8;
 const $ = (sel) => bar.querySelector(sel);
 
@@ -250,7 +251,8 @@ function renderWhere(drv) {
 		sec?.classList.add('driver-here', 'rc-' + (drv.color % COLORS));
 	}
 	if (following) return;
-	const where = at.lo ? `lines ${at.lo}–${at.hi || at.lo}` : at.case ? `case ${at.case}` : at.first ? `lines ${at.first}–${at.last}` : at.where || 'the top';
+	let where = at.lo ? `lines ${at.lo}–${at.hi || at.lo}` : at.case ? `case ${at.case}` : at.first ? `lines ${at.first}–${at.last}` : at.where || 'the top';
+	if ((at.page || 'index') !== page) where = at.page === 'pod-workers' ? 'the pod_workers page' : 'the function';
 	w.append(nameChip(drv), ` is at ${where} `);
 	const go = el('button', '', 'Go there');
 	go.type = 'button';
@@ -306,7 +308,7 @@ function visibleLines() {
 	return [Number(codeLines[lo].id.slice(1)), Number(codeLines[last].id.slice(1))];
 }
 
-const sections = [...document.querySelectorAll('article.text > section[id], article.text > details[id]')];
+const sections = [...document.querySelectorAll('article.text > section[id], article.text > details[id], main.pod-workers section[id]')];
 
 function sectionInView() {
 	const top = barHeight() + 8;
@@ -319,7 +321,7 @@ function position() {
 	const sel = document.querySelector('section.case.selected');
 	const hl = document.querySelectorAll('.line.hl');
 	const [first, last] = visibleLines();
-	const p = { case: sel?.dataset.case || '', first, last, where: sectionInView() };
+	const p = { page, case: sel?.dataset.case || '', first, last, where: sectionInView() };
 	if (hl.length) {
 		p.lo = Number(hl[0].id.slice(1));
 		p.hi = Number(hl[hl.length - 1].id.slice(1));
@@ -358,10 +360,22 @@ function scrollToEl(e) {
 	window.scrollTo({ top: e.getBoundingClientRect().top + window.scrollY - barHeight() - 4, behavior: 'instant' });
 }
 
+// pageURL is this room's page of a kind.
+function pageURL(kind) {
+	return `/rooms/${roomID}` + (kind === 'pod-workers' ? '/pod-workers' : '');
+}
+
 function follow(at) {
 	const s = JSON.stringify(at);
 	if (s === lastApplied) return;
 	lastApplied = s;
+	if ((at.page || 'index') !== page) {
+		// The driver is on the room's other page: go there (the new page
+		// follows once it has joined).
+		reloading = true;
+		location.assign(pageURL(at.page));
+		return;
+	}
 	applying = true;
 	try {
 		document.dispatchEvent(new CustomEvent('syncloop:show', { detail: { key: at.case, lo: at.lo, hi: at.hi } }));
@@ -448,7 +462,13 @@ function currentCase() {
 	return caseAt(first);
 }
 
+if (page === 'pod-workers') $('[data-room-share]').textContent = 'Share this place';
 $('[data-room-share]').addEventListener('click', (ev) => {
+	if (page === 'pod-workers') {
+		const w = sectionInView();
+		copy(location.origin + pageURL(page) + (w ? '#' + w : ''), 'a viewer link to this place', ev.currentTarget);
+		return;
+	}
 	const c = currentCase();
 	copy(viewerLink(c ? '#case-' + c : ''), c ? `a viewer link to case ${c}` : 'the viewer link', ev.currentTarget);
 });
