@@ -502,6 +502,9 @@ func (e *e2e) page(ctx context.Context) {
 	var pane []paneLine
 	pane, _ = pollJS(t, ctx, 5*time.Second, paneJS, func(p []paneLine) bool { return true })
 	e.checkLiveness(pane)
+	// For the picture: the last highlighted line in the middle of the pane (the
+	// pane stays paused: it was paused by its button, not by scrolling).
+	evalJS[bool](t, ctx, `(() => { const s = [...document.querySelectorAll('#live li.ll.sel')]; s.at(-1)?.scrollIntoView({block: 'center'}); return true; })()`)
 	e.screenshot(ctx, "liveness-selected")
 
 	// Scroll the page to the top, then click the last highlighted line: the source
@@ -595,6 +598,36 @@ func (e *e2e) checkLiveness(pane []paneLine) {
 		len(pane), lo, hi, len(got), len(want), e.kv["pod"], otherProbes)
 	if len(want) == 0 {
 		t.Error("the feed has no liveness line among the pane's: nothing was checked")
+	}
+	// And straight from the journal: its liveness lines for the pod between the
+	// entries the pane's first and last lines are.
+	var first, last string
+	for _, r := range recs {
+		if r.Seq == lo {
+			first = r.ID
+		}
+		if r.Seq == hi {
+			last = r.ID
+		}
+	}
+	es, err := parseJournal(journal(t, e.kv["cursor"], "json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := slices.IndexFunc(es, func(e entry) bool { return e.Cursor == first })
+	to := slices.IndexFunc(es, func(e entry) bool { return e.Cursor == last })
+	if from < 0 || to < from {
+		t.Errorf("the pane's first and last lines (%s, %s) are not in the journal in that order", first, last)
+	} else {
+		n := 0
+		for _, e := range es[from : to+1] {
+			if strings.Contains(e.Message, `"SyncLoop (probe)" probe="liveness"`) && strings.Contains(e.Message, pod) {
+				n++
+			}
+		}
+		if n != len(got) {
+			t.Errorf("the journal has %d liveness lines of %s over the pane's span, the pane highlights %d", n, e.kv["pod"], len(got))
+		}
 	}
 	if !maps.Equal(got, want) {
 		var extra, missing []uint64
