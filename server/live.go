@@ -70,6 +70,11 @@ const (
 	queueLimit   = 4096     // default entries a browser may fall behind before lines are skipped
 	idsKept      = 1 << 16  // recent ids per feed remembered for deduplication
 	frameLimit   = 64 << 10 // bytes per browser message: the buffer each browser's writer keeps
+	// A browser's writer that sent fewer than coalesceBelow lines waits
+	// coalesceFor before the next message, so lines arriving one by one
+	// share a write; the wait is well under what a reader notices.
+	coalesceBelow = 64
+	coalesceFor   = 10 * time.Millisecond
 )
 
 // feedNameRE is what a feed may be called: it is also a file name.
@@ -308,9 +313,11 @@ func (f *feed) remember(id string) {
 
 // encodeLine is a line's message without its sequence number, which the hub assigns.
 func encodeLine(line classify.Line, demo, cut bool) []byte {
-	b, err := json.Marshal(line)
+	// MarshalJSON directly: json.Marshal would validate and compact its
+	// output again, the largest per-line cost of ingest under load.
+	b, err := line.MarshalJSON()
 	if err != nil {
-		b, _ = json.Marshal(classify.Line{Raw: line.Raw, Format: "raw"})
+		b, _ = classify.Line{Raw: line.Raw, Format: "raw"}.MarshalJSON()
 	}
 	out := make([]byte, 0, len(b)+32)
 	out = append(out, `"line":`...)
@@ -568,6 +575,8 @@ func (l *live) handleFeedSocket() http.Handler {
 			return
 		}
 		var frame []byte
+		pause := time.NewTimer(0)
+		defer pause.Stop()
 		for {
 			b, err := sub.Next(ctx)
 			if err != nil {
@@ -600,6 +609,16 @@ func (l *live) handleFeedSocket() http.Handler {
 					return
 				}
 				frame = frame[:0]
+			}
+			// A trickle of lines would cost a write per line per browser:
+			// let a few milliseconds' worth gather into the next message.
+			if len(b.Entries) < coalesceBelow {
+				pause.Reset(coalesceFor)
+				select {
+				case <-ctx.Done():
+					return
+				case <-pause.C:
+				}
 			}
 		}
 	})
