@@ -329,6 +329,11 @@ func stateWith(pred func(st map[string]any) bool) func(map[string]any) bool {
 	return func(m map[string]any) bool { return m["t"] == "state" && pred(m) }
 }
 
+// positionAt is an "at" message, or a state, with the driver at line first.
+func positionAt(first float64) func(map[string]any) bool {
+	return func(m map[string]any) bool { return (m["t"] == "at" || m["t"] == "state") && atFirst(m) == first }
+}
+
 func atFirst(st map[string]any) float64 {
 	at, _ := st["at"].(map[string]any)
 	f, _ := at["first"].(float64)
@@ -351,7 +356,7 @@ func TestRoomRoles(t *testing.T) {
 
 	// The driver steers: the viewer hears it.
 	d.send(t, ctx, map[string]any{"t": "at", "case": "pleg", "first": 1010, "last": 1040})
-	v.until(t, ctx, "the driver's position", stateWith(func(st map[string]any) bool { return atFirst(st) == 1010 }))
+	v.until(t, ctx, "the driver's position", positionAt(1010))
 
 	// The viewer tries to steer, take the wheel, switch the tag, rotate the
 	// token: each is refused, and nothing changes.
@@ -370,8 +375,10 @@ func TestRoomRoles(t *testing.T) {
 		}
 	}
 	d.send(t, ctx, map[string]any{"t": "at", "case": "pleg", "first": 1011})
-	st := d.until(t, ctx, "the next state", stateWith(func(st map[string]any) bool { return atFirst(st) == 1011 }))
-	if st["driver"] != d.id || st["tag"] != fixtureTag {
+	d.until(t, ctx, "the driver's next position", positionAt(1011))
+	d.send(t, ctx, map[string]any{"t": "name", "name": "Ann"})
+	st := d.until(t, ctx, "the next state", stateWith(func(map[string]any) bool { return true }))
+	if st["driver"] != d.id || st["tag"] != fixtureTag || atFirst(st) != 1011 {
 		t.Errorf("after the viewer's attempts: driver %v tag %v", st["driver"], st["tag"])
 	}
 
@@ -383,7 +390,7 @@ func TestRoomRoles(t *testing.T) {
 	d.send(t, ctx, map[string]any{"t": "hand", "to": v.id})
 	v.until(t, ctx, "Bob drives", stateWith(func(st map[string]any) bool { return st["driver"] == v.id }))
 	v.send(t, ctx, map[string]any{"t": "at", "case": "sync", "first": 1020})
-	d.until(t, ctx, "Bob's position", stateWith(func(st map[string]any) bool { return atFirst(st) == 1020 }))
+	d.until(t, ctx, "Bob's position", positionAt(1020))
 	// Ann, no longer driving, cannot steer; her key takes the wheel back.
 	d.send(t, ctx, map[string]any{"t": "at", "first": 1030})
 	d.until(t, ctx, "Ann refused", func(m map[string]any) bool { return m["t"] == "error" })
@@ -582,4 +589,55 @@ func readLines(t testing.TB, ctx context.Context, c *websocket.Conn, n int) stri
 		}
 	}
 	return strings.Join(got, "\n")
+}
+
+// TestRoomSocketSameOriginOnly: another site's page cannot join a room
+// through a reader's browser (the websocket checks Origin).
+func TestRoomSocketSameOriginOnly(t *testing.T) {
+	_, ts := newRoomServer(t, "", nil)
+	id, _ := createRoom(t, ts)
+	ctx := testCtx(t)
+	_, resp, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
+	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("cross-origin room websocket: %v %v, want 403", err, resp)
+	}
+	c, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {ts.URL}}})
+	if err != nil {
+		t.Fatalf("same-origin room websocket: %v", err)
+	}
+	c.CloseNow()
+	if _, resp, err := websocket.Dial(ctx, wsURL(ts, "/rooms/AAAAAAAAAAAAAAAAAAAAAA/ws"), nil); err == nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("websocket of no room: %v", err)
+	}
+}
+
+// BenchmarkRoomSteer measures one steering message from the driver until
+// every follower has the new state, with 1 follower (the baseline) and 31
+// (a full room).
+func BenchmarkRoomSteer(b *testing.B) {
+	for _, n := range []int{1, 31} {
+		b.Run(fmt.Sprintf("followers=%d", n), func(b *testing.B) {
+			s, ts := newRoomServer(b, "", nil)
+			s.rooms.msgRate = 1e9 // measure the fan-out, not the rate limit
+			id, key := createRoom(b, ts)
+			ctx := testCtx(b)
+			d := dialRoom(b, ctx, ts, id, key, "driver")
+			fs := make([]*roomClient, n)
+			for i := range fs {
+				fs[i] = dialRoom(b, ctx, ts, id, "", fmt.Sprint("f", i))
+			}
+			// Settle: every follower has seen everyone join.
+			for _, f := range fs {
+				f.until(b, ctx, "a full room", stateWith(func(st map[string]any) bool { rs, _ := st["readers"].([]any); return len(rs) == n+1 }))
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				want := float64(1000 + i%1e6)
+				d.send(b, ctx, map[string]any{"t": "at", "case": "pleg", "first": want})
+				for _, f := range fs {
+					f.until(b, ctx, "the position", positionAt(want))
+				}
+			}
+		})
+	}
 }

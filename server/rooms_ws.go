@@ -19,6 +19,7 @@ package server
 //
 //	{"t":"welcome","you":"r2","key":true,"feed":"room-…","token":"…"}   token only with the key
 //	{"t":"state","tag","driver","at","kubelet_version","readers":[{"id","name","color","key","driving","following"}]}
+//	{"t":"at","at":{…}}   the driver moved (the state's "at", alone)
 //	{"t":"token","token":"…"}   after a rotation, to key holders
 //	{"t":"reload","tag":"v1.31.0"}   the room's tag changed: load the page again
 //	{"t":"error","error":"…"}   the message was refused; nothing changed
@@ -104,6 +105,7 @@ type roomReader struct {
 	// in order. wake has room for one signal.
 	outMu    sync.Mutex
 	state    []byte
+	at       []byte // the driver's latest position, newer than state's
 	queue    [][]byte
 	wake     chan struct{}
 	gone     chan struct{}
@@ -116,16 +118,28 @@ const maxQueued = 64
 
 func (r *roomReader) drop() { r.goneOnce.Do(func() { close(r.gone) }) }
 
+// What a message is, for the writer's queue.
+const (
+	outQueued = iota // sent in order
+	outState         // the room's state: the latest replaces one unsent
+	outAt            // the driver's position: likewise
+)
+
 // push queues msg for the reader, dropping the reader when it is too slow.
-func (r *roomReader) push(msg []byte) { r.enqueue(msg, false) }
+func (r *roomReader) push(msg []byte) { r.enqueue(msg, outQueued) }
 
 // pushState queues the room's state, replacing one not yet sent.
-func (r *roomReader) pushState(msg []byte) { r.enqueue(msg, true) }
+func (r *roomReader) pushState(msg []byte) { r.enqueue(msg, outState) }
 
-func (r *roomReader) enqueue(msg []byte, state bool) {
+// pushAt queues the driver's position, replacing one not yet sent.
+func (r *roomReader) pushAt(msg []byte) { r.enqueue(msg, outAt) }
+
+func (r *roomReader) enqueue(msg []byte, kind int) {
 	r.outMu.Lock()
-	if state {
+	if kind == outState {
 		r.state = msg
+	} else if kind == outAt {
+		r.at = msg
 	} else if len(r.queue) >= maxQueued {
 		r.outMu.Unlock()
 		r.drop()
@@ -140,15 +154,19 @@ func (r *roomReader) enqueue(msg []byte, state bool) {
 	}
 }
 
-// take returns what is to be sent, in order: the queue, then the state.
+// take returns what is to be sent, in order: the queue, the state, the
+// position (a state holds the position as it was when it was made, so the
+// position pushed last is never older).
 func (r *roomReader) take() [][]byte {
 	r.outMu.Lock()
 	defer r.outMu.Unlock()
 	out := r.queue
 	r.queue = nil
-	if r.state != nil {
-		out = append(out, r.state)
-		r.state = nil
+	for _, m := range []*[]byte{&r.state, &r.at} {
+		if *m != nil {
+			out = append(out, *m)
+			*m = nil
+		}
 	}
 	return out
 }
@@ -369,7 +387,7 @@ func (s *Server) handleRoomSocket() http.Handler {
 			}
 		}()
 
-		bucket := rooms.NewBucket(roomMsgRate, roomMsgBurst, time.Now())
+		bucket := rooms.NewBucket(rs.msgRate, roomMsgBurst, time.Now())
 		joined := false
 		for {
 			_, data, err := conn.Read(ctx)
@@ -455,6 +473,12 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 		}
 		p := m.position
 		rl.at = &p
+		// Only the position changed: send it alone, not the whole room.
+		at := mustJSON(map[string]any{"t": "at", "at": p})
+		for _, r := range rl.readers {
+			r.pushAt(at)
+		}
+		return
 	case "hand":
 		if rl.driver != me {
 			refuse("only the driver can hand the wheel")

@@ -125,6 +125,12 @@ function handle(m) {
 			if (!driving() && following && m.at) follow(m.at);
 			break;
 		}
+		case 'at':
+			if (!state) break;
+			state.at = m.at;
+			renderWhere(reader(state.driver));
+			if (!driving() && following && m.at) follow(m.at);
+			break;
 		case 'token':
 			token = m.token;
 			render();
