@@ -24,7 +24,9 @@ import (
 // newRoomServer serves the fixture reading with rooms kept in dataDir.
 func newRoomServer(t testing.TB, dataDir string, edit func(*Config)) (*Server, *httptest.Server) {
 	t.Helper()
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixtureTag: fixtureReading(t)}}
+	other := *fixtureReading(t)
+	other.Tag = "v1.31.0"
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixtureTag: fixtureReading(t), other.Tag: &other}}
 	cfg := Config{
 		DefaultTag:  fixtureTag,
 		CacheDir:    t.TempDir(),
@@ -541,6 +543,13 @@ func TestRoomFeed(t *testing.T) {
 
 	// The room sees the journal's kubelet version, and the driver may switch to it.
 	d.until(t, ctx, "the kubelet version", stateWith(func(st map[string]any) bool { return st["kubelet_version"] == "v1.31.0" }))
+	d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.99.0"}) // a tag the proxy does not serve
+	d.until(t, ctx, "a refusal to switch to a tag that does not load", func(m map[string]any) bool {
+		return m["t"] == "error" && strings.Contains(fmt.Sprint(m["error"]), "stays at "+fixtureTag)
+	})
+	if r, _ := s.rooms.store.Get(id); r.Tag != fixtureTag {
+		t.Errorf("room tag %q after a failed switch", r.Tag)
+	}
 	d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.31.0"})
 	d.until(t, ctx, "reload", func(m map[string]any) bool { return m["t"] == "reload" && m["tag"] == "v1.31.0" })
 	if r, _ := s.rooms.store.Get(id); r.Tag != "v1.31.0" {

@@ -21,6 +21,7 @@ package server
 //	{"t":"state","tag","driver","at","kubelet_version","readers":[{"id","name","color","key","driving","following"}]}
 //	{"t":"at","at":{…}}   the driver moved (the state's "at", alone)
 //	{"t":"token","token":"…"}   after a rotation, to key holders
+//	{"t":"note","note":"…"}     what the server is doing for this reader (loading a tag)
 //	{"t":"reload","tag":"v1.31.0"}   the room's tag changed: load the page again
 //	{"t":"error","error":"…"}   the message was refused; nothing changed
 //
@@ -507,16 +508,28 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 			refuse("%v", err)
 			return
 		}
-		if _, err := rs.store.SetTag(id, m.Tag); err != nil {
-			refuse("could not switch the tag: %v", err)
-			return
-		}
-		rs.loadTag(m.Tag)
-		s.live.setFeedTag(room.Feed(), m.Tag)
-		reload := mustJSON(map[string]string{"t": "reload", "tag": m.Tag})
-		for _, r := range rl.readers {
-			r.push(reload)
-		}
+		// Switch only once the tag's reading loads: a room must not be
+		// stuck on a page that cannot be shown.
+		me.push(mustJSON(map[string]string{"t": "note", "note": "Loading " + m.Tag + " for the room…"}))
+		rs.wg.Add(1) // this handler's own count is held: rs is not closed yet
+		go func(tag string) {
+			defer rs.wg.Done()
+			if err := s.tagReady(rs.ctx, tag); err != nil {
+				me.push(errMsg("the room stays at %s: %v", room.Tag, err))
+				return
+			}
+			rl.mu.Lock()
+			defer rl.mu.Unlock()
+			if _, err := rs.store.SetTag(id, tag); err != nil {
+				me.push(errMsg("could not switch the tag: %v", err))
+				return
+			}
+			s.live.setFeedTag(room.Feed(), tag)
+			reload := mustJSON(map[string]string{"t": "reload", "tag": tag})
+			for _, r := range rl.readers {
+				r.push(reload)
+			}
+		}(m.Tag)
 		return
 	case "rotate":
 		if !me.key {
@@ -540,4 +553,20 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 		return
 	}
 	rl.broadcast(room.Tag)
+}
+
+// tagReady waits until tag's Reading is loaded, or says why it cannot be.
+func (s *Server) tagReady(ctx context.Context, tag string) error {
+	st := s.state(tag)
+	if st == nil {
+		return fmt.Errorf("this server holds too many tags to load %s now", tag)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	select {
+	case <-st.done:
+		return st.err
+	case <-ctx.Done():
+		return fmt.Errorf("%s did not load in time; try again", tag)
+	}
 }

@@ -142,12 +142,16 @@ function handle(m) {
 		case 'error':
 			showError(m.error);
 			break;
+		case 'note':
+			showError(m.note, true);
+			break;
 	}
 }
 
-function showError(text) {
+function showError(text, note = false) {
 	const p = $('[data-room-error]');
 	p.textContent = text;
+	p.classList.toggle('note', note);
 	p.hidden = false;
 	clearTimeout(showError.timer);
 	showError.timer = setTimeout(() => (p.hidden = true), 6000);
