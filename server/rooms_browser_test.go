@@ -183,9 +183,18 @@ func TestBrowserRoom(t *testing.T) {
 			t.Fatalf("relay with the room's token: %v", err)
 		}
 		defer rl.CloseNow()
-		send(t, ctx, rl, relay.Line{ID: "c1", Raw: `I1130 01:02:04.000000    1234 kubelet.go:2407] "SyncLoop ADD" source="api" pods=["default/probe-me"]`})
+		send(t, ctx, rl,
+			relay.Line{ID: "c0", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`},
+			relay.Line{ID: "c1", Raw: `I1130 01:02:04.000000    1234 kubelet.go:2407] "SyncLoop ADD" source="api" pods=["default/probe-me"]`})
 		for name, ctx := range map[string]context.Context{"driver": driver, "viewer": viewer} {
 			waitFor(t, ctx, name+"'s live pane shows the line", `document.querySelector('#live .live-lines')?.textContent.includes('probe-me')`)
+			waitFor(t, ctx, name+" is told the journal's version", `document.querySelector('[data-room-version]').textContent.includes('runs v1.31.0')`)
+		}
+		if !eval[bool](t, driver, `[...document.querySelectorAll('[data-room-version] button')].some(b => b.textContent === 'Switch the room to v1.31.0')`) {
+			t.Error("the driver has no button to switch the room's tag")
+		}
+		if eval[bool](t, viewer, `!!document.querySelector('[data-room-version] button')`) {
+			t.Error("the viewer can switch the room's tag")
 		}
 		screenshot(t, driver, "room-driver.png", false)
 		screenshot(t, viewer, "room-viewer.png", false)
