@@ -200,6 +200,23 @@ func TestBrowserRoom(t *testing.T) {
 		screenshot(t, viewer, "room-viewer.png", false)
 	})
 
+	t.Run("hand the wheel, take it back", func(t *testing.T) {
+		waitFor(t, driver, "the hand-over control", `!document.querySelector('[data-room-hand]').hidden && document.querySelector('[data-room-hand-to]').selectedOptions[0]?.textContent === 'Bob'`)
+		if err := chromedp.Do(driver, chromedp.Click(`[data-room-hand-go]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "Bob drives", `document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`)
+		if eval[bool](t, viewer, `!document.querySelector('[data-room-feedbox]').hidden`) {
+			t.Error("a lent wheel shows the ingest token")
+		}
+		waitFor(t, driver, "Ann may take the wheel back", `!document.querySelector('[data-room-take]').hidden`)
+		if err := chromedp.Do(driver, chromedp.Click(`[data-room-take]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, driver, "Ann drives", `document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`)
+		waitFor(t, viewer, "Bob no longer drives", `!document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`)
+	})
+
 	t.Run("narrow", func(t *testing.T) {
 		if err := chromedp.Do(viewer, chromedp.EmulateViewport(400, 850), chromedp.Navigate(ts.URL+"/rooms/"+id+"#case-config"), chromedp.WaitReady("#room")); err != nil {
 			t.Fatal(err)
