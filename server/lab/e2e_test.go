@@ -36,6 +36,9 @@ import (
 	"github.com/syncloop/syncloop/server/relay"
 )
 
+// ringSize is the lines a feed keeps, and restores from its file (server.Config.RingSize's default).
+const ringSize = 5000
+
 // e2eCases are the cases the lab fires and the page must count.
 var e2eCases = []string{"config", "pleg", "sync", "liveness", "startup", "readiness", "housekeeping"}
 
@@ -808,8 +811,11 @@ func (e *e2e) pageVersion(ctx context.Context) {
 // the same port and cache, then kills the relay and starts it again on its state.
 func (e *e2e) restarts() {
 	t := e.t
+	// Past the ring the server restores (5000 lines, ~75 s at -v=4): a restarted
+	// server no longer has the kubelet's start-up lines in it, as in real life.
 	n := len(e.waitStored(1, time.Second))
-	e.waitStored(n+200, 60*time.Second) // the relay is streaming
+	e.waitStored(max(n+200, ringSize+500), 150*time.Second)
+	e.st.done("past the ring")
 	e.server.signal(t, syscall.SIGKILL)
 	killedAt := len(e.stored())
 	e.startServer()
@@ -891,7 +897,7 @@ func (e *e2e) compare() {
 		}
 	}
 	if recs[0].ID != es[0].Cursor && journalAt[recs[0].ID] > 0 && recs[0].Seq > 1 {
-		t.Logf("the feed's file starts at journal entry %d: the server compacts it past %d lines (4 rings): keep the span shorter", journalAt[recs[0].ID], 4*5000)
+		t.Logf("the feed's file starts at journal entry %d: the server compacts it past %d lines (4 rings): keep the span shorter", journalAt[recs[0].ID], 4*ringSize)
 	}
 	if len(dups) > 0 {
 		t.Errorf("%d journal entries stored twice, e.g. %s", len(dups), dups[0])
