@@ -240,11 +240,18 @@ func (l *live) feed(name string) (*feed, error) {
 
 // openStore opens f's file and restores its history. f.mu is held.
 func (l *live) openStore(f *feed) error {
-	st, recs, err := openFeedStore(l.storeDir, f.name, l.cfg.RingSize)
+	st, recs, version, err := openFeedStore(l.storeDir, f.name, l.cfg.RingSize)
 	if err != nil {
 		return err
 	}
 	f.store = st
+	if version != "" && f.version == "" {
+		f.version = version
+		if f.clsReading {
+			f.cls.Classify(versionLine(version))
+		}
+		f.changed()
+	}
 	f.refreshClassifier(l.reading)
 	for _, r := range recs {
 		f.hub.SetNext(r.Seq)
@@ -271,9 +278,16 @@ func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
 		if f.version != "" {
 			// The new stream has not seen the start-up line: show it one, so
 			// a kubelet of another version is still matched by message.
-			f.cls.Classify([]byte(`I0101 00:00:00.000000       1 server.go:1] "Kubelet version" kubeletVersion="` + f.version + `"`))
+			f.cls.Classify(versionLine(f.version))
 		}
 	}
+}
+
+// versionLine is a kubelet start-up line naming version v: what a stream
+// that never saw the real one is shown, so a kubelet of another version than
+// the Reading's is matched by message, not by its (different) line numbers.
+func versionLine(v string) []byte {
+	return []byte(`I0101 00:00:00.000000       1 server.go:1] "Kubelet version" kubeletVersion="` + v + `"`)
 }
 
 // classify classifies raw and cuts what is kept of it for display.
@@ -373,7 +387,7 @@ func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) 
 		}
 		line, cut := f.classify(in.Raw)
 		if !isDemo && f.store != nil {
-			if err := f.store.add(storedLine{Seq: next + uint64(len(out)), ID: in.ID, Raw: in.Raw}); err != nil {
+			if err := f.store.add(storedLine{Seq: next + uint64(len(out)), ID: in.ID, Raw: in.Raw, Version: line.Version}); err != nil {
 				return "", err
 			}
 		}

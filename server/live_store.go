@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // feedStore keeps a feed's real lines (not the demo's) in an append-only
@@ -26,23 +27,28 @@ type storedLine struct {
 	Seq uint64 `json:"seq"`
 	ID  string `json:"id"`
 	Raw string `json:"raw"`
+	// Version is the kubelet version the line revealed (its start-up
+	// line). The ring soon forgets that line, but a restarted server must
+	// still know the version: the last record that has one says it.
+	Version string `json:"version,omitempty"`
 }
 
-// openFeedStore opens (creating) dir/<feed>.jsonl and returns its last keep records.
-func openFeedStore(dir, feed string, keep int) (*feedStore, []storedLine, error) {
+// openFeedStore opens (creating) dir/<feed>.jsonl and returns its last keep
+// records and the last kubelet version the file recorded.
+func openFeedStore(dir, feed string, keep int) (*feedStore, []storedLine, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, nil, fmt.Errorf("feed store: %w", err)
+		return nil, nil, "", fmt.Errorf("feed store: %w", err)
 	}
 	s := &feedStore{path: filepath.Join(dir, feed+".jsonl"), keep: keep}
-	recs, count, err := readStore(s.path, keep)
+	recs, count, version, err := readStore(s.path, keep)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
 	s.count = count
 	if err := s.open(); err != nil {
-		return nil, nil, err
+		return nil, nil, "", err
 	}
-	return s, recs, nil
+	return s, recs, version, nil
 }
 
 func (s *feedStore) open() error {
@@ -54,19 +60,20 @@ func (s *feedStore) open() error {
 	return nil
 }
 
-// readStore returns the last keep records of a store file and how many it
-// has. A torn last record (the process died mid-write) is ignored.
-func readStore(path string, keep int) ([]storedLine, int, error) {
+// readStore returns the last keep records of a store file, how many it has,
+// and the last kubelet version recorded. A torn last record (the process
+// died mid-write) is ignored.
+func readStore(path string, keep int) ([]storedLine, int, string, error) {
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
-		return nil, 0, nil
+		return nil, 0, "", nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("feed store: %w", err)
+		return nil, 0, "", fmt.Errorf("feed store: %w", err)
 	}
 	defer f.Close()
 	var recs []storedLine
-	count := 0
+	count, version := 0, ""
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
@@ -75,18 +82,21 @@ func readStore(path string, keep int) ([]storedLine, int, error) {
 			continue
 		}
 		count++
+		if r.Version != "" {
+			version = r.Version
+		}
 		recs = append(recs, r)
 		if len(recs) >= 2*keep {
 			recs = append(recs[:0], recs[len(recs)-keep:]...)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, 0, fmt.Errorf("feed store %s: %w", path, err)
+		return nil, 0, "", fmt.Errorf("feed store %s: %w", path, err)
 	}
 	if len(recs) > keep {
 		recs = recs[len(recs)-keep:]
 	}
-	return recs, count, nil
+	return recs, count, version, nil
 }
 
 // add buffers one record; flush makes the batch reach the file.
@@ -114,9 +124,14 @@ func (s *feedStore) flush() error {
 
 // compact rewrites the file with its last keep records, atomically.
 func (s *feedStore) compact() error {
-	recs, _, err := readStore(s.path, s.keep)
+	recs, _, version, err := readStore(s.path, s.keep)
 	if err != nil {
 		return err
+	}
+	// The line that revealed the version may be among those dropped: the
+	// first kept record carries it on, unless a later one has its own.
+	if version != "" && len(recs) > 0 && !slices.ContainsFunc(recs, func(r storedLine) bool { return r.Version != "" }) {
+		recs[0].Version = version
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path)+".tmp*")
 	if err != nil {

@@ -364,6 +364,34 @@ func TestLiveRestartKeepsHistoryAndDedup(t *testing.T) {
 	}
 }
 
+// TestLiveRestartKeepsVersion: the start-up line that named the kubelet's
+// version leaves the ring (and the compacted file) long before the server
+// restarts; the restarted server still knows the version.
+func TestLiveRestartKeepsVersion(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l1, ts1 := newLiveServer(t, Config{CacheDir: dir, RingSize: 4, DefaultTag: "v1.37.2"})
+	in := dialIngest(t, ctx, ts1, "lab")
+	send(t, ctx, in, relay.Line{ID: "v", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`})
+	for i := 0; i < 10; i++ { // far past the ring, and compacted more than once
+		send(t, ctx, in, lines(fmt.Sprint("e", i, "-"), 1, 3)...)
+	}
+	in.CloseNow()
+	ts1.Close()
+	l1.Close()
+
+	_, ts2 := newLiveServer(t, Config{CacheDir: dir, RingSize: 4, DefaultTag: "v1.37.2"})
+	b := dialBrowser(t, ctx, ts2, "/feeds/lab/ws")
+	m, err := b.next(ctx)
+	if err != nil || m.Hello == nil {
+		t.Fatalf("no hello: %v", err)
+	}
+	if m.Hello.KubeletVersion != "v1.31.0" {
+		t.Fatalf("after a restart the hello says kubelet_version %q; want v1.31.0", m.Hello.KubeletVersion)
+	}
+}
+
 func TestLiveSlowBrowserGetsSkipped(t *testing.T) {
 	l, ts := newLiveServer(t, Config{RingSize: 10})
 	l.queue = 150 // more than a batch: a reader that keeps up never overflows
