@@ -23,6 +23,13 @@ function el(tag, cls, text) {
 }
 
 // clean removes ANSI escape sequences and control characters but tab.
+// versionLink is the reading of the kubelet's own version, when it is a
+// release tag other than the page's ("v1.31.0+abc" reads as v1.31.0).
+function versionLink(version, tag) {
+	const v = (version || '').split('+')[0];
+	return /^v\d+\.\d+\.\d+$/.test(v) && v !== tag ? `/k8s/${v}/` : '';
+}
+
 function clean(s) {
 	return String(s ?? '')
 		.replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, '')
@@ -219,12 +226,15 @@ class LivePane {
 		this.banner.textContent = s.demo ? 'DEMO FEED — simulated kubelet' : '';
 		this.note.hidden = !s.note;
 		this.note.textContent = s.note || '';
+		// Compared with this page's tag, not the feed's: a reader may open
+		// another tag than the one the feed's lines are classified against.
+		const link = versionLink(this.version, this.tag);
 		this.versionNote.replaceChildren();
-		this.versionNote.hidden = !s.version_link;
-		if (s.version_link) {
+		this.versionNote.hidden = !link;
+		if (link) {
 			this.versionNote.append(`This kubelet runs ${this.version}; the page reads ${this.tag}: line numbers may differ. `);
 			const a = el('a', '', `Read ${this.version}`);
-			a.href = s.version_link;
+			a.href = link;
 			this.versionNote.append(a);
 		}
 	}

@@ -194,16 +194,25 @@ document.addEventListener('keydown', (ev) => {
 // The live pane asks to show a case, or one line of it.
 document.addEventListener('syncloop:goto', (ev) => {
 	const { key, line } = ev.detail || {};
-	if (line && lineEl(line)) {
+	const i = caseIndex(key);
+	const at = line ? lineEl(line) : null;
+	if (at && (i < 0 || at.closest('section.case') === cases[i])) {
+		// The line is in its case's own lines: show that very line.
 		anchorLine = line;
 		history.replaceState(null, '', '#L' + line);
 		selectLines(line, line);
+		if (i >= 0) cases[i].classList.add('selected');
 		return;
 	}
-	const i = caseIndex(key);
 	if (i >= 0) {
+		// The line was logged from a helper the case calls (handleProbeSync
+		// serves three cases): show the case, and mark the helper's line.
 		history.replaceState(null, '', '#case-' + key);
 		selectCase(i, { tell: false });
+		if (at) {
+			at.classList.add('hl');
+			announce(`${key}: logged at line ${line}, in a helper the case calls`);
+		}
 	}
 });
 
