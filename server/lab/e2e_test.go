@@ -4,7 +4,7 @@ package lab
 // syncloop binary serving the page and relaying the journal, and Chromium reading
 // the page. Step 5 (classify) is classify_test.go.
 //
-// It runs under the lab's gate (Linux, root, SYNCLOOP_LAB=1) and needs Chromium:
+// It runs under the lab's gate (Linux, root, SYNCLOOP_LAB=1 or CI=true) and needs Chromium:
 //
 //	sudo SYNCLOOP_LAB=1 go test -run TestLabEndToEnd -v -timeout 10m ./server/lab/
 //
