@@ -10,6 +10,7 @@
 //	key: intro          # kind page: the note's key (by convention also NAME)
 //	order: 1            # kind page: position among page notes (default 0)
 //	since: v1.31.0      # optional, free-form: first tag with the case
+//	writer: the results manager's Set  # kind case: who sends on the channel (the worksheet's column)
 //	---
 //
 // Each front matter line is "field: value"; blank lines and lines starting

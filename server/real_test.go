@@ -59,6 +59,16 @@ func TestDefaultTagIsComplete(t *testing.T) {
 	if strings.Contains(body, "No note yet") {
 		t.Error("the default tag's page shows a \"no note yet\" placeholder")
 	}
+	// The worksheet names every case's writer (from the notes' front matter).
+	ws := get(t, s, "/k8s/"+r.Tag+"/worksheet.md").Body.String()
+	for _, c := range r.Function.Cases {
+		if !strings.Contains(ws, "- **"+c.Key+"** (") {
+			t.Errorf("the worksheet has no line for case %s", c.Key)
+		}
+	}
+	if strings.Contains(ws, "written by ____") {
+		t.Errorf("the default tag's worksheet leaves a writer blank:\n%s", ws)
+	}
 	for _, c := range r.Function.Cases {
 		if !strings.Contains(body, `id="case-`+c.Key+`"`) {
 			t.Errorf("no block for case %s", c.Key)
