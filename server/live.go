@@ -37,6 +37,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"maps"
@@ -108,17 +109,20 @@ type feed struct {
 	clsReading  bool             // cls was built with a Reading
 	store       *feedStore
 	storeFailed bool
-	seen        map[string]struct{}
-	seenRing    []string
-	seenNext    int
-	lastCursor  string
-	source      string // "none", "demo", "relay", "journal"
-	relays      int
-	demoStop    context.CancelFunc
-	note        string
-	version     string
-	ingested    uint64
-	byCase      map[string]uint64
+	// Recent ids by a 64-bit hash, not the ids themselves: a journald
+	// cursor is ~110 bytes, and a feed remembers idsKept of them.
+	idSeed     maphash.Seed
+	seen       map[uint64]struct{}
+	seenRing   []uint64
+	seenNext   int
+	lastCursor string
+	source     string // "none", "demo", "relay", "journal"
+	relays     int
+	demoStop   context.CancelFunc
+	note       string
+	version    string
+	ingested   uint64
+	byCase     map[string]uint64
 }
 
 // newLive starts the live side; reading returns the Reading for a tag once
@@ -220,7 +224,8 @@ func (l *live) feed(name string) (*feed, error) {
 		name:   name,
 		tag:    l.cfg.DefaultTag,
 		hub:    hub.New(l.cfg.RingSize, l.queue),
-		seen:   make(map[string]struct{}),
+		idSeed: maphash.MakeSeed(),
+		seen:   make(map[uint64]struct{}),
 		source: "none",
 		byCase: make(map[string]uint64),
 	}
@@ -315,14 +320,21 @@ func (f *feed) remember(id string) {
 	if id == "" {
 		return
 	}
+	h := maphash.String(f.idSeed, id)
 	if len(f.seenRing) < idsKept {
-		f.seenRing = append(f.seenRing, id)
+		f.seenRing = append(f.seenRing, h)
 	} else {
 		delete(f.seen, f.seenRing[f.seenNext])
-		f.seenRing[f.seenNext] = id
+		f.seenRing[f.seenNext] = h
 		f.seenNext = (f.seenNext + 1) % idsKept
 	}
-	f.seen[id] = struct{}{}
+	f.seen[h] = struct{}{}
+}
+
+// seenID reports whether the feed remembers id. f.mu is held.
+func (f *feed) seenID(id string) bool {
+	_, ok := f.seen[maphash.String(f.idSeed, id)]
+	return ok
 }
 
 // encodeLine is a line's message without its sequence number, which the hub assigns.
@@ -380,7 +392,7 @@ func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) 
 	for _, in := range lines {
 		if in.ID != "" {
 			last = in.ID
-			if _, dup := f.seen[in.ID]; dup || batch[in.ID] {
+			if f.seenID(in.ID) || batch[in.ID] {
 				continue
 			}
 			batch[in.ID] = true
