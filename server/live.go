@@ -86,8 +86,9 @@ type live struct {
 	cfg      Config
 	reading  func(tag string) *extractor.Reading
 	log      *slog.Logger
-	storeDir string // "" keeps feeds in memory only
-	queue    int    // queueLimit, smaller in tests
+	storeDir string    // "" keeps feeds in memory only
+	queue    int       // queueLimit, smaller in tests
+	frames   sync.Pool // *[]byte: browser message buffers
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -138,6 +139,7 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
+	l.frames.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.storeDir = cfg.CacheDir
 	if l.storeDir == "" {
@@ -600,7 +602,6 @@ func (l *live) handleFeedSocket() http.Handler {
 		if err := writeFrame(ctx, conn, mustJSON(map[string]any{"hello": hello})); err != nil {
 			return
 		}
-		var frame []byte
 		pause := time.NewTimer(0)
 		defer pause.Stop()
 		for {
@@ -611,6 +612,10 @@ func (l *live) handleFeedSocket() http.Handler {
 				}
 				return
 			}
+			// Frames come from a pool shared by the feed's browsers: most wait
+			// between batches, and a buffer each would hold frameLimit apiece.
+			fp := l.frames.Get().(*[]byte)
+			frame := (*fp)[:0]
 			if b.Missed > 0 {
 				frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(b.Missed)+`}`))
 			}
@@ -634,8 +639,9 @@ func (l *live) handleFeedSocket() http.Handler {
 				if writeFrame(ctx, conn, frame) != nil {
 					return
 				}
-				frame = frame[:0]
 			}
+			*fp = frame[:0]
+			l.frames.Put(fp)
 			// A trickle of lines would cost a write per line per browser:
 			// let a few milliseconds' worth gather into the next message.
 			if len(b.Entries) < coalesceBelow {
