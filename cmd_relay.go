@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/syncloop/syncloop/server/relay"
@@ -44,6 +43,8 @@ func runRelay(ctx context.Context, s stdio, args []string) error {
 	file := fs.String("file", "", "a saved journal to replay instead")
 	speed := fs.Float64("speed", 1, "with --file: replay at this multiple of the original pace; 0 sends as fast as possible")
 	state := fs.String("state", "", "a file keeping the last acknowledged journal cursor, to resume after a restart")
+	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	logFormat := fs.String("log-format", "auto", "log `FORMAT`: text, json, or auto (text on a terminal, JSON otherwise)")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), relayUsage)
 		fs.PrintDefaults()
@@ -61,7 +62,10 @@ func runRelay(ctx context.Context, s stdio, args []string) error {
 	case *speed < 0:
 		return usageError{errors.New("relay: --speed must be 0 (as fast as possible) or more")}
 	}
-	log := slog.New(slog.NewTextHandler(s.stderr, nil))
+	log, err := newLogger(s.stderr, *logLevel, *logFormat)
+	if err != nil {
+		return err
+	}
 
 	var after string
 	if *state != "" {
@@ -95,7 +99,7 @@ func runRelay(ctx context.Context, s stdio, args []string) error {
 		}
 	}
 	c := &relay.Client{Server: *server, Feed: *feed, Token: *token, StateFile: *state, Logger: log}
-	err := c.Run(ctx, source)
+	err = c.Run(ctx, source)
 	if errors.Is(err, context.Canceled) {
 		err = nil
 	}

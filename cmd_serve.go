@@ -27,7 +27,8 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	token := fs.String("token", "", "bearer `TOKEN` a relay must present to /feeds/{feed}/ingest; empty disables ingest")
 	journalCmd := fs.String("journal-cmd", "", "run `CMD` (through sh -c) and feed its output to the default feed, e.g. 'journalctl -u kubelet -f -o json'")
 	journalFile := fs.String("journal-file", "", "replay a saved journal `FILE` into the default feed")
-	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug (every request), info, warn or error")
+	logFormat := fs.String("log-format", "auto", "log `FORMAT`: text, json, or auto (text on a terminal, JSON otherwise)")
 	dataDir := fs.String("data-dir", "", "keep pair-reading rooms (rooms.json) in `DIR` so they survive a restart (default: the user config dir + /syncloop)")
 	roomTTL := fs.Duration("room-ttl", 24*time.Hour, "a room with no one in it expires after `DURATION`")
 	maxRooms := fs.Int("max-rooms", 48, "rooms this server holds at most (each room's feed counts against the 64 feeds)")
@@ -45,11 +46,10 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	if err := extractor.CheckTag(*tag); err != nil {
 		return usageError{fmt.Errorf("--tag: %w", err)}
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return usageError{fmt.Errorf("--log-level: %w", err)}
+	log, err := newLogger(s.stderr, *logLevel, *logFormat)
+	if err != nil {
+		return err
 	}
-	log := slog.New(slog.NewTextHandler(s.stderr, &slog.HandlerOptions{Level: level}))
 	if *dataDir == "" {
 		// Rooms are state, not cache: a cleaned cache must not end them.
 		if d, err := os.UserConfigDir(); err == nil {

@@ -61,7 +61,8 @@ func TestServe(t *testing.T) {
 		done <- run(ctx, []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir()},
 			goEnv(nil), strings.NewReader(""), io.Discard, &stderr)
 	}()
-	urlRE := regexp.MustCompile(`url=(http://127\.0\.0\.1:\d+/)`)
+	// stderr is no terminal, so the log is JSON lines.
+	urlRE := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+/)"`)
 	var base string
 	for deadline := time.Now().Add(10 * time.Second); base == ""; {
 		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
