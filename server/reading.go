@@ -134,34 +134,8 @@ func (s *Server) handleTagPage(kind string) http.Handler {
 			s.loadFailed(w, r, tag, err)
 			return
 		}
-		st := s.state(tag)
-		if st == nil {
-			w.Header().Set("Retry-After", "30")
-			s.statusPage(w, r, http.StatusServiceUnavailable, pageData{
-				Tag:     tag,
-				Heading: "Too many tags at once",
-				Message: fmt.Sprintf("This server is fetching or holding %d tags and cannot take %s now.", maxTags, tag),
-				Advice:  "Try again in a minute, or read a tag already cached.",
-			})
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.wait)
-		defer cancel()
-		select {
-		case <-st.done:
-		case <-ctx.Done():
-			w.Header().Set("Retry-After", "2")
-			s.statusPage(w, r, http.StatusAccepted, pageData{
-				Tag:     tag,
-				Refresh: true,
-				Heading: "Fetching k8s.io/kubernetes@" + tag + "…",
-				Message: "The first reading of a tag downloads its module zip (about 30 MB) through the Go module proxy, checks it against the checksum database and extracts the kubelet's loop. It takes a few seconds to a minute.",
-				Advice:  "This page reloads itself every two seconds until the reading is ready.",
-			})
-			return
-		}
-		if st.err != nil {
-			s.loadFailed(w, r, tag, st.err)
+		st, ok := s.loaded(w, r, tag, "")
+		if !ok {
 			return
 		}
 		p, err := s.pageFor(st, kind)
@@ -172,6 +146,44 @@ func (s *Server) handleTagPage(kind string) http.Handler {
 		}
 		p.ServeHTTP(w, r)
 	})
+}
+
+// loaded waits up to s.wait for tag's Reading. When it is not ready, it
+// answers itself, with the page that reloads until it is (for whom names
+// who waits, e.g. " for this room"), or with why it cannot be, and reports
+// false.
+func (s *Server) loaded(w http.ResponseWriter, r *http.Request, tag, forWhom string) (*tagState, bool) {
+	st := s.state(tag)
+	if st == nil {
+		w.Header().Set("Retry-After", "30")
+		s.statusPage(w, r, http.StatusServiceUnavailable, pageData{
+			Tag:     tag,
+			Heading: "Too many tags at once",
+			Message: fmt.Sprintf("This server is fetching or holding %d tags and cannot take %s now.", maxTags, tag),
+			Advice:  "Try again in a minute, or read a tag already cached.",
+		})
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.wait)
+	defer cancel()
+	select {
+	case <-st.done:
+	case <-ctx.Done():
+		w.Header().Set("Retry-After", "2")
+		s.statusPage(w, r, http.StatusAccepted, pageData{
+			Tag:     tag,
+			Refresh: true,
+			Heading: "Fetching k8s.io/kubernetes@" + tag + forWhom + "…",
+			Message: "The first reading of a tag downloads its module zip (about 30 MB) through the Go module proxy, checks it against the checksum database and extracts the kubelet's loop. It takes a few seconds to a minute.",
+			Advice:  "This page reloads itself every two seconds until the reading is ready.",
+		})
+		return nil, false
+	}
+	if st.err != nil {
+		s.loadFailed(w, r, tag, st.err)
+		return nil, false
+	}
+	return st, true
 }
 
 // permanent reports whether a Load error is about the tag itself, so

@@ -277,28 +277,8 @@ func (s *Server) handleRoomPage(kind string) http.Handler {
 			})
 			return
 		}
-		st := s.state(room.Tag)
-		if st == nil {
-			w.Header().Set("Retry-After", "30")
-			s.statusPage(w, r, http.StatusServiceUnavailable, pageData{Tag: room.Tag, Heading: "Too many tags at once", Message: "This server cannot load " + room.Tag + " now.", Advice: "Try again in a minute."})
-			return
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.wait)
-		defer cancel()
-		select {
-		case <-st.done:
-		case <-ctx.Done():
-			w.Header().Set("Retry-After", "2")
-			s.statusPage(w, r, http.StatusAccepted, pageData{
-				Tag: room.Tag, Refresh: true,
-				Heading: "Fetching k8s.io/kubernetes@" + room.Tag + " for this room…",
-				Message: "The room reads " + room.Tag + "; its first reading downloads the module zip through the Go module proxy.",
-				Advice:  "This page reloads itself every two seconds until the reading is ready.",
-			})
-			return
-		}
-		if st.err != nil {
-			s.loadFailed(w, r, room.Tag, st.err)
+		st, ok := s.loaded(w, r, room.Tag, " for this room")
+		if !ok {
 			return
 		}
 		tags, _ := s.readableTags()
