@@ -266,8 +266,8 @@ func (l *live) openStore(f *feed) error {
 		data := encodeLine(line, false, cut)
 		f.hub.Publish(func(seq uint64) []byte { return withSeq(seq, data) })
 		f.remember(r.ID)
-		if j, ok := relay.ParseJournal([]byte(r.Raw)); ok {
-			f.lastCursor = j.Cursor
+		if line.Cursor != "" {
+			f.lastCursor = line.Cursor
 		}
 	}
 	if len(recs) > 0 {
@@ -405,7 +405,9 @@ func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) 
 				return "", err
 			}
 		}
-		if in.Cursor {
+		// The classifier has parsed the entry already: an id that is the
+		// entry's own journald cursor is where a journal command resumes.
+		if in.Cursor || (line.Cursor != "" && line.Cursor == in.ID) {
 			f.lastCursor = in.ID
 		}
 		if line.Version != "" {
@@ -759,12 +761,6 @@ func (l *live) handleIngest() http.Handler {
 				conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
 				return
 			}
-			for i := range m.Lines {
-				_, m.Lines[i].Cursor = relay.ParseJournal([]byte(m.Lines[i].Raw))
-				if m.Lines[i].Cursor {
-					m.Lines[i].Cursor = looksLikeCursor(m.Lines[i])
-				}
-			}
 			last, err := l.ingest(f, m.Lines, false)
 			if err != nil {
 				l.log.Error("live: ingest", "feed", f.name, "err", err)
@@ -779,12 +775,6 @@ func (l *live) handleIngest() http.Handler {
 			}
 		}
 	})
-}
-
-// looksLikeCursor reports whether a relayed line's id is its own journald cursor.
-func looksLikeCursor(l relay.Line) bool {
-	j, _ := relay.ParseJournal([]byte(l.Raw))
-	return j.Cursor == l.ID
 }
 
 // attach records a relay on f; the demo stops for good on the first one.
