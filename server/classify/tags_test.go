@@ -1,13 +1,13 @@
 package classify
 
 import (
-	"fmt"
 	"path"
-	"strings"
 	"testing"
+	"time"
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/server/demo"
 )
 
 // everyTag is one tag per minor release syncloop serves, from v1.20.0 on.
@@ -26,48 +26,7 @@ func realReading(t testing.TB, tag string) *extractor.Reading {
 // siteLine is a klog text line as the kubelet at the Reading's tag would
 // print it from log site ls of case key.
 func siteLine(ls extractor.LogSite, key string) string {
-	sev := map[string]string{"info": "I", "warning": "W", "error": "E", "fatal": "F"}[ls.Severity]
-	var body string
-	if ls.Style == "printf" {
-		body = fillVerbs(ls.Message)
-	} else {
-		body = fmt.Sprintf("%q", ls.Message)
-		if strings.HasPrefix(ls.Message, "SyncLoop (probe)") {
-			body += fmt.Sprintf(" probe=%q status=%q", key, "unhealthy")
-		}
-		body += ` pod="default/probe-me"`
-	}
-	return fmt.Sprintf("%s1130 01:02:03.123456    4242 %s:%d] %s", sev, path.Base(ls.File), ls.Line, body)
-}
-
-// fillVerbs replaces a printf format's verbs with plausible text.
-func fillVerbs(format string) string {
-	var b strings.Builder
-	for i := 0; i < len(format); i++ {
-		if format[i] != '%' || i+1 == len(format) {
-			b.WriteByte(format[i])
-			continue
-		}
-		j := i + 1
-		for j < len(format) && strings.IndexByte("+#- 0123456789.", format[j]) >= 0 {
-			j++
-		}
-		if j == len(format) {
-			break
-		}
-		switch format[j] {
-		case '%':
-			b.WriteByte('%')
-		case 'q':
-			b.WriteString(`"probe-me_default(6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f)"`)
-		case 'd':
-			b.WriteString("1")
-		default:
-			b.WriteString("probe-me_default(6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f)")
-		}
-		i = j
-	}
-	return b.String()
+	return string(demo.SiteLine(ls, key, time.Date(2026, 11, 30, 1, 2, 3, 123456000, time.UTC)))
 }
 
 // TestEveryTag reads every log site of every case at every minor tag from

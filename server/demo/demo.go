@@ -289,18 +289,42 @@ func (f *Feed) render(ro role, now time.Time) (line []byte, key string, ok bool)
 			body += " " + kvs
 		}
 	}
-	sev := map[string]byte{"info": 'I', "warning": 'W', "error": 'E', "fatal": 'F'}[ls.Severity]
-	return f.klog(sev, now, path.Base(ls.File), ls.Line, body), key, true
+	return f.klog(severity[ls.Severity], now, path.Base(ls.File), ls.Line, body), key, true
 }
 
 // klog writes a klog text line: "I1130 02:03:04.123456    4242 kubelet.go:2760] body".
 func (f *Feed) klog(sev byte, now time.Time, file string, line int, body string) []byte {
+	return klogLine(sev, now, f.pid, file, line, body)
+}
+
+func klogLine(sev byte, now time.Time, pid int, file string, line int, body string) []byte {
 	now = now.UTC()
 	_, mo, d := now.Date()
 	h, mi, s := now.Clock()
 	return fmt.Appendf(nil, "%c%02d%02d %02d:%02d:%02d.%06d %7d %s:%d] %s",
-		sev, int(mo), d, h, mi, s, now.Nanosecond()/1000, f.pid, file, line, body)
+		sev, int(mo), d, h, mi, s, now.Nanosecond()/1000, pid, file, line, body)
 }
+
+// SiteLine is a klog text line as a kubelet would print it from log site ls
+// of case key, at time at, about the pod default/probe-me: for tests that
+// check every log site of a tag, not just the ones the scenario fires.
+func SiteLine(ls extractor.LogSite, key string, at time.Time) []byte {
+	var body string
+	if ls.Style == "printf" {
+		ref := arg{s: "probe-me_default(6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f)"}
+		body = sprintf(ls.Message, []arg{ref, ref, ref, ref})
+	} else {
+		body = strconv.Quote(ls.Message)
+		if strings.HasPrefix(ls.Message, "SyncLoop (probe)") {
+			body += fmt.Sprintf(" probe=%q status=%q", key, "unhealthy")
+		}
+		body += ` pod="default/probe-me"`
+	}
+	return klogLine(severity[ls.Severity], at, 4242, path.Base(ls.File), ls.Line, body)
+}
+
+// severity is klog's letter for a LogSite's severity.
+var severity = map[string]byte{"info": 'I', "warning": 'W', "error": 'E', "fatal": 'F'}
 
 // arg is one argument of a printf format; raw ones are not quoted by %q.
 type arg struct {
