@@ -10,6 +10,7 @@ package classify
 // logging) or the printf-formatted text (klog.Infof).
 
 import (
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -172,29 +173,41 @@ func quotedEnd(s string) (int, bool) {
 	return -1, esc
 }
 
-// kvValue returns the text of the value of key in klog key=value text
-// (" source=\"api\" pods=[…]"), as written: quoted, bracketed, braced or
-// bare. Pairs are scanned in order, so a key inside another value's quotes
-// is not mistaken for one.
+// kvPairs yields the name and the value text of each pair of klog
+// key=value text (" source=\"api\" pods=[…]"), values as written: quoted,
+// bracketed, braced or bare. Pairs are scanned in order, so a key inside
+// another value's quotes is not mistaken for one; words without a value are
+// skipped.
+func kvPairs(kvs string) iter.Seq2[string, string] {
+	return func(yield func(name, value string) bool) {
+		i := 0
+		for i < len(kvs) {
+			for i < len(kvs) && kvs[i] == ' ' {
+				i++
+			}
+			k := i
+			for i < len(kvs) && kvs[i] != '=' && kvs[i] != ' ' {
+				i++
+			}
+			if i >= len(kvs) || kvs[i] != '=' {
+				continue
+			}
+			name := kvs[k:i]
+			i++
+			v := i
+			i = valueEnd(kvs, i)
+			if !yield(name, kvs[v:i]) {
+				return
+			}
+		}
+	}
+}
+
+// kvValue returns the text of the value of key in klog key=value text.
 func kvValue(kvs, key string) (string, bool) {
-	i := 0
-	for i < len(kvs) {
-		for i < len(kvs) && kvs[i] == ' ' {
-			i++
-		}
-		k := i
-		for i < len(kvs) && kvs[i] != '=' && kvs[i] != ' ' {
-			i++
-		}
-		if i >= len(kvs) || kvs[i] != '=' {
-			continue // a word without a value; skip it
-		}
-		name := kvs[k:i]
-		i++
-		v := i
-		i = valueEnd(kvs, i)
+	for name, v := range kvPairs(kvs) {
 		if name == key {
-			return kvs[v:i], true
+			return v, true
 		}
 	}
 	return "", false
@@ -263,27 +276,12 @@ func unquote(v string) string {
 // One pass over the pairs, in order.
 func kvPods(kvs string) []string {
 	var pods []string
-	i := 0
-	for i < len(kvs) {
-		for i < len(kvs) && kvs[i] == ' ' {
-			i++
-		}
-		k := i
-		for i < len(kvs) && kvs[i] != '=' && kvs[i] != ' ' {
-			i++
-		}
-		if i >= len(kvs) || kvs[i] != '=' {
-			continue
-		}
-		name := kvs[k:i]
-		i++
-		v := i
-		i = valueEnd(kvs, i)
+	for name, v := range kvPairs(kvs) {
 		switch name {
 		case "pods":
-			pods = appendPodList(pods, kvs[v:i])
+			pods = appendPodList(pods, v)
 		case "pod":
-			if p, _ := cleanText(unquote(kvs[v:i]), 1024); p != "" && p != "<nil>" {
+			if p, _ := cleanText(unquote(v), 1024); p != "" && p != "<nil>" {
 				pods = append(pods, p)
 			}
 		}
