@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -26,47 +25,19 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-)
 
-const chromiumPath = "/usr/bin/chromium"
+	"github.com/syncloop/syncloop/server/browsertest"
+)
 
 // newBrowser starts a fresh headless Chromium for the test, or skips when
 // there is none (fails under CI=true).
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
-	path := chromiumPath
-	if _, err := os.Stat(path); err != nil {
-		if p, err := exec.LookPath("chromium"); err == nil {
-			path = p
-		} else if os.Getenv("CI") == "true" {
-			t.Fatalf("chromium is not installed (apt-get install -y chromium); CI=true requires the browser tests")
-		} else {
-			t.Skip("browser test skipped: chromium is not installed (apt-get install -y chromium)")
-		}
-	}
+	path := browsertest.Path(t)
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("browser test skipped in -short mode")
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.WindowSize(1440, 900),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
-	return ctx
+	return browsertest.New(t, path, 90*time.Second)
 }
 
 // pageWatch collects what a page must never do: console errors, uncaught

@@ -33,6 +33,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/server/browsertest"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -68,7 +69,7 @@ func (s *stages) done(name string) {
 // another tag's page.
 func TestLabEndToEnd(t *testing.T) {
 	needLab(t)
-	chromium := findChromium(t)
+	chromium := browsertest.Path(t)
 	st := &stages{t: t, last: time.Now()}
 	bin, err := syncloop()
 	if err != nil {
@@ -93,7 +94,7 @@ func TestLabEndToEnd(t *testing.T) {
 		e.waitStored(1, 30*time.Second)
 		st.done("serve+relay, 1st line")
 
-		ctx := newChrome(t, chromium)
+		ctx := browsertest.New(t, chromium, 3*time.Minute)
 		e.page(ctx) // step 2
 		e.feedVersion("before the restarts")
 		e.pageVersion(ctx)
@@ -117,20 +118,6 @@ type e2e struct {
 	st     *stages
 	server *proc
 	relay  *proc
-}
-
-func findChromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/chromium", "chromium", "chromium-browser"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is not installed (apt-get install -y chromium); CI=true requires the end-to-end test")
-	}
-	t.Skip("the end-to-end test needs chromium (apt-get install -y chromium)")
-	return ""
 }
 
 func freePort(t *testing.T) int {
@@ -368,30 +355,6 @@ func message(raw string) string {
 }
 
 // ---- the browser (step 2) --------------------------------------------------------------
-
-func newChrome(t *testing.T, path string) context.Context {
-	t.Helper()
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("hide-scrollbars", true),
-		chromedp.WindowSize(1440, 900),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
-	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
-	return ctx
-}
 
 func evalJS[T any](t *testing.T, ctx context.Context, js string) T {
 	t.Helper()
