@@ -486,7 +486,7 @@ func (l *live) startDemo(f *feed) {
 		defer stop()
 		var r *extractor.Reading
 		for r == nil {
-			if r = l.reading(f.tag); r == nil && sleepCtx(ctx, 500*time.Millisecond) != nil {
+			if r = l.reading(f.tag); r == nil && relay.Sleep(ctx, 500*time.Millisecond) != nil {
 				return
 			}
 		}
@@ -501,7 +501,7 @@ func (l *live) startDemo(f *feed) {
 			if l.cfg.DemoPeriod > 0 {
 				wait = l.cfg.DemoPeriod
 			}
-			if sleepCtx(ctx, max(wait, 10*time.Millisecond)) != nil {
+			if relay.Sleep(ctx, max(wait, 10*time.Millisecond)) != nil {
 				return
 			}
 		}
@@ -534,17 +534,6 @@ func (l *live) startJournal(f *feed, what string, run func(ctx context.Context, 
 			f.mu.Unlock()
 		}
 	}()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 func (l *live) feedOr404(w http.ResponseWriter, r *http.Request) *feed {

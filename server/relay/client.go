@@ -199,7 +199,7 @@ func (c *Client) Run(ctx context.Context, source func(ctx context.Context, emit 
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
 		c.Logger.Warn("relay: connection lost; reconnecting", "err", err, "in", wait.Round(time.Millisecond), "unacked", c.unacked())
-		if err := sleep(ctx, wait); err != nil {
+		if err := Sleep(ctx, wait); err != nil {
 			c.saveState(true)
 			return err
 		}

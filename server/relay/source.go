@@ -197,7 +197,7 @@ func ReplayFile(ctx context.Context, name string, speed float64, after string, e
 				if first.IsZero() {
 					first, start = t, time.Now()
 				} else if d := time.Duration(float64(t.Sub(first)) / speed); d > 0 {
-					if err := sleep(ctx, time.Until(start.Add(d))); err != nil {
+					if err := Sleep(ctx, time.Until(start.Add(d))); err != nil {
 						return err
 					}
 				}
@@ -233,7 +233,8 @@ func fileHasCursor(name, cursor string) (bool, error) {
 	return found, err
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// Sleep waits for d, or until ctx ends (returning its error).
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
@@ -311,7 +312,7 @@ func RunCommand(ctx context.Context, cmd, after string, emit Emit, log *slog.Log
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
 		log.Warn("journal command exited; restarting", "cmd", line, "err", err, "in", wait.Round(time.Millisecond))
-		if err := sleep(ctx, wait); err != nil {
+		if err := Sleep(ctx, wait); err != nil {
 			return err
 		}
 		backoff = min(backoff*2, 30*time.Second)
