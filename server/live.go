@@ -254,9 +254,7 @@ func (l *live) openStore(f *feed) error {
 	f.store = st
 	if version != "" && f.version == "" {
 		f.version = version
-		if f.clsReading {
-			f.cls.Classify(versionLine(version))
-		}
+		f.cls.SetVersion(version)
 		f.changed()
 	}
 	f.refreshClassifier(l.reading)
@@ -282,19 +280,10 @@ func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
 	}
 	if r := reading(f.tag); r != nil {
 		f.cls, f.clsReading = classify.New(r).Stream(), true
-		if f.version != "" {
-			// The new stream has not seen the start-up line: show it one, so
-			// a kubelet of another version is still matched by message.
-			f.cls.Classify(versionLine(f.version))
-		}
+		// The new stream has not seen the start-up line: a kubelet of
+		// another version is still matched by message.
+		f.cls.SetVersion(f.version)
 	}
-}
-
-// versionLine is a kubelet start-up line naming version v: what a stream
-// that never saw the real one is shown, so a kubelet of another version than
-// the Reading's is matched by message, not by its (different) line numbers.
-func versionLine(v string) []byte {
-	return []byte(`I0101 00:00:00.000000       1 server.go:1] "Kubelet version" kubeletVersion="` + v + `"`)
 }
 
 // classify classifies raw and cuts what is kept of it for display.

@@ -517,6 +517,11 @@ func (s *Stream) classify(raw input) Line {
 // Version is the kubelet's version as its start-up line said ("" until seen).
 func (s *Stream) Version() string { return s.version }
 
+// SetVersion tells the stream the kubelet's version when its start-up line
+// went by before the stream existed (a feed restored from its file, or a
+// Reading that arrived late).
+func (s *Stream) SetVersion(v string) { s.version = v }
+
 // Mismatch reports whether the kubelet's version is known and differs from
 // the Reading's tag.
 func (s *Stream) Mismatch() bool {

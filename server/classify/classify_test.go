@@ -402,6 +402,16 @@ func TestStreamVersion(t *testing.T) {
 	if s2.Mismatch() {
 		t.Errorf("v1.37.2+k3s1 is the tag v1.37.2")
 	}
+	// A stream told the version (its start-up line went by earlier) acts
+	// as one that saw it.
+	s3 := c.Stream()
+	s3.SetVersion("v1.31.0")
+	if !s3.Mismatch() {
+		t.Error("SetVersion(v1.31.0) against v1.37.2: no mismatch")
+	}
+	if l := s3.Classify(noise); l.Case != "" {
+		t.Errorf("after SetVersion(v1.31.0), a caller in range still counts: %q %q", l.Case, l.Match)
+	}
 }
 
 func TestCaseOf(t *testing.T) {
