@@ -16,7 +16,10 @@ package server
 // websocket, where the browser presents the driver key it was given in the
 // driver link (room.js keeps it in sessionStorage and takes it out of the
 // address bar, so a copied address is a viewer link). Only a connection that
-// presented the key may take the wheel, see and rotate the ingest token.
+// presented the key may take the wheel, see and rotate the ingest token. A
+// reader handed the wheel is given a wheel ticket, which room.js keeps in
+// sessionStorage too, so that the wheel stays with them when their page
+// loads again (rooms_ws.go).
 
 import (
 	"bytes"
@@ -24,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -59,7 +63,9 @@ type roomView struct {
 type roomSet struct {
 	store      *rooms.Store
 	maxReaders int
-	msgRate    float64 // roomMsgRate; benchmarks raise it
+	msgRate    float64       // roomMsgRate; benchmarks raise it
+	wheelGrace time.Duration // wheelGrace; tests shorten it
+	log        *slog.Logger
 	creates    *rooms.KeyLimiter
 	live       *live
 	loadTag    func(tag string) // starts loading a tag's Reading
@@ -86,6 +92,8 @@ func newRoomSet(cfg Config, l *live, loadTag func(string)) (*roomSet, error) {
 		store:      st,
 		maxReaders: cfg.MaxReaders,
 		msgRate:    roomMsgRate,
+		wheelGrace: wheelGrace,
+		log:        cfg.Logger,
 		creates:    rooms.NewKeyLimiter(createRate, createBurst, 10000),
 		live:       l,
 		loadTag:    loadTag,

@@ -200,21 +200,76 @@ func TestBrowserRoom(t *testing.T) {
 		screenshot(t, viewer, "room-viewer.png", false)
 	})
 
-	t.Run("hand the wheel, take it back", func(t *testing.T) {
+	t.Run("hand the wheel, keep it across pages, take it back", func(t *testing.T) {
+		const isDriving = `document.querySelector('[data-room-role]')?.textContent.startsWith('You are driving')`
+		selected := func(c string) string {
+			return `document.getElementById('case-` + c + `')?.classList.contains('selected')`
+		}
+		clickCase := func(ctx context.Context, c string) {
+			t.Helper()
+			if err := chromedp.Do(ctx, chromedp.Click(`#case-`+c+` .case-chip`)); err != nil {
+				t.Fatal(err)
+			}
+		}
 		waitFor(t, driver, "the hand-over control", `!document.querySelector('[data-room-hand]').hidden && document.querySelector('[data-room-hand-to]').selectedOptions[0]?.textContent === 'Bob'`)
 		if err := chromedp.Do(driver, chromedp.Click(`[data-room-hand-go]`)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, viewer, "Bob drives", `document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`)
+		waitFor(t, viewer, "Bob drives", isDriving)
 		if eval[bool](t, viewer, `!document.querySelector('[data-room-feedbox]').hidden`) {
 			t.Error("a lent wheel shows the ingest token")
 		}
+
+		// Bob moves to pod_workers and back, and reloads: he keeps the
+		// wheel, and Ann follows him.
+		if err := chromedp.Do(viewer, chromedp.Click(`nav.pages a[href="/rooms/`+id+`/pod-workers"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "Bob drives on pod_workers", `location.pathname === '/rooms/`+id+`/pod-workers' && `+isDriving)
+		waitFor(t, driver, "Ann follows Bob to pod_workers", `location.pathname === '/rooms/`+id+`/pod-workers' && document.querySelector('[data-room-role]')?.textContent === 'You follow Bob.'`)
+		if err := chromedp.Do(viewer, chromedp.Click(`nav.pages a[href="/rooms/`+id+`"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "Bob drives on the function", `!!document.getElementById('case-pleg') && `+isDriving)
+		if err := chromedp.Do(viewer, chromedp.Reload(), chromedp.WaitReady("#room")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "Bob drives after a reload", `!!document.getElementById('case-pleg') && `+isDriving)
+		waitFor(t, driver, "Ann follows Bob back to the function", `!!document.getElementById('case-pleg') && document.querySelector('[data-room-role]')?.textContent === 'You follow Bob.'`)
+		clickCase(viewer, "config")
+		waitFor(t, driver, "Ann's page follows Bob's to config", selected("config"))
+		// Ann, no longer driving, moves only her own page.
+		clickCase(driver, "liveness")
+		waitFor(t, driver, "Ann reads on her own", `!document.querySelector('[data-room-paused]').hidden`)
+		time.Sleep(300 * time.Millisecond) // what a wrongly accepted position would have moved
+		if !eval[bool](t, viewer, selected("config")+` && !`+selected("liveness")) {
+			t.Error("Ann, who handed the wheel away, moved Bob's page")
+		}
+		screenshot(t, viewer, "room-handed-after-reload.png", false)
+
 		waitFor(t, driver, "Ann may take the wheel back", `!document.querySelector('[data-room-take]').hidden`)
 		if err := chromedp.Do(driver, chromedp.Click(`[data-room-take]`)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, driver, "Ann drives", `document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`)
-		waitFor(t, viewer, "Bob no longer drives", `!document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`)
+		waitFor(t, driver, "Ann drives", isDriving)
+		waitFor(t, viewer, "Bob no longer drives", `!`+isDriving)
+		// Taken back, the wheel stays taken when Bob loads the room again
+		// (the address without his case, so that he follows): his page
+		// drops the ticket, and his clicks move no one else.
+		if err := chromedp.Do(viewer, chromedp.Navigate(ts.URL+"/rooms/"+id), chromedp.WaitReady("#room")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "Bob follows Ann on his next page", `document.querySelector('[data-room-role]')?.textContent === 'You follow Ann.'`)
+		if eval[bool](t, viewer, `Object.keys(sessionStorage).some(k => k.startsWith('syncloop-room-wheel-'))`) {
+			t.Error("Bob's tab keeps a ticket that no longer works")
+		}
+		clickCase(driver, "sync")
+		waitFor(t, viewer, "Bob's page follows Ann's to sync", selected("sync"))
+		clickCase(viewer, "pleg")
+		time.Sleep(300 * time.Millisecond)
+		if !eval[bool](t, driver, selected("sync")+` && `+isDriving) {
+			t.Error("Bob moved Ann's page after she took the wheel back")
+		}
 	})
 
 	t.Run("narrow", func(t *testing.T) {

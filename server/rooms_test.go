@@ -256,10 +256,17 @@ type roomClient struct {
 	c     *websocket.Conn
 	id    string
 	key   bool
+	wheel bool // joined with a wheel ticket that was accepted
 	token string
 }
 
 func dialRoom(t testing.TB, ctx context.Context, ts *httptest.Server, room, key, name string) *roomClient {
+	t.Helper()
+	return dialRoomAs(t, ctx, ts, room, "key", key, name)
+}
+
+// dialRoomAs joins presenting a credential ("key" or "wheel"), unless it is "".
+func dialRoomAs(t testing.TB, ctx context.Context, ts *httptest.Server, room, field, cred, name string) *roomClient {
 	t.Helper()
 	c, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+room+"/ws"), nil)
 	if err != nil {
@@ -268,8 +275,8 @@ func dialRoom(t testing.TB, ctx context.Context, ts *httptest.Server, room, key,
 	t.Cleanup(func() { c.CloseNow() })
 	rc := &roomClient{c: c}
 	join := map[string]any{"t": "join", "name": name, "color": 2}
-	if key != "" {
-		join["key"] = key
+	if cred != "" {
+		join[field] = cred
 	}
 	rc.send(t, ctx, join)
 	for {
@@ -277,6 +284,7 @@ func dialRoom(t testing.TB, ctx context.Context, ts *httptest.Server, room, key,
 		if m["t"] == "welcome" {
 			rc.id, _ = m["you"].(string)
 			rc.key, _ = m["key"].(bool)
+			rc.wheel, _ = m["wheel"].(bool)
 			rc.token, _ = m["token"].(string)
 			return rc
 		}
@@ -402,6 +410,136 @@ func TestRoomRoles(t *testing.T) {
 	// When the driver leaves, no viewer inherits the wheel.
 	d.c.Close(websocket.StatusNormalClosure, "")
 	v.until(t, ctx, "no driver", stateWith(func(st map[string]any) bool { return st["driver"] == "" }))
+}
+
+// TestRoomWheelLoan: a reader handed the wheel gets a ticket that gives it
+// back to their next page (a reload, the room's other page) and to no one
+// else; the ticket stops working when the wheel is handed on or taken back;
+// a lent wheel waits for its holder a while, then goes back to a key holder;
+// the loan outlasts a restart of the server.
+func TestRoomWheelLoan(t *testing.T) {
+	dir := t.TempDir()
+	s, ts := newRoomServer(t, dir, nil)
+	s.rooms.wheelGrace = 300 * time.Millisecond
+	id, key := createRoom(t, ts)
+	ctx := testCtx(t)
+	ann := dialRoom(t, ctx, ts, id, key, "Ann")
+	bob := dialRoom(t, ctx, ts, id, "", "Bob")
+	carol := dialRoom(t, ctx, ts, id, "", "Carol")
+	drives := func(rc *roomClient) func(map[string]any) bool {
+		return stateWith(func(st map[string]any) bool { return st["driver"] == rc.id })
+	}
+	ticketMsg := func(m map[string]any) bool { return m["t"] == "wheel" }
+	refusal := func(m map[string]any) bool { return m["t"] == "error" }
+	// steers checks that rc's steering reaches watcher, and refused that it is refused.
+	line := 2000.0
+	steers := func(rc, watcher *roomClient) {
+		t.Helper()
+		line++
+		rc.send(t, ctx, map[string]any{"t": "at", "first": line})
+		watcher.until(t, ctx, fmt.Sprintf("%s's position", rc.id), positionAt(line))
+	}
+	refused := func(rc *roomClient, what string) {
+		t.Helper()
+		rc.send(t, ctx, map[string]any{"t": "at", "first": 1})
+		if e := rc.until(t, ctx, what, refusal); !strings.Contains(fmt.Sprint(e["error"]), "only the driver") {
+			t.Errorf("%s: %v", what, e)
+		}
+	}
+
+	ann.send(t, ctx, map[string]any{"t": "hand", "to": bob.id})
+	t1, _ := bob.until(t, ctx, "Bob's ticket", ticketMsg)["wheel"].(string)
+	if !rooms.ValidID(t1) || t1 == key {
+		t.Fatalf("ticket %q", t1)
+	}
+	bob.until(t, ctx, "Bob drives", drives(bob))
+
+	// Bob reloads: the wheel waits for him, and his next page drives.
+	bob.c.Close(websocket.StatusGoingAway, "")
+	ann.until(t, ctx, "no one drives while Bob is away", stateWith(func(st map[string]any) bool {
+		return readerField(st, bob.id, "name") == nil && st["driver"] == ""
+	}))
+	bob2 := dialRoomAs(t, ctx, ts, id, "wheel", t1, "Bob")
+	if !bob2.wheel || bob2.key || bob2.token != "" {
+		t.Fatalf("Bob's next page: wheel %v, key %v, token %q", bob2.wheel, bob2.key, bob2.token)
+	}
+	ann.until(t, ctx, "Bob's next page drives", drives(bob2))
+	steers(bob2, ann)
+	refused(carol, "Carol steers")
+	refused(ann, "Ann steers")
+
+	// Another page of Bob's with the ticket (a second tab): the newest drives.
+	bob3 := dialRoomAs(t, ctx, ts, id, "wheel", t1, "Bob")
+	ann.until(t, ctx, "Bob's newest page drives", drives(bob3))
+	refused(bob2, "Bob's older page steers")
+	bob2.c.Close(websocket.StatusGoingAway, "")
+	steers(bob3, carol)
+
+	// The ticket is Bob's alone: not a driver key, not a guess.
+	for _, tc := range []struct{ field, cred string }{{"wheel", key}, {"wheel", t1[:21] + string(t1[21]^1)}, {"key", t1}} {
+		m := dialRoomAs(t, ctx, ts, id, tc.field, tc.cred, "Mallory")
+		if m.wheel || m.key {
+			t.Errorf("joining with %s %q: wheel %v key %v", tc.field, tc.cred, m.wheel, m.key)
+		}
+		refused(m, "Mallory steers")
+		m.c.Close(websocket.StatusNormalClosure, "")
+	}
+
+	// Bob hands the wheel on to Carol: his ticket stops working.
+	bob3.send(t, ctx, map[string]any{"t": "hand", "to": carol.id})
+	if got := bob3.until(t, ctx, "Bob's ticket withdrawn", ticketMsg)["wheel"]; got != "" {
+		t.Errorf("Bob's ticket message %v, want empty", got)
+	}
+	t2, _ := carol.until(t, ctx, "Carol's ticket", ticketMsg)["wheel"].(string)
+	if t2 == "" || t2 == t1 {
+		t.Fatalf("Carol's ticket %q (Bob's %q)", t2, t1)
+	}
+	bob4 := dialRoomAs(t, ctx, ts, id, "wheel", t1, "Bob")
+	if bob4.wheel {
+		t.Error("Bob's old ticket still accepted")
+	}
+	refused(bob3, "Bob steers after handing on")
+	refused(bob4, "Bob steers with his old ticket")
+	steers(carol, ann)
+
+	// Ann takes the wheel back: Carol's ticket stops working.
+	ann.send(t, ctx, map[string]any{"t": "take"})
+	if got := carol.until(t, ctx, "Carol's ticket withdrawn", ticketMsg)["wheel"]; got != "" {
+		t.Errorf("Carol's ticket message %v, want empty", got)
+	}
+	if c2 := dialRoomAs(t, ctx, ts, id, "wheel", t2, "Carol"); c2.wheel {
+		t.Error("Carol's ticket accepted after Ann took the wheel back")
+	}
+	refused(carol, "Carol steers after Ann took the wheel")
+	steers(ann, bob4)
+
+	// Handed to Bob, who does not come back: after the grace, Ann drives.
+	ann.send(t, ctx, map[string]any{"t": "hand", "to": bob4.id})
+	t3, _ := bob4.until(t, ctx, "Bob's new ticket", ticketMsg)["wheel"].(string)
+	bob4.c.Close(websocket.StatusGoingAway, "")
+	ann.until(t, ctx, "the wheel back with Ann after the grace", stateWith(func(st map[string]any) bool {
+		return readerField(st, bob4.id, "name") == nil && st["driver"] == ann.id
+	}))
+	if b := dialRoomAs(t, ctx, ts, id, "wheel", t3, "Bob"); b.wheel {
+		t.Error("Bob's ticket accepted after the wheel went back to Ann")
+	}
+
+	// A loan outlasts a restart: Ann, back first, does not take the wheel
+	// from Bob, who is back within the grace.
+	ann.send(t, ctx, map[string]any{"t": "hand", "to": carol.id})
+	t4, _ := carol.until(t, ctx, "Carol's new ticket", ticketMsg)["wheel"].(string)
+	ts.Close()
+	s.Close()
+	s2, ts2 := newRoomServer(t, dir, nil)
+	s2.rooms.wheelGrace = 5 * time.Second
+	ann2 := dialRoom(t, ctx, ts2, id, key, "Ann")
+	ann2.until(t, ctx, "the room without a driver", stateWith(func(st map[string]any) bool { return st["driver"] == "" }))
+	carol2 := dialRoomAs(t, ctx, ts2, id, "wheel", t4, "Carol")
+	if !carol2.wheel {
+		t.Fatal("Carol's ticket refused after the restart")
+	}
+	ann2.until(t, ctx, "Carol drives after the restart", drives(carol2))
+	steers(carol2, ann2)
 }
 
 func readerField(st map[string]any, id, field string) any {

@@ -6,7 +6,7 @@ package server
 //
 // Browser → server:
 //
-//	{"t":"join","name":"Ann","color":3,"key":"<driver key, or absent>"}   first
+//	{"t":"join","name":"Ann","color":3,"key":"<driver key, or absent>","wheel":"<wheel ticket, or absent>"}   first
 //	{"t":"name","name":"Ann","color":3}
 //	{"t":"at","page":"index","case":"pleg","lo":0,"hi":0,"first":2790,"last":2830,"where":"function"}  steer (driver)
 //	{"t":"follow","on":false}
@@ -17,7 +17,8 @@ package server
 //
 // Server → browser:
 //
-//	{"t":"welcome","you":"r2","key":true,"feed":"room-…","token":"…"}   token only with the key
+//	{"t":"welcome","you":"r2","key":true,"wheel":false,"feed":"room-…","token":"…"}   token only with the key
+//	{"t":"wheel","wheel":"…"}   the ticket of the wheel handed to this reader; "" when it was taken back or handed on
 //	{"t":"state","tag","driver","at","kubelet_version","readers":[{"id","name","color","key","driving","following"}]}
 //	{"t":"at","at":{…}}   the driver moved (the state's "at", alone)
 //	{"t":"token","token":"…"}   after a rotation, to key holders
@@ -27,11 +28,16 @@ package server
 //
 // The wheel: one reader drives at a time. The first reader who presents the
 // driver key takes it when no one drives. The driver may hand it to any
-// reader: the server then marks that connection as the driver (it is not
-// given the key, the token or the right to rotate; the wheel is lent, and
-// ends with that connection). A key holder can take the wheel back at any
-// time. When the driver leaves, the wheel goes to a key holder still
-// present, if any.
+// reader. Handed to a key holder, it is simply theirs. Handed to anyone
+// else, it is lent: that reader is given a wheel ticket (not the key, the
+// token or the right to rotate), which their page keeps for its tab and
+// presents when it joins again, so the wheel outlasts a reload, a move to
+// the room's other page or a reconnection. There is one ticket at a time:
+// handing the wheel on lends it anew, and a key holder taking it back ends
+// the loan; either way the old ticket stops working. When the driver
+// leaves, the wheel goes to a key holder still present, if any; a lent
+// wheel first waits wheelGrace for its holder to come back (as it does for
+// a room whose readers all reconnect after a restart of the server).
 
 import (
 	"context"
@@ -55,6 +61,11 @@ import (
 
 // roomColors is how many reader colours room.css defines (.rc-0 …).
 const roomColors = 8
+
+// wheelGrace is how long a lent wheel waits for its holder's page to join
+// again (a reload, a move to the room's other page) before a key holder
+// present gets it.
+const wheelGrace = 10 * time.Second
 
 // position is where the driver is: the selected case and lines, and the
 // lines in view (not pixels: screens differ).
@@ -90,7 +101,10 @@ type roomLive struct {
 	at      *position
 	version string // the kubelet version its feed's journal reports
 	next    int
-	stop    context.CancelFunc // ends the watcher when the last reader leaves
+	// awaitWheel: until then the wheel, lent and its holder gone, waits for
+	// them to join again; zero when it does not wait.
+	awaitWheel time.Time
+	stop       context.CancelFunc // ends the watcher when the last reader leaves
 }
 
 // roomReader is one browser connection in a room.
@@ -99,6 +113,7 @@ type roomReader struct {
 	name      string
 	color     int
 	key       bool // presented the driver key
+	wheel     bool // holds the ticket of the lent wheel
 	following bool
 
 	// What the writer sends next: the latest room state (a newer one
@@ -202,6 +217,26 @@ func (rl *roomLive) broadcast(tag string) {
 	}
 }
 
+// endLoan tells the readers who held the lent wheel's ticket that it no
+// longer works. rl.mu is held.
+func (rl *roomLive) endLoan() {
+	for _, r := range rl.readers {
+		if r.wheel {
+			r.wheel = false
+			r.push(wheelMsg(""))
+		}
+	}
+}
+
+// awaiting reports whether the wheel waits for its holder at now. rl.mu is held.
+func (rl *roomLive) awaiting(now time.Time) bool {
+	return !rl.awaitWheel.IsZero() && now.Before(rl.awaitWheel)
+}
+
+func wheelMsg(ticket string) []byte {
+	return mustJSON(map[string]string{"t": "wheel", "wheel": ticket})
+}
+
 func errMsg(format string, args ...any) []byte {
 	return mustJSON(map[string]string{"t": "error", "error": fmt.Sprintf(format, args...)})
 }
@@ -213,6 +248,11 @@ func (rs *roomSet) join(id string) (*roomLive, *roomReader) {
 	rl := rs.active[id]
 	if rl == nil {
 		rl = &roomLive{id: id}
+		if room, err := rs.store.Get(id); err == nil && room.WheelHash != "" {
+			// Its readers may all be reconnecting (the server restarted):
+			// the wheel waits for the one it was lent to.
+			rl.awaitWheel = time.Now().Add(rs.wheelGrace)
+		}
 		rs.active[id] = rl
 		ctx, stop := context.WithCancel(rs.ctx)
 		rl.stop = stop
@@ -231,7 +271,9 @@ func (rs *roomSet) join(id string) (*roomLive, *roomReader) {
 	return rl, r
 }
 
-// leave removes a reader; the wheel passes to a key holder, if one is present.
+// leave removes a reader. The wheel passes to a key holder, if one is
+// present; a lent wheel goes to another page of its holder, or waits for
+// them to come back.
 func (rs *roomSet) leave(rl *roomLive, r *roomReader, tag func() string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -240,11 +282,13 @@ func (rs *roomSet) leave(rl *roomLive, r *roomReader, tag func() string) {
 	rl.readers = slices.DeleteFunc(rl.readers, func(x *roomReader) bool { return x == r })
 	if rl.driver == r {
 		rl.driver = nil
-		for _, x := range rl.readers {
-			if x.key {
-				rl.driver = x
-				break
+		if r.wheel {
+			rl.driver = rl.first(func(x *roomReader) bool { return x.wheel })
+			if rl.driver == nil {
+				rl.awaitWheel = time.Now().Add(rs.wheelGrace)
 			}
+		} else {
+			rl.driver = rl.first(func(x *roomReader) bool { return x.key })
 		}
 	}
 	if len(rl.readers) == 0 {
@@ -255,8 +299,17 @@ func (rs *roomSet) leave(rl *roomLive, r *roomReader, tag func() string) {
 	rl.broadcast(tag())
 }
 
+// first is the first reader present for whom ok is true, or nil. rl.mu is held.
+func (rl *roomLive) first(ok func(*roomReader) bool) *roomReader {
+	if i := slices.IndexFunc(rl.readers, ok); i >= 0 {
+		return rl.readers[i]
+	}
+	return nil
+}
+
 // watch follows the room's feed for the kubelet version its journal reports,
-// while the room has readers.
+// and gives a key holder the lent wheel whose holder did not come back in
+// time, while the room has readers.
 func (rs *roomSet) watch(ctx context.Context, rl *roomLive) {
 	defer rs.wg.Done()
 	t := time.NewTicker(time.Second)
@@ -273,12 +326,31 @@ func (rs *roomSet) watch(ctx context.Context, rl *roomLive) {
 		}
 		v := rs.live.feedVersion(room.Feed())
 		rl.mu.Lock()
-		if v != rl.version {
-			rl.version = v
+		changed := v != rl.version
+		rl.version = v
+		if now := time.Now(); rl.driver == nil && !rl.awaitWheel.IsZero() && !rl.awaiting(now) {
+			rl.awaitWheel = time.Time{}
+			// With no key holder present the loan stands: its holder may
+			// still come back, and a key holder who joins takes the wheel.
+			if k := rl.first(func(x *roomReader) bool { return x.key }); k != nil {
+				rs.endLoan(rl)
+				rl.driver = k
+				changed = true
+			}
+		}
+		if changed {
 			rl.broadcast(room.Tag)
 		}
 		rl.mu.Unlock()
 	}
+}
+
+// endLoan ends the room's loan of the wheel, if there is one. rl.mu is held.
+func (rs *roomSet) endLoan(rl *roomLive) {
+	if err := rs.store.EndLoan(rl.id); err != nil {
+		rs.log.Error("rooms: ending the loan of the wheel", "room", rl.id[:6]+"…", "err", err)
+	}
+	rl.endLoan()
 }
 
 // counts are the readers and followers in all rooms, for /metrics.
@@ -304,6 +376,7 @@ type roomIn struct {
 	Name  string `json:"name"`
 	Color int    `json:"color"`
 	Key   string `json:"key"`
+	Wheel string `json:"wheel"`
 	On    bool   `json:"on"`
 	To    string `json:"to"`
 	Tag   string `json:"tag"`
@@ -438,16 +511,27 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 		if m.Color >= 0 && m.Color < roomColors {
 			me.color = m.Color
 		}
-		welcome := map[string]any{"t": "welcome", "you": me.id, "feed": room.Feed(), "key": false}
-		if m.Key != "" {
-			if !rs.store.IsDriver(id, m.Key) {
-				refuse("this driver key is not this room's: you joined as a viewer")
-			} else {
-				me.key = true
-				welcome["key"], welcome["token"] = true, room.IngestToken
-				if rl.driver == nil {
-					rl.driver = me
-				}
+		welcome := map[string]any{"t": "welcome", "you": me.id, "feed": room.Feed(), "key": false, "wheel": false}
+		switch {
+		case m.Key != "" && !rs.store.IsDriver(id, m.Key):
+			refuse("this driver key is not this room's: you joined as a viewer")
+		case m.Key != "":
+			me.key = true
+			welcome["key"], welcome["token"] = true, room.IngestToken
+			if rl.driver == nil && !rl.awaiting(time.Now()) {
+				rs.endLoan(rl)
+				rl.driver = me
+			}
+		case m.Wheel != "" && !rs.store.HoldsWheel(id, m.Wheel):
+			refuse("the wheel you were handed was taken back or handed on: you joined as a viewer")
+		case m.Wheel != "":
+			me.wheel = true
+			welcome["wheel"] = true
+			// The loan stands, so whoever drives holds the same ticket (an
+			// older page of this reader's): the newest page drives.
+			if rl.driver == nil || rl.driver.wheel {
+				rl.driver = me
+				rl.awaitWheel = time.Time{}
 			}
 		}
 		me.push(mustJSON(welcome))
@@ -485,20 +569,35 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 			refuse("only the driver can hand the wheel")
 			return
 		}
-		i := slices.IndexFunc(rl.readers, func(x *roomReader) bool { return x.id == m.To })
-		if i < 0 {
+		to := rl.first(func(x *roomReader) bool { return x.id == m.To })
+		if to == nil {
 			refuse("no reader %q in this room", m.To)
 			return
 		}
-		rl.driver = rl.readers[i]
-		rl.driver.following = false
+		if to.key {
+			rs.endLoan(rl)
+		} else {
+			ticket, err := rs.store.Lend(id)
+			if err != nil {
+				refuse("could not hand the wheel: %v", err)
+				return
+			}
+			rl.endLoan() // the ticket lent before no longer works
+			to.wheel = true
+			to.push(wheelMsg(ticket))
+		}
+		rl.driver = to
+		rl.awaitWheel = time.Time{}
+		to.following = false
 		me.following = true
 	case "take":
 		if !me.key {
 			refuse("only a driver link can take the wheel")
 			return
 		}
+		rs.endLoan(rl)
 		rl.driver = me
+		rl.awaitWheel = time.Time{}
 	case "tag":
 		if rl.driver != me {
 			refuse("only the driver can switch the room's tag")

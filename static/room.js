@@ -11,8 +11,11 @@
 //
 // The driver key arrives in the driver link (?k=KEY). It is kept in this
 // tab's sessionStorage and taken out of the address, so the address (and
-// every case link copied from it) is a viewer link. Names are text only:
-// they reach the page through textContent.
+// every case link copied from it) is a viewer link. A reader handed the
+// wheel gets a wheel ticket from the server, kept there too, so that the
+// wheel stays with them when they reload or open the room's other page; the
+// server says when it stops working. Names are text only: they reach the
+// page through textContent.
 
 const bar = document.getElementById('room');
 const roomID = bar.dataset.room;
@@ -33,6 +36,25 @@ try {
 	key = params.get('k') || '';
 }
 if (params.has('k')) history.replaceState(null, '', location.pathname + location.hash);
+
+// The wheel ticket: from an earlier page of this tab, if the wheel was
+// handed to it.
+const wheelName = 'syncloop-room-wheel-' + roomID;
+let wheel = '';
+try {
+	wheel = sessionStorage.getItem(wheelName) || '';
+} catch {
+	// no storage: a handed wheel lasts this page
+}
+function setWheel(ticket) {
+	wheel = ticket;
+	try {
+		if (ticket) sessionStorage.setItem(wheelName, ticket);
+		else sessionStorage.removeItem(wheelName);
+	} catch {
+		// as above
+	}
+}
 
 function stored(name, fallback) {
 	try {
@@ -58,6 +80,7 @@ let backoff = 500;
 let me = ''; // my reader id
 let holdsKey = false; // the server accepted my driver key
 let token = '';
+let presented = ''; // the wheel ticket this connection joined with
 let state = null; // the last {"t":"state"}
 // A reader who opened a link to a place (a shared case) stays there: they
 // start not following, and see where the driver is.
@@ -86,6 +109,8 @@ function connect() {
 		const join = { t: 'join', color: myColor };
 		if (myName) join.name = myName;
 		if (key) join.key = key;
+		else if (wheel) join.wheel = wheel;
+		presented = join.wheel || '';
 		ws.send(JSON.stringify(join));
 		if (!following) ws.send(JSON.stringify({ t: 'follow', on: false }));
 	});
@@ -115,6 +140,7 @@ function handle(m) {
 			token = m.token || '';
 			lastSent = '';
 			if (!holdsKey && key) key = ''; // refused: do not present it again
+			if (presented && !m.wheel && wheel === presented) setWheel(''); // taken back while this tab was away
 			render();
 			break;
 		case 'state': {
@@ -130,6 +156,9 @@ function handle(m) {
 			state.at = m.at;
 			renderWhere(reader(state.driver));
 			if (!driving() && following && m.at) follow(m.at);
+			break;
+		case 'wheel':
+			setWheel(m.wheel);
 			break;
 		case 'token':
 			token = m.token;

@@ -10,6 +10,10 @@
 //   - the room id is the viewer link (/rooms/{id}): whoever holds it reads along;
 //   - the driver key (/rooms/{id}?k=KEY) lets its holder steer; only its
 //     SHA-256 is stored, so the store file does not hand out the wheel;
+//   - the wheel ticket is what a reader who was handed the wheel holds, so
+//     that the wheel outlasts their reload and their moves between the
+//     room's pages: there is at most one, it ends when the wheel is taken
+//     back or handed on, and it is kept as a SHA-256 too;
 //   - the ingest token lets a relay feed the room's journal; it is stored as
 //     is, because the room shows it to its drivers, and it can be rotated.
 package rooms
@@ -49,7 +53,8 @@ var (
 type Room struct {
 	ID          string    `json:"id"`
 	Tag         string    `json:"tag"`
-	DriverHash  string    `json:"driver_key_sha256"` // hex SHA-256 of the driver key
+	DriverHash  string    `json:"driver_key_sha256"`             // hex SHA-256 of the driver key
+	WheelHash   string    `json:"wheel_ticket_sha256,omitempty"` // hex SHA-256 of the lent wheel's ticket; "" when not lent
 	IngestToken string    `json:"ingest_token"`
 	Created     time.Time `json:"created"`
 	LastActive  time.Time `json:"last_active"`
@@ -198,6 +203,44 @@ func (s *Store) IsDriver(id, key string) bool {
 		return false
 	}
 	return subtle.ConstantTimeCompare([]byte(hashKey(key)), []byte(r.DriverHash)) == 1
+}
+
+// Lend starts a loan of the wheel and returns its ticket, which is not
+// stored and cannot be recovered. A ticket lent before stops working.
+func (s *Store) Lend(id string) (string, error) {
+	ticket, err := NewSecret()
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.update(id, func(r *Room) error { r.WheelHash = hashKey(ticket); return nil }); err != nil {
+		return "", err
+	}
+	return ticket, nil
+}
+
+// EndLoan ends the wheel's loan, if there is one: its ticket stops working.
+// It stops working even when the store cannot be written (the error says
+// so): the write is tried again with the next Flush.
+func (s *Store) EndLoan(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := s.get(id)
+	if err != nil || r.WheelHash == "" {
+		return err
+	}
+	r.WheelHash = ""
+	s.dirty = true
+	return s.save()
+}
+
+// HoldsWheel reports whether ticket is the ticket of the room's lent wheel,
+// in constant time.
+func (s *Store) HoldsWheel(id, ticket string) bool {
+	r, err := s.Get(id)
+	if err != nil || ticket == "" || r.WheelHash == "" {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(hashKey(ticket)), []byte(r.WheelHash)) == 1
 }
 
 // Token returns the room's ingest token; ok is false when there is no such room.

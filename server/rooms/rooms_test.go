@@ -141,6 +141,88 @@ func TestPersistenceRoundTrip(t *testing.T) {
 	}
 }
 
+// TestWheelLoan: one ticket at a time opens the lent wheel; lending again or
+// ending the loan closes the old one; the file keeps only its hash, and a
+// reopened store honours it.
+func TestWheelLoan(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rooms.json")
+	s, err := Open(Config{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, key, err := s.Create("v1.37.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _, err := s.Create("v1.37.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.HoldsWheel(r.ID, "") || s.HoldsWheel(r.ID, key) {
+		t.Fatal("a wheel not lent is held")
+	}
+	first, err := s.Lend(r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.Lend(r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reopened := func() *Store {
+		s2, err := Open(Config{Path: path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s2
+	}
+	tests := []struct {
+		name, id, ticket string
+		want             bool
+	}{
+		{"the ticket lent last", r.ID, second, true},
+		{"the ticket lent before", r.ID, first, false},
+		{"the driver key", r.ID, key, false},
+		{"the room id", r.ID, r.ID, false},
+		{"the ingest token", r.ID, r.IngestToken, false},
+		{"no ticket", r.ID, "", false},
+		{"one character off", r.ID, second[:21] + string(second[21]^1), false},
+		{"another room", other.ID, second, false},
+	}
+	for _, st := range []struct {
+		name string
+		s    *Store
+	}{{"open", s}, {"reopened", reopened()}} {
+		for _, tt := range tests {
+			if got := st.s.HoldsWheel(tt.id, tt.ticket); got != tt.want {
+				t.Errorf("%s: %s: HoldsWheel = %v, want %v", st.name, tt.name, got, tt.want)
+			}
+		}
+	}
+	if s.IsDriver(r.ID, second) {
+		t.Error("the ticket is a driver key")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), second) || !strings.Contains(string(data), hashKey(second)) {
+		t.Error("the file holds the ticket itself, or not its hash")
+	}
+	if err := s.EndLoan(r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s.HoldsWheel(r.ID, second) || reopened().HoldsWheel(r.ID, second) {
+		t.Error("the ticket still holds the wheel after the loan ended")
+	}
+	if err := s.EndLoan(r.ID); err != nil {
+		t.Errorf("ending no loan: %v", err)
+	}
+	if _, err := s.Lend("AAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("lending in no room: %v", err)
+	}
+}
+
 func TestOpenBadFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rooms.json")
 	os.WriteFile(path, []byte("{not json"), 0o600)
