@@ -126,7 +126,12 @@ func Open(cfg Config) (*Store, error) {
 	for id, t := range f.Expired {
 		s.expired[id] = t
 	}
-	s.sweep()
+	if len(s.sweep()) > 0 {
+		// Written now, not at the next Flush: a server killed before then
+		// and started with a longer TTL would bring the rooms back. A
+		// failed write is tried again with the next Flush.
+		s.save()
+	}
 	return s, nil
 }
 

@@ -274,6 +274,21 @@ func TestExpiry(t *testing.T) {
 	if _, err := s2.SetTag(idle.ID, "v1.31.0"); !errors.Is(err, ErrExpired) {
 		t.Errorf("SetTag on an expired room: %v", err)
 	}
+
+	// A room Open finds expired stays expired, though nothing else writes
+	// before the next start (a server killed), with a longer TTL.
+	late, _, _ := s2.Create("v1.37.2")
+	c.add(2 * time.Hour)
+	if _, err := Open(Config{Path: path, TTL: time.Hour, Now: c.now}); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := Open(Config{Path: path, TTL: 48 * time.Hour, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s3.Get(late.ID); !errors.Is(err, ErrExpired) {
+		t.Errorf("a room expired at Open, opened again with a longer TTL: %v, want ErrExpired", err)
+	}
 }
 
 func TestMaxRooms(t *testing.T) {
