@@ -12,14 +12,14 @@
 package classify
 
 import (
-	"bytes"
-	"encoding/json"
 	"path"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/jsonstr"
 )
 
 // Formats a line can be read as.
@@ -77,30 +77,75 @@ func (l *Line) Display() string {
 
 // MarshalJSON writes Case and Time as null when empty, Pods as [] when none.
 func (l Line) MarshalJSON() ([]byte, error) {
-	type plain Line
-	out := struct {
-		Case *string    `json:"case"`
-		Time *time.Time `json:"time"`
-		plain
-	}{plain: plain(l)}
-	if l.Case != "" {
-		out.Case = &l.Case
+	return l.AppendJSON(nil)
+}
+
+// AppendJSON appends l's JSON encoding (MarshalJSON's) to b. It is written
+// by hand, field by field, because the live pane encodes every line it
+// receives: the fields and their order are the struct's, strings are
+// escaped as encoding/json escapes them without HTML escaping ("<script>"
+// in a pod name stays readable; the page renders it with textContent), and
+// a test holds the output to encoding/json's byte for byte.
+func (l *Line) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"case":`...)
+	if l.Case == "" {
+		b = append(b, "null"...)
+	} else {
+		b = jsonstr.Append(b, l.Case)
 	}
-	if y := l.Time.Year(); !l.Time.IsZero() && y >= 0 && y <= 9999 {
-		out.Time = &l.Time
+	b = append(b, `,"time":`...)
+	if y := l.Time.Year(); l.Time.IsZero() || y < 0 || y > 9999 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		var err error
+		if b, err = l.Time.AppendText(b); err != nil {
+			return nil, err
+		}
+		b = append(b, '"')
 	}
-	if out.Pods == nil {
-		out.Pods = []string{}
+	if l.Match != "" {
+		b = jsonstr.Append(append(b, `,"match":`...), l.Match)
 	}
-	// Without HTML escaping: "<script>" in a pod name stays readable as text
-	// (the page renders it with textContent).
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return nil, err
+	b = jsonstr.Append(append(b, `,"format":`...), l.Format)
+	b = jsonstr.Append(append(b, `,"caller":`...), l.Caller)
+	if l.SourceLine != 0 {
+		b = strconv.AppendInt(append(b, `,"source_line":`...), int64(l.SourceLine), 10)
 	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	b = jsonstr.Append(append(b, `,"severity":`...), l.Severity)
+	b = strconv.AppendInt(append(b, `,"verbosity":`...), int64(l.Verbosity), 10)
+	b = jsonstr.Append(append(b, `,"message":`...), l.Message)
+	b = append(b, `,"pods":[`...)
+	for i, p := range l.Pods {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonstr.Append(b, p)
+	}
+	b = append(b, ']')
+	if l.Cursor != "" {
+		b = jsonstr.Append(append(b, `,"cursor":`...), l.Cursor)
+	}
+	if l.Host != "" {
+		b = jsonstr.Append(append(b, `,"host":`...), l.Host)
+	}
+	if l.PID != 0 {
+		b = strconv.AppendInt(append(b, `,"pid":`...), int64(l.PID), 10)
+	}
+	if l.Ident != "" {
+		b = jsonstr.Append(append(b, `,"ident":`...), l.Ident)
+	}
+	b = jsonstr.Append(append(b, `,"raw":`...), l.Raw)
+	if l.Text != "" {
+		b = jsonstr.Append(append(b, `,"text":`...), l.Text)
+	}
+	if l.Version != "" {
+		b = jsonstr.Append(append(b, `,"kubelet_version":`...), l.Version)
+	}
+	if l.Stripped {
+		b = append(b, `,"stripped":true`...)
+	}
+	return append(b, '}'), nil
 }
 
 // Classifier classifies lines against one Reading (or by message alone when
