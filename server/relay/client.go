@@ -248,10 +248,6 @@ func (c *Client) ingestURL() (string, error) {
 	return u.String(), nil
 }
 
-type batchMsg struct {
-	Lines []Line `json:"lines"`
-}
-
 type ackMsg struct {
 	Ack string `json:"ack"`
 }
@@ -327,6 +323,7 @@ func (c *Client) session(ctx context.Context) (finished bool, err error) {
 		}
 	}()
 
+	var msg []byte // the message buffer, reused
 	for {
 		batch, fin := c.nextBatch(sctx)
 		if fin {
@@ -342,12 +339,9 @@ func (c *Client) session(ctx context.Context) (finished bool, err error) {
 			}
 			return false, sctx.Err()
 		}
-		b, err := json.Marshal(batchMsg{Lines: batch})
-		if err != nil {
-			return false, err
-		}
+		msg = AppendBatch(msg[:0], batch)
 		wctx, wcancel := context.WithTimeout(sctx, 30*time.Second)
-		err = conn.Write(wctx, websocket.MessageText, b)
+		err = conn.Write(wctx, websocket.MessageText, msg)
 		wcancel()
 		if err != nil {
 			return false, fmt.Errorf("send: %w", err)
