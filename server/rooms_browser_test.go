@@ -19,14 +19,105 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
+// newRealServerTags serves the real Reading of the default tag, and the
+// same Reading under each of the other tags, all loaded: the header then
+// lists them all as cached, as on a server that has read a few.
+func newRealServerTags(t *testing.T, others ...string) *Server {
+	t.Helper()
+	r := realReading(t)
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	for _, tag := range others {
+		o := *r
+		o.Tag = tag
+		fl.readings[tag] = &o
+	}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	for _, tag := range append(others, r.Tag) {
+		waitLoaded(t, s, tag)
+	}
+	return s
+}
+
+// headerRows is how many rows the page header's items take: items whose
+// vertical extents overlap share a row.
+const headerRows = `(() => {
+	const items = [...document.querySelectorAll('header.site :is(a, button, input, label)')]
+		.map(e => e.getBoundingClientRect()).filter(r => r.width > 0 && r.height > 0)
+		.sort((a, b) => a.top - b.top);
+	let rows = 0, bottom = -Infinity;
+	for (const r of items) {
+		if (r.top >= bottom - 1) { rows++; bottom = r.bottom } else bottom = Math.max(bottom, r.bottom);
+	}
+	return rows })()`
+
+// headerOverlaps lists the page header's items that overlap another.
+const headerOverlaps = `(() => {
+	const items = [...document.querySelectorAll('header.site :is(a, button, input, label)')]
+		.map(e => [e, e.getBoundingClientRect()]).filter(([, r]) => r.width > 0 && r.height > 0);
+	const out = [];
+	for (const [i, [a, r]] of items.entries())
+		for (const [b, q] of items.slice(i + 1))
+			if (!a.contains(b) && !b.contains(a) && r.left < q.right - 1 && q.left < r.right - 1 && r.top < q.bottom - 1 && q.top < r.bottom - 1)
+				out.push(a.textContent.trim() + ' / ' + b.textContent.trim());
+	return out })()`
+
+// checkHeader checks the page header at a few window widths: one row from
+// 1024px, wrapped without overlap below; and that Export ▾ opens under its
+// button. It leaves the window 1440px wide.
+func checkHeader(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	for _, tc := range []struct {
+		width   int64
+		oneRow  bool
+		capture string
+	}{
+		{1440, true, "header-1440.png"},
+		{1280, true, ""},
+		{1024, true, "header-1024.png"},
+		{1000, false, ""},
+		{400, false, "header-400.png"},
+	} {
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(tc.width, 900)); err != nil {
+			t.Fatal(err)
+		}
+		if rows := eval[int](t, ctx, headerRows); tc.oneRow && rows != 1 {
+			t.Errorf("%s at %d px: the header takes %d rows, want 1", page, tc.width, rows)
+		}
+		if o := eval[[]string](t, ctx, headerOverlaps); len(o) > 0 {
+			t.Errorf("%s at %d px: header items overlap: %q", page, tc.width, o)
+		}
+		if tc.capture != "" {
+			screenshot(t, ctx, page+"-"+tc.capture, false)
+		}
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1440, 900), chromedp.Click(".export-button")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "Export ▾ opens under its button", `(() => {
+		const b = document.querySelector('.export-button').getBoundingClientRect();
+		const m = document.getElementById('export-menu'); const r = m.getBoundingClientRect();
+		const json = m.querySelector('a[href$="/reading.json"]').getBoundingClientRect();
+		return m.matches(':popover-open') && json.width > 0 && Math.abs(r.left - b.left) < 2 && r.top >= b.bottom && r.top < b.bottom + 16 })()`)
+	if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Escape)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "Escape closes Export ▾", `!document.getElementById('export-menu').matches(':popover-open')`)
+}
+
 func TestBrowserRoom(t *testing.T) {
 	driver := newBrowser(t)
-	s := newRealServer(t)
+	s := newRealServerTags(t, "v1.31.0")
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	base, _ := url.Parse(ts.URL)
@@ -41,16 +132,25 @@ func TestBrowserRoom(t *testing.T) {
 		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
 		return err
 	})
-	// The driver starts a pair session from the reading page.
+	// The driver starts a pair session from the reading page, whose
+	// header (two tags cached, and the pair and help buttons) is one row
+	// on a wide screen.
 	if err := chromedp.Do(driver, enableNetwork,
 		chromedp.Navigate(ts.URL+"/k8s/"+tag+"/"), chromedp.WaitReady("form.pair-start button"),
-		chromedp.Click("form.pair-start button"),
 	); err != nil {
+		t.Fatal(err)
+	}
+	if n := eval[int](t, driver, `document.querySelectorAll('header.site .cached a').length`); n != 2 {
+		t.Errorf("the header lists %d cached tags, want 2", n)
+	}
+	checkHeader(t, driver, "reading")
+	if err := chromedp.Do(driver, chromedp.Click("form.pair-start button")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, driver, "the room, its key out of the address", `location.pathname.startsWith('/rooms/') && location.search === '' && !!document.getElementById('room')`)
 	id := eval[string](t, driver, `document.getElementById('room').dataset.room`)
 	waitFor(t, driver, "the driver drives", `document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`)
+	checkHeader(t, driver, "room")
 	eval[bool](t, driver, `(() => { const i = document.querySelector('[data-room-name]'); i.value = 'Ann'; i.dispatchEvent(new Event('change')); return true })()`)
 
 	// The viewer: another browser context (its own storage), the viewer link.
