@@ -25,7 +25,9 @@ type Entry struct {
 
 // Batch is what one call to Next returns: entries in order, then, when
 // Skipped > 0, that many entries that followed them were dropped for this
-// subscriber because its queue was full.
+// subscriber because its queue was full. Entries is the subscription's own
+// queue, handed over: it is valid until the next call to Next, which
+// reuses it.
 type Batch struct {
 	Missed  int // entries before Entries that are gone from the ring (a resume from too far back)
 	Entries []Entry
@@ -205,6 +207,8 @@ type Subscription struct {
 	h      *Hub
 	notify chan struct{} // written and closed only under h.mu
 
+	spare []Entry // the queue Next handed out last, taken back by the next take
+
 	// Guarded by h.mu.
 	pending []Entry
 	missed  int
@@ -284,7 +288,13 @@ func (s *Subscription) take() (Batch, bool) {
 	}
 	b := Batch{Missed: s.missed, Entries: s.pending, Skipped: s.skipped}
 	s.missed = 0
-	s.pending = make([]Entry, 0, min(s.h.queueLimit, 64))
+	// The two queues take turns: a new one per batch was most of the
+	// garbage a busy feed made.
+	clear(s.spare) // let go of the entries' data
+	s.pending, s.spare = s.spare[:0], s.pending
+	if cap(s.pending) > 4*s.h.queueLimit {
+		s.pending = nil // grown by a long history: let it go
+	}
 	s.skipped = 0
 	s.limit = s.h.queueLimit
 	return b, true

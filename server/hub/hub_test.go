@@ -288,3 +288,43 @@ func BenchmarkPublish200(b *testing.B) {
 	cancel()
 	wg.Wait()
 }
+
+// The queue a batch hands out is reused by the next call to Next but one:
+// until then, what the batch holds stays as it was, while the publisher
+// goes on filling the other queue (run with -race).
+func TestBatchStableUntilNextCall(t *testing.T) {
+	h := New(100, 100)
+	sub := h.Subscribe(0)
+	defer sub.Close()
+	ctx := context.Background()
+	var seq uint64
+	for round := range 50 {
+		n := 1 + round%7
+		for range n {
+			h.Publish(func(s uint64) []byte { return []byte{byte(s)} })
+		}
+		b, err := sub.Next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() { // a publisher while the batch is read
+			defer close(done)
+			for range 3 {
+				h.Publish(func(s uint64) []byte { return []byte{byte(s)} })
+			}
+		}()
+		for _, e := range b.Entries {
+			seq++
+			if e.Seq != seq || e.Data[0] != byte(seq) {
+				t.Fatalf("round %d: entry %d = %d %v", round, seq, e.Seq, e.Data)
+			}
+		}
+		<-done
+		b, err = sub.Next(ctx)
+		if err != nil || len(b.Entries) != 3 || b.Entries[0].Seq != seq+1 {
+			t.Fatalf("round %d: the publisher's 3 entries: %+v %v", round, b, err)
+		}
+		seq += 3
+	}
+}
