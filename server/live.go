@@ -32,6 +32,7 @@ package server
 // it clears them and takes the history anew.
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -60,6 +61,7 @@ import (
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/demo"
 	"github.com/syncloop/syncloop/server/hub"
+	"github.com/syncloop/syncloop/server/jsonstr"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -124,6 +126,14 @@ type feed struct {
 	version    string
 	ingested   uint64
 	byCase     map[string]uint64
+
+	// Scratch space of ingest, reused from batch to batch.
+	batchIDs map[uint64]struct{} // hashes of the batch's ids
+	lines    []classify.Line
+	cuts     []bool
+	entries  [][]byte
+	scratch  []byte
+	arena    []byte // the block ring entries are being cut from
 }
 
 // newLive starts the live side; reading returns the Reading for a tag once
@@ -223,13 +233,14 @@ func (l *live) feed(name string) (*feed, error) {
 		return nil, errTooManyFeeds
 	}
 	f := &feed{
-		name:   name,
-		tag:    l.cfg.DefaultTag,
-		hub:    hub.New(l.cfg.RingSize, l.queue),
-		idSeed: maphash.MakeSeed(),
-		seen:   make(map[uint64]struct{}),
-		source: "none",
-		byCase: make(map[string]uint64),
+		name:     name,
+		tag:      l.cfg.DefaultTag,
+		hub:      hub.New(l.cfg.RingSize, l.queue),
+		idSeed:   maphash.MakeSeed(),
+		seen:     make(map[uint64]struct{}),
+		source:   "none",
+		batchIDs: make(map[uint64]struct{}),
+		byCase:   make(map[string]uint64),
 	}
 	f.cls = classify.New(nil).Stream()
 	if l.storeDir != "" {
@@ -261,8 +272,7 @@ func (l *live) openStore(f *feed) error {
 	for _, r := range recs {
 		f.hub.SetNext(r.Seq)
 		line, cut := f.classify(r.Raw)
-		data := encodeLine(line, false, cut)
-		f.hub.Publish(func(seq uint64) []byte { return withSeq(seq, data) })
+		f.publish([]classify.Line{line}, []bool{cut}, false)
 		f.remember(r.ID)
 		if line.Cursor != "" {
 			f.lastCursor = line.Cursor
@@ -308,10 +318,12 @@ func cutUTF8(s string, n int) string {
 
 // remember adds id to the feed's bounded set of recent ids. f.mu is held.
 func (f *feed) remember(id string) {
-	if id == "" {
-		return
+	if id != "" {
+		f.rememberHash(maphash.String(f.idSeed, id))
 	}
-	h := maphash.String(f.idSeed, id)
+}
+
+func (f *feed) rememberHash(h uint64) {
 	if len(f.seenRing) < idsKept {
 		f.seenRing = append(f.seenRing, h)
 	} else {
@@ -322,38 +334,73 @@ func (f *feed) remember(id string) {
 	f.seen[h] = struct{}{}
 }
 
-// seenID reports whether the feed remembers id. f.mu is held.
-func (f *feed) seenID(id string) bool {
-	_, ok := f.seen[maphash.String(f.idSeed, id)]
+// seenHash reports whether the feed remembers the id hashed to h. f.mu is held.
+func (f *feed) seenHash(h uint64) bool {
+	_, ok := f.seen[h]
 	return ok
 }
 
-// encodeLine is a line's message without its sequence number, which the hub assigns.
-func encodeLine(line classify.Line, demo, cut bool) []byte {
-	// MarshalJSON directly: json.Marshal would validate and compact its
-	// output again, the largest per-line cost of ingest under load.
-	b, err := line.MarshalJSON()
-	if err != nil {
-		b, _ = classify.Line{Raw: line.Raw, Format: "raw"}.MarshalJSON()
+// appendEntry appends a line's message for browsers to b:
+// {"seq":N,"line":{…},"demo":true?,"cut":true?}.
+func appendEntry(b []byte, seq uint64, line *classify.Line, demo, cut bool) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"line":`...)
+	if lb, err := line.AppendJSON(b); err == nil {
+		b = lb
+	} else { // a time encoding/json refuses too: keep the text
+		b, _ = (&classify.Line{Raw: line.Raw, Format: classify.FormatRaw, Verbosity: -1}).AppendJSON(b)
 	}
-	out := make([]byte, 0, len(b)+32)
-	out = append(out, `"line":`...)
-	out = append(out, b...)
 	if demo {
-		out = append(out, `,"demo":true`...)
+		b = append(b, `,"demo":true`...)
 	}
 	if cut {
-		out = append(out, `,"cut":true`...)
+		b = append(b, `,"cut":true`...)
 	}
-	return append(out, '}')
+	return append(b, '}')
 }
 
-func withSeq(seq uint64, rest []byte) []byte {
-	out := make([]byte, 0, len(rest)+24)
-	out = append(out, `{"seq":`...)
-	out = strconv.AppendUint(out, seq, 10)
-	out = append(out, ',')
-	return append(out, rest...)
+// arenaSize is the size of the blocks a feed's ring entries are cut from.
+// One allocation per block instead of one per line: at a thousand lines a
+// second the ring's churn was a large share of the garbage collector's
+// work. A block is freed once the ring has let go of its every entry.
+const arenaSize = 64 << 10
+
+// keep copies an encoded entry into the feed's arena and returns the copy,
+// whose capacity ends where it does. f.mu is held.
+func (f *feed) keep(b []byte) []byte {
+	if len(b) > arenaSize/8 {
+		return bytes.Clone(b)
+	}
+	if len(f.arena)+len(b) > cap(f.arena) {
+		f.arena = make([]byte, 0, arenaSize)
+	}
+	i := len(f.arena)
+	f.arena = append(f.arena, b...)
+	return f.arena[i:len(f.arena):len(f.arena)]
+}
+
+// publish encodes lines for browsers and publishes them. f.mu is held:
+// ingest is the hub's only publisher, so the sequence numbers the hub
+// assigns are known before it does.
+func (f *feed) publish(lines []classify.Line, cuts []bool, demo bool) {
+	first := f.hub.Stats().Next
+	data := f.entries[:0]
+	for i := range lines {
+		f.scratch = appendEntry(f.scratch[:0], first+uint64(i), &lines[i], demo, cuts[i])
+		data = append(data, f.keep(f.scratch))
+	}
+	if cap(f.scratch) > 4*arenaSize {
+		f.scratch = nil
+	}
+	f.hub.PublishN(len(data), func(i int, seq uint64) []byte {
+		if seq != first+uint64(i) { // cannot happen while ingest is the only publisher
+			return appendEntry(nil, seq, &lines[i], demo, cuts[i])
+		}
+		return data[i]
+	})
+	clear(data)
+	f.entries = data[:0]
 }
 
 // ingest classifies, stores and publishes lines, skipping ids already seen;
@@ -369,24 +416,27 @@ func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) 
 			f.storeFailed = true
 		}
 	}
-	type pending struct {
-		data   []byte
-		caseOf string
-	}
 	var (
-		out     []pending
 		last    string
 		next    = f.hub.Stats().Next
-		batch   = map[string]bool{}
 		version = f.version
+		out     = f.lines[:0]
+		cuts    = f.cuts[:0]
+		batch   = f.batchIDs
 	)
+	clear(batch)
+	defer func() {
+		clear(out)
+		f.lines, f.cuts = out[:0], cuts[:0]
+	}()
 	for _, in := range lines {
 		if in.ID != "" {
 			last = in.ID
-			if f.seenID(in.ID) || batch[in.ID] {
+			h := maphash.String(f.idSeed, in.ID)
+			if _, dup := batch[h]; dup || f.seenHash(h) {
 				continue
 			}
-			batch[in.ID] = true
+			batch[h] = struct{}{}
 		}
 		line, cut := f.classify(in.Raw)
 		if !isDemo && f.store != nil {
@@ -402,20 +452,20 @@ func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) 
 		if line.Version != "" {
 			version = line.Version
 		}
-		out = append(out, pending{encodeLine(line, isDemo, cut), line.Case})
+		out, cuts = append(out, line), append(cuts, cut)
 	}
 	if !isDemo && f.store != nil {
 		if err := f.store.flush(); err != nil {
 			return "", err
 		}
 	}
-	f.hub.PublishN(len(out), func(i int, seq uint64) []byte { return withSeq(seq, out[i].data) })
-	for _, p := range out {
+	f.publish(out, cuts, isDemo)
+	for i := range out {
 		f.ingested++
-		f.byCase[p.caseOf]++
+		f.byCase[out[i].Case]++
 	}
-	for id := range batch {
-		f.remember(id)
+	for h := range batch {
+		f.rememberHash(h)
 	}
 	if version != f.version {
 		f.version = version
@@ -579,7 +629,9 @@ func (l *live) handleFeedSocket() http.Handler {
 		hello.Next = next
 		sub := f.hub.Subscribe(after)
 		defer sub.Close()
-		if err := writeFrame(ctx, conn, mustJSON(map[string]any{"hello": hello})); err != nil {
+		out := newSocketWriter(ctx, conn)
+		defer out.stop()
+		if err := out.write(mustJSON(map[string]any{"hello": hello})); err != nil {
 			return
 		}
 		pause := time.NewTimer(0)
@@ -605,7 +657,7 @@ func (l *live) handleFeedSocket() http.Handler {
 			}
 			for _, e := range b.Entries {
 				if len(frame)+len(e.Data) > frameLimit && len(frame) > 0 {
-					if writeFrame(ctx, conn, frame) != nil {
+					if out.write(frame) != nil {
 						return
 					}
 					frame = frame[:0]
@@ -616,7 +668,7 @@ func (l *live) handleFeedSocket() http.Handler {
 				frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(b.Skipped)+`}`))
 			}
 			if len(frame) > 0 {
-				if writeFrame(ctx, conn, frame) != nil {
+				if out.write(frame) != nil {
 					return
 				}
 			}
@@ -651,10 +703,46 @@ func mustJSON(v any) []byte {
 	return b
 }
 
+// writeTimeout is how long a websocket message may take to write before
+// its connection is given up as stalled.
+const writeTimeout = 10 * time.Second
+
 func writeFrame(ctx context.Context, conn *websocket.Conn, b []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
 	defer cancel()
 	return conn.Write(ctx, websocket.MessageText, b)
+}
+
+// socketWriter writes a websocket's messages on its hot path: each write
+// has writeTimeout, and the connection closes when ctx ends, as with
+// writeFrame, but without a context per write: for every browser and every
+// batch, that cost the websocket library three allocations and a goroutine
+// handoff. A watchdog timer, reset around each write, closes a stalled
+// connection instead.
+type socketWriter struct {
+	conn     *websocket.Conn
+	watchdog *time.Timer
+	stopCtx  func() bool
+}
+
+func newSocketWriter(ctx context.Context, conn *websocket.Conn) *socketWriter {
+	w := &socketWriter{conn: conn, watchdog: time.AfterFunc(writeTimeout, func() { conn.CloseNow() })}
+	w.watchdog.Stop()
+	w.stopCtx = context.AfterFunc(ctx, func() { conn.CloseNow() })
+	return w
+}
+
+func (w *socketWriter) write(b []byte) error {
+	w.watchdog.Reset(writeTimeout)
+	err := w.conn.Write(context.Background(), websocket.MessageText, b)
+	w.watchdog.Stop()
+	return err
+}
+
+// stop ends the watchdog and the watch on ctx; the connection stays open.
+func (w *socketWriter) stop() {
+	w.watchdog.Stop()
+	w.stopCtx()
 }
 
 // checkToken reports whether r carries the ingest token, comparing in constant time.
@@ -715,23 +803,35 @@ func (l *live) handleIngest() http.Handler {
 		l.attach(f)
 		defer l.detach(f)
 		l.log.Info("live: relay attached", "feed", f.name, "remote", r.RemoteAddr)
+		// The message buffer and decoded lines are reused from message to
+		// message; a buffer grown by an outsized batch is let go after it.
+		var (
+			buf   bytes.Buffer
+			lines []relay.Line
+			ack   []byte
+		)
+		out := newSocketWriter(ctx, conn)
+		defer out.stop()
 		for {
-			_, rd, err := conn.Reader(ctx)
+			// No context per read either (see socketWriter): ctx's end
+			// closes the connection, which ends the read.
+			_, rd, err := conn.Reader(context.Background())
 			if err != nil {
 				return
 			}
-			data, err := io.ReadAll(io.LimitReader(rd, ingestLimit+1))
-			if err != nil {
+			if buf.Cap() > 256<<10 {
+				buf = bytes.Buffer{}
+			}
+			buf.Reset()
+			if _, err := buf.ReadFrom(io.LimitReader(rd, ingestLimit+1)); err != nil {
 				return
 			}
-			if len(data) > ingestLimit {
+			if buf.Len() > ingestLimit {
 				conn.Close(websocket.StatusMessageTooBig, "message over 1 MiB: send fewer lines per batch")
 				return
 			}
-			var m struct {
-				Lines []relay.Line `json:"lines"`
-			}
-			if err := json.Unmarshal(data, &m); err != nil {
+			clear(lines)
+			if lines, err = relay.DecodeBatch(buf.Bytes(), lines[:0]); err != nil {
 				conn.Close(websocket.StatusUnsupportedData, "want {\"lines\":[{\"id\":…,\"raw\":…}]}")
 				return
 			}
@@ -739,7 +839,7 @@ func (l *live) handleIngest() http.Handler {
 				conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
 				return
 			}
-			last, err := l.ingest(f, m.Lines, false)
+			last, err := l.ingest(f, lines, false)
 			if err != nil {
 				l.log.Error("live: ingest", "feed", f.name, "err", err)
 				conn.Close(websocket.StatusInternalError, "the server cannot store lines; retry later")
@@ -748,7 +848,8 @@ func (l *live) handleIngest() http.Handler {
 			if last == "" {
 				continue
 			}
-			if writeFrame(ctx, conn, mustJSON(map[string]string{"ack": last})) != nil {
+			ack = append(jsonstr.Append(append(ack[:0], `{"ack":`...), last), '}')
+			if out.write(ack) != nil {
 				return
 			}
 		}

@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
-	"slices"
+	"strconv"
+
+	"github.com/syncloop/syncloop/server/jsonstr"
 )
 
 // feedStore keeps a feed's real lines (not the demo's) in an append-only
@@ -14,12 +17,20 @@ import (
 // numbers browsers resume from, and the ids relays are deduplicated by.
 // A line is written before it is acknowledged: a server killed after the
 // write but before the ack recognizes the relay's resend.
+//
+// The file is JSON lines: {"seq":N,"id":…,"raw":…,"version":…} per line
+// received, and, first in a compacted file, {"version":…} alone: the
+// kubelet version the lines compacted away had revealed.
 type feedStore struct {
-	path  string
-	keep  int // records kept when compacting
-	f     *os.File
-	w     *bufio.Writer
-	count int // records in the file
+	path    string
+	keep    int // records kept when compacting
+	f       *os.File
+	w       *bufio.Writer
+	count   int     // records in the file
+	size    int64   // bytes in the file, buffered ones included
+	offs    []int64 // where the last records (at least keep of them) start
+	version string  // the last kubelet version recorded
+	rec     []byte  // scratch for one record
 }
 
 // storedLine is one record of a feed's file.
@@ -40,15 +51,14 @@ func openFeedStore(dir, feed string, keep int) (*feedStore, []storedLine, string
 		return nil, nil, "", fmt.Errorf("feed store: %w", err)
 	}
 	s := &feedStore{path: filepath.Join(dir, feed+".jsonl"), keep: keep}
-	recs, count, version, err := readStore(s.path, keep)
+	recs, err := s.read()
 	if err != nil {
 		return nil, nil, "", err
 	}
-	s.count = count
 	if err := s.open(); err != nil {
 		return nil, nil, "", err
 	}
-	return s, recs, version, nil
+	return s, recs, s.version, nil
 }
 
 func (s *feedStore) open() error {
@@ -60,54 +70,100 @@ func (s *feedStore) open() error {
 	return nil
 }
 
-// readStore returns the last keep records of a store file, how many it has,
-// and the last kubelet version recorded. A torn last record (the process
-// died mid-write) is ignored.
-func readStore(path string, keep int) ([]storedLine, int, string, error) {
-	f, err := os.Open(path)
+// read loads the file's last keep records, its record count, offsets and
+// last kubelet version. A torn last record (the process died mid-write) is
+// cut off, so the next record starts on a line of its own.
+func (s *feedStore) read() ([]storedLine, error) {
+	f, err := os.Open(s.path)
 	if os.IsNotExist(err) {
-		return nil, 0, "", nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, 0, "", fmt.Errorf("feed store: %w", err)
+		return nil, fmt.Errorf("feed store: %w", err)
 	}
 	defer f.Close()
 	var recs []storedLine
-	count, version := 0, ""
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() {
-		var r storedLine
-		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Seq == 0 {
+	r := bufio.NewReaderSize(f, 64<<10)
+	var off int64
+	for {
+		line, err := r.ReadSlice('\n')
+		if err == bufio.ErrBufferFull { // a record longer than the buffer
+			long := append([]byte(nil), line...)
+			for err == bufio.ErrBufferFull {
+				line, err = r.ReadSlice('\n')
+				long = append(long, line...)
+			}
+			line = long
+		}
+		if err == io.EOF {
+			if len(line) > 0 { // no newline: torn
+				if terr := os.Truncate(s.path, off); terr != nil {
+					return nil, fmt.Errorf("feed store: cutting a torn record: %w", terr)
+				}
+			}
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("feed store %s: %w", s.path, err)
+		}
+		start := off
+		off += int64(len(line))
+		var rec storedLine
+		if json.Unmarshal(line, &rec) != nil {
 			continue
 		}
-		count++
-		if r.Version != "" {
-			version = r.Version
+		if rec.Version != "" {
+			s.version = rec.Version
 		}
-		recs = append(recs, r)
-		if len(recs) >= 2*keep {
-			recs = append(recs[:0], recs[len(recs)-keep:]...)
+		if rec.Seq == 0 {
+			continue
+		}
+		s.count++
+		s.offs = append(s.offs, start)
+		recs = append(recs, rec)
+		if len(recs) >= 2*s.keep {
+			recs = append(recs[:0], recs[len(recs)-s.keep:]...)
+			s.offs = append(s.offs[:0], s.offs[len(s.offs)-s.keep:]...)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, 0, "", fmt.Errorf("feed store %s: %w", path, err)
+	s.size = off
+	if len(recs) > s.keep {
+		recs = recs[len(recs)-s.keep:]
 	}
-	if len(recs) > keep {
-		recs = recs[len(recs)-keep:]
+	return recs, nil
+}
+
+// appendRecord appends r's line of the file to b.
+func appendRecord(b []byte, r storedLine) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendUint(b, r.Seq, 10)
+	b = jsonstr.Append(append(b, `,"id":`...), r.ID)
+	b = jsonstr.Append(append(b, `,"raw":`...), r.Raw)
+	if r.Version != "" {
+		b = jsonstr.Append(append(b, `,"version":`...), r.Version)
 	}
-	return recs, count, version, nil
+	return append(b, "}\n"...)
 }
 
 // add buffers one record; flush makes the batch reach the file.
 func (s *feedStore) add(r storedLine) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return err
+	s.rec = appendRecord(s.rec[:0], r)
+	if _, err := s.w.Write(s.rec); err != nil {
+		return fmt.Errorf("feed store: %w", err)
+	}
+	if r.Version != "" {
+		s.version = r.Version
 	}
 	s.count++
-	_, err = s.w.Write(append(b, '\n'))
-	return err
+	s.offs = append(s.offs, s.size)
+	s.size += int64(len(s.rec))
+	if len(s.offs) >= 2*s.keep {
+		s.offs = append(s.offs[:0], s.offs[len(s.offs)-s.keep:]...)
+	}
+	if cap(s.rec) > 64<<10 {
+		s.rec = nil // an outsized line: do not keep its buffer
+	}
+	return nil
 }
 
 // flush writes the buffered records (the kernel keeps them if this process
@@ -122,27 +178,33 @@ func (s *feedStore) flush() error {
 	return nil
 }
 
-// compact rewrites the file with its last keep records, atomically.
+// compact rewrites the file with its last keep records, atomically. The
+// records are copied as they are, from where the first kept one starts:
+// compaction runs while the feed's ingest waits, and parsing 4 × keep
+// records each time cost a burst of latency at high rates.
 func (s *feedStore) compact() error {
-	recs, _, version, err := readStore(s.path, s.keep)
+	if len(s.offs) <= s.keep {
+		return nil
+	}
+	from := s.offs[len(s.offs)-s.keep]
+	src, err := os.Open(s.path)
 	if err != nil {
-		return err
+		return fmt.Errorf("feed store: compact: %w", err)
 	}
-	// The line that revealed the version may be among those dropped: the
-	// first kept record carries it on, unless a later one has its own.
-	if version != "" && len(recs) > 0 && !slices.ContainsFunc(recs, func(r storedLine) bool { return r.Version != "" }) {
-		recs[0].Version = version
-	}
+	defer src.Close()
 	tmp, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("feed store: %w", err)
 	}
-	w := bufio.NewWriter(tmp)
-	for _, r := range recs {
-		b, _ := json.Marshal(r)
-		w.Write(append(b, '\n'))
+	var head []byte
+	if s.version != "" {
+		// The line that revealed the version may be among those dropped.
+		head = append(jsonstr.Append([]byte(`{"version":`), s.version), "}\n"...)
 	}
-	err = w.Flush()
+	_, err = tmp.Write(head)
+	if err == nil {
+		_, err = io.Copy(tmp, io.NewSectionReader(src, from, s.size-from))
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -154,7 +216,13 @@ func (s *feedStore) compact() error {
 		return fmt.Errorf("feed store: compact: %w", err)
 	}
 	s.f.Close()
-	s.count = len(recs)
+	shift := from - int64(len(head))
+	s.offs = append(s.offs[:0], s.offs[len(s.offs)-s.keep:]...)
+	for i := range s.offs {
+		s.offs[i] -= shift
+	}
+	s.size -= shift
+	s.count = s.keep
 	return s.open()
 }
 

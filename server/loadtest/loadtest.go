@@ -31,6 +31,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/relay"
 )
 
 // Options says what load to apply to which server.
@@ -292,11 +293,6 @@ type ingester struct {
 	acked     atomic.Int64 // number of the last line acknowledged
 }
 
-type ingestLine struct {
-	ID  string `json:"id"`
-	Raw string `json:"raw"`
-}
-
 const (
 	// maxBatch keeps a catching-up batch well under the server's 1 MiB message limit.
 	maxBatch = 2000
@@ -355,7 +351,8 @@ func (in *ingester) send(ctx context.Context, client *http.Client, server, token
 
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	batch := make([]ingestLine, 0, maxBatch)
+	batch := make([]relay.Line, 0, maxBatch)
+	var msg []byte
 	var seq int64
 	for seq < total {
 		select {
@@ -379,18 +376,13 @@ func (in *ingester) send(ctx context.Context, client *http.Client, server, token
 		now := time.Now()
 		for seq < due && len(batch) < maxBatch {
 			seq++
-			batch = append(batch, ingestLine{ID: in.run + "-" + in.feed + "-" + strconv.FormatInt(seq, 10), Raw: in.line(seq, now)})
+			batch = append(batch, relay.Line{ID: in.run + "-" + in.feed + "-" + strconv.FormatInt(seq, 10), Raw: in.line(seq, now)})
 		}
 		if len(batch) == 0 {
 			continue
 		}
-		b, err := json.Marshal(struct {
-			Lines []ingestLine `json:"lines"`
-		}{batch})
-		if err != nil {
-			return err
-		}
-		if err := conn.Write(ctx, websocket.MessageText, b); err != nil {
+		msg = relay.AppendBatch(msg[:0], batch) // as the relay writes it
+		if err := conn.Write(ctx, websocket.MessageText, msg); err != nil {
 			return fmt.Errorf("send: %w", err)
 		}
 		in.sent.Store(seq)

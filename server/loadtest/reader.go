@@ -59,10 +59,15 @@ func (r *reader) dial(ctx context.Context, client *http.Client, server, feed str
 
 func (r *reader) read(ctx context.Context) {
 	defer r.conn.CloseNow()
+	// Reads take no context of their own (one per read costs the websocket
+	// library allocations that would be counted against the server on a
+	// shared machine); ctx's end closes the connection instead.
+	stop := context.AfterFunc(ctx, func() { r.conn.CloseNow() })
+	defer stop()
 	marker := []byte("lt=" + r.run + ":")
 	var buf bytes.Buffer
 	for {
-		_, rd, err := r.conn.Reader(ctx)
+		_, rd, err := r.conn.Reader(context.Background())
 		if err == nil {
 			buf.Reset()
 			_, err = buf.ReadFrom(rd)
