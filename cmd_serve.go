@@ -33,6 +33,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	roomTTL := fs.Duration("room-ttl", 24*time.Hour, "a room with no one in it expires after `DURATION`")
 	maxRooms := fs.Int("max-rooms", 48, "rooms this server holds at most (each room's feed counts against the 64 feeds)")
 	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
+	historyMB := fs.Int("history-mb", server.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most 5,000 lines)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: syncloop serve [--addr :8080] [--tag TAG] [--source-dir DIR] [--cache-dir DIR] [--data-dir DIR]\n\n"+
 			"Serve the reading site: /k8s/TAG/ shows (*Kubelet).syncLoopIteration at TAG with a\n"+
@@ -58,23 +59,24 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 			log.Warn("no user config dir: rooms are kept in memory only; set --data-dir to keep them", "err", err)
 		}
 	}
-	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 {
-		return usageError{fmt.Errorf("--room-ttl, --max-rooms and --max-readers must be positive")}
+	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 || *historyMB <= 0 {
+		return usageError{fmt.Errorf("--room-ttl, --max-rooms, --max-readers and --history-mb must be positive")}
 	}
 
 	srv, err := server.NewServer(server.Config{
-		DefaultTag:  *tag,
-		SourceDir:   *sourceDir,
-		CacheDir:    *cacheDir,
-		Getenv:      s.getenv,
-		Logger:      log,
-		IngestToken: *token,
-		JournalCmd:  *journalCmd,
-		JournalFile: *journalFile,
-		DataDir:     *dataDir,
-		RoomTTL:     *roomTTL,
-		MaxRooms:    *maxRooms,
-		MaxReaders:  *maxReaders,
+		DefaultTag:   *tag,
+		SourceDir:    *sourceDir,
+		CacheDir:     *cacheDir,
+		Getenv:       s.getenv,
+		Logger:       log,
+		IngestToken:  *token,
+		JournalCmd:   *journalCmd,
+		JournalFile:  *journalFile,
+		DataDir:      *dataDir,
+		RoomTTL:      *roomTTL,
+		MaxRooms:     *maxRooms,
+		MaxReaders:   *maxReaders,
+		HistoryBytes: *historyMB << 20,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

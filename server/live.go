@@ -32,6 +32,7 @@ package server
 // it clears them and takes the history anew.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/subtle"
@@ -42,6 +43,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -70,9 +72,12 @@ const (
 	maxFeeds     = 64
 	ingestLimit  = 1 << 20  // bytes per ingest message
 	displayLimit = 64 << 10 // bytes of a line kept for display
-	queueLimit   = 4096     // default entries a browser may fall behind before lines are skipped
-	idsKept      = 1 << 16  // recent ids per feed remembered for deduplication
-	frameLimit   = 64 << 10 // bytes per browser message: the buffer each browser's writer keeps
+	// idsKept is how many recent ids a feed remembers to recognize a
+	// relay's resend: a relay resends what it sent and did not see
+	// acknowledged, at most its window, so twice that covers two relays
+	// on one feed.
+	idsKept    = 2 * relay.DefaultWindow
+	frameLimit = 64 << 10 // bytes per browser message: the buffer each browser's writer keeps
 	// A browser's writer that sent fewer than coalesceBelow lines waits
 	// coalesceFor before the next message, so lines arriving one by one
 	// share a write; the wait is well under what a reader notices.
@@ -89,7 +94,6 @@ type live struct {
 	reading  func(tag string) *extractor.Reading
 	log      *slog.Logger
 	storeDir string    // "" keeps feeds in memory only
-	queue    int       // queueLimit, smaller in tests
 	frames   sync.Pool // *[]byte: browser message buffers
 
 	ctx    context.Context // ends on Close
@@ -115,9 +119,7 @@ type feed struct {
 	// Recent ids by a 64-bit hash, not the ids themselves: a journald
 	// cursor is ~110 bytes, and a feed remembers idsKept of them.
 	idSeed     maphash.Seed
-	seen       map[uint64]struct{}
-	seenRing   []uint64
-	seenNext   int
+	ids        *recentIDs // made on the first id
 	lastCursor string
 	source     string // "none", "demo", "relay", "journal"
 	relays     int
@@ -142,10 +144,13 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 	if cfg.RingSize <= 0 {
 		cfg.RingSize = 5000
 	}
+	if cfg.HistoryBytes <= 0 {
+		cfg.HistoryBytes = DefaultHistoryBytes
+	}
 	if reading == nil {
 		reading = func(string) *extractor.Reading { return nil }
 	}
-	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed), queue: queueLimit}
+	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed)}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -235,9 +240,8 @@ func (l *live) feed(name string) (*feed, error) {
 	f := &feed{
 		name:     name,
 		tag:      l.cfg.DefaultTag,
-		hub:      hub.New(l.cfg.RingSize, l.queue),
+		hub:      hub.New(l.cfg.RingSize),
 		idSeed:   maphash.MakeSeed(),
-		seen:     make(map[uint64]struct{}),
 		source:   "none",
 		batchIDs: make(map[uint64]struct{}),
 		byCase:   make(map[string]uint64),
@@ -253,7 +257,25 @@ func (l *live) feed(name string) (*feed, error) {
 		}
 	}
 	l.feeds[name] = f
+	l.shareHistory()
 	return f, nil
+}
+
+// DefaultHistoryBytes is Config.HistoryBytes's default.
+const DefaultHistoryBytes = 64 << 20
+
+// shareHistory gives each feed an equal share of Config.HistoryBytes as
+// its ring's byte limit. Lines are bounded in number (RingSize) and in
+// size (64 KiB shown), but not what 64 feeds times 5,000 lines of any size
+// may hold: this is what bounds the server's memory. l.mu is held.
+func (l *live) shareHistory() {
+	if len(l.feeds) == 0 {
+		return
+	}
+	share := l.cfg.HistoryBytes / len(l.feeds)
+	for _, f := range l.feeds {
+		f.hub.SetByteLimit(share)
+	}
 }
 
 // openStore opens f's file and restores its history. f.mu is held.
@@ -324,20 +346,15 @@ func (f *feed) remember(id string) {
 }
 
 func (f *feed) rememberHash(h uint64) {
-	if len(f.seenRing) < idsKept {
-		f.seenRing = append(f.seenRing, h)
-	} else {
-		delete(f.seen, f.seenRing[f.seenNext])
-		f.seenRing[f.seenNext] = h
-		f.seenNext = (f.seenNext + 1) % idsKept
+	if f.ids == nil {
+		f.ids = newRecentIDs(idsKept)
 	}
-	f.seen[h] = struct{}{}
+	f.ids.add(h)
 }
 
 // seenHash reports whether the feed remembers the id hashed to h. f.mu is held.
 func (f *feed) seenHash(h uint64) bool {
-	_, ok := f.seen[h]
-	return ok
+	return f.ids != nil && f.ids.has(h)
 }
 
 // appendEntry appends a line's message for browsers to b:
@@ -609,7 +626,7 @@ func (l *live) handleFeedSocket() http.Handler {
 		defer l.wg.Done()
 		// The default AcceptOptions refuse an Origin other than the request's
 		// host: another site's page cannot read this feed through a reader's browser.
-		conn, err := websocket.Accept(w, r, nil)
+		conn, err := websocket.Accept(writeBuffered{w}, r, nil)
 		if err != nil {
 			l.log.Info("live: browser websocket refused", "feed", f.name, "err", err)
 			return
@@ -648,8 +665,8 @@ func (l *live) handleFeedSocket() http.Handler {
 			// between batches, and a buffer each would hold frameLimit apiece.
 			fp := l.frames.Get().(*[]byte)
 			frame := (*fp)[:0]
-			if b.Missed > 0 {
-				frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(b.Missed)+`}`))
+			if gap := b.Missed + b.Skipped; gap > 0 {
+				frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(gap)+`}`))
 			}
 			if g := f.status.Load(); g != gen {
 				gen = g
@@ -663,9 +680,6 @@ func (l *live) handleFeedSocket() http.Handler {
 					frame = frame[:0]
 				}
 				frame = appendMsg(frame, e.Data)
-			}
-			if b.Skipped > 0 {
-				frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(b.Skipped)+`}`))
 			}
 			if len(frame) > 0 {
 				if out.write(frame) != nil {
@@ -702,6 +716,31 @@ func mustJSON(v any) []byte {
 	}
 	return b
 }
+
+// browserWriteBuffer is the write buffer of a browser's connection. The
+// one net/http hands over with the connection holds 4 KiB: a message over
+// that, as a batch of ten klog lines is, cost two write calls (the websocket
+// header and the start of the message, then the rest), and write calls
+// were most of what fan-out cost.
+const browserWriteBuffer = 8 << 10
+
+// writeBuffered gives the websocket library a connection with a write
+// buffer of browserWriteBuffer when it hijacks it.
+type writeBuffered struct{ http.ResponseWriter }
+
+func (w writeBuffered) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := brw.Writer.Flush(); err != nil { // the 101 response, normally sent already
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(conn, browserWriteBuffer)), nil
+}
+
+func (w writeBuffered) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // writeTimeout is how long a websocket message may take to write before
 // its connection is given up as stalled.

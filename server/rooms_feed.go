@@ -55,6 +55,7 @@ func (l *live) dropFeed(name string) {
 	l.mu.Lock()
 	f := l.feeds[name]
 	delete(l.feeds, name)
+	l.shareHistory()
 	l.mu.Unlock()
 	if f != nil {
 		f.hub.Close()

@@ -32,11 +32,14 @@ type Config struct {
 	Logger     *slog.Logger
 
 	// The live feed (see live.go).
-	IngestToken string        // bearer token a relay must present; "" disables ingest
-	JournalCmd  string        // a command whose output feeds the default feed (serve --journal-cmd)
-	JournalFile string        // a saved journal replayed into the default feed
-	RingSize    int           // lines kept per feed for late joiners; 0 means 5000
-	DemoPeriod  time.Duration // pace of the demo feed; 0 means its default
+	IngestToken string // bearer token a relay must present; "" disables ingest
+	JournalCmd  string // a command whose output feeds the default feed (serve --journal-cmd)
+	JournalFile string // a saved journal replayed into the default feed
+	RingSize    int    // lines kept per feed for late joiners; 0 means 5000
+	// HistoryBytes bounds the recent lines all feeds keep together (their
+	// messages to browsers), shared equally by the feeds; 0 means 64 MiB.
+	HistoryBytes int
+	DemoPeriod   time.Duration // pace of the demo feed; 0 means its default
 
 	// FeedToken, when set, names the ingest token of a feed that has its
 	// own (ok true): that feed takes that token instead of IngestToken.

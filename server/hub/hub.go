@@ -1,20 +1,24 @@
 // Package hub is one live feed's memory and fan-out: a bounded ring of the
-// last lines, each with a sequence number, and any number of subscribers that
-// receive the ring's history and then the live tail.
+// last lines, each with a sequence number, and any number of subscribers
+// that read the ring's history and then its live tail.
 //
-// A slow subscriber never slows the publisher or the others: each has a
-// bounded queue, and what overflows it is dropped and later reported as a
-// single count of skipped entries, in the place where the gap is.
+// A subscriber is a cursor into the ring, not a queue: publishing stores an
+// entry once and wakes the subscribers, whatever their number, and each
+// copies what it has not seen when it asks for it. A slow subscriber never
+// slows the publisher or the others: when the ring has moved past its
+// cursor, what it missed is reported to it as a single count of skipped
+// entries, in the place where the gap is.
 package hub
 
 import (
 	"context"
 	"errors"
+	"sort"
 	"sync"
 )
 
 // ErrClosed is returned by Next once the subscription or the hub is closed
-// and everything queued before has been delivered.
+// and everything published before has been delivered.
 var ErrClosed = errors.New("hub: closed")
 
 // Entry is one published item: its sequence number and its encoded message.
@@ -23,62 +27,96 @@ type Entry struct {
 	Data []byte
 }
 
-// Batch is what one call to Next returns: entries in order, then, when
-// Skipped > 0, that many entries that followed them were dropped for this
-// subscriber because its queue was full. Entries is the subscription's own
-// queue, handed over: it is valid until the next call to Next, which
-// reuses it.
+// Batch is what one call to Next returns: a gap, when there is one, then
+// entries in order. Missed entries were gone from the ring already when the
+// subscription began (a resume from too far back); Skipped ones left the
+// ring while this subscriber was behind. Entries is the subscription's own
+// buffer: it is valid until the next call to Next, which reuses it.
 type Batch struct {
-	Missed  int // entries before Entries that are gone from the ring (a resume from too far back)
-	Entries []Entry
+	Missed  int
 	Skipped int
+	Entries []Entry
 }
+
+// MaxBatch is the most entries one call to Next returns; the rest follow
+// on the next call. It bounds the buffer each subscriber keeps.
+const MaxBatch = 1024
 
 // Hub is one feed: a ring of the last entries and the subscribers to it.
 // Its methods are safe for concurrent use.
 type Hub struct {
-	queueLimit int
-
-	mu      sync.Mutex
-	ring    []Entry // circular, len(ring) == capacity once full
-	start   int     // index of the oldest entry when full
-	next    uint64  // sequence number of the next entry
-	subs    map[*Subscription]struct{}
-	closed  bool
-	dropped uint64 // entries dropped for slow subscribers, all time
+	mu        sync.Mutex
+	ring      []Entry // circular, increasing Seq, fixed length: the most entries kept
+	start     int     // index of the oldest entry
+	count     int     // entries kept
+	bytes     int     // their data's length, summed
+	byteLimit int     // the most bytes kept (but always the last entry); 0: no limit
+	next      uint64  // sequence number of the next entry
+	subs      map[*Subscription]struct{}
+	closed    bool
+	dropped   uint64 // entries skipped by slow subscribers, all time
 }
 
-// New returns a hub that keeps the last ringSize entries and lets each
-// subscriber fall at most queueLimit entries behind before dropping.
-func New(ringSize, queueLimit int) *Hub {
-	if ringSize < 1 {
-		ringSize = 1
-	}
-	if queueLimit < 1 {
-		queueLimit = 1
-	}
+// New returns a hub that keeps the last ringSize entries. A subscriber may
+// fall behind by as many before it skips entries.
+func New(ringSize int) *Hub {
 	return &Hub{
-		queueLimit: queueLimit,
-		ring:       make([]Entry, 0, ringSize),
-		next:       1,
-		subs:       make(map[*Subscription]struct{}),
+		ring: make([]Entry, max(ringSize, 1)),
+		next: 1,
+		subs: make(map[*Subscription]struct{}),
+	}
+}
+
+// SetByteLimit bounds the ring by the size of its entries' data as well:
+// the oldest entries are let go until they add up to at most n bytes (the
+// newest one is always kept). n <= 0 removes the bound.
+func (h *Hub) SetByteLimit(n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.byteLimit = max(n, 0)
+	h.trimLocked()
+}
+
+// at is the i-th oldest entry kept. h.mu is held.
+func (h *Hub) at(i int) *Entry { return &h.ring[(h.start+i)%len(h.ring)] }
+
+// evictLocked lets the oldest entry go. h.mu is held.
+func (h *Hub) evictLocked() {
+	e := h.at(0)
+	h.bytes -= len(e.Data)
+	*e = Entry{}
+	h.start = (h.start + 1) % len(h.ring)
+	h.count--
+}
+
+// trimLocked evicts entries over the byte limit. h.mu is held.
+func (h *Hub) trimLocked() {
+	for h.byteLimit > 0 && h.bytes > h.byteLimit && h.count > 1 {
+		h.evictLocked()
 	}
 }
 
 // SetNext makes the next published entry get sequence number seq, for a hub
-// restored from storage; it has no effect unless seq is ahead.
+// restored from storage; it has no effect unless seq is ahead. Subscribers
+// that had everything stay caught up: the numbers between are no entries.
 func (h *Hub) SetNext(seq uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if seq > h.next {
-		h.next = seq
+	if seq <= h.next {
+		return
 	}
+	for s := range h.subs {
+		if s.cursor == h.next {
+			s.cursor = seq
+		}
+	}
+	h.next = seq
 }
 
 // Publish assigns the next sequence number, builds the entry's data with it
 // (under the hub's lock, so keep build cheap), stores it in the ring and
-// queues it for every subscriber. It returns the sequence number, or 0 when
-// the hub is closed.
+// wakes the subscribers. It returns the sequence number, or 0 when the hub
+// is closed.
 func (h *Hub) Publish(build func(seq uint64) []byte) uint64 {
 	return h.PublishN(1, func(_ int, seq uint64) []byte { return build(seq) })
 }
@@ -96,18 +134,14 @@ func (h *Hub) PublishN(n int, build func(i int, seq uint64) []byte) uint64 {
 	for i := range n {
 		e := Entry{Seq: h.next, Data: build(i, h.next)}
 		h.next++
-		if len(h.ring) < cap(h.ring) {
-			h.ring = append(h.ring, e)
-		} else {
-			h.ring[h.start] = e
-			h.start = (h.start + 1) % len(h.ring)
+		if h.count == len(h.ring) {
+			h.evictLocked()
 		}
-		for s := range h.subs {
-			if !s.offer(e) {
-				h.dropped++
-			}
-		}
+		*h.at(h.count) = e
+		h.count++
+		h.bytes += len(e.Data)
 	}
+	h.trimLocked()
 	for s := range h.subs {
 		s.wake()
 	}
@@ -120,75 +154,90 @@ func (h *Hub) Poke() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
+		s.poked = true
 		s.wake()
 	}
 }
 
 // Subscribe returns a subscription whose first batches are the ring's
 // entries with a sequence number above after, then every entry published
-// later: the snapshot and the registration happen under one lock, so there
-// is neither a gap nor a duplicate between history and tail.
+// later: there is neither a gap nor a duplicate between history and tail.
+// after == 0 means the whole ring.
 func (h *Hub) Subscribe(after uint64) *Subscription {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	s := &Subscription{h: h, notify: make(chan struct{}, 1)}
-	s.pending = h.snapshotLocked(after)
-	if after > 0 && after+1 < h.next {
-		oldest := h.next // nothing stored: everything after "after" is gone
-		if len(s.pending) > 0 {
-			oldest = s.pending[0].Seq
-		}
-		s.missed = int(oldest - after - 1)
+	s := &Subscription{h: h, notify: make(chan struct{}, 1), cursor: min(after+1, h.next)}
+	if oldest := h.oldestLocked(); after > 0 && s.cursor < oldest {
+		s.missed = int(oldest - s.cursor)
 	}
-	s.limit = h.queueLimit + len(s.pending)
+	if s.cursor < h.oldestLocked() {
+		s.cursor = h.oldestLocked()
+	}
 	if h.closed {
 		s.done = true
 		close(s.notify)
 		return s
 	}
 	h.subs[s] = struct{}{}
-	if len(s.pending) > 0 || s.missed > 0 {
+	if s.cursor < h.next || s.missed > 0 {
 		s.wake()
 	}
 	return s
+}
+
+// oldestLocked is the sequence number of the oldest entry kept (next when
+// none is). h.mu is held.
+func (h *Hub) oldestLocked() uint64 {
+	if h.count == 0 {
+		return h.next
+	}
+	return h.at(0).Seq
 }
 
 // Snapshot returns a copy of the ring's entries with a sequence number above after.
 func (h *Hub) Snapshot(after uint64) []Entry {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.snapshotLocked(after)
+	return h.appendFromLocked(nil, after+1, h.count)
 }
 
-func (h *Hub) snapshotLocked(after uint64) []Entry {
-	n := len(h.ring)
-	out := make([]Entry, 0, n)
-	for i := 0; i < n; i++ {
-		e := h.ring[(h.start+i)%n]
-		if e.Seq > after {
-			out = append(out, e)
-		}
+// appendFromLocked appends to dst at most limit entries of the ring, from
+// the first whose sequence number is at least from. h.mu is held.
+func (h *Hub) appendFromLocked(dst []Entry, from uint64, limit int) []Entry {
+	n := h.count
+	i := sort.Search(n, func(k int) bool { return h.at(k).Seq >= from })
+	for k := i; k < n && k < i+limit; k++ {
+		dst = append(dst, *h.at(k))
 	}
-	return out
+	return dst
 }
 
 // Stats is a hub's counters.
 type Stats struct {
 	Subscribers int
-	Dropped     uint64 // entries dropped for slow subscribers, all time
+	Lagging     int    // subscribers the ring has moved past: they will skip entries
+	Dropped     uint64 // entries skipped by slow subscribers, all time (counted as they read again)
 	Next        uint64 // the sequence number the next entry will get
 	Stored      int    // entries in the ring
+	Bytes       int    // their data's size
 }
 
 // Stats returns the hub's counters.
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return Stats{Subscribers: len(h.subs), Dropped: h.dropped, Next: h.next, Stored: len(h.ring)}
+	st := Stats{Subscribers: len(h.subs), Dropped: h.dropped, Next: h.next, Stored: h.count, Bytes: h.bytes}
+	oldest := h.oldestLocked()
+	for s := range h.subs {
+		if s.cursor < oldest {
+			st.Lagging++
+		}
+	}
+	return st
 }
 
-// Close ends every subscription (each still gets what was queued for it) and
-// makes Publish a no-op.
+// Close ends every subscription (each still gets what was published before)
+// and makes Publish a no-op.
 func (h *Hub) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -201,32 +250,18 @@ func (h *Hub) Close() {
 	}
 }
 
-// Subscription is one subscriber's queue. Next must be called from one
+// Subscription is one subscriber's cursor. Next must be called from one
 // goroutine at a time; Close from any.
 type Subscription struct {
 	h      *Hub
 	notify chan struct{} // written and closed only under h.mu
-
-	spare []Entry // the queue Next handed out last, taken back by the next take
+	buf    []Entry       // what Next returned last; only Next touches it
 
 	// Guarded by h.mu.
-	pending []Entry
-	missed  int
-	skipped int
-	limit   int
-	done    bool
-}
-
-// offer queues e, or counts it as skipped when the queue is full; the
-// caller wakes the reader. h.mu is held.
-func (s *Subscription) offer(e Entry) bool {
-	ok := len(s.pending) < s.limit
-	if ok {
-		s.pending = append(s.pending, e)
-	} else {
-		s.skipped++
-	}
-	return ok
+	cursor uint64 // the sequence number this subscriber reads next
+	missed int
+	poked  bool
+	done   bool
 }
 
 // wake signals the reader without blocking. h.mu is held.
@@ -250,57 +285,62 @@ func (s *Subscription) closeLocked() {
 	close(s.notify)
 }
 
-// Next waits until something is queued and returns all of it. It returns an
-// empty batch after a Poke, and ErrClosed once the subscription is closed
-// and drained, or ctx's error when ctx ends first.
+// Next waits until there is something to read and returns it (at most
+// MaxBatch entries). It returns an empty batch after a Poke, and ErrClosed
+// once the subscription is closed and drained, or ctx's error when ctx ends
+// first.
 func (s *Subscription) Next(ctx context.Context) (Batch, error) {
 	for {
-		if b, ok := s.take(); ok {
+		b, ok, done := s.take()
+		if ok {
 			return b, nil
+		}
+		if done {
+			return Batch{}, ErrClosed
 		}
 		select {
 		case <-s.notify:
-			if b, ok := s.take(); ok {
-				return b, nil
-			}
-			if s.isDone() {
-				return Batch{}, ErrClosed
-			}
-			return Batch{}, nil // a Poke
 		case <-ctx.Done():
 			return Batch{}, ctx.Err()
 		}
 	}
 }
 
-func (s *Subscription) isDone() bool {
-	s.h.mu.Lock()
-	defer s.h.mu.Unlock()
-	return s.done
+// take copies what s has not read from the ring, if anything; done reports
+// that nothing will come any more.
+func (s *Subscription) take() (b Batch, ok, done bool) {
+	h := s.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.cursor >= h.next && s.missed == 0 {
+		if s.poked {
+			s.poked = false
+			return Batch{}, true, false
+		}
+		return Batch{}, false, s.done
+	}
+	s.poked = false
+	b.Missed, s.missed = s.missed, 0
+	if oldest := h.oldestLocked(); s.cursor < oldest {
+		b.Skipped = int(oldest - s.cursor)
+		h.dropped += uint64(b.Skipped)
+		s.cursor = oldest
+	}
+	clear(s.buf) // let go of the last batch's data
+	s.buf = h.appendFromLocked(s.buf[:0], s.cursor, MaxBatch)
+	if len(s.buf) > 0 {
+		s.cursor = s.buf[len(s.buf)-1].Seq + 1
+	} else {
+		s.cursor = h.next
+	}
+	if s.cursor < h.next {
+		s.wake() // more than one batch's worth: come back at once
+	}
+	b.Entries = s.buf
+	return b, true, false
 }
 
-// take swaps out everything queued, if anything is.
-func (s *Subscription) take() (Batch, bool) {
-	s.h.mu.Lock()
-	defer s.h.mu.Unlock()
-	if len(s.pending) == 0 && s.skipped == 0 && s.missed == 0 {
-		return Batch{}, false
-	}
-	b := Batch{Missed: s.missed, Entries: s.pending, Skipped: s.skipped}
-	s.missed = 0
-	// The two queues take turns: a new one per batch was most of the
-	// garbage a busy feed made.
-	clear(s.spare) // let go of the entries' data
-	s.pending, s.spare = s.spare[:0], s.pending
-	if cap(s.pending) > 4*s.h.queueLimit {
-		s.pending = nil // grown by a long history: let it go
-	}
-	s.skipped = 0
-	s.limit = s.h.queueLimit
-	return b, true
-}
-
-// Close unsubscribes; a later Next returns what is still queued, then ErrClosed.
+// Close unsubscribes; a later Next returns what was published before, then ErrClosed.
 func (s *Subscription) Close() {
 	s.h.mu.Lock()
 	defer s.h.mu.Unlock()

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -53,7 +54,7 @@ func TestRingBounded(t *testing.T) {
 		{ring: 1, publish: 5, want: []uint64{5}},
 	}
 	for _, tt := range tests {
-		h := New(tt.ring, 10)
+		h := New(tt.ring)
 		for i := 0; i < tt.publish; i++ {
 			h.Publish(data)
 		}
@@ -78,57 +79,71 @@ func TestRingBounded(t *testing.T) {
 }
 
 // TestLateJoinerNoGapNoDup publishes from one goroutine while subscribers
-// join at random moments; each must see a contiguous run of sequence
-// numbers from the ring's oldest (at its join) to the last.
+// join at random moments and read as they can; each must see a run of
+// sequence numbers from the ring's oldest (at its join) to the last, in
+// which every gap is one it was told of as skipped.
 func TestLateJoinerNoGapNoDup(t *testing.T) {
-	const total = 20000
-	h := New(500, total) // queues never overflow here
+	const total, ring = 20000, 500
+	h := New(ring)
 	var wg sync.WaitGroup
-	subs := make(chan *Subscription, 50)
-	wg.Go(func() {
-		defer close(subs)
-		for i := 1; i <= total; i++ {
-			h.Publish(data)
-			if i%400 == 0 {
-				subs <- h.Subscribe(0)
-			}
+	errs := make(chan error, 100)
+	for i := 1; i <= total; i++ {
+		h.Publish(data)
+		if i%400 != 0 {
+			continue
 		}
-	})
-	var all []*Subscription
-	for s := range subs {
-		all = append(all, s)
+		s := h.Subscribe(0)
+		joined := uint64(i)
+		wg.Go(func() {
+			defer s.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			var want, got, skipped uint64
+			for want == 0 || want <= total {
+				b, err := s.Next(ctx)
+				if err != nil {
+					errs <- fmt.Errorf("joined at %d: %v after %d entries", joined, err, got)
+					return
+				}
+				if b.Missed != 0 {
+					errs <- fmt.Errorf("joined at %d: missed %d", joined, b.Missed)
+					return
+				}
+				if want == 0 && len(b.Entries) > 0 {
+					// The history starts at the ring's oldest at the join,
+					// unless the ring moved on before the first read: then
+					// there is a gap first.
+					want = b.Entries[0].Seq - uint64(b.Skipped)
+					if first := max(joined, ring) - ring + 1; want != first {
+						errs <- fmt.Errorf("joined at %d: history starts at %d, want %d", joined, want, first)
+						return
+					}
+				}
+				want += uint64(b.Skipped)
+				skipped += uint64(b.Skipped)
+				for _, e := range b.Entries {
+					if e.Seq != want || string(e.Data) != strconv.FormatUint(e.Seq, 10) {
+						errs <- fmt.Errorf("joined at %d: entry %d where %d was due", joined, e.Seq, want)
+						return
+					}
+					want++
+					got++
+				}
+			}
+			if got+skipped != total-(max(joined, ring)-ring) {
+				errs <- fmt.Errorf("joined at %d: %d entries + %d skipped", joined, got, skipped)
+			}
+		})
 	}
 	wg.Wait()
-	for i, s := range all {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		var seqs []uint64
-		for len(seqs) == 0 || seqs[len(seqs)-1] < total {
-			b, err := s.Next(ctx)
-			if err != nil {
-				t.Fatalf("subscriber %d: %v after %d entries", i, err, len(seqs))
-			}
-			if b.Skipped != 0 {
-				t.Fatalf("subscriber %d skipped %d", i, b.Skipped)
-			}
-			for _, e := range b.Entries {
-				seqs = append(seqs, e.Seq)
-			}
-		}
-		cancel()
-		for j := 1; j < len(seqs); j++ {
-			if seqs[j] != seqs[j-1]+1 {
-				t.Fatalf("subscriber %d: %d follows %d", i, seqs[j], seqs[j-1])
-			}
-		}
-		if len(seqs) < 500 && seqs[0] != 1 {
-			t.Fatalf("subscriber %d: history starts at %d with %d entries", i, seqs[0], len(seqs))
-		}
-		s.Close()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
 
 func TestSlowSubscriberSkipsAndDoesNotBlock(t *testing.T) {
-	h := New(100, 10)
+	h := New(10)
 	slow := h.Subscribe(0)
 	fast := h.Subscribe(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -150,26 +165,27 @@ func TestSlowSubscriberSkipsAndDoesNotBlock(t *testing.T) {
 	if len(fastSeqs) != 50 || fastSeqs[49] != 50 {
 		t.Fatalf("fast subscriber got %v", fastSeqs)
 	}
-	// slow has 10 queued, 40 skipped; then entries published later follow.
+	// slow finds the ring moved past its first 40: it is told, then gets
+	// the 10 the ring holds, then entries published later.
 	b, err := slow.Next(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Entries) != 10 || b.Entries[0].Seq != 1 || b.Entries[9].Seq != 10 || b.Skipped != 40 {
-		t.Fatalf("slow subscriber: %d entries (%v…), skipped %d; want 1..10 then 40 skipped", len(b.Entries), b.Entries[:1], b.Skipped)
+	if len(b.Entries) != 10 || b.Entries[0].Seq != 41 || b.Entries[9].Seq != 50 || b.Skipped != 40 {
+		t.Fatalf("slow subscriber: %d entries (%v…), skipped %d; want 40 skipped then 41..50", len(b.Entries), b.Entries[:1], b.Skipped)
 	}
 	h.Publish(data)
 	b, err = slow.Next(ctx)
 	if err != nil || len(b.Entries) != 1 || b.Entries[0].Seq != 51 || b.Skipped != 0 {
 		t.Fatalf("after the gap: %+v, %v; want entry 51 alone", b, err)
 	}
-	if st := h.Stats(); st.Dropped != 40 || st.Subscribers != 2 {
+	if st := h.Stats(); st.Dropped != 40 || st.Subscribers != 2 || st.Lagging != 0 {
 		t.Fatalf("stats %+v; want 40 dropped, 2 subscribers", st)
 	}
 }
 
-func TestHistoryLargerThanQueue(t *testing.T) {
-	h := New(1000, 10)
+func TestHistoryLargerThanBatch(t *testing.T) {
+	h := New(3 * MaxBatch)
 	for range 1000 {
 		h.Publish(data)
 	}
@@ -182,7 +198,7 @@ func TestHistoryLargerThanQueue(t *testing.T) {
 }
 
 func TestCloseAndPoke(t *testing.T) {
-	h := New(10, 10)
+	h := New(10)
 	s := h.Subscribe(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -211,14 +227,14 @@ func TestCloseAndPoke(t *testing.T) {
 	}
 	short, cancel2 := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel2()
-	h2 := New(1, 1)
+	h2 := New(1)
 	if _, err := h2.Subscribe(0).Next(short); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("idle Next: %v, want deadline", err)
 	}
 }
 
 func TestPublishN(t *testing.T) {
-	h := New(5, 3)
+	h := New(3)
 	s := h.Subscribe(0)
 	if first := h.PublishN(4, func(i int, seq uint64) []byte {
 		if seq != uint64(i)+1 {
@@ -229,8 +245,8 @@ func TestPublishN(t *testing.T) {
 		t.Fatalf("first = %d", first)
 	}
 	seqs, skipped := collect(t, s, 4)
-	if len(seqs) != 3 || seqs[2] != 3 || len(skipped) != 1 || skipped[0] != 1 {
-		t.Fatalf("queue of 3 after 4 at once: %v, skipped %v", seqs, skipped)
+	if len(seqs) != 3 || seqs[0] != 2 || seqs[2] != 4 || len(skipped) != 1 || skipped[0] != 1 {
+		t.Fatalf("ring of 3 after 4 at once: %v, skipped %v", seqs, skipped)
 	}
 	if h.PublishN(0, nil) != 0 {
 		t.Fatal("PublishN(0) published")
@@ -238,7 +254,7 @@ func TestPublishN(t *testing.T) {
 }
 
 func TestResumeTooFarBack(t *testing.T) {
-	h := New(3, 10)
+	h := New(3)
 	for range 10 {
 		h.Publish(data)
 	}
@@ -256,16 +272,45 @@ func TestResumeTooFarBack(t *testing.T) {
 }
 
 func TestSetNext(t *testing.T) {
-	h := New(10, 10)
+	h := New(10)
+	h.Publish(data)
+	caughtUp, behind := h.Subscribe(0), h.Subscribe(0)
+	collect(t, caughtUp, 1)
 	h.SetNext(100)
 	h.SetNext(50) // never backwards
 	if seq := h.Publish(data); seq != 100 {
 		t.Fatalf("first seq after SetNext(100) = %d", seq)
 	}
+	// The numbers skipped by SetNext are no entries: nobody is told of a gap.
+	for name, s := range map[string]*Subscription{"caught up": caughtUp, "behind": behind} {
+		n := 1
+		if s == behind {
+			n = 2 // entries 1 and 100
+		}
+		seqs, skipped := collect(t, s, n)
+		if len(skipped) != 0 || seqs[len(seqs)-1] != 100 {
+			t.Errorf("%s subscriber: %v, skipped %v", name, seqs, skipped)
+		}
+	}
+}
+
+// A slow reader costs the hub nothing per entry: memory is the ring's,
+// whatever the number of subscribers or how far behind they are.
+func TestSubscribersHoldNoCopies(t *testing.T) {
+	h := New(100)
+	for range 50 {
+		h.Subscribe(0)
+	}
+	for range 10000 {
+		h.Publish(data)
+	}
+	if st := h.Stats(); st.Stored != 100 || st.Subscribers != 50 || st.Lagging != 50 || st.Dropped != 0 {
+		t.Fatalf("stats %+v", st)
+	}
 }
 
 func BenchmarkPublish200(b *testing.B) {
-	h := New(5000, 4096)
+	h := New(5000)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -293,7 +338,7 @@ func BenchmarkPublish200(b *testing.B) {
 // until then, what the batch holds stays as it was, while the publisher
 // goes on filling the other queue (run with -race).
 func TestBatchStableUntilNextCall(t *testing.T) {
-	h := New(100, 100)
+	h := New(100)
 	sub := h.Subscribe(0)
 	defer sub.Close()
 	ctx := context.Background()
@@ -326,5 +371,43 @@ func TestBatchStableUntilNextCall(t *testing.T) {
 			t.Fatalf("round %d: the publisher's 3 entries: %+v %v", round, b, err)
 		}
 		seq += 3
+	}
+}
+
+func TestByteLimit(t *testing.T) {
+	h := New(100)
+	sub := h.Subscribe(0)
+	defer sub.Close()
+	big := func(n int) func(uint64) []byte { return func(uint64) []byte { return make([]byte, n) } }
+	for range 10 {
+		h.Publish(big(100))
+	}
+	if st := h.Stats(); st.Stored != 10 || st.Bytes != 1000 {
+		t.Fatalf("no limit: %+v", st)
+	}
+	h.SetByteLimit(450) // keeps the newest 4
+	if st := h.Stats(); st.Stored != 4 || st.Bytes != 400 {
+		t.Fatalf("limit 450: %+v", st)
+	}
+	h.Publish(big(1000)) // alone over the limit: kept, alone
+	if st := h.Stats(); st.Stored != 1 || st.Bytes != 1000 {
+		t.Fatalf("an entry over the limit: %+v", st)
+	}
+	h.Publish(big(10))
+	if st := h.Stats(); st.Stored != 1 || st.Bytes != 10 {
+		t.Fatalf("after it: %+v", st)
+	}
+	// The subscriber, which read nothing, is told of the 11 it missed.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if b, err := sub.Next(ctx); err != nil || b.Skipped != 11 || len(b.Entries) != 1 || b.Entries[0].Seq != 12 {
+		t.Fatalf("subscriber: %+v, %v", b, err)
+	}
+	h.SetByteLimit(0)
+	for range 150 {
+		h.Publish(big(100))
+	}
+	if st := h.Stats(); st.Stored != 100 || st.Bytes != 100*100 {
+		t.Fatalf("limit removed: %+v", st)
 	}
 }
