@@ -490,7 +490,8 @@ func TestE2EStalledBrowser(t *testing.T) {
 			var m struct {
 				Skipped int `json:"skipped"`
 				Line    *struct {
-					Raw string `json:"raw"`
+					Raw  string `json:"raw"`
+					Text string `json:"text"` // a journald JSON entry's MESSAGE (its raw is "")
 				} `json:"line"`
 			}
 			if json.Unmarshal([]byte(part), &m) != nil {
@@ -498,7 +499,7 @@ func TestE2EStalledBrowser(t *testing.T) {
 			}
 			skipped += m.Skipped
 			if m.Line != nil {
-				if mm := e2eMark.FindStringSubmatch(m.Line.Raw); mm != nil {
+				if mm := e2eMark.FindStringSubmatch(m.Line.Raw + m.Line.Text); mm != nil {
 					v, _ := strconv.Atoi(mm[1])
 					if v <= last {
 						t.Fatalf("stalled browser: line %d after %d", v, last)

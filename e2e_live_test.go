@@ -216,6 +216,7 @@ func (w *watcher) run(ctx context.Context, wsBase string) {
 					Skipped int    `json:"skipped"`
 					Line    *struct {
 						Raw  string  `json:"raw"`
+						Text string  `json:"text"` // a journald JSON entry's MESSAGE (its raw is "")
 						Case *string `json:"case"`
 					} `json:"line"`
 				}
@@ -226,7 +227,7 @@ func (w *watcher) run(ctx context.Context, wsBase string) {
 				w.skipped += m.Skipped
 				if m.Line != nil {
 					w.lastSeq = m.Seq
-					if mm := e2eMark.FindStringSubmatch(m.Line.Raw); mm != nil {
+					if mm := e2eMark.FindStringSubmatch(m.Line.Raw + m.Line.Text); mm != nil {
 						n, _ := strconv.Atoi(mm[1])
 						w.got = append(w.got, n)
 					}

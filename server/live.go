@@ -23,6 +23,7 @@ package server
 //
 //	{"hello":{"feed","tag","kubelet_version","version_link","source","demo","relays","note","next","reset"}}
 //	{"seq":N,"line":<classify.Line>,"demo":true?,"cut":true?}   history (seq > after), then the live tail
+//	                (for a journald JSON entry, line.raw is "": line.text is its MESSAGE)
 //	{"skipped":N}   N lines were dropped because this browser fell behind, or
 //	                are no longer in the ring when it resumes after a long absence
 //	{"status":{…as hello, without next and reset}}   the feed's source or kubelet version changed
@@ -321,6 +322,13 @@ func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
 // classify classifies raw and cuts what is kept of it for display.
 func (f *feed) classify(raw string) (classify.Line, bool) {
 	line := f.cls.ClassifyString(raw)
+	if line.Format == classify.FormatJournalJSON {
+		// The entry's JSON is not shown: its MESSAGE is Text, the fields
+		// shown are Cursor, Host, PID and Ident. It was most of every
+		// browser's copy of the line (a real entry is 1-2 KB, _CMDLINE
+		// and all) and so of the feed's history; the feed's file keeps it.
+		line.Raw = ""
+	}
 	cut := false
 	if len(line.Raw) > displayLimit {
 		line.Raw, cut = cutUTF8(line.Raw, displayLimit), true

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"net/url"
@@ -28,11 +29,20 @@ func TestBrowserLivePane(t *testing.T) {
 
 // siteJournal writes klog text lines at every log site of the Reading's cases.
 func siteJournal(t *testing.T, r *extractor.Reading) string {
+	// As `journalctl -o json` writes them (what the README's relay and
+	// --journal-cmd read): the page shows each entry's MESSAGE.
 	var b strings.Builder
+	n := 0
 	for i := 0; i < 3; i++ {
 		for _, c := range r.Function.Cases {
 			for _, l := range c.Logs {
-				fmt.Fprintf(&b, "I1130 01:02:%02d.%06d    4242 %s:%d] %q pod=\"default/probe-me\"\n", i, i*1000, path.Base(l.File), l.Line, l.Message)
+				n++
+				entry, _ := json.Marshal(map[string]string{
+					"__CURSOR": fmt.Sprintf("s=x;i=%x", n), "_HOSTNAME": "vm", "_PID": "4242", "SYSLOG_IDENTIFIER": "kubelet",
+					"_CMDLINE": "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml",
+					"MESSAGE":  fmt.Sprintf("I1130 01:02:%02d.%06d    4242 %s:%d] %q pod=\"default/probe-me\"", i, i*1000, path.Base(l.File), l.Line, l.Message),
+				})
+				b.Write(append(entry, '\n'))
 			}
 		}
 	}
@@ -169,6 +179,12 @@ func testLivePane(t *testing.T, demo bool) {
 
 	if !demo && eval[bool](t, ctx, banner) {
 		t.Fatal("a journal feed is labelled as a demo")
+	}
+	if !demo {
+		// A journald entry shows as the kubelet's message with its key=values.
+		if bad := eval[string](t, ctx, `(() => { const ts = [...document.querySelectorAll('#live li.ll:not(.ll-skipped) .ll-msg')].map(e => e.textContent); return ts.length ? ts.find(t => !/^".+" pod="default\/probe-me"$/.test(t)) || '' : 'no lines at all'; })()`); bad != "" {
+			t.Fatalf("a journal entry shows as %q; want its message and key=values", bad)
+		}
 	}
 	watch.check(t)
 }

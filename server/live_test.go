@@ -92,8 +92,14 @@ type browserMsg struct {
 	Demo    bool       `json:"demo"`
 	Cut     bool       `json:"cut"`
 	Line    *struct {
-		Raw string `json:"raw"`
+		Raw    string `json:"raw"`
+		Text   string `json:"text"`
+		Cursor string `json:"cursor"`
+		Host   string `json:"host"`
+		PID    int    `json:"pid"`
+		Case   string `json:"case"`
 	} `json:"line"`
+	size int // bytes of the message
 }
 
 // feedClient reads messages from a feed socket.
@@ -125,6 +131,7 @@ func (b *feedClient) next(ctx context.Context) (browserMsg, error) {
 			if err := json.Unmarshal([]byte(part), &m); err != nil {
 				b.t.Fatalf("bad message %q: %v", part, err)
 			}
+			m.size = len(part)
 			b.q = append(b.q, m)
 		}
 	}
@@ -143,7 +150,7 @@ func (b *feedClient) lines(ctx context.Context, n int) []string {
 			b.t.Fatalf("after %d of %d lines: %v", len(out), n, err)
 		}
 		if m.Line != nil {
-			out = append(out, m.Line.Raw)
+			out = append(out, m.Line.Raw+m.Line.Text) // a journald entry has text only
 		}
 		if m.Skipped > 0 {
 			b.t.Fatalf("skipped %d", m.Skipped)
@@ -555,9 +562,50 @@ done
 		t.Fatalf("hello: %+v; want a journal feed", m.Hello)
 	}
 	got := b.lines(ctx, 6) // two runs of the command, a second apart
-	for i, raw := range got {
-		if !strings.Contains(raw, fmt.Sprintf("s=j;i=%d\"", i+1)) {
-			t.Fatalf("line %d is %q; want entry %d (each once, in order)", i+1, raw, i+1)
+	for i, text := range got {
+		if !strings.HasSuffix(text, fmt.Sprintf("] entry %d", i+1)) {
+			t.Fatalf("line %d is %q; want entry %d (each once, in order)", i+1, text, i+1)
 		}
+	}
+}
+
+// A journald JSON entry reaches browsers as its MESSAGE (text) and the
+// fields shown (cursor, host, pid), without the entry's JSON, which the
+// feed's file keeps whole.
+func TestLiveJournalEntryShownAsText(t *testing.T) {
+	dir := t.TempDir()
+	_, ts := newLiveServer(t, Config{CacheDir: dir})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	msg := `I1130 01:02:03.000000    4242 kubelet.go:2500] "SyncLoop (PLEG): event for pod" pod="default/probe-me" event={"Type":"ContainerStarted"}`
+	entry, _ := json.Marshal(map[string]string{
+		"__CURSOR": "s=abc;i=7;b=def", "__REALTIME_TIMESTAMP": "1796000523000000", "_HOSTNAME": "node-1",
+		"_PID": "4242", "SYSLOG_IDENTIFIER": "kubelet", "_SYSTEMD_UNIT": "kubelet.service",
+		"_CMDLINE": "/usr/bin/kubelet --config=/var/lib/kubelet/config.yaml " + strings.Repeat("--flag=value ", 40),
+		"MESSAGE":  msg,
+	})
+	in := dialIngest(t, ctx, ts, "lab")
+	send(t, ctx, in, relay.Line{ID: "s=abc;i=7;b=def", Raw: string(entry)})
+	b := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
+	for {
+		m, err := b.next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Line == nil {
+			continue
+		}
+		l := m.Line
+		if l.Raw != "" || l.Text != msg || l.Cursor != "s=abc;i=7;b=def" || l.Host != "node-1" || l.PID != 4242 || l.Case != "pleg" {
+			t.Fatalf("browser's line: %+v", l)
+		}
+		if m.size >= len(entry) {
+			t.Errorf("the browser's message is %d bytes for a %d-byte entry", m.size, len(entry))
+		}
+		break
+	}
+	stored, err := os.ReadFile(filepath.Join(dir, "feeds", "lab.jsonl"))
+	if err != nil || !strings.Contains(string(stored), `_CMDLINE`) {
+		t.Fatalf("the feed's file lacks the whole entry (%v):\n%s", err, stored)
 	}
 }

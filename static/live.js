@@ -52,21 +52,14 @@ function clock(t) {
 const klogHead = /[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^\s\]]+\] /;
 
 // body is what a line says: the klog message with its key=value pairs when
-// the raw line has them (the classifier's message is the message alone),
-// else the message, else the raw line.
+// the kubelet's own line has them (the classifier's message is the message
+// alone), else the message, else the line. The kubelet's own line is text
+// when the journal wraps it (a journald JSON entry comes with text only).
 function body(l) {
-	if (l.format === 'raw' || !l.message) return l.raw;
-	let src = String(l.raw || '');
-	if (src.startsWith('{')) {
-		try {
-			const j = JSON.parse(src);
-			src = typeof j.MESSAGE === 'string' ? j.MESSAGE : '';
-		} catch {
-			src = '';
-		}
-	}
-	const m = klogHead.exec(src);
-	return m ? src.slice(m.index + m[0].length) : l.message;
+	const own = String(l.text || l.raw || '');
+	if (l.format === 'raw' || !l.message) return own;
+	const m = klogHead.exec(own);
+	return m ? own.slice(m.index + m[0].length) : l.message;
 }
 
 class LivePane {
