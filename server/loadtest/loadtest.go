@@ -63,6 +63,7 @@ type Result struct {
 	Expected int64 // Sent × readers: deliveries if nothing were dropped
 
 	Delivered  int64 // distinct lines received, all readers
+	Messages   int64 // websocket messages readers received (a message carries one line or more)
 	Skipped    int64 // lines the server said it skipped ({"skipped":N})
 	Lost       int64 // Expected − Delivered − Skipped: neither received nor reported
 	LostKeptUp int64 // of Lost, by readers that got no skipped marker
@@ -189,6 +190,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	for _, r := range readers {
 		r.mu.Lock()
 		res.Delivered += r.distinct
+		res.Messages += r.messages
 		res.Skipped += r.skipped
 		res.Duplicated += r.dups
 		lost := total - r.distinct - r.skipped

@@ -136,6 +136,9 @@ func (r Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "ingest:     %d lines sent, %d acknowledged\n", r.Sent, r.Acked)
 	fmt.Fprintf(w, "readers:    %d expected, %d delivered, %d skipped (server markers), %d lost, %d duplicated\n",
 		r.Expected, r.Delivered, r.Skipped, r.Lost, r.Duplicated)
+	if r.Messages > 0 {
+		fmt.Fprintf(w, "messages:   %d websocket messages to readers, %.1f lines each\n", r.Messages, float64(r.Delivered)/float64(r.Messages))
+	}
 	fmt.Fprintf(w, "kept up:    %d of %d readers (no skipped marker, connection kept); lost by them: %d; connections dropped: %d\n",
 		r.KeptUp, r.Rooms*r.Readers, r.LostKeptUp, r.Dropped)
 	fmt.Fprintf(w, "latency:    ingest-send → browser-receive p50 %v, p99 %v, max %v\n",

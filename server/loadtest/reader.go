@@ -24,6 +24,7 @@ type reader struct {
 	mu       sync.Mutex
 	seen     []uint64 // bit per line number
 	distinct int64
+	messages int64 // websocket messages received
 	skipped  int64
 	dups     int64
 	dropped  bool // the connection ended before the run did
@@ -82,6 +83,7 @@ func (r *reader) read(ctx context.Context) {
 		}
 		now := time.Now().UnixNano()
 		r.mu.Lock()
+		r.messages++
 		for part := range bytes.SplitSeq(buf.Bytes(), []byte{'\n'}) {
 			r.take(part, marker, now)
 		}
