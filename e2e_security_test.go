@@ -5,8 +5,9 @@ package main
 // static file server and the feed names let out (nothing outside the site),
 // and how an oversized ingest message is refused.
 //
-// Not here: rooms (a viewer's steering messages refused, 1,000 rooms by one
-// client rate-limited) — rooms do not exist yet.
+// Rooms' rules (a viewer's steering messages refused, 1,000 rooms by one
+// client rate-limited) are tested in server/rooms_test.go (TestRoomRoles,
+// TestRoomLimits) and against a real process in e2e_rooms_test.go.
 
 import (
 	"bufio"

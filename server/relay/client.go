@@ -28,6 +28,10 @@ type permanentError struct{ error }
 
 func (e permanentError) Unwrap() error { return e.error }
 
+// DefaultWindow is Client.Window's default: the lines a relay may have
+// sent and not seen acknowledged, so the most it resends after reconnecting.
+const DefaultWindow = 8192
+
 // Client sends lines to one feed of a syncloop server. The zero values of
 // the optional fields are sensible defaults.
 type Client struct {
@@ -127,7 +131,7 @@ func (c *Client) defaults() {
 		c.MaxBytes = 64 << 20
 	}
 	if c.Window <= 0 {
-		c.Window = 8192
+		c.Window = DefaultWindow
 	}
 	if c.Batch <= 0 {
 		c.Batch = 500
