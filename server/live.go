@@ -91,11 +91,12 @@ var feedNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // live owns the feeds: per-feed hubs, ingest from relays, the demo feed.
 type live struct {
-	cfg      Config
-	reading  func(tag string) *extractor.Reading
-	log      *slog.Logger
-	storeDir string    // "" keeps feeds in memory only
-	frames   sync.Pool // *[]byte: browser message buffers
+	cfg         Config
+	reading     func(tag string) *extractor.Reading
+	log         *slog.Logger
+	storeDir    string        // "" keeps feeds in memory only
+	vacantAfter time.Duration // vacantAfter, shorter in tests
+	frames      sync.Pool     // *[]byte: browser message buffers
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -111,6 +112,7 @@ type feed struct {
 	name, tag string
 	hub       *hub.Hub
 	status    atomic.Uint64 // bumped when statusMsg would change
+	asked     time.Time     // when live.feed last returned it; guarded by live.mu
 
 	mu          sync.Mutex       // serializes ingest; guards the fields below
 	cls         *classify.Stream // per feed: it follows the kubelet's version
@@ -151,7 +153,7 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 	if reading == nil {
 		reading = func(string) *extractor.Reading { return nil }
 	}
-	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed)}
+	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed), vacantAfter: vacantAfter}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -233,9 +235,10 @@ func (l *live) feed(name string) (*feed, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if f, ok := l.feeds[name]; ok {
+		f.asked = time.Now()
 		return f, nil
 	}
-	if len(l.feeds) >= maxFeeds {
+	if len(l.feeds) >= maxFeeds && !l.evictVacantLocked() {
 		return nil, errTooManyFeeds
 	}
 	f := &feed{
@@ -243,6 +246,7 @@ func (l *live) feed(name string) (*feed, error) {
 		tag:      l.cfg.DefaultTag,
 		hub:      hub.New(l.cfg.RingSize),
 		idSeed:   maphash.MakeSeed(),
+		asked:    time.Now(),
 		source:   "none",
 		batchIDs: make(map[uint64]struct{}),
 		byCase:   make(map[string]uint64),
@@ -260,6 +264,40 @@ func (l *live) feed(name string) (*feed, error) {
 	l.feeds[name] = f
 	l.shareHistory()
 	return f, nil
+}
+
+// vacantAfter is how long a feed must have gone unasked-for before it may
+// be let go as vacant: a handler that just got it subscribes well within.
+const vacantAfter = 10 * time.Second
+
+// evictVacantLocked lets go of the vacant feed asked for least recently, if
+// any: one with no lines, no browser, no relay and no source, which a
+// browser's visit to a made-up name creates. Without this, 64 such visits
+// shut every new feed out (rooms' included) until a restart. It reports
+// whether a feed was let go. l.mu is held.
+func (l *live) evictVacantLocked() bool {
+	var oldest *feed
+	for name, f := range l.feeds {
+		if name == defaultFeed || time.Since(f.asked) < l.vacantAfter {
+			continue
+		}
+		if st := f.hub.Stats(); st.Stored > 0 || st.Subscribers > 0 {
+			continue
+		}
+		f.mu.Lock()
+		busy := f.relays > 0 || f.store != nil || f.source != "none" || f.ingested > 0
+		f.mu.Unlock()
+		if !busy && (oldest == nil || f.asked.Before(oldest.asked)) {
+			oldest = f
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	delete(l.feeds, oldest.name)
+	oldest.hub.Close()
+	l.log.Info("live: vacant feed let go to make room for another", "feed", oldest.name)
+	return true
 }
 
 // DefaultHistoryBytes is Config.HistoryBytes's default.

@@ -609,3 +609,75 @@ func TestLiveJournalEntryShownAsText(t *testing.T) {
 		t.Fatalf("the feed's file lacks the whole entry (%v):\n%s", err, stored)
 	}
 }
+
+// Browsers create a feed by visiting its name. Feeds left vacant (no line,
+// no browser, no relay) make room for new ones once the server holds
+// maxFeeds; a feed with lines or a reader is never let go.
+func TestLiveVacantFeedsMakeRoom(t *testing.T) {
+	l, ts := newLiveServer(t, Config{})
+	l.vacantAfter = 0
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	in := dialIngest(t, ctx, ts, "kept-lines")
+	send(t, ctx, in, relay.Line{ID: "1", Raw: "a line"})
+	in.CloseNow()
+	reader := dialBrowser(t, ctx, ts, "/feeds/kept-reader/ws")
+	if m, _ := reader.next(ctx); m.Hello == nil {
+		t.Fatal("no hello")
+	}
+	visit := func(name string) int {
+		c, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+name+"/ws"), nil)
+		if err != nil {
+			if resp != nil {
+				return resp.StatusCode
+			}
+			t.Fatal(err)
+		}
+		c.Close(websocket.StatusNormalClosure, "")
+		return http.StatusSwitchingProtocols
+	}
+	for i := range 3 * maxFeeds { // three times over the cap
+		name := fmt.Sprint("made-up-", i)
+		if code := visit(name); code != http.StatusSwitchingProtocols {
+			t.Fatalf("visit %d: %d", i, code)
+		}
+		// The visitor has gone once its handler has unsubscribed.
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			l.mu.Lock()
+			f := l.feeds[name]
+			l.mu.Unlock()
+			if f == nil || f.hub.Stats().Subscribers == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("visit %d never ended", i)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	l.mu.Lock()
+	n, kept := len(l.feeds), l.feeds["kept-lines"] != nil && l.feeds["kept-reader"] != nil && l.feeds[defaultFeed] != nil
+	l.mu.Unlock()
+	if n > maxFeeds || !kept {
+		t.Fatalf("%d feeds; the default, the one with a line and the one with a reader kept: %v", n, kept)
+	}
+	// A relay still gets a new feed, and the kept ones still work.
+	in2 := dialIngest(t, ctx, ts, "a-new-relay")
+	if ack := send(t, ctx, in2, relay.Line{ID: "x", Raw: "new"}); ack != "x" {
+		t.Fatalf("ack %q", ack)
+	}
+	if got := dialBrowser(t, ctx, ts, "/feeds/kept-lines/ws").lines(ctx, 1); got[0] != "a line" {
+		t.Fatalf("kept-lines: %q", got)
+	}
+	// Without vacant feeds, the cap holds.
+	l.mu.Lock()
+	l.vacantAfter = time.Hour
+	l.mu.Unlock()
+	for i := 0; ; i++ {
+		if code := visit(fmt.Sprint("over-", i)); code == http.StatusServiceUnavailable {
+			break
+		} else if i > maxFeeds {
+			t.Fatal("no 503 past the cap")
+		}
+	}
+}
