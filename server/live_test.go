@@ -141,6 +141,20 @@ func (b *feedClient) next(ctx context.Context) (browserMsg, error) {
 }
 
 // lines reads until it has n lines, returning their raw text; status messages are skipped.
+// nextLine returns the next message that carries a line.
+func (b *feedClient) nextLine(ctx context.Context) browserMsg {
+	b.t.Helper()
+	for {
+		m, err := b.next(ctx)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if m.Line != nil {
+			return m
+		}
+	}
+}
+
 func (b *feedClient) lines(ctx context.Context, n int) []string {
 	b.t.Helper()
 	var out []string
@@ -457,19 +471,9 @@ func TestLiveLongLineCut(t *testing.T) {
 	in := dialIngest(t, ctx, ts, "lab")
 	long := strings.Repeat("é", displayLimit) // 2 bytes each: cut mid-rune unless careful
 	send(t, ctx, in, relay.Line{ID: "1", Raw: long})
-	b := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
-	for {
-		m, err := b.next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Line == nil {
-			continue
-		}
-		if !m.Cut || len(m.Line.Raw) > displayLimit || !strings.HasPrefix(long, m.Line.Raw) || len(m.Line.Raw)%2 != 0 {
-			t.Fatalf("cut %v, %d bytes", m.Cut, len(m.Line.Raw))
-		}
-		return
+	m := dialBrowser(t, ctx, ts, "/feeds/lab/ws").nextLine(ctx)
+	if !m.Cut || len(m.Line.Raw) > displayLimit || !strings.HasPrefix(long, m.Line.Raw) || len(m.Line.Raw)%2 != 0 {
+		t.Fatalf("cut %v, %d bytes", m.Cut, len(m.Line.Raw))
 	}
 }
 
@@ -586,23 +590,12 @@ func TestLiveJournalEntryShownAsText(t *testing.T) {
 	})
 	in := dialIngest(t, ctx, ts, "lab")
 	send(t, ctx, in, relay.Line{ID: "s=abc;i=7;b=def", Raw: string(entry)})
-	b := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
-	for {
-		m, err := b.next(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if m.Line == nil {
-			continue
-		}
-		l := m.Line
-		if l.Raw != "" || l.Text != msg || l.Cursor != "s=abc;i=7;b=def" || l.Host != "node-1" || l.PID != 4242 || l.Case != "pleg" {
-			t.Fatalf("browser's line: %+v", l)
-		}
-		if m.size >= len(entry) {
-			t.Errorf("the browser's message is %d bytes for a %d-byte entry", m.size, len(entry))
-		}
-		break
+	m := dialBrowser(t, ctx, ts, "/feeds/lab/ws").nextLine(ctx)
+	if l := m.Line; l.Raw != "" || l.Text != msg || l.Cursor != "s=abc;i=7;b=def" || l.Host != "node-1" || l.PID != 4242 || l.Case != "pleg" {
+		t.Fatalf("browser's line: %+v", l)
+	}
+	if m.size >= len(entry) {
+		t.Errorf("the browser's message is %d bytes for a %d-byte entry", m.size, len(entry))
 	}
 	stored, err := os.ReadFile(filepath.Join(dir, "feeds", "lab.jsonl"))
 	if err != nil || !strings.Contains(string(stored), `_CMDLINE`) {

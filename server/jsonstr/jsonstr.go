@@ -14,6 +14,9 @@ import (
 
 const hex = "0123456789abcdef"
 
+// unescape[c] is the byte the escape \c stands for (0: not a one-byte escape).
+var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // safe[b] is true for the ASCII bytes that need no escaping.
 var safe = func() (t [utf8.RuneSelf]bool) {
 	for b := 0x20; b < utf8.RuneSelf; b++ {
@@ -130,26 +133,11 @@ func unquote(lit []byte) (string, bool) {
 			if i+1 >= len(lit) {
 				return "", false
 			}
-			switch e := lit[i+1]; e {
-			case '"', '\\', '/':
-				buf.WriteByte(e)
+			switch e := lit[i+1]; {
+			case unescape[e] != 0:
+				buf.WriteByte(unescape[e])
 				i += 2
-			case 'b':
-				buf.WriteByte('\b')
-				i += 2
-			case 'f':
-				buf.WriteByte('\f')
-				i += 2
-			case 'n':
-				buf.WriteByte('\n')
-				i += 2
-			case 'r':
-				buf.WriteByte('\r')
-				i += 2
-			case 't':
-				buf.WriteByte('\t')
-				i += 2
-			case 'u':
+			case e == 'u':
 				r, ok := hex4(lit[i+2:])
 				if !ok {
 					return "", false
