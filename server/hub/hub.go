@@ -54,7 +54,7 @@ type Hub struct {
 	next      uint64  // sequence number of the next entry
 	subs      map[*Subscription]struct{}
 	closed    bool
-	dropped   uint64 // entries skipped by slow subscribers, all time
+	dropped   uint64 // entries slow subscribers skipped, all time
 }
 
 // New returns a hub that keeps the last ringSize entries. A subscriber may
@@ -216,7 +216,7 @@ func (h *Hub) appendFromLocked(dst []Entry, from uint64, limit int) []Entry {
 type Stats struct {
 	Subscribers int
 	Lagging     int    // subscribers the ring has moved past: they will skip entries
-	Dropped     uint64 // entries skipped by slow subscribers, all time (counted as they read again)
+	Dropped     uint64 // entries skipped by slow subscribers, all time (counted when they read again or leave)
 	Next        uint64 // the sequence number the next entry will get
 	Stored      int    // entries in the ring
 	Bytes       int    // their data's size
@@ -275,10 +275,14 @@ func (s *Subscription) wake() {
 	}
 }
 
-// closeLocked removes s from its hub. h.mu is held.
+// closeLocked removes s from its hub; what the ring dropped before s read
+// it counts as dropped. h.mu is held.
 func (s *Subscription) closeLocked() {
 	if s.done {
 		return
+	}
+	if oldest := s.h.oldestLocked(); s.cursor < oldest {
+		s.h.dropped += oldest - s.cursor
 	}
 	s.done = true
 	delete(s.h.subs, s)

@@ -307,6 +307,14 @@ func TestSubscribersHoldNoCopies(t *testing.T) {
 	if st := h.Stats(); st.Stored != 100 || st.Subscribers != 50 || st.Lagging != 50 || st.Dropped != 0 {
 		t.Fatalf("stats %+v", st)
 	}
+	// Leaving, a lagging subscriber counts what it missed as dropped.
+	for s := range h.subs {
+		s.Close()
+		break
+	}
+	if st := h.Stats(); st.Dropped != 10000-100 || st.Subscribers != 49 {
+		t.Fatalf("after one left: %+v", st)
+	}
 }
 
 func BenchmarkPublish200(b *testing.B) {
