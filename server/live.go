@@ -1006,7 +1006,7 @@ func (l *live) handleMetrics() http.Handler {
 				fmt.Fprintf(&b, "syncloop_lines_by_case_total{feed=%s,case=%s} %d\n", promQuote(rw.name), promQuote(c), rw.byCase[k])
 			}
 		})
-		metric("syncloop_lines_dropped_total", "Lines not sent to browsers that fell behind (they got a skipped marker).", "counter", func(rw row) {
+		metric("syncloop_lines_dropped_total", "Lines browsers that fell behind by more than the feed's history did not get (a skipped marker told them, unless they were closed first).", "counter", func(rw row) {
 			fmt.Fprintf(&b, "syncloop_lines_dropped_total{feed=%s} %d\n", promQuote(rw.name), rw.dropped)
 		})
 		metric("syncloop_clients", "Browsers connected to a feed.", "gauge", func(rw row) {
