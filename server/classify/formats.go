@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/syncloop/syncloop/server/jsonstr"
 )
 
 // parseText reads s (already cleaned) as klog text or journald text.
@@ -194,7 +196,7 @@ type jsonLine struct {
 // parseJSON reads raw as a journald JSON entry or a kubelet JSON line.
 func (c *Classifier) parseJSON(raw []byte, l *Line) (entry, bool) {
 	var j jsonLine
-	if err := json.Unmarshal(raw, &j); err != nil {
+	if err := unmarshalLine(raw, &j); err != nil {
 		return entry{}, false
 	}
 	switch {
@@ -243,8 +245,7 @@ func journalValue(m json.RawMessage, outer bool) ([]byte, bool) {
 	}
 	switch m[0] {
 	case '"':
-		var s string
-		if json.Unmarshal(m, &s) == nil {
+		if s, ok := readString(m); ok {
 			return []byte(s), true
 		}
 	case '[':
@@ -264,17 +265,21 @@ func journalValue(m json.RawMessage, outer bool) ([]byte, bool) {
 	return m, true // an unexpected type: show it as written
 }
 
+// readString decodes m, a JSON string literal and nothing else, as
+// encoding/json would (jsonstr.Read is held to it).
+func readString(m json.RawMessage) (string, bool) {
+	s, rest, ok := jsonstr.Read(m)
+	return s, ok && len(rest) == 0
+}
+
 // jsonString is a JSON string's value, a number's text, or "".
 func jsonString(m json.RawMessage) string {
 	if len(m) == 0 {
 		return ""
 	}
 	if m[0] == '"' {
-		var s string
-		if json.Unmarshal(m, &s) == nil {
-			return s
-		}
-		return ""
+		s, _ := readString(m)
+		return s
 	}
 	if m[0] == '-' || m[0] >= '0' && m[0] <= '9' {
 		return string(m)
