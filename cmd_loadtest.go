@@ -63,6 +63,7 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to `FILE` (with --in-process: server and clients)")
 	memProfile := fs.String("memprofile", "", "with --in-process: write a heap profile to `FILE` once the last line is acknowledged")
 	tag := fs.String("tag", extractor.DefaultTag, "the tag whose log sites the lines are written at")
+	journal := fs.Bool("journal", false, "send each line as a journald JSON entry (~1.2 KB, as journalctl -o json writes it and relays send it) instead of bare klog text")
 	maxP99 := fs.Duration("max-p99", 0, "fail when the p99 latency is over this (0: no limit)")
 	maxRSS := fs.Int("max-rss-mb", 0, "fail when the server's peak RSS is over this many MB (0: no limit)")
 	fs.Usage = func() {
@@ -103,7 +104,7 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 	o := loadtest.Options{
 		Server: *target, Token: *token, PID: *pid,
 		Rooms: *rooms, Readers: *readers, Rate: *rate, Duration: *duration, Drain: *drain,
-		Tag: *tag, Log: s.stderr,
+		Tag: *tag, Journal: *journal, Log: s.stderr,
 	}
 	if *memProfile != "" {
 		if !*inProcess {

@@ -31,6 +31,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/jsonstr"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -45,6 +46,7 @@ type Options struct {
 	Drain    time.Duration // how long readers may take to catch up after the last ack; 10 s
 	PID      int           // the server's process, measured through /proc; 0: not measured
 	Tag      string        // the tag whose log sites lines are written at; extractor.DefaultTag
+	Journal  bool          // send each line wrapped in a journald JSON entry, as journalctl -o json writes it
 	Sites    []extractor.LogSite
 	Log      io.Writer // progress; nil: none
 
@@ -56,6 +58,7 @@ type Options struct {
 // Result is what one run measured.
 type Result struct {
 	Rooms, Readers, Rate int
+	Journal              bool          // lines were sent as journald JSON entries
 	Duration             time.Duration // how long lines were actually being sent
 
 	Sent     int64 // lines sent, all feeds
@@ -100,7 +103,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		o.Sites = FetchSites(ctx, o.Server, o.Tag)
 	}
 	run := strconv.FormatUint(rand.Uint64()>>40, 36)
-	res := Result{Rooms: o.Rooms, Readers: o.Readers, Rate: o.Rate, Sites: len(o.Sites)}
+	res := Result{Rooms: o.Rooms, Readers: o.Readers, Rate: o.Rate, Journal: o.Journal, Sites: len(o.Sites)}
 	total := int64(o.Rate) * int64(o.Duration/time.Millisecond) / 1000
 	if total < 1 {
 		return res, errors.New("loadtest: rate × duration is less than one line")
@@ -144,7 +147,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	var iwg sync.WaitGroup
 	errs := make([]error, len(feeds))
 	for i, f := range feeds {
-		ings[i] = &ingester{run: run, feed: f, room: i, sites: o.Sites}
+		ings[i] = &ingester{run: run, feed: f, room: i, sites: o.Sites, journal: o.Journal}
 		iwg.Go(func() { errs[i] = ings[i].send(ctx, client, o.Server, o.Token, o.Rate, total, began) })
 	}
 	iwg.Wait()
@@ -291,13 +294,16 @@ type ingester struct {
 	run, feed string
 	room      int
 	sites     []extractor.LogSite
+	journal   bool
 	sent      atomic.Int64
 	acked     atomic.Int64 // number of the last line acknowledged
 }
 
 const (
-	// maxBatch keeps a catching-up batch well under the server's 1 MiB message limit.
-	maxBatch = 2000
+	// maxBatch and maxBatchBytes keep a catching-up batch well under the
+	// server's 1 MiB message limit, as the relay's own batches are.
+	maxBatch      = 2000
+	maxBatchBytes = 512 << 10
 	// window is how many lines may be sent ahead of the last ack, as the
 	// relay's Client.Window: a server that cannot keep up slows the sender
 	// (and shows as a shortfall in the rate) instead of piling lines up in
@@ -376,9 +382,10 @@ func (in *ingester) send(ctx context.Context, client *http.Client, server, token
 		due := min(total, int64(time.Since(began).Seconds()*float64(rate)), in.acked.Load()+window)
 		batch = batch[:0]
 		now := time.Now()
-		for seq < due && len(batch) < maxBatch {
+		for size := 0; seq < due && len(batch) < maxBatch && size < maxBatchBytes; {
 			seq++
 			batch = append(batch, relay.Line{ID: in.run + "-" + in.feed + "-" + strconv.FormatInt(seq, 10), Raw: in.line(seq, now)})
+			size += len(batch[len(batch)-1].Raw)
 		}
 		if len(batch) == 0 {
 			continue
@@ -423,5 +430,35 @@ func (in *ingester) line(seq int64, now time.Time) string {
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, ':')
 	b = strconv.AppendInt(b, now.UnixNano(), 10)
+	if in.journal {
+		return in.journalEntry(b, seq, now)
+	}
 	return string(b)
+}
+
+// journalEntry wraps a kubelet line in a journald JSON entry with the
+// fields a real one has (what `journalctl -u kubelet -o json` prints on a
+// kubeadm node: about 1.2 KB, most of it besides the MESSAGE).
+func (in *ingester) journalEntry(msg []byte, seq int64, now time.Time) string {
+	us := now.UnixMicro()
+	b := make([]byte, 0, 1280+len(msg))
+	b = append(b, `{"__CURSOR":"s=6a1c0b1e2f3a4b5c8d9e0f1a2b3c4d5e;i=`...)
+	b = strconv.AppendInt(b, seq, 16)
+	b = append(b, `;b=0f5e1c2d3b4a59687766554433221100;m=`...)
+	b = strconv.AppendInt(b, us%1e12, 16)
+	b = append(b, `;t=`...)
+	b = strconv.AppendInt(b, us, 16)
+	b = append(b, `;x=9d8c7b6a5f4e3d2c","__REALTIME_TIMESTAMP":"`...)
+	b = strconv.AppendInt(b, us, 10)
+	b = append(b, `","__MONOTONIC_TIMESTAMP":"`...)
+	b = strconv.AppendInt(b, us%1e12, 10)
+	b = append(b, `","_BOOT_ID":"0f5e1c2d3b4a59687766554433221100","_MACHINE_ID":"5c8d9e0f1a2b3c4d5e6a1c0b1e2f3a4b","_HOSTNAME":"load-`...)
+	b = strconv.AppendInt(b, int64(in.room), 10)
+	b = append(b, `","PRIORITY":"6","SYSLOG_FACILITY":"3","SYSLOG_IDENTIFIER":"kubelet","_TRANSPORT":"stdout","_STREAM_ID":"7e1f0d2c3b4a59687e1f0d2c3b4a5968",`+
+		`"_PID":"4242","_UID":"0","_GID":"0","_COMM":"kubelet","_EXE":"/usr/bin/kubelet",`+
+		`"_CMDLINE":"/usr/bin/kubelet --bootstrap-kubeconfig=/etc/kubernetes/bootstrap-kubelet.conf --kubeconfig=/etc/kubernetes/kubelet.conf --config=/var/lib/kubelet/config.yaml --container-runtime-endpoint=unix:///var/run/containerd/containerd.sock --pod-infra-container-image=registry.k8s.io/pause:3.10 --node-ip=10.0.0.12 --v=4",`+
+		`"_CAP_EFFECTIVE":"1ffffffffff","_SELINUX_CONTEXT":"unconfined\n","_SYSTEMD_CGROUP":"/system.slice/kubelet.service","_SYSTEMD_UNIT":"kubelet.service",`+
+		`"_SYSTEMD_SLICE":"system.slice","_SYSTEMD_INVOCATION_ID":"3b4a59687e1f0d2c3b4a59687e1f0d2c","MESSAGE":`...)
+	b = jsonstr.Append(b, string(msg))
+	return string(append(b, '}'))
 }

@@ -2,6 +2,7 @@ package loadtest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server"
+	"github.com/syncloop/syncloop/server/classify"
 )
 
 // startServer runs the real site in this process on a loopback port.
@@ -40,9 +42,15 @@ var sites = []extractor.LogSite{
 }
 
 // TestSmoke is the load test in small: 3 feeds × 5 readers × 200 lines/s
-// for 3 s. Counts are asserted; timings are only logged, as a shared
-// machine makes them noisy.
+// for 3 s, with klog lines and with journald entries. Counts are asserted;
+// timings are only logged, as a shared machine makes them noisy.
 func TestSmoke(t *testing.T) {
+	for _, journal := range []bool{false, true} {
+		t.Run(map[bool]string{false: "klog", true: "journal"}[journal], func(t *testing.T) { testSmoke(t, journal) })
+	}
+}
+
+func testSmoke(t *testing.T, journal bool) {
 	base := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -50,7 +58,7 @@ func TestSmoke(t *testing.T) {
 	res, err := Run(ctx, Options{
 		Server: base, Token: "load-token",
 		Rooms: 3, Readers: 5, Rate: 200, Duration: 3 * time.Second,
-		PID: os.Getpid(), Sites: sites, Log: &log,
+		PID: os.Getpid(), Sites: sites, Log: &log, Journal: journal,
 	})
 	t.Log(log.String())
 	if err != nil {
@@ -84,6 +92,25 @@ func TestSmoke(t *testing.T) {
 	}
 	if err := res.Check(0, 0); err != nil {
 		t.Error(err)
+	}
+}
+
+// A journald entry is what journalctl -o json prints: valid JSON, read by
+// the classifier as such, its MESSAGE the kubelet's line with the marker.
+func TestJournalEntry(t *testing.T) {
+	in := &ingester{run: "r1", feed: "f", room: 3, sites: sites, journal: true}
+	now := time.Date(2026, 11, 30, 3, 4, 5, 600000000, time.UTC)
+	raw := in.line(7, now)
+	var e map[string]string
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	if e["__REALTIME_TIMESTAMP"] != strconv.FormatInt(now.UnixMicro(), 10) || !strings.HasSuffix(e["MESSAGE"], " lt=r1:7:"+strconv.FormatInt(now.UnixNano(), 10)) || len(raw) < 1000 {
+		t.Fatalf("entry (%d bytes): %s", len(raw), raw)
+	}
+	l := classify.New(nil).Stream().ClassifyString(raw)
+	if l.Format != classify.FormatJournalJSON || l.Text != e["MESSAGE"] || l.Case != "pleg" || l.Host != "load-3" {
+		t.Fatalf("classified as %+v", l)
 	}
 }
 

@@ -131,8 +131,12 @@ func (r Result) Print(w io.Writer) {
 		}
 		return fmt.Sprintf("%.0f%%", 100*d.Seconds()/r.Duration.Seconds())
 	}
-	fmt.Fprintf(w, "load:       %d feeds × %d readers, %d lines/s per feed, %d log sites, sent for %v\n",
-		r.Rooms, r.Readers, r.Rate, r.Sites, r.Duration.Round(time.Millisecond))
+	what := "klog lines"
+	if r.Journal {
+		what = "journald JSON entries"
+	}
+	fmt.Fprintf(w, "load:       %d feeds × %d readers, %d %s/s per feed, %d log sites, sent for %v\n",
+		r.Rooms, r.Readers, r.Rate, what, r.Sites, r.Duration.Round(time.Millisecond))
 	fmt.Fprintf(w, "ingest:     %d lines sent, %d acknowledged\n", r.Sent, r.Acked)
 	fmt.Fprintf(w, "readers:    %d expected, %d delivered, %d skipped (server markers), %d lost, %d duplicated\n",
 		r.Expected, r.Delivered, r.Skipped, r.Lost, r.Duplicated)
