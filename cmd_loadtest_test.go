@@ -48,7 +48,7 @@ func TestLoadtestInProcess(t *testing.T) {
 	}
 	t.Log("\n" + out)
 	for _, want := range []string{
-		"2 feeds × 3 readers, 100 lines/s",
+		"2 feeds × 3 readers, 100 klog lines/s",
 		"200 lines sent, 200 acknowledged",
 		"600 expected, 600 delivered, 0 skipped (server markers), 0 lost, 0 duplicated",
 		"kept up:    6 of 6 readers",
