@@ -97,6 +97,7 @@ type live struct {
 	storeDir    string        // "" keeps feeds in memory only
 	vacantAfter time.Duration // vacantAfter, shorter in tests
 	frames      sync.Pool     // *[]byte: browser message buffers
+	ingestBufs  sync.Pool     // *bytes.Buffer: relays' messages while they are read and decoded
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -158,6 +159,7 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 		l.log = slog.New(slog.DiscardHandler)
 	}
 	l.frames.New = func() any { b := make([]byte, 0, 4<<10); return &b }
+	l.ingestBufs.New = func() any { return new(bytes.Buffer) }
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	l.storeDir = cfg.CacheDir
 	if l.storeDir == "" {
@@ -225,7 +227,10 @@ func (l *live) enter() bool {
 	return true
 }
 
-var errTooManyFeeds = errors.New("too many feeds")
+var (
+	errTooManyFeeds = errors.New("too many feeds")
+	errBadBatch     = errors.New("not an ingest message")
+)
 
 // feed returns the named feed, creating it (with its stored history) on first use.
 func (l *live) feed(name string) (*feed, error) {
@@ -888,10 +893,10 @@ func (l *live) handleIngest() http.Handler {
 		l.attach(f)
 		defer l.detach(f)
 		l.log.Info("live: relay attached", "feed", f.name, "remote", r.RemoteAddr)
-		// The message buffer and decoded lines are reused from message to
-		// message; a buffer grown by an outsized batch is let go after it.
+		// Decoded lines are reused from message to message; message buffers
+		// come from a pool shared by the relays (a relay's batch is up to
+		// ~512 KiB, and is held only while it is decoded).
 		var (
-			buf   bytes.Buffer
 			lines []relay.Line
 			ack   []byte
 		)
@@ -904,20 +909,26 @@ func (l *live) handleIngest() http.Handler {
 			if err != nil {
 				return
 			}
-			if buf.Cap() > 256<<10 {
-				buf = bytes.Buffer{}
-			}
+			buf := l.ingestBufs.Get().(*bytes.Buffer)
 			buf.Reset()
-			if _, err := buf.ReadFrom(io.LimitReader(rd, ingestLimit+1)); err != nil {
-				return
+			_, err = buf.ReadFrom(io.LimitReader(rd, ingestLimit+1))
+			tooBig := buf.Len() > ingestLimit
+			if err == nil && !tooBig {
+				clear(lines)
+				lines, err = relay.DecodeBatch(buf.Bytes(), lines[:0]) // copies what it keeps
+				if err != nil {
+					err = errBadBatch
+				}
 			}
-			if buf.Len() > ingestLimit {
+			l.ingestBufs.Put(buf)
+			switch {
+			case tooBig:
 				conn.Close(websocket.StatusMessageTooBig, "message over 1 MiB: send fewer lines per batch")
 				return
-			}
-			clear(lines)
-			if lines, err = relay.DecodeBatch(buf.Bytes(), lines[:0]); err != nil {
+			case errors.Is(err, errBadBatch):
 				conn.Close(websocket.StatusUnsupportedData, "want {\"lines\":[{\"id\":…,\"raw\":…}]}")
+				return
+			case err != nil:
 				return
 			}
 			if !l.checkToken(r) { // a room's token was rotated since, or the room expired
