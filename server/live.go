@@ -452,7 +452,7 @@ func (f *feed) keep(b []byte) []byte {
 // ingest is the hub's only publisher, so the sequence numbers the hub
 // assigns are known before it does.
 func (f *feed) publish(lines []classify.Line, cuts []bool, demo bool) {
-	first := f.hub.Stats().Next
+	first := f.hub.Next()
 	data := f.entries[:0]
 	for i := range lines {
 		f.scratch = appendEntry(f.scratch[:0], first+uint64(i), &lines[i], demo, cuts[i])
@@ -486,7 +486,7 @@ func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) 
 	}
 	var (
 		last    string
-		next    = f.hub.Stats().Next
+		next    = f.hub.Next()
 		version = f.version
 		out     = f.lines[:0]
 		cuts    = f.cuts[:0]
@@ -690,7 +690,7 @@ func (l *live) handleFeedSocket() http.Handler {
 
 		gen := f.status.Load()
 		hello := f.statusMsg()
-		next := f.hub.Stats().Next
+		next := f.hub.Next()
 		if after >= next {
 			after, hello.Reset = 0, true
 		}

@@ -222,6 +222,14 @@ type Stats struct {
 	Bytes       int    // their data's size
 }
 
+// Next is the sequence number the next entry will get (Stats().Next,
+// without counting subscribers).
+func (h *Hub) Next() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.next
+}
+
 // Stats returns the hub's counters.
 func (h *Hub) Stats() Stats {
 	h.mu.Lock()
