@@ -135,7 +135,11 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 			o.Server, stop, err = serveInProcess(filepath.Join(dir, "cache"), o.Token, *tag)
 			o.PID = os.Getpid()
 		} else {
-			o.Server, o.PID, stop, err = serveChild(ctx, filepath.Join(dir, "cache"), o.Token, *tag, filepath.Join(dir, "serve.log"))
+			var exe string
+			if exe, err = os.Executable(); err != nil {
+				return fmt.Errorf("loadtest: %w", err)
+			}
+			o.Server, o.PID, stop, err = serveChild(ctx, exe, filepath.Join(dir, "cache"), o.Token, *tag, filepath.Join(dir, "serve.log"))
 		}
 		if err != nil {
 			return err
@@ -187,13 +191,9 @@ func copyReadingCache(cacheDir, tag string) {
 	})
 }
 
-// serveChild starts "syncloop serve" from this executable on a free
+// serveChild starts "exe serve" (exe: a syncloop binary) on a free
 // loopback port and waits for /healthz.
-func serveChild(ctx context.Context, cacheDir, token, tag, logName string) (url string, pid int, stop func(), err error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", 0, nil, fmt.Errorf("loadtest: %w", err)
-	}
+func serveChild(ctx context.Context, exe, cacheDir, token, tag, logName string) (url string, pid int, stop func(), err error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return "", 0, nil, err

@@ -6,7 +6,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +26,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/loadtest"
 )
 
 // syncloopBin builds the binary into the test's temporary directory (the
@@ -115,21 +114,16 @@ func waitHealthy(t *testing.T, base string, p *proc) {
 }
 
 // e2eSites returns klog callers and messages at the default tag's real log
-// sites, from its Reading when it can be loaded here.
+// sites, from its Reading when it can be loaded here. The Reading is loaded
+// into cacheDir, which the test's server then reads too; the user cache's
+// copy, when there is one, spares hashing the module zip again.
 func e2eSites(t *testing.T, cacheDir string) []extractor.LogSite {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	copyReadingCache(cacheDir, extractor.DefaultTag)
 	r, err := extractor.Load(ctx, extractor.Options{Tag: extractor.DefaultTag, CacheDir: cacheDir})
 	if err == nil {
-		var sites []extractor.LogSite
-		for _, c := range r.Function.Cases {
-			for _, s := range c.Logs {
-				if s.Style != "printf" {
-					sites = append(sites, s)
-				}
-			}
-		}
-		if len(sites) > 0 {
+		if sites := loadtest.SitesOf(r); len(sites) > 0 {
 			return sites
 		}
 	}
@@ -406,8 +400,9 @@ func TestE2ERelayWrongToken(t *testing.T) {
 // BenchmarkE2EFanout is the hub's fan-out measured across processes: a
 // `syncloop serve` process, one feed fed at 5,000 lines/s through its ingest
 // websocket, and N browser-like websocket clients on loopback in the test
-// process. It reports the latency from send to receipt (p50, p99), lines
-// lost by the clients, and the server process's peak and final RSS.
+// process, as `syncloop loadtest --rooms 1` runs them (server/loadtest). It
+// reports the latency from send to receipt (p50, p99), lines lost by the
+// clients, and the server process's peak and final RSS and CPU.
 // clients=1 is the baseline to read clients=200 against.
 //
 //	go test -run '^$' -bench E2EFanout -benchtime 1x -count 3 .
@@ -419,226 +414,43 @@ func BenchmarkE2EFanout(b *testing.B) {
 	for _, clients := range []int{1, 200} {
 		b.Run(fmt.Sprint("clients=", clients), func(b *testing.B) {
 			for range b.N {
-				r := fanoutE2E(b, bin, clients, 5000, 3*time.Second)
-				b.ReportMetric(r.p50.Seconds()*1000, "p50-ms")
-				b.ReportMetric(r.p99.Seconds()*1000, "p99-ms")
-				b.ReportMetric(float64(r.lost), "lost-lines")
-				b.ReportMetric(float64(r.rssPeak)/(1<<20), "server-rss-peak-MB")
-				b.ReportMetric(float64(r.rssEnd)/(1<<20), "server-rss-MB")
-				b.ReportMetric(r.rate, "lines/s")
-				b.ReportMetric(r.cpu, "server-cpu-s/s")
-				b.ReportMetric(r.clientCPU, "clients-cpu-s/s")
+				r := fanoutE2E(b, bin, clients)
+				b.ReportMetric(r.P50.Seconds()*1000, "p50-ms")
+				b.ReportMetric(r.P99.Seconds()*1000, "p99-ms")
+				b.ReportMetric(float64(r.Lost), "lost-lines")
+				b.ReportMetric(float64(r.RSSPeak)/(1<<20), "server-rss-peak-MB")
+				b.ReportMetric(float64(r.RSSEnd)/(1<<20), "server-rss-MB")
+				b.ReportMetric(float64(r.Sent)/r.Duration.Seconds(), "lines/s")
+				b.ReportMetric(r.ServerCPU.Seconds()/r.Duration.Seconds(), "server-cpu-s/s")
+				b.ReportMetric(r.ClientCPU.Seconds()/r.Duration.Seconds(), "clients-cpu-s/s")
 			}
 		})
 	}
 }
 
-type fanoutFigures struct {
-	p50, p99        time.Duration
-	lost            int
-	rssPeak, rssEnd uint64
-	rate            float64
-	cpu             float64 // the server's CPU seconds per second of the run
-	clientCPU       float64 // and this process's (the clients and the sender)
-}
-
-// procCPU is a process's user+system CPU time.
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-}
-
-func procStatusOf(pid int, key string) uint64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			f := strings.Fields(v)
-			if n, err := strconv.ParseUint(f[0], 10, 64); err == nil {
-				return n << 10
-			}
-		}
-	}
-	return 0
-}
-
-func fanoutE2E(b *testing.B, bin string, clients, perSecond int, dur time.Duration) fanoutFigures {
+func fanoutE2E(b *testing.B, bin string, clients int) loadtest.Result {
 	b.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
-	srv := exec.Command(bin, "serve", "--addr", addr, "--token", "bench", "--cache-dir", b.TempDir(), "--log-level", "error")
-	srv.Stdout, srv.Stderr = io.Discard, io.Discard
-
-	if err := srv.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		resp, err := http.Get("http://" + addr + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("serve did not start")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// Let the server load the default tag's Reading first: its extraction
-	// is not what is measured.
-	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		resp, err := http.Get("http://" + addr + "/k8s/" + extractor.DefaultTag + "/reading.json")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), dur+60*time.Second)
+	dir := b.TempDir()
+	cache := filepath.Join(dir, "cache")
+	copyReadingCache(cache, extractor.DefaultTag)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-
-	const width = 100 * time.Microsecond
-	hist := make([]atomic.Uint64, int(5*time.Second/width)+1)
-	got := make([]atomic.Int64, clients)
-	var wg sync.WaitGroup
-	for i := range clients {
-		c, _, err := websocket.Dial(ctx, "ws://"+addr+"/feeds/bench/ws", nil)
-		if err != nil {
-			b.Fatalf("client %d: %v", i, err)
-		}
-		c.SetReadLimit(8 << 20)
-		wg.Go(func() {
-			defer c.CloseNow()
-			for {
-				_, data, err := c.Read(ctx)
-				if err != nil {
-					return
-				}
-				now := time.Now().UnixNano()
-				for part := range bytes.SplitSeq(data, []byte{'\n'}) {
-					k := bytes.Index(part, []byte(" t="))
-					if k < 0 {
-						continue
-					}
-					rest := part[k+3:]
-					sent, err := strconv.ParseInt(string(rest[:max(bytes.IndexByte(rest, ' '), 0)]), 10, 64)
-					if err != nil {
-						continue
-					}
-					got[i].Add(1)
-					hist[min(int(time.Duration(now-sent)/width), len(hist)-1)].Add(1)
-				}
-			}
-		})
-	}
-
-	in, _, err := websocket.Dial(ctx, "ws://"+addr+"/feeds/bench/ingest", &websocket.DialOptions{
-		HTTPHeader: http.Header{"Authorization": {"Bearer bench"}},
-	})
+	url, pid, stop, err := serveChild(ctx, bin, cache, "bench", extractor.DefaultTag, filepath.Join(dir, "serve.log"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer in.CloseNow()
-	acked := make(chan string, 1024)
-	go func() {
-		for {
-			_, m, err := in.Read(ctx)
-			if err != nil {
-				close(acked)
-				return
-			}
-			select {
-			case acked <- string(m):
-			default:
-			}
-		}
-	}()
-
+	defer stop()
 	b.ResetTimer()
-	const tick = 10 * time.Millisecond
-	total := 0
-	began := time.Now()
-	cpuBefore := procCPU(srv.Process.Pid)
-	selfBefore := procCPU(os.Getpid())
-	t := time.NewTicker(tick)
-	for now := range t.C {
-		if now.Sub(began) > dur {
-			break
-		}
-		// As many lines as are due by now: a late tick sends more, so the
-		// rate holds even when this process is short of CPU.
-		due := min(int(time.Since(began).Seconds()*float64(perSecond))-total, 1000) // 1000 lines stay under the 1 MiB message limit
-		if due <= 0 {
-			continue
-		}
-		sent := time.Now().UnixNano()
-		var buf bytes.Buffer
-		buf.WriteString(`{"lines":[`)
-		for k := range due {
-			total++
-			if k > 0 {
-				buf.WriteByte(',')
-			}
-			raw := fmt.Sprintf(`I1130 01:02:03.123456    4242 kubelet.go:2500] "SyncLoop (PLEG): event for pod" pod="default/probe-me-%d" event={"ID":"8d8a","Type":"ContainerStarted"} t=%d n=%d`, total%50, sent, total)
-			line, _ := json.Marshal(map[string]string{"id": strconv.Itoa(total), "raw": raw})
-			buf.Write(line)
-		}
-		buf.WriteString(`]}`)
-		if err := in.Write(ctx, websocket.MessageText, buf.Bytes()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	t.Stop()
-	rate := float64(total) / time.Since(began).Seconds()
-
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		all := true
-		for i := range got {
-			all = all && got[i].Load() >= int64(total)
-		}
-		if all {
-			break
-		}
-	}
+	r, err := loadtest.Run(ctx, loadtest.Options{
+		Server: url, Token: "bench", PID: pid,
+		Rooms: 1, Readers: clients, Rate: 5000, Duration: 3 * time.Second,
+	})
 	b.StopTimer()
-	var f fanoutFigures
-	f.rate = rate
-	f.cpu = (procCPU(srv.Process.Pid) - cpuBefore).Seconds() / time.Since(began).Seconds()
-	f.clientCPU = (procCPU(os.Getpid()) - selfBefore).Seconds() / time.Since(began).Seconds()
-	f.rssPeak = procStatusOf(srv.Process.Pid, "VmHWM")
-	f.rssEnd = procStatusOf(srv.Process.Pid, "VmRSS")
-	cancel()
-	wg.Wait()
-	var count uint64
-	counts := make([]uint64, len(hist))
-	for i := range hist {
-		counts[i] = hist[i].Load()
-		count += counts[i]
+	if err != nil {
+		b.Fatal(err)
 	}
-	pct := func(p float64) time.Duration {
-		want, acc := uint64(p*float64(count)), uint64(0)
-		for i, n := range counts {
-			acc += n
-			if acc >= want && n > 0 {
-				return time.Duration(i+1) * width
-			}
-		}
-		return 0
-	}
-	f.p50, f.p99 = pct(0.5), pct(0.99)
-	for i := range got {
-		f.lost += total - int(got[i].Load())
-	}
-	b.Logf("%d clients, %d lines at %.0f/s: p50 %v p99 %v, lost %d; server RSS peak %d MB, now %d MB, CPU %.2f s/s (clients %.2f s/s)",
-		clients, total, rate, f.p50, f.p99, f.lost, f.rssPeak>>20, f.rssEnd>>20, f.cpu, f.clientCPU)
-	return f
+	var out strings.Builder
+	r.Print(&out)
+	b.Logf("\n%s", out.String())
+	return r
 }

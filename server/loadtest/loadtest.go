@@ -267,15 +267,7 @@ func FetchSites(ctx context.Context, server, tag string) []extractor.LogSite {
 			derr := json.NewDecoder(resp.Body).Decode(&r)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK && derr == nil {
-				var sites []extractor.LogSite
-				for _, c := range r.Function.Cases {
-					for _, s := range c.Logs {
-						if s.Style != "printf" {
-							sites = append(sites, s)
-						}
-					}
-				}
-				if len(sites) > 0 {
+				if sites := SitesOf(&r); len(sites) > 0 {
 					return sites
 				}
 				break
@@ -287,6 +279,21 @@ func FetchSites(ctx context.Context, server, tag string) []extractor.LogSite {
 		}
 	}
 	return []extractor.LogSite{{File: "pkg/kubelet/kubelet.go", Line: 2500, Message: "SyncLoop (PLEG): event for pod"}}
+}
+
+// SitesOf returns the structured (and contextual) klog log sites of a
+// Reading's cases: the kubelet's lines at them name their file:line and
+// message, which is what a load line or a test journal imitates.
+func SitesOf(r *extractor.Reading) []extractor.LogSite {
+	var sites []extractor.LogSite
+	for _, c := range r.Function.Cases {
+		for _, s := range c.Logs {
+			if s.Style != "printf" {
+				sites = append(sites, s)
+			}
+		}
+	}
+	return sites
 }
 
 // ingester is one relay-like client sending to one feed.
