@@ -78,24 +78,24 @@ func (j *jsonLine) field(key string) (f *json.RawMessage, ok bool) {
 // scanLine fills j from a JSON object, validating all of it, and reports
 // whether it could; it leaves every other case to encoding/json.
 func scanLine(raw []byte, j *jsonLine) bool {
-	p := skipWS(raw)
+	p := jsonstr.SkipSpace(raw)
 	if len(p) == 0 || p[0] != '{' {
 		return false
 	}
-	p = skipWS(p[1:])
+	p = jsonstr.SkipSpace(p[1:])
 	if len(p) > 0 && p[0] == '}' {
-		return len(skipWS(p[1:])) == 0
+		return len(jsonstr.SkipSpace(p[1:])) == 0
 	}
 	for {
 		key, rest, ok := jsonstr.Read(p)
 		if !ok {
 			return false
 		}
-		p = skipWS(rest)
+		p = jsonstr.SkipSpace(rest)
 		if len(p) == 0 || p[0] != ':' {
 			return false
 		}
-		p = skipWS(p[1:])
+		p = jsonstr.SkipSpace(p[1:])
 		end, ok := skipValue(p, 0)
 		if !ok {
 			return false
@@ -107,25 +107,18 @@ func scanLine(raw []byte, j *jsonLine) bool {
 		if f != nil {
 			*f = append((*f)[:0], p[:len(p)-len(end)]...)
 		}
-		p = skipWS(end)
+		p = jsonstr.SkipSpace(end)
 		if len(p) == 0 {
 			return false
 		}
 		if p[0] == '}' {
-			return len(skipWS(p[1:])) == 0
+			return len(jsonstr.SkipSpace(p[1:])) == 0
 		}
 		if p[0] != ',' {
 			return false
 		}
-		p = skipWS(p[1:])
+		p = jsonstr.SkipSpace(p[1:])
 	}
-}
-
-func skipWS(p []byte) []byte {
-	for len(p) > 0 && (p[0] == ' ' || p[0] == '\t' || p[0] == '\n' || p[0] == '\r') {
-		p = p[1:]
-	}
-	return p
 }
 
 // skipValue validates the JSON value at the start of p and returns what
@@ -136,25 +129,25 @@ func skipValue(p []byte, depth int) ([]byte, bool) {
 	}
 	switch c := p[0]; {
 	case c == '"':
-		return skipString(p)
+		return jsonstr.Skip(p)
 	case c == '{':
-		p = skipWS(p[1:])
+		p = jsonstr.SkipSpace(p[1:])
 		if len(p) > 0 && p[0] == '}' {
 			return p[1:], true
 		}
 		for {
-			rest, ok := skipString(p)
+			rest, ok := jsonstr.Skip(p)
 			if !ok {
 				return nil, false
 			}
-			p = skipWS(rest)
+			p = jsonstr.SkipSpace(rest)
 			if len(p) == 0 || p[0] != ':' {
 				return nil, false
 			}
-			if p, ok = skipValue(skipWS(p[1:]), depth+1); !ok {
+			if p, ok = skipValue(jsonstr.SkipSpace(p[1:]), depth+1); !ok {
 				return nil, false
 			}
-			p = skipWS(p)
+			p = jsonstr.SkipSpace(p)
 			if len(p) == 0 {
 				return nil, false
 			}
@@ -164,10 +157,10 @@ func skipValue(p []byte, depth int) ([]byte, bool) {
 			if p[0] != ',' {
 				return nil, false
 			}
-			p = skipWS(p[1:])
+			p = jsonstr.SkipSpace(p[1:])
 		}
 	case c == '[':
-		p = skipWS(p[1:])
+		p = jsonstr.SkipSpace(p[1:])
 		if len(p) > 0 && p[0] == ']' {
 			return p[1:], true
 		}
@@ -176,7 +169,7 @@ func skipValue(p []byte, depth int) ([]byte, bool) {
 			if p, ok = skipValue(p, depth+1); !ok {
 				return nil, false
 			}
-			p = skipWS(p)
+			p = jsonstr.SkipSpace(p)
 			if len(p) == 0 {
 				return nil, false
 			}
@@ -186,7 +179,7 @@ func skipValue(p []byte, depth int) ([]byte, bool) {
 			if p[0] != ',' {
 				return nil, false
 			}
-			p = skipWS(p[1:])
+			p = jsonstr.SkipSpace(p[1:])
 		}
 	case c == 't':
 		return skipLiteral(p, "true")
@@ -205,43 +198,6 @@ func skipLiteral(p []byte, lit string) ([]byte, bool) {
 		return nil, false
 	}
 	return p[len(lit):], true
-}
-
-// skipString validates a string literal (its escapes; raw control
-// characters are refused; other bytes, valid UTF-8 or not, pass, as they
-// do for encoding/json).
-func skipString(p []byte) ([]byte, bool) {
-	if len(p) == 0 || p[0] != '"' {
-		return nil, false
-	}
-	for i := 1; i < len(p); i++ {
-		switch c := p[i]; {
-		case c == '"':
-			return p[i+1:], true
-		case c < 0x20:
-			return nil, false
-		case c == '\\':
-			if i+1 >= len(p) {
-				return nil, false
-			}
-			switch p[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i++
-			case 'u':
-				if i+5 >= len(p) || !isHex(p[i+2]) || !isHex(p[i+3]) || !isHex(p[i+4]) || !isHex(p[i+5]) {
-					return nil, false
-				}
-				i += 5
-			default:
-				return nil, false
-			}
-		}
-	}
-	return nil, false
-}
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // skipNumber validates -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?.

@@ -182,6 +182,48 @@ func unquote(lit []byte) (string, bool) {
 	return buf.String(), true
 }
 
+// SkipSpace returns p after its leading JSON whitespace.
+func SkipSpace(p []byte) []byte {
+	for len(p) > 0 && (p[0] == ' ' || p[0] == '\t' || p[0] == '\n' || p[0] == '\r') {
+		p = p[1:]
+	}
+	return p
+}
+
+// Skip validates the string literal at the start of p, without decoding
+// it, and returns what follows it: raw control characters and unknown or
+// short escapes are refused; other bytes, valid UTF-8 or not, pass, as
+// they do for encoding/json.
+func Skip(p []byte) ([]byte, bool) {
+	if len(p) == 0 || p[0] != '"' {
+		return nil, false
+	}
+	for i := 1; i < len(p); i++ {
+		switch c := p[i]; {
+		case c == '"':
+			return p[i+1:], true
+		case c < 0x20:
+			return nil, false
+		case c == '\\':
+			if i+1 >= len(p) {
+				return nil, false
+			}
+			switch p[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i++
+			case 'u':
+				if _, ok := hex4(p[i+2:]); !ok {
+					return nil, false
+				}
+				i += 5
+			default:
+				return nil, false
+			}
+		}
+	}
+	return nil, false
+}
+
 func hex4(b []byte) (rune, bool) {
 	if len(b) < 4 {
 		return 0, false

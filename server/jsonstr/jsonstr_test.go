@@ -101,6 +101,10 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte(`"\`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, rest, ok := Read(data)
+		// Skip takes exactly the literals Read takes, and ends where it does.
+		if skipped, sok := Skip(data); sok != ok || (ok && len(skipped) != len(rest)) {
+			t.Fatalf("Skip(%q) = %q, %v; Read: rest %q, %v", data, skipped, sok, rest, ok)
+		}
 		if !ok {
 			if len(data) == 0 || data[0] != '"' {
 				return // not a literal by Read's contract (encoding/json skips spaces first)

@@ -48,21 +48,21 @@ func DecodeBatch(data []byte, dst []Line) ([]Line, error) {
 func decodeFast(data []byte, dst []Line) ([]Line, bool) {
 	n0 := len(dst)
 	fail := func() ([]Line, bool) { return dst[:n0], false }
-	p := skipSpace(data)
+	p := jsonstr.SkipSpace(data)
 	if p = expect(p, '{'); p == nil {
 		return fail()
 	}
-	key, p, ok := jsonstr.Read(skipSpace(p))
+	key, p, ok := jsonstr.Read(jsonstr.SkipSpace(p))
 	if !ok || key != "lines" {
 		return fail()
 	}
-	if p = expect(skipSpace(p), ':'); p == nil {
+	if p = expect(jsonstr.SkipSpace(p), ':'); p == nil {
 		return fail()
 	}
-	if p = expect(skipSpace(p), '['); p == nil {
+	if p = expect(jsonstr.SkipSpace(p), '['); p == nil {
 		return fail()
 	}
-	p = skipSpace(p)
+	p = jsonstr.SkipSpace(p)
 	if len(p) > 0 && p[0] == ']' {
 		p = p[1:]
 	} else {
@@ -72,7 +72,7 @@ func decodeFast(data []byte, dst []Line) ([]Line, bool) {
 				return fail()
 			}
 			dst = append(dst, l)
-			p = skipSpace(p)
+			p = jsonstr.SkipSpace(p)
 			if len(p) == 0 {
 				return fail()
 			}
@@ -83,10 +83,10 @@ func decodeFast(data []byte, dst []Line) ([]Line, bool) {
 			if p[0] != ',' {
 				return fail()
 			}
-			p = skipSpace(p[1:])
+			p = jsonstr.SkipSpace(p[1:])
 		}
 	}
-	if p = expect(skipSpace(p), '}'); p == nil || len(skipSpace(p)) != 0 {
+	if p = expect(jsonstr.SkipSpace(p), '}'); p == nil || len(jsonstr.SkipSpace(p)) != 0 {
 		return fail()
 	}
 	return dst, true
@@ -98,7 +98,7 @@ func decodeLine(p []byte) (Line, []byte, bool) {
 	if p = expect(p, '{'); p == nil {
 		return l, nil, false
 	}
-	p = skipSpace(p)
+	p = jsonstr.SkipSpace(p)
 	if len(p) > 0 && p[0] == '}' {
 		return l, p[1:], true
 	}
@@ -107,10 +107,10 @@ func decodeLine(p []byte) (Line, []byte, bool) {
 		if !ok || (key != "id" && key != "raw") {
 			return l, nil, false
 		}
-		if p = expect(skipSpace(rest), ':'); p == nil {
+		if p = expect(jsonstr.SkipSpace(rest), ':'); p == nil {
 			return l, nil, false
 		}
-		val, rest, ok := jsonstr.Read(skipSpace(p))
+		val, rest, ok := jsonstr.Read(jsonstr.SkipSpace(p))
 		if !ok {
 			return l, nil, false
 		}
@@ -119,7 +119,7 @@ func decodeLine(p []byte) (Line, []byte, bool) {
 		} else {
 			l.Raw = val
 		}
-		p = skipSpace(rest)
+		p = jsonstr.SkipSpace(rest)
 		if len(p) == 0 {
 			return l, nil, false
 		}
@@ -129,15 +129,8 @@ func decodeLine(p []byte) (Line, []byte, bool) {
 		if p[0] != ',' {
 			return l, nil, false
 		}
-		p = skipSpace(p[1:])
+		p = jsonstr.SkipSpace(p[1:])
 	}
-}
-
-func skipSpace(p []byte) []byte {
-	for len(p) > 0 && (p[0] == ' ' || p[0] == '\t' || p[0] == '\n' || p[0] == '\r') {
-		p = p[1:]
-	}
-	return p
 }
 
 // expect returns p after its first byte when that is c, else nil.
