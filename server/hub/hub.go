@@ -194,13 +194,6 @@ func (h *Hub) oldestLocked() uint64 {
 	return h.at(0).Seq
 }
 
-// Snapshot returns a copy of the ring's entries with a sequence number above after.
-func (h *Hub) Snapshot(after uint64) []Entry {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.appendFromLocked(nil, after+1, h.count)
-}
-
 // appendFromLocked appends to dst at most limit entries of the ring, from
 // the first whose sequence number is at least from. h.mu is held.
 func (h *Hub) appendFromLocked(dst []Entry, from uint64, limit int) []Entry {
