@@ -255,11 +255,15 @@ func freeLoopbackAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func waitHealthz(ctx context.Context, url string, exited <-chan error) error {
+// waitHealthz waits up to 60 s for url's /healthz to answer 200. exited
+// receives the server process's exit; an exit seen here is put back, for
+// whoever waits for the process.
+func waitHealthz(ctx context.Context, url string, exited chan error) error {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
+			exited <- err
 			return fmt.Errorf("the server exited: %v", err)
 		case <-ctx.Done():
 			return ctx.Err()

@@ -93,24 +93,9 @@ func start(t *testing.T, name string, bin string, args ...string) *proc {
 
 func waitHealthy(t *testing.T, base string, p *proc) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case err := <-p.done:
-			p.done <- err
-			t.Fatalf("serve exited: %v", err)
-		default:
-		}
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := waitHealthz(context.Background(), base, p.done); err != nil {
+		t.Fatalf("serve: %v", err)
 	}
-	t.Fatal("serve did not become healthy in 60 s")
 }
 
 // e2eSites returns klog callers and messages at the default tag's real log
