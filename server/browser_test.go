@@ -49,6 +49,18 @@ type pageWatch struct {
 	requests int
 }
 
+// watchPage starts collecting what the page in ctx must never do, for a
+// site served by ts.
+func watchPage(t *testing.T, ctx context.Context, ts *httptest.Server) *pageWatch {
+	t.Helper()
+	base, _ := url.Parse(ts.URL)
+	w := &pageWatch{host: base.Host}
+	if err := chromedp.Listen(ctx, w.listen); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func (w *pageWatch) add(format string, args ...any) {
 	w.mu.Lock()
 	w.problems = append(w.problems, fmt.Sprintf(format, args...))
@@ -160,11 +172,7 @@ func TestBrowserReadingPage(t *testing.T) {
 	r := s.loadedReading(s.cfg.DefaultTag)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	base, _ := url.Parse(ts.URL)
-	watch := &pageWatch{host: base.Host}
-	if err := chromedp.Listen(ctx, watch.listen); err != nil {
-		t.Fatal(err)
-	}
+	watch := watchPage(t, ctx, ts)
 	if err := chromedp.Do(ctx,
 		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 			if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
@@ -383,11 +391,7 @@ func TestBrowserOtherPages(t *testing.T) {
 	s := newRealServer(t)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	base, _ := url.Parse(ts.URL)
-	watch := &pageWatch{host: base.Host}
-	if err := chromedp.Listen(ctx, watch.listen); err != nil {
-		t.Fatal(err)
-	}
+	watch := watchPage(t, ctx, ts)
 	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
 		return err

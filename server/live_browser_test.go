@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
@@ -70,11 +69,7 @@ func testLivePane(t *testing.T, demo bool) {
 	waitLoaded(t, s, r.Tag)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	base, _ := url.Parse(ts.URL)
-	watch := &pageWatch{host: base.Host}
-	if err := chromedp.Listen(ctx, watch.listen); err != nil {
-		t.Fatal(err)
-	}
+	watch := watchPage(t, ctx, ts)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/")); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -120,14 +119,9 @@ func TestBrowserRoom(t *testing.T) {
 	s := newRealServerTags(t, "v1.31.0")
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	base, _ := url.Parse(ts.URL)
 	tag := s.cfg.DefaultTag
 
-	watchD := &pageWatch{host: base.Host}
-	watchV := &pageWatch{host: base.Host}
-	if err := chromedp.Listen(driver, watchD.listen); err != nil {
-		t.Fatal(err)
-	}
+	watchD := watchPage(t, driver, ts)
 	enableNetwork := chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
 		return err
@@ -156,9 +150,7 @@ func TestBrowserRoom(t *testing.T) {
 	// The viewer: another browser context (its own storage), the viewer link.
 	viewer, cancelV := chromedp.NewContext(driver, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancelV)
-	if err := chromedp.Listen(viewer, watchV.listen); err != nil {
-		t.Fatal(err)
-	}
+	watchV := watchPage(t, viewer, ts)
 	if err := chromedp.Do(viewer, enableNetwork, chromedp.Navigate(ts.URL+"/rooms/"+id), chromedp.WaitReady("#room")); err != nil {
 		t.Fatal(err)
 	}
