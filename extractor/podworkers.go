@@ -5,7 +5,6 @@ package extractor
 
 import (
 	"go/ast"
-	"go/token"
 )
 
 func (x *extraction) podWorkers() (*PodWorkers, error) {
@@ -17,15 +16,8 @@ func (x *extraction) podWorkers() (*PodWorkers, error) {
 		return nil, x.unsupported("no %s (%v)", podWorkersFile, err)
 	}
 	pw := &PodWorkers{File: podWorkersFile, FileSHA256: f.sha256(), Types: []TypeDecl{}}
-	for _, d := range f.file.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.TYPE {
-			continue
-		}
-		for _, s := range gd.Specs {
-			ts := s.(*ast.TypeSpec)
-			pw.Types = append(pw.Types, x.typeDecl(f, gd, ts))
-		}
+	for gd, ts := range typeSpecs(f.file) {
+		pw.Types = append(pw.Types, x.typeDecl(f, gd, ts))
 	}
 	return pw, nil
 }

@@ -11,6 +11,7 @@ import (
 	"go/token"
 	"go/types"
 	"io/fs"
+	"iter"
 	"path"
 	"strconv"
 	"strings"
@@ -147,17 +148,29 @@ func (x *extraction) findType(p *goPackage, name string) (*srcFile, *ast.TypeSpe
 	return nil, nil
 }
 
+// typeSpecs yields f's top-level type declarations, each with the
+// declaration it is in (whose doc comment a lone spec shares).
+func typeSpecs(f *ast.File) iter.Seq2[*ast.GenDecl, *ast.TypeSpec] {
+	return func(yield func(*ast.GenDecl, *ast.TypeSpec) bool) {
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, s := range gd.Specs {
+				if !yield(gd, s.(*ast.TypeSpec)) {
+					return
+				}
+			}
+		}
+	}
+}
+
 // typeSpecIn finds the top-level declaration of type name in f.
 func typeSpecIn(f *ast.File, name string) *ast.TypeSpec {
-	for _, d := range f.Decls {
-		gd, ok := d.(*ast.GenDecl)
-		if !ok || gd.Tok != token.TYPE {
-			continue
-		}
-		for _, s := range gd.Specs {
-			if ts := s.(*ast.TypeSpec); ts.Name.Name == name {
-				return ts
-			}
+	for _, ts := range typeSpecs(f) {
+		if ts.Name.Name == name {
+			return ts
 		}
 	}
 	return nil

@@ -8,8 +8,6 @@ package extractor
 
 import (
 	"bytes"
-	"go/ast"
-	"go/token"
 	"io"
 	"io/fs"
 	"runtime"
@@ -78,26 +76,19 @@ func (x *extraction) twoSets() ([]SetDecl, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, d := range f.file.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.TYPE {
+		for gd, ts := range typeSpecs(f.file) {
+			if !isTwoSetName(ts.Name.Name) {
 				continue
 			}
-			for _, s := range gd.Specs {
-				ts := s.(*ast.TypeSpec)
-				if !isTwoSetName(ts.Name.Name) {
-					continue
-				}
-				line := f.line(ts.Name.Pos())
-				out = append(out, SetDecl{
-					Name:     ts.Name.Name,
-					File:     p,
-					Line:     line,
-					Kind:     typeKind(ts),
-					Doc:      docVerbatim(specDoc(gd, ts)),
-					Upstream: UpstreamURL(x.tag, p, line, line),
-				})
-			}
+			line := f.line(ts.Name.Pos())
+			out = append(out, SetDecl{
+				Name:     ts.Name.Name,
+				File:     p,
+				Line:     line,
+				Kind:     typeKind(ts),
+				Doc:      docVerbatim(specDoc(gd, ts)),
+				Upstream: UpstreamURL(x.tag, p, line, line),
+			})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
