@@ -58,7 +58,7 @@ func TestServe(t *testing.T) {
 	var stderr lockedBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir()},
+		done <- run(ctx, []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "--data-dir", t.TempDir()},
 			goEnv(nil), strings.NewReader(""), io.Discard, &stderr)
 	}()
 	// stderr is no terminal, so the log is JSON lines.
@@ -137,7 +137,7 @@ func TestServeBadFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr lockedBuffer
-			err := run(t.Context(), append([]string{"syncloop", "serve", "--cache-dir", t.TempDir()}, tc.args...),
+			err := run(t.Context(), append([]string{"syncloop", "serve", "--cache-dir", t.TempDir(), "--data-dir", t.TempDir()}, tc.args...),
 				goEnv(tc.env), strings.NewReader(""), io.Discard, &stderr)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
