@@ -231,6 +231,17 @@ func compareCase(ra, rb *extractor.Reading, a, b *extractor.Case) Case {
 	if b != nil {
 		c.ToText = clauseText(&rb.Function, b)
 	}
+	// An added clause is all "+" lines, after the line before it at a; a
+	// removed one all "-".
+	fromName, toName := ra.Tag+" (none)", rb.Tag+" (none)"
+	fromAt, toAt := 1, 1
+	if a != nil {
+		fromName, fromAt = fmt.Sprintf("%s %s:%d-%d", ra.Tag, ra.Function.File, a.Start, a.End), a.Start
+	}
+	if b != nil {
+		toName, toAt = fmt.Sprintf("%s %s:%d-%d", rb.Tag, rb.Function.File, b.Start, b.End), b.Start
+	}
+	c.Code = unified(fromName, toName, c.FromText, c.ToText, fromAt, toAt)
 	switch {
 	case a == nil:
 		c.Status = Added
@@ -243,11 +254,6 @@ func compareCase(ra, rb *extractor.Reading, a, b *extractor.Case) Case {
 		c.Calls.Removed = a.Calls
 		return c
 	}
-	f := ra.Function.File
-	c.Code = unified(
-		fmt.Sprintf("%s %s:%d-%d", ra.Tag, f, a.Start, a.End),
-		fmt.Sprintf("%s %s:%d-%d", rb.Tag, rb.Function.File, b.Start, b.End),
-		c.FromText, c.ToText, a.Start, b.Start)
 	if c.Code != "" {
 		c.Changed = append(c.Changed, "code")
 	}
