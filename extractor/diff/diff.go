@@ -18,6 +18,7 @@
 //	    "changed": ["code", "logs"],              // which of code, channel, type, logs, calls differ
 //	    "from": {…}, "to": {…},                   // the extractor.Case at each tag (absent when not there)
 //	    "code": "--- v1.35.4 …\n+++ …\n@@ …",     // unified diff of the clause, white space ignored
+//	                                              // ("" when the same; all "+" lines when added, "-" when removed)
 //	    "type": {"from": "…", "to": "…"},         // the element type, when it changed
 //	    "channel": {"from": "…", "to": "…"},      // the channel expression, when it changed
 //	    "logs": [{                                // every log call of either side, paired
