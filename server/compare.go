@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -36,10 +37,9 @@ type compareView struct {
 type compareCase struct {
 	*diff.Case
 	Note           noteView
-	FromURL, ToURL string // the clause upstream at each tag
-	Side           []sideRow
-	Unified        []sideRow
-	Added, Removed int // lines, white space aside
+	FromURL, ToURL string        // the clause upstream at each tag
+	Tables         template.HTML // the clause in both layouts (codeTables)
+	Added, Removed int           // lines, white space aside
 	ChangedLogs    int
 }
 
@@ -106,6 +106,42 @@ func clauseRows(c *diff.Case, from, to *readingView) (side, uni []sideRow, added
 	return side, uni, added, removed
 }
 
+// codeTables writes a clause's two tables: side by side, and unified.
+// Written here rather than in the template, where a few hundred rows of
+// already-highlighted lines cost most of the compare's time.
+func codeTables(from, to string, side, uni []sideRow) template.HTML {
+	var b strings.Builder
+	esc := template.HTMLEscapeString
+	num := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
+	}
+	b.WriteString(`<table class="sbs"><colgroup><col class="ln"><col><col class="ln"><col></colgroup>`)
+	b.WriteString(`<thead><tr><th colspan="2" scope="col">` + esc(from) + `</th><th colspan="2" scope="col">` + esc(to) + `</th></tr></thead><tbody>`)
+	for _, r := range side {
+		b.WriteString("\n<tr class=\"" + r.Kind + `"><td class="ln">` + num(r.FromN) + `</td><td class="src">` + string(r.From) +
+			`</td><td class="ln">` + num(r.ToN) + `</td><td class="src">` + string(r.To) + `</td></tr>`)
+	}
+	b.WriteString("\n</tbody></table>\n")
+	b.WriteString(`<table class="uni"><caption><span class="mk-del">−</span> ` + esc(from) + ` <span class="mk-add">+</span> ` + esc(to) + `</caption>`)
+	b.WriteString(`<colgroup><col class="ln"><col class="ln"><col class="mk"><col></colgroup><tbody>`)
+	for _, r := range uni {
+		mk, line := "", r.To
+		switch r.Kind {
+		case "del":
+			mk, line = "−", r.From
+		case "add":
+			mk = "+"
+		}
+		b.WriteString("\n<tr class=\"" + r.Kind + `"><td class="ln">` + num(r.FromN) + `</td><td class="ln">` + num(r.ToN) +
+			`</td><td class="mk">` + mk + `</td><td class="src">` + string(line) + `</td></tr>`)
+	}
+	b.WriteString("\n</tbody></table>")
+	return template.HTML(b.String())
+}
+
 // noteFor is the note of a case key, as either tag's view rendered it
 // (the newer tag's first: its symbols resolve there).
 func noteFor(key string, views ...*readingView) noteView {
@@ -147,7 +183,9 @@ func newCompareView(a, b *tagState) *compareView {
 				cc.ChangedLogs++
 			}
 		}
-		cc.Side, cc.Unified, cc.Added, cc.Removed = clauseRows(c, a.view, b.view)
+		var side, uni []sideRow
+		side, uni, cc.Added, cc.Removed = clauseRows(c, a.view, b.view)
+		cc.Tables = codeTables(a.tag, b.tag, side, uni)
 		v.Cases = append(v.Cases, cc)
 	}
 	for _, t := range d.PodWorkers {
