@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
@@ -112,6 +113,29 @@ func TestBrowserComparePage(t *testing.T) {
 			t.Fatal(err)
 		}
 		screenshot(t, ctx, "compare-narrow-top.png", false)
+	})
+	t.Run("dark", func(t *testing.T) {
+		if err := chromedp.Do(ctx,
+			chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+				_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
+				})
+				return err
+			}),
+			chromedp.EmulateViewport(1440, 900), chromedp.Navigate(page+"#case-config"), chromedp.WaitReady("section.cmp-case"),
+		); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "config at the top", `Math.abs(document.querySelector('#case-config').getBoundingClientRect().top) < 40`)
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView("#case-config .sbs tr.chg")); err != nil {
+			t.Fatal(err)
+		}
+		// Added and removed lines keep a dark background under light text.
+		bg := eval[string](t, ctx, `getComputedStyle(document.querySelector('#case-config .sbs tr.chg td.src')).backgroundColor`)
+		if bg != "rgb(45, 21, 23)" {
+			t.Errorf("a removed line's background in the dark theme: %s", bg)
+		}
+		screenshot(t, ctx, "compare-dark.png", false)
 	})
 	watch.check(t)
 }
