@@ -38,6 +38,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -83,9 +84,7 @@ func (l *live) openStream(ctx context.Context) error {
 	if total <= 0 {
 		total = DefaultFeedBytes
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	s, err := l.b.JS.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	cfg := jetstream.StreamConfig{
 		Name:              feedStream,
 		Description:       "syncloop feeds: a subject per feed, a message per relay batch",
 		Subjects:          []string{feedSubjectPrefix + ">"},
@@ -97,11 +96,15 @@ func (l *live) openStream(ctx context.Context) error {
 		Duplicates:        dupWindow,
 		Discard:           jetstream.DiscardOld,
 		MaxMsgSize:        4 << 20,
+	}
+	err := broker.Retry(ctx, time.Minute, func(ctx context.Context) error {
+		s, err := l.b.JS.CreateOrUpdateStream(ctx, cfg)
+		l.stream = s
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("feeds stream: %w", err)
 	}
-	l.stream = s
 	return nil
 }
 

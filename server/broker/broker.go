@@ -96,9 +96,11 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 // learnReplicas asks JetStream how many servers it has (through the
 // account's info: a server count is not in it, so a probe stream tells).
 func (b *Broker) learnReplicas(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if _, err := b.JS.AccountInfo(ctx); err != nil {
+	err := Retry(ctx, time.Minute, func(ctx context.Context) error {
+		_, err := b.JS.AccountInfo(ctx)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("nats: JetStream is not available on this cluster: %w", err)
 	}
 	servers := len(b.NC.Servers())
@@ -236,4 +238,27 @@ func cmp(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// Retry calls f, each call with 5 s, until it succeeds or within has
+// passed: a cluster that just started answers JetStream requests only once
+// it has elected a leader.
+func Retry(ctx context.Context, within time.Duration, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
