@@ -57,8 +57,9 @@ func TestServe(t *testing.T) {
 	defer cancel()
 	var stderr lockedBuffer
 	done := make(chan error, 1)
+	dataDir := t.TempDir()
 	go func() {
-		done <- run(ctx, []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "--data-dir", t.TempDir()},
+		done <- run(ctx, []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "--data-dir", dataDir},
 			goEnv(nil), strings.NewReader(""), io.Discard, &stderr)
 	}()
 	// stderr is no terminal, so the log is JSON lines.
@@ -105,6 +106,12 @@ func TestServe(t *testing.T) {
 			t.Fatalf("GET the default tag: %d\n%.2000s\n%s", status, body, stderr.String())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	// A second server on the same data dir refuses, saying why.
+	err = run(t.Context(), []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "--data-dir", dataDir},
+		goEnv(nil), strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "is in use by another syncloop serve") {
+		t.Fatalf("a second serve on the same --data-dir: %v; want a refusal that says why", err)
 	}
 	cancel()
 	select {

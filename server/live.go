@@ -95,6 +95,7 @@ type live struct {
 	log         *slog.Logger
 	b           *broker.Broker
 	closeBroker bool             // Close closes b too (tests that make a live alone)
+	demoHeld    atomic.Bool      // this replica holds the cluster's demo lease (live_stream.go)
 	stream      jetstream.Stream // the feeds' stream (live_stream.go)
 	vacantAfter time.Duration    // vacantAfter, shorter in tests
 	frames      sync.Pool        // *[]byte: browser message buffers
@@ -503,9 +504,10 @@ func (l *live) startDemo(f *feed) {
 			}
 		}
 		d := demo.New(r, time.Now().UnixNano())
+		held := l.demoLease(ctx)
 		for {
 			line, wait := d.Next(time.Now())
-			if len(line) > 0 {
+			if len(line) > 0 && held.Load() {
 				if _, err := l.ingest(f, []relay.Line{{Raw: string(line)}}, true); err != nil {
 					l.log.Error("live: demo feed", "err", err)
 				}

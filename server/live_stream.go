@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -338,6 +339,81 @@ func (l *live) follow(f *feed) error {
 
 func (f *feed) markReady() { f.readyOnce.Do(func() { close(f.ready) }) }
 
+func (f *feed) isReady() bool {
+	select {
+	case <-f.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// demoLeaseTTL is how long the demo's lease outlives a replica that stops
+// renewing it (killed); it is renewed at a third of that.
+const demoLeaseTTL = 15 * time.Second
+
+// demoLease keeps trying to hold the cluster's demo lease (a key in a KV
+// bucket whose entries expire after demoLeaseTTL) until ctx ends: one
+// replica per cluster runs the demo feed, not one each. The flag says
+// whether this replica holds it.
+func (l *live) demoLease(ctx context.Context) *atomic.Bool {
+	held := &l.demoHeld
+	if !l.enter() {
+		return held
+	}
+	storage := jetstream.FileStorage
+	if l.b.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	go func() {
+		defer l.wg.Done()
+		var kv jetstream.KeyValue
+		var rev uint64
+		for {
+			var err error
+			switch {
+			case kv == nil:
+				kv, err = l.b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+					Bucket: "syncloop_leases", TTL: demoLeaseTTL, Storage: storage, Replicas: l.b.Replicas,
+				})
+				if err != nil {
+					kv = nil
+				}
+			case held.Load():
+				if rev, err = kv.Update(ctx, "demo", []byte(l.cfg.NATSName), rev); err != nil {
+					held.Store(false) // someone else's now, or JetStream is away
+				}
+			default:
+				if rev, err = kv.Create(ctx, "demo", []byte(l.cfg.NATSName)); err == nil {
+					held.Store(true)
+				}
+			}
+			if err != nil && kv == nil && ctx.Err() == nil {
+				l.log.Warn("live: demo lease", "err", err)
+			}
+			if !held.Load() && kv != nil && err == nil {
+				continue // the bucket was just made: try for the lease at once
+			}
+			if relay.Sleep(ctx, demoLeaseTTL/3) != nil {
+				if held.Swap(false) { // let another replica take over at once
+					dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					kv.Delete(dctx, "demo", jetstream.LastRevision(rev))
+					cancel()
+				}
+				return
+			}
+		}
+	}()
+	// The first answer comes quickly; the demo waits for it.
+	for range 50 {
+		if held.Load() || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return held
+}
+
 // deliver classifies a stored message's lines and publishes them to the
 // feed's hub under their stored sequence numbers.
 func (l *live) deliver(f *feed, h nats.Header, data []byte) {
@@ -375,6 +451,14 @@ func (l *live) deliver(f *feed, h nats.Header, data []byte) {
 			version = line.Version
 		}
 		out, cuts = append(out, line), append(cuts, cut)
+	}
+	if !demo && f.demoStop != nil && f.isReady() {
+		// A relay's lines reached the feed through another replica.
+		f.demoStop()
+		f.demoStop = nil
+		f.source = "relay"
+		f.note = "a relay attached: the demo feed stopped; what follows is a real journal"
+		f.changed()
 	}
 	f.publish(out, cuts, demo)
 	for i := range out {

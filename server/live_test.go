@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -696,5 +697,66 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 		} else if i > maxFeeds {
 			t.Fatal("no 503 past the cap")
 		}
+	}
+}
+
+// TestLiveDemoOnePerCluster: two replicas on one NATS run one demo between
+// them, and the other takes over when the holder stops.
+func TestLiveDemoOnePerCluster(t *testing.T) {
+	b, err := broker.Open(t.Context(), broker.Config{Listen: "127.0.0.1:0", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b2, err := broker.Open(t.Context(), broker.Config{URLs: []string{b.ClientURL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	cfg := Config{DefaultTag: "v1.31.0", DemoPeriod: 50 * time.Millisecond}
+	r := func(string) *extractor.Reading { return fixtureReading(t) }
+	l1, err := newLive(cfg, b, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l1.Close()
+	l2, err := newLive(cfg, b2, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	holders := func() int {
+		n := 0
+		for _, l := range []*live{l1, l2} {
+			if l.demoHeld.Load() {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for holders() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d replicas hold the demo lease; want 1", holders())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 20 { // and it stays so
+		if n := holders(); n != 1 {
+			t.Fatalf("%d replicas hold the demo lease; want 1", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	holder, other := l1, l2
+	if !holder.demoHeld.Load() {
+		holder, other = l2, l1
+	}
+	holder.Close()
+	deadline = time.Now().Add(demoLeaseTTL)
+	for !other.demoHeld.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the other replica did not take the demo over")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
