@@ -172,7 +172,7 @@ func TestRoomCreateIsSameOriginOnly(t *testing.T) {
 
 func TestRoomLimits(t *testing.T) {
 	t.Run("creation rate per client", func(t *testing.T) {
-		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms = 2000 })
+		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms, c.RoomsPerClient = 2000, 2000 })
 		codes := map[int]int{}
 		for range 1000 {
 			codes[postRoom(t, ts).StatusCode]++
@@ -210,8 +210,8 @@ func TestRoomLimits(t *testing.T) {
 			t.Errorf("third reader got %v, want a room-full error", m)
 		}
 		_, _, err = c.Read(ctx)
-		if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
-			t.Errorf("third reader: %v, want closed with policy violation", err)
+		if websocket.CloseStatus(err) != CloseRoomFull {
+			t.Errorf("third reader: %v, want closed with %d (room full: do not retry)", err, CloseRoomFull)
 		}
 	})
 	t.Run("message size and rate", func(t *testing.T) {
