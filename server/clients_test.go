@@ -273,8 +273,8 @@ func waitUntil(t *testing.T, what string, ok func() bool) {
 }
 
 // Permanent refusals close with a 4xxx code, on which the pages stop
-// reconnecting: an expired room's socket (4410), a feed let go under its
-// readers (4404); the full room's 4429 is in TestRoomLimits.
+// reconnecting: an expired room's sockets, room and feed (4410), a feed let
+// go under its readers (4404); the full room's 4429 is in TestRoomLimits.
 func TestRefusalCloseCodes(t *testing.T) {
 	s, ts := newRoomServer(t, "", func(c *Config) { c.RoomTTL = 300 * time.Millisecond })
 	ctx := testCtx(t)
@@ -296,6 +296,17 @@ func TestRefusalCloseCodes(t *testing.T) {
 	defer c.CloseNow()
 	if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != CloseRoomGone {
 		t.Errorf("an expired room's socket: %v, want close %d", err, CloseRoomGone)
+	}
+	f, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/room-"+id+"/ws"), nil)
+	if err != nil {
+		t.Fatalf("an expired room's feed socket: %v, want an upgrade and a close code", err)
+	}
+	defer f.CloseNow()
+	if _, _, err := f.Read(ctx); websocket.CloseStatus(err) != CloseRoomGone {
+		t.Errorf("an expired room's feed socket: %v, want close %d", err, CloseRoomGone)
+	}
+	if status, _ := httpGet(t, ts.URL+"/rooms/"+id+"/ws"); status != http.StatusGone {
+		t.Errorf("an expired room's socket address, not as a websocket: %d, want 410", status)
 	}
 	if _, resp, err := websocket.Dial(ctx, wsURL(ts, "/rooms/AAAAAAAAAAAAAAAAAAAAAA/ws"), nil); err == nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("no such room: %v, want 404", err)

@@ -327,6 +327,9 @@ func (s *Server) roomFeedGate(next http.Handler) http.Handler {
 			room, err = s.rooms.store.Get(id)
 		}
 		switch {
+		case errors.Is(err, rooms.ErrExpired) && isWebsocket(r) && strings.HasSuffix(r.URL.Path, "/ws"):
+			refuseSocket(w, r, CloseRoomGone, "this room expired") // a reader's live pane stops reconnecting
+			return
 		case errors.Is(err, rooms.ErrExpired):
 			http.Error(w, "this room expired: start a new pair session and use its relay command", http.StatusGone)
 			return

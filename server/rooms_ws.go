@@ -410,8 +410,13 @@ func (s *Server) handleRoomSocket() http.Handler {
 		if rooms.ValidID(id) {
 			room, err = rs.store.Get(id)
 		}
-		expired := errors.Is(err, rooms.ErrExpired)
-		if err != nil && !expired {
+		// An expired room's socket is upgraded to say so (see below); a
+		// request that is no websocket gets the page.
+		if errors.Is(err, rooms.ErrExpired) && isWebsocket(r) {
+			refuseSocket(w, r, CloseRoomGone, "this room expired")
+			return
+		}
+		if err != nil {
 			s.roomOr404(w, r, id) // the page that says why
 			return
 		}
@@ -432,12 +437,6 @@ func (s *Server) handleRoomSocket() http.Handler {
 			return
 		}
 		defer conn.CloseNow()
-		if expired {
-			// Upgraded to say so: a page left open on the room learns it
-			// and stops reconnecting, which a 410 would not tell it.
-			conn.Close(CloseRoomGone, "this room expired")
-			return
-		}
 		conn.SetReadLimit(roomMsgLimit)
 		stop := context.AfterFunc(rs.ctx, func() { conn.Close(websocket.StatusGoingAway, "server shutting down") })
 		defer stop()
