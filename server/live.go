@@ -28,6 +28,11 @@ package server
 //	                are no longer in the ring when it resumes after a long absence
 //	{"status":{…as hello, without next and reset}}   the feed's source or kubelet version changed
 //
+// A browser socket opens only a feed the server has (the default, a live
+// room's, one a relay sent to): any other name answers 404 before the
+// upgrade. The server pings it every Config.PingEvery and closes it when a
+// ping goes unanswered; a feed let go closes it with CloseFeedGone (sockets.go).
+//
 // "cut" marks a line cut at 64 KiB. "reset" says the server's sequence
 // numbers restarted below after, so the browser's lines are not comparable:
 // it clears them and takes the history anew.
