@@ -410,8 +410,9 @@ func (s *Server) handleRoomSocket() http.Handler {
 		if rooms.ValidID(id) {
 			room, err = rs.store.Get(id)
 		}
-		// An expired room's socket is upgraded to say so (see below); a
-		// request that is no websocket gets the page.
+		// An expired room's socket is upgraded only to be closed with
+		// CloseRoomGone: a page cannot read the status of a refused
+		// upgrade, and would retry for ever. A plain GET gets the page.
 		if errors.Is(err, rooms.ErrExpired) && isWebsocket(r) {
 			refuseSocket(w, r, CloseRoomGone, "this room expired")
 			return
