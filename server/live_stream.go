@@ -522,6 +522,20 @@ func (l *live) exportFeed(ctx context.Context, f *feed, after uint64, w func(raw
 	}
 }
 
+// hasStored reports whether the named feed has lines in the stream.
+func (l *live) hasStored(name string) (bool, error) {
+	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+	defer cancel()
+	_, err := l.stream.GetLastMsgForSubject(ctx, feedSubject(name))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
 // purgeFeed deletes the feed's stored lines.
 func (l *live) purgeFeed(name string) {
 	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)

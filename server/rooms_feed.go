@@ -55,6 +55,7 @@ func (l *live) dropFeed(name string) {
 	l.shareHistory()
 	l.mu.Unlock()
 	if f != nil {
+		f.gone.Store(true)
 		f.stop()
 		f.hub.Close()
 	}
