@@ -289,6 +289,11 @@ func (l *live) publish(ctx context.Context, f *feed, lines []relay.Line, demo bo
 		}
 		f.tail.streamSeq = ack.Sequence
 		f.tail.next += uint64(len(chunk))
+		// Counted as stored here, where it is stored: the metric is this
+		// replica's, and up to date once the relay has its ack.
+		f.mu.Lock()
+		f.ingested += uint64(len(chunk))
+		f.mu.Unlock()
 		for _, in := range chunk {
 			f.tail.note(in.ID)
 		}
@@ -462,7 +467,6 @@ func (l *live) deliver(f *feed, h nats.Header, data []byte) {
 	}
 	f.publish(out, cuts, demo)
 	for i := range out {
-		f.ingested++
 		f.byCase[out[i].Case]++
 	}
 	if version != f.version {
