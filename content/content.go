@@ -47,6 +47,8 @@ import (
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/syncloop/syncloop/extractor"
 )
 
 //go:embed notes/*.md
@@ -73,7 +75,7 @@ const SymScheme = "sym:"
 // CaseOrder is the order in which case notes are listed: the order of the
 // cases in syncLoopIteration at recent tags. Case keys not in it follow,
 // sorted by name.
-var CaseOrder = []string{"config", "pleg", "sync", "liveness", "readiness", "startup", "container", "housekeeping"}
+var CaseOrder = extractor.CaseKeys[:]
 
 // loaded parses the embedded notes once; they cannot change at run time.
 var loaded = sync.OnceValues(func() ([]Note, error) { return parseNotes(notesFS, "notes") })

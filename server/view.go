@@ -28,7 +28,7 @@ type readingView struct {
 	Helpers   []helperView
 	Absent    []noteView // case notes whose case is not at this tag
 	Reconcile reconcileView
-	CasesJSON string // data-cases for the live pane: [{key,start,end}]
+	CasesJSON string // data-cases for the live pane: [{key,start,end,hue}]
 	Upstream  string // the whole function upstream
 	TwoSets   []setGroup
 }
@@ -53,6 +53,16 @@ type caseView struct {
 	Note     noteView
 	Helpers  []string // helpers the case calls, shown beside it
 	HelperAt map[string]int
+	Hue      string // the case's colour slot on the page (data-hue)
+}
+
+// hueOf is a case key's colour slot as the page names it: "0"…"7" for the
+// keys extractor.CaseKeys knows, "other" for a key a later tag adds.
+func hueOf(key string) string {
+	if i := extractor.CaseHue(key); i >= 0 {
+		return fmt.Sprint(i)
+	}
+	return "other"
 }
 
 type helperView struct {
@@ -154,6 +164,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 	type span struct {
 		key        string
 		start, end int
+		hue        string
 	}
 	var spans []span
 	at := f.Start
@@ -163,6 +174,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 			Upstream: upstreamURL(r.Tag, f.File, c.Start, max(c.End, c.Start)),
 			Note:     caseNotes[c.Key],
 			HelperAt: helperAt,
+			Hue:      hueOf(c.Key),
 		}
 		for _, h := range f.Helpers {
 			if slices.Contains(h.Cases, c.Key) {
@@ -175,7 +187,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 		}
 		v.Segments = append(v.Segments, segment{Case: cv, Start: c.Start, End: end, Code: code.block(c.Start, end)})
 		v.Cases = append(v.Cases, cv)
-		spans = append(spans, span{c.Key, c.Start, end})
+		spans = append(spans, span{c.Key, c.Start, end, cv.Hue})
 		at = end + 1
 	}
 	if at <= f.End {
@@ -186,10 +198,11 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 		Key   string `json:"key"`
 		Start int    `json:"start"`
 		End   int    `json:"end"`
+		Hue   string `json:"hue"`
 	}
 	var jc []jsonCase
 	for _, s := range spans {
-		jc = append(jc, jsonCase{s.key, s.start, s.end})
+		jc = append(jc, jsonCase{s.key, s.start, s.end, s.hue})
 	}
 	b, err := json.Marshal(jc)
 	if err != nil {
@@ -283,5 +296,5 @@ func docNames(name string, c extractor.Case) bool {
 	}
 	// At v1.20 the line says "liveness manager"; later ones, with three
 	// prober managers, "health manager". Either stands for every prober case.
-	return c.Key == "liveness" || c.Key == "readiness" || c.Key == "startup"
+	return extractor.IsProbeKey(c.Key)
 }

@@ -16,7 +16,11 @@ package classify
 // Messages that do not start with "SyncLoop" are only taken from kubelet.go,
 // when the caller is known.
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/syncloop/syncloop/extractor"
+)
 
 // probeKey marks a message shared by the probe cases: the probe="…" value
 // says which.
@@ -33,33 +37,32 @@ type rule struct {
 // builtin is checked in order; the first prefix that matches wins.
 var builtin = [...]rule{
 	{"SyncLoop (probe)", probeKey, true},
-	{"SyncLoop (PLEG)", "pleg", true},
-	{"SyncLoop (SYNC)", "sync", true},
-	{"SyncLoop (housekeeping", "housekeeping", true}, // "(housekeeping)", "(housekeeping) end", "(housekeeping, skipped)"
-	{"SyncLoop (container unhealthy)", "liveness", true},
-	{"SyncLoop (containermanager)", "container", true},
-	{"SyncLoop ADD", "config", true},
-	{"SyncLoop UPDATE", "config", true},
-	{"SyncLoop REMOVE", "config", true},
-	{"SyncLoop RECONCILE", "config", true},
-	{"SyncLoop DELETE", "config", true},
-	{"SyncLoop (ADD, ", "config", true},
-	{"SyncLoop (UPDATE, ", "config", true},
-	{"SyncLoop (REMOVE, ", "config", true},
-	{"SyncLoop (RECONCILE, ", "config", true},
-	{"SyncLoop (DELETE, ", "config", true},
-	{"Update channel is closed", "config", false},
-	{"Kubelet does not support snapshot update", "config", false},
-	{"Invalid operation type received", "config", false},
-	{"Invalid event type received", "config", false},
-	{"Failed cleaning pods", "housekeeping", false},
-	{"Housekeeping took longer than", "housekeeping", false},
+	{"SyncLoop (PLEG)", extractor.KeyPLEG, true},
+	{"SyncLoop (SYNC)", extractor.KeySync, true},
+	{"SyncLoop (housekeeping", extractor.KeyHousekeeping, true}, // "(housekeeping)", "(housekeeping) end", "(housekeeping, skipped)"
+	{"SyncLoop (container unhealthy)", extractor.KeyLiveness, true},
+	{"SyncLoop (containermanager)", extractor.KeyContainer, true},
+	{"SyncLoop ADD", extractor.KeyConfig, true},
+	{"SyncLoop UPDATE", extractor.KeyConfig, true},
+	{"SyncLoop REMOVE", extractor.KeyConfig, true},
+	{"SyncLoop RECONCILE", extractor.KeyConfig, true},
+	{"SyncLoop DELETE", extractor.KeyConfig, true},
+	{"SyncLoop (ADD, ", extractor.KeyConfig, true},
+	{"SyncLoop (UPDATE, ", extractor.KeyConfig, true},
+	{"SyncLoop (REMOVE, ", extractor.KeyConfig, true},
+	{"SyncLoop (RECONCILE, ", extractor.KeyConfig, true},
+	{"SyncLoop (DELETE, ", extractor.KeyConfig, true},
+	{"Update channel is closed", extractor.KeyConfig, false},
+	{"Kubelet does not support snapshot update", extractor.KeyConfig, false},
+	{"Invalid operation type received", extractor.KeyConfig, false},
+	{"Invalid event type received", extractor.KeyConfig, false},
+	{"Failed cleaning pods", extractor.KeyHousekeeping, false},
+	{"Housekeeping took longer than", extractor.KeyHousekeeping, false},
 }
 
 // probeCase maps a probe="…" value to its case key.
 func probeCase(probe string) string {
-	switch probe {
-	case "liveness", "readiness", "startup":
+	if extractor.IsProbeKey(probe) {
 		return probe
 	}
 	return ""
