@@ -1,0 +1,232 @@
+package server
+
+// Browser tests for the reading in a person's hands (issue 12): what a reader
+// sees at 1440×900, 1024×768 and 390×844, light and dark, on the demo feed.
+// Each test looks at the page the way a reader does: is the selected case's
+// newest line in view, does the pane hold still when scrolled away, is there
+// a horizontal scroll, is the pane reachable. Screenshots go to artifacts/.
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// viewport is one window a reader reads in.
+type viewport struct {
+	name   string
+	w, h   int64
+	mobile bool
+}
+
+var viewports = []viewport{
+	{"1440", 1440, 900, false},
+	{"1024", 1024, 768, false},
+	{"390", 390, 844, true},
+}
+
+// demoSite serves the default tag's real page with a fast demo feed.
+func demoSite(t *testing.T) (*httptest.Server, *extractor.Reading) {
+	t.Helper()
+	r := realReading(t)
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return ts, r
+}
+
+// setView sizes the window and picks the colour scheme.
+func setView(t *testing.T, ctx context.Context, v viewport, dark bool) {
+	t.Helper()
+	scheme := "light"
+	if dark {
+		scheme = "dark"
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(v.w, v.h, func(p *emulation.SetDeviceMetricsOverrideParams, _ *emulation.SetTouchEmulationEnabledParams) {
+			p.Mobile = v.mobile
+		}),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+			})
+			return err
+		}),
+	); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func themeName(dark bool) string {
+	if dark {
+		return "dark"
+	}
+	return "light"
+}
+
+// TestBrowserShots takes the screenshots a person judges the layout by:
+// every viewport, both themes, the page opened at the pleg case with its
+// lines selected. It asserts what a screenshot shows at a glance: no
+// horizontal page scroll, the selected case's title in view.
+func TestBrowserShots(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	for _, v := range viewports {
+		for _, dark := range []bool{false, true} {
+			setView(t, ctx, v, dark)
+			if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/#case-pleg"), chromedp.WaitReady("section.case")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, ctx, "pleg lines", `document.querySelectorAll('#live li.ll[data-case="pleg"]').length >= 3`)
+			eval[bool](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), true)`)
+			time.Sleep(300 * time.Millisecond)
+			name := fmt.Sprintf("shot-%s-%s", v.name, themeName(dark))
+			screenshot(t, ctx, name+"-pleg.png", false)
+			if sw := eval[int](t, ctx, fmt.Sprintf(`document.documentElement.scrollWidth - %d`, v.w)); sw > 0 {
+				t.Errorf("%s: the page scrolls sideways by %d px", name, sw)
+			}
+			if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/"), chromedp.WaitReady("section.case")); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			screenshot(t, ctx, name+"-top.png", false)
+		}
+	}
+	watch.check(t)
+}
+
+// openDemo opens the default tag's page on a demo site in v, and waits for
+// lines of key in the pane.
+func openDemo(t *testing.T, ctx context.Context, pageURL string, v viewport, dark bool, key string, atLeast int) {
+	t.Helper()
+	setView(t, ctx, v, dark)
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, fmt.Sprintf("%d %s lines in the pane", atLeast, key),
+		fmt.Sprintf(`document.querySelectorAll('#live li.ll[data-case=%q]').length >= %d`, key, atLeast))
+}
+
+// lineInView says whether a pane line is where a reader sees it: inside the
+// pane's scrolled area and inside the window.
+const lineInView = `((li) => {
+	if (!li || li.offsetParent === null) return false;
+	const r = li.getBoundingClientRect(), l = li.closest('ol').getBoundingClientRect();
+	return r.top >= l.top - 1 && r.bottom <= l.bottom + 1 && r.top >= 0 && r.bottom <= innerHeight;
+})`
+
+// TestBrowserSelectShowsLines: selecting a case brings its newest line in
+// the pane into view at every width, the reader steps through its lines
+// ("3 of 12"), and the counts count what the pane holds and shows.
+func TestBrowserSelectShowsLines(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	for _, v := range viewports {
+		t.Run(v.name, func(t *testing.T) {
+			// config: the pod is added once, early; its lines are far
+			// from the tail, where a pane that only follows never shows them.
+			openDemo(t, ctx, pageURL, v, false, "pleg", 4)
+			waitFor(t, ctx, "a config line", `!!document.querySelector('#live li.ll[data-case="config"]')`)
+			eval[bool](t, ctx, `(document.querySelector('[data-case-select="config"]').scrollIntoView({block: 'center', behavior: 'instant'}), document.querySelector('[data-case-select="config"]').click(), true)`)
+			newest := `(() => { const ls = [...document.querySelectorAll('#live li.ll[data-case="config"]')].filter(li => li.offsetParent !== null); return ls[ls.length - 1]; })()`
+			waitFor(t, ctx, "the newest config line in view", lineInView+`(`+newest+`)`)
+			screenshot(t, ctx, "select-config-"+v.name+".png", false)
+			type sel struct {
+				Info  string
+				Shown int
+			}
+			st := eval[sel](t, ctx, `({Info: document.querySelector('#live .live-sel').textContent,
+				Shown: [...document.querySelectorAll('#live li.ll[data-case="config"]')].filter(li => li.offsetParent !== null).length})`)
+			if want := fmt.Sprintf("line %d of %d", st.Shown, st.Shown); !strings.Contains(st.Info, want) {
+				t.Errorf("selection says %q, want %q", st.Info, want)
+			}
+			// Step back through the case's lines, when there is more than one.
+			pleg := eval[int](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), [...document.querySelectorAll('#live li.ll[data-case="pleg"]')].filter(li => li.offsetParent !== null).length)`)
+			waitFor(t, ctx, "the newest pleg line in view", lineInView+`(document.querySelector('#live li.ll.cur[data-case="pleg"]'))`)
+			eval[bool](t, ctx, `(document.querySelector('#live .live-prev').click(), document.querySelector('#live .live-prev').click(), true)`)
+			waitFor(t, ctx, "two lines back", fmt.Sprintf(`document.querySelector('#live .live-sel').textContent.includes('line %d of ')`, pleg-2))
+			waitFor(t, ctx, "the stepped-to line in view", lineInView+`(document.querySelector('#live li.ll.cur'))`)
+			if c := eval[string](t, ctx, `document.querySelector('#live li.ll.cur').dataset.case`); c != "pleg" {
+				t.Errorf("stepped to a %q line, want pleg", c)
+			}
+			// Counts are what the pane holds and shows: a pod filter that
+			// matches nothing leaves nothing to count.
+			eval[bool](t, ctx, `(() => { const p = document.querySelector('#live .live-pod'); p.value = 'no-such-pod'; p.dispatchEvent(new Event('input')); return true })()`)
+			waitFor(t, ctx, "counters at zero", `[...document.querySelectorAll('[data-case-count]')].every(s => s.textContent === '0') && /no line/.test(document.querySelector('#live .live-sel').textContent)`)
+			eval[bool](t, ctx, `(() => { const p = document.querySelector('#live .live-pod'); p.value = ''; p.dispatchEvent(new Event('input')); return true })()`)
+			mismatch := eval[string](t, ctx, `(() => { for (const s of document.querySelectorAll('[data-case-count]')) {
+				const n = document.querySelectorAll('#live li.ll[data-case="' + s.dataset.caseCount + '"]').length;
+				if (Number(s.textContent) !== n) return s.dataset.caseCount + ': counter ' + s.textContent + ', pane ' + n; } return ''; })()`)
+			if mismatch != "" {
+				t.Errorf("a counter counts lines the pane does not hold: %s", mismatch)
+			}
+		})
+	}
+	watch.check(t)
+}
+
+// TestBrowserPaneHoldsStill: the pane follows the tail only while the reader
+// is at its bottom. A scroll away by the scrollbar (no wheel event) or by
+// PageUp pauses it, with "N new ↓ resume"; back at the bottom, it follows.
+func TestBrowserPaneHoldsStill(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	for _, v := range []viewport{viewports[0], viewports[2]} {
+		t.Run(v.name, func(t *testing.T) {
+			openDemo(t, ctx, pageURL, v, false, "housekeeping", 30)
+			// On a narrow window the pane is a drawer: open it.
+			eval[bool](t, ctx, `(() => { const b = document.querySelector('#live .live-toggle'); if (b && b.getAttribute('aria-expanded') === 'false') b.click(); return true })()`)
+			waitFor(t, ctx, "the lines on view", `document.querySelector('#live .live-lines').clientHeight > 50`)
+			// A scrollbar drag moves scrollTop and fires scroll, no wheel.
+			top := eval[float64](t, ctx, `(() => { const l = document.querySelector('#live .live-lines'); l.scrollTop = l.scrollHeight - l.clientHeight - 300; return l.scrollTop })()`)
+			time.Sleep(1500 * time.Millisecond)
+			type st struct {
+				Top    float64
+				Paused bool
+				More   string
+			}
+			s := eval[st](t, ctx, `({Top: document.querySelector('#live .live-lines').scrollTop, Paused: document.getElementById('live').livePane.paused,
+				More: document.querySelector('#live .live-more').hidden ? '' : document.querySelector('#live .live-more').textContent})`)
+			if !s.Paused || s.Top != top || !regexp.MustCompile(`^\d+ new ↓ resume$`).MatchString(s.More) {
+				t.Fatalf("after a scrollbar drag to %v: %+v; want the pane paused where the reader left it, with \"N new ↓ resume\"", top, s)
+			}
+			screenshot(t, ctx, "pane-paused-"+v.name+".png", false)
+			// Back to the bottom: it follows again.
+			eval[bool](t, ctx, `(() => { const l = document.querySelector('#live .live-lines'); l.scrollTop = l.scrollHeight; return true })()`)
+			waitFor(t, ctx, "following again", `!document.getElementById('live').livePane.paused && document.querySelector('#live .live-more').hidden`)
+			// PageUp in the pane (keyboard users) pauses too.
+			if err := chromedp.Do(ctx, chromedp.Focus(`#live .live-lines`), chromedp.KeyEvent(kb.PageUp)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			if !eval[bool](t, ctx, `document.getElementById('live').livePane.paused && document.querySelector('#live .live-lines').scrollTop < document.querySelector('#live .live-lines').scrollHeight - document.querySelector('#live .live-lines').clientHeight - 50`) {
+				t.Fatal("PageUp in the pane did not hold it: it went back to the tail")
+			}
+			eval[bool](t, ctx, `(document.querySelector('#live .live-more').click(), true)`)
+			waitFor(t, ctx, "resumed", `!document.getElementById('live').livePane.paused`)
+		})
+	}
+	watch.check(t)
+}
