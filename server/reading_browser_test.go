@@ -230,3 +230,60 @@ func TestBrowserPaneHoldsStill(t *testing.T) {
 	}
 	watch.check(t)
 }
+
+// TestBrowserLayout: a note and its code are read together at every width,
+// the page never scrolls sideways (320–390 px included), the live pane is
+// reachable at every width (a column, or a drawer over the source), and a
+// phone's header is compact.
+func TestBrowserLayout(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	all := append([]viewport{{"320", 320, 640, true}}, viewports...)
+	for _, v := range all {
+		t.Run(v.name, func(t *testing.T) {
+			openDemo(t, ctx, pageURL, v, false, "pleg", 1)
+			if sw := eval[int](t, ctx, `document.documentElement.scrollWidth`); sw > int(v.w) {
+				wide := eval[string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > %d + 1 && !e.closest('pre, table, .live-lines')).slice(0, 3).map(e => e.tagName + '.' + e.className).join(', ')`, v.w))
+				t.Errorf("the page is %d px wide in a %d px window (%s)", sw, v.w, wide)
+			}
+			// Reading the middle of the pleg note, its code is in view.
+			type rd struct{ NoteMid, CodeTop, CodeBottom, Inner float64 }
+			p := eval[rd](t, ctx, `(() => {
+				const c = document.getElementById('case-pleg'), note = c.querySelector('.margin'), code = c.querySelector('pre.code');
+				const nr = note.getBoundingClientRect();
+				window.scrollBy(0, nr.top + nr.height * 0.6 - innerHeight / 2);
+				const cr = code.getBoundingClientRect(), n2 = note.getBoundingClientRect();
+				return {NoteMid: n2.top + n2.height * 0.6, CodeTop: cr.top, CodeBottom: cr.bottom, Inner: innerHeight};
+			})()`)
+			if p.CodeBottom <= 0 || p.CodeTop >= p.Inner || p.CodeBottom-max(p.CodeTop, 0) < 80 {
+				t.Errorf("reading the pleg note at y=%.0f, its code is at %.0f–%.0f of a %.0f px window", p.NoteMid, p.CodeTop, p.CodeBottom, p.Inner)
+			}
+			screenshot(t, ctx, "layout-note-code-"+v.name+".png", false)
+			// The live pane is reachable: beside the source, or a drawer
+			// whose bar is in view and opens over it.
+			reach := `(() => { const r = document.querySelector('#live .live-lines').getBoundingClientRect(); return r.height > 80 && r.top < innerHeight && r.bottom > 0 && r.left < innerWidth })()`
+			if !eval[bool](t, ctx, reach) {
+				toggle := `(() => { const b = document.querySelector('#live .live-toggle'); const r = b.getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight })()`
+				if !eval[bool](t, ctx, toggle) {
+					t.Fatal("the live pane is out of reach: neither beside the source nor a drawer in view")
+				}
+				eval[bool](t, ctx, `(document.querySelector('#live .live-toggle').click(), true)`)
+				waitFor(t, ctx, "the drawer open over the source", reach)
+				eval[bool](t, ctx, `(document.querySelector('#live .live-toggle').click(), true)`)
+			}
+			if v.mobile {
+				// Two rows on a 390 px phone, three at most at 320.
+				limit := 100.0
+				if v.w < 360 {
+					limit = 120
+				}
+				if h := eval[float64](t, ctx, `document.querySelector('header.site').getBoundingClientRect().height`); h > limit {
+					t.Errorf("the header is %.0f px tall on a %d px phone", h, v.w)
+				}
+			}
+		})
+	}
+	watch.check(t)
+}
