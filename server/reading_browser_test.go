@@ -287,3 +287,51 @@ func TestBrowserLayout(t *testing.T) {
 	}
 	watch.check(t)
 }
+
+// TestBrowserSelectionAgrees: the source, the pane and the address show one
+// selection. A line selects its case in the pane too; a log line selects its
+// case in the source and highlights its case's lines in the pane; going Back
+// to the bare address selects nothing.
+func TestBrowserSelectionAgrees(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	openDemo(t, ctx, pageURL, viewports[0], false, "sync", 2)
+	var config extractor.Case
+	for _, c := range r.Function.Cases {
+		if c.Key == extractor.KeyConfig {
+			config = c
+		}
+	}
+	type agree struct {
+		Pane, Source, Hash string
+		PaneSel, WrongSel  int
+	}
+	state := `({Pane: document.getElementById('live').livePane.selected,
+		Source: document.querySelector('section.case.selected')?.dataset.case || '',
+		Hash: location.hash,
+		PaneSel: document.querySelectorAll('#live li.ll.sel').length,
+		WrongSel: [...document.querySelectorAll('#live li.ll.sel')].filter(li => li.dataset.case !== document.getElementById('live').livePane.selected).length})`
+
+	eval[bool](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), true)`)
+	line := config.Start + 1
+	eval[bool](t, ctx, fmt.Sprintf(`(document.querySelector('#L%d > a.ln').click(), true)`, line))
+	if s := eval[agree](t, ctx, state); s.Pane != "config" || s.Source != "config" || s.Hash != fmt.Sprintf("#L%d", line) {
+		t.Errorf("pleg selected, then line %d of config clicked: %+v; want config in the pane and the source, #L%d", line, s, line)
+	}
+
+	eval[bool](t, ctx, `(document.querySelector('#live li.ll[data-case="sync"]').click(), true)`)
+	if s := eval[agree](t, ctx, state); s.Pane != "sync" || s.Source != "sync" || s.PaneSel == 0 || s.WrongSel != 0 {
+		t.Errorf("a sync log line clicked: %+v; want sync selected in the source and its lines in the pane", s)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case"),
+		chromedp.Navigate(pageURL+"#case-sync"), chromedp.WaitReady("section.case")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "sync selected", `document.getElementById('live').livePane.selected === 'sync'`)
+	eval[bool](t, ctx, `(history.back(), true)`)
+	waitFor(t, ctx, "nothing selected at the bare address", `location.hash === '' && !document.querySelector('section.case.selected') && document.getElementById('live').livePane.selected === ''`)
+	watch.check(t)
+}
