@@ -35,18 +35,26 @@ var viewports = []viewport{
 	{"390", 390, 844, true},
 }
 
-// demoSite serves the default tag's real page with a fast demo feed.
-func demoSite(t *testing.T) (*httptest.Server, *extractor.Reading) {
+// demoSite serves the default tag's real page with a fast demo feed (and
+// the same Reading under other tags, when asked).
+func demoSite(t *testing.T, others ...string) (*httptest.Server, *extractor.Reading) {
 	t.Helper()
 	r := realReading(t)
 	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	for _, tag := range others {
+		o := *r
+		o.Tag = tag
+		fl.readings[tag] = &o
+	}
 	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
 		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	waitLoaded(t, s, r.Tag)
+	for _, tag := range append(others, r.Tag) {
+		waitLoaded(t, s, tag)
+	}
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	return ts, r
@@ -333,5 +341,25 @@ func TestBrowserSelectionAgrees(t *testing.T) {
 	waitFor(t, ctx, "sync selected", `document.getElementById('live').livePane.selected === 'sync'`)
 	eval[bool](t, ctx, `(history.back(), true)`)
 	waitFor(t, ctx, "nothing selected at the bare address", `location.hash === '' && !document.querySelector('section.case.selected') && document.getElementById('live').livePane.selected === ''`)
+	watch.check(t)
+}
+
+// TestBrowserFeedAtAnotherTag: the server's one feed reads the default tag;
+// a page at another tag says so, links no log line to its own source lines
+// (they would point at the wrong code), and the demo starts with the lines
+// without a case hidden.
+func TestBrowserFeedAtAnotherTag(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, _ := demoSite(t, "v1.31.0")
+	watch := watchPage(t, ctx, ts)
+	openDemo(t, ctx, ts.URL+"/k8s/v1.31.0/", viewports[0], false, "pleg", 3)
+	waitFor(t, ctx, "the note that the feed reads another tag", `(() => { const n = document.querySelector('#live .live-version'); return !n.hidden && n.textContent.includes('v1.31.0') })()`)
+	if n := eval[int](t, ctx, `document.querySelectorAll('#live [data-seq][data-line]').length`); n != 0 {
+		t.Errorf("%d log lines of another tag's kubelet link to this page's source lines", n)
+	}
+	if !eval[bool](t, ctx, `document.querySelector('#live [data-hide-none]').checked && [...document.querySelectorAll('#live li.ll-none')].every(li => li.offsetParent === null)`) {
+		t.Error("the demo shows its lines without a case at first")
+	}
+	screenshot(t, ctx, "feed-another-tag.png", false)
 	watch.check(t)
 }

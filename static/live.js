@@ -18,7 +18,7 @@
 //
 // Log text is untrusted: it only ever reaches the page through textContent.
 
-import { el, Backoff, countdown } from './dom.js';
+import { announce, el, Backoff, countdown } from './dom.js';
 import { onSelect, select } from './selection.js';
 
 const MAX_LINES = 2000; // lines kept in the pane (and while paused)
@@ -240,6 +240,10 @@ class LivePane {
 	// jump selects a log line's case and its source line, when it has them.
 	jump(li) {
 		if (!li.dataset.case) return;
+		if (!this.hue.has(li.dataset.case)) {
+			announce(`${li.dataset.case}: no such case at ${this.tag}`);
+			return;
+		}
 		const line = Number(li.dataset.line || 0);
 		this.curSeq = Number(li.dataset.seq);
 		select({ key: li.dataset.case, lo: line, seq: this.curSeq }, { from: 'pane', scroll: true, url: 'push' });
@@ -335,6 +339,7 @@ class LivePane {
 
 	status(s) {
 		this.version = s.kubelet_version || '';
+		this.feedTag = s.tag || ''; // the tag the feed's lines are classified at
 		this.root.classList.toggle('is-demo', !!s.demo);
 		this.banner.hidden = !s.demo;
 		this.banner.textContent = s.demo ? 'DEMO FEED' : '';
@@ -346,13 +351,23 @@ class LivePane {
 		this.note.textContent = s.note || '';
 		// Compared with this page's tag, not the feed's: a reader may open
 		// another tag than the one the feed's lines are classified against.
-		const link = versionLink(this.version, this.tag);
+		// In a room, the room bar says it once, with the driver's switch of
+		// the room's tag: a link here would leave the room without a word.
+		const link = document.getElementById('room') ? '' : versionLink(this.version, this.tag);
 		this.versionNote.replaceChildren();
 		this.versionNote.hidden = !link;
 		if (link) {
 			this.versionNote.append(`This kubelet runs ${this.version}; the page reads ${this.tag}: line numbers may differ. `);
 			const a = el('a', '', `Read ${this.version}`);
 			a.href = link;
+			this.versionNote.append(a);
+		} else if (!document.getElementById('room') && this.feedTag && this.feedTag !== this.tag) {
+			// The server's one feed reads its own tag (the demo simulates
+			// that kubelet): its lines do not point into this page's source.
+			this.versionNote.hidden = false;
+			this.versionNote.append(`This feed's lines are read at ${this.feedTag}; this page reads ${this.tag}: they are not linked to its source lines. `);
+			const a = el('a', '', `Read ${this.feedTag}`);
+			a.href = `/k8s/${this.feedTag}/`;
 			this.versionNote.append(a);
 		}
 	}
@@ -415,6 +430,7 @@ class LivePane {
 	callerLine(caller) {
 		const m = /^(?:.*\/)?kubelet\.go:(\d+)$/.exec(caller || '');
 		if (!m || (this.version && this.version.split('+')[0] !== this.tag)) return 0;
+		if (this.feedTag && this.feedTag !== this.tag) return 0;
 		const n = Number(m[1]);
 		return document.getElementById('L' + n) ? n : 0;
 	}
@@ -429,7 +445,11 @@ class LivePane {
 		li.dataset.seq = m.seq;
 		li.tabIndex = -1;
 		li.dataset.case = key;
-		if (key) {
+		if (key && !this.hue.has(key)) {
+			// A case this tag's select does not have (readiness at v1.20.0).
+			li.classList.add('ll-elsewhere');
+			li.title = `${key}: no such case at ${this.tag}`;
+		} else if (key) {
 			const line = this.callerLine(l.caller);
 			if (line) li.dataset.line = line;
 			li.title = line ? `${key}: line ${line} — click or Enter to show it` : `${key} — click or Enter to show the case`;
