@@ -213,7 +213,9 @@ func (s *Server) loadFailed(w http.ResponseWriter, r *http.Request, tag string, 
 	case errors.Is(err, extractor.ErrProxyUnreachable), errors.Is(err, extractor.ErrNoProxy):
 		status = http.StatusBadGateway
 		d.Heading = "Could not fetch " + tag
-		d.Advice = "The Go module proxy could not be reached. Check GOPROXY and the network, or run syncloop serve --source-dir DIR --tag " + tag + " with a local Kubernetes checkout at that tag."
+		// Said to a visitor, who cannot pass the server a flag: what to do
+		// now, and what to tell whoever runs the server.
+		d.Advice = "This server could not reach the Go module proxy to fetch " + tag + ". Try again in a little while, or open a tag it already has. Whoever runs the server can check its GOPROXY and network, or serve a local Kubernetes checkout of that tag."
 	case errors.Is(err, extractor.ErrChecksumMismatch):
 		status = http.StatusBadGateway
 		d.Heading = "The source of " + tag + " did not verify"

@@ -192,6 +192,18 @@ function fitCode() {
 fitCode();
 window.addEventListener('resize', fitCode);
 
+// Paper shows what is folded: the doc comment and the helpers open for
+// printing, and fold back after.
+let printed = [];
+window.addEventListener('beforeprint', () => {
+	printed = [...document.querySelectorAll('main.reading details:not([open])')].filter((d) => !d.closest('ul.sightings'));
+	for (const d of printed) d.open = true;
+});
+window.addEventListener('afterprint', () => {
+	for (const d of printed) d.open = false;
+	printed = [];
+});
+
 window.addEventListener('hashchange', followHash);
 window.addEventListener('popstate', followHash);
 // Module scripts run after parsing, in order: live.js has subscribed by now,
