@@ -38,14 +38,16 @@ func axeSource(t *testing.T) string {
 
 func TestBrowserAccessibility(t *testing.T) {
 	axe := axeSource(t)
-	ctx := newBrowser(t)
 	ts, r := demoSite(t)
-	watch := watchPage(t, ctx, ts)
 	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
 	for _, v := range []viewport{viewports[0], viewports[2]} {
 		for _, dark := range []bool{false, true} {
 			name := v.name + "-" + themeName(dark)
 			t.Run(name, func(t *testing.T) {
+				// A browser each: axe over 2,000 log lines is slow under -race.
+				ctx := newBrowser(t)
+				watch := watchPage(t, ctx, ts)
+				defer watch.check(t)
 				openDemo(t, ctx, pageURL, v, dark, "pleg", 3)
 				eval[bool](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), true)`)
 				waitFor(t, ctx, "pleg lines highlighted", `document.querySelectorAll('#live li.ll.sel').length > 0`)
@@ -62,8 +64,6 @@ func TestBrowserAccessibility(t *testing.T) {
 			})
 		}
 	}
-
-	watch.check(t)
 }
 
 // TestBrowserKeyboard: the first Tab reaches a skip link to the function; a

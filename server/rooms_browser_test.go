@@ -240,6 +240,8 @@ func TestBrowserRoom(t *testing.T) {
 			const r = document.getElementById('case-pleg').getBoundingClientRect(); const f = (y - r.top) / r.height;
 			return document.querySelector('[data-room-role]').textContent === 'You follow Ann.' && f > 0.4 && f < 1 })()`
 		waitFor(t, viewer, "the viewer in the lower half of the pleg note, still following", readsPleg)
+		// Its code beside it: the note and its code are read together.
+		waitFor(t, viewer, "the pleg code in view beside the note", `(() => { const r = document.querySelector('#case-pleg pre.code').getBoundingClientRect(); return r.top < innerHeight && r.bottom > 100 })()`)
 		screenshot(t, viewer, "room-viewer-in-note.png", false)
 		// A reload keeps following, though the address took the driver's case.
 		if err := chromedp.Do(viewer, chromedp.Reload(), chromedp.WaitReady("#room")); err != nil {

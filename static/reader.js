@@ -191,6 +191,10 @@ function fitCode() {
 }
 fitCode();
 window.addEventListener('resize', fitCode);
+// The code's height changes after load too (the live pane takes its column,
+// fonts arrive, the room bar wraps): measure again whenever it does.
+const sized = new ResizeObserver(() => fitCode());
+for (const pre of document.querySelectorAll('section.case pre.code')) sized.observe(pre);
 
 // Paper shows what is folded: the doc comment and the helpers open for
 // printing, and fold back after.
