@@ -599,7 +599,8 @@ class LivePane {
 	bringIntoView(li) {
 		const l = this.list;
 		const top = li.offsetTop; // the list is the lines' offset parent
-		if (top < l.scrollTop || top + li.offsetHeight > l.scrollTop + l.clientHeight) {
+		const covered = this.more.offsetHeight + 16; // "N new ↓ resume" floats over the bottom
+		if (top < l.scrollTop || top + li.offsetHeight > l.scrollTop + l.clientHeight - covered) {
 			// This scroll is the pane's, not the reader's: landing at the
 			// bottom does not resume.
 			this.stepping = true;
