@@ -7,14 +7,13 @@ import (
 	"flag"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/extractortest"
 )
 
 // runExtractCmd runs `syncloop extract args…` in-process with only vars in
@@ -95,17 +94,11 @@ func TestExtractBadInput(t *testing.T) {
 	}
 }
 
-// sourceTree is the extracted default tag in the development machine's
-// module cache (see notes/common.md), read as a checkout would be.
+// sourceTree is the default tag unpacked into the test's own directory, read
+// as a checkout would be.
 func sourceTree(t *testing.T) string {
-	dir := filepath.Join("/root/go/pkg/mod/k8s.io/kubernetes@" + extractor.DefaultTag)
-	if _, err := os.Stat(filepath.Join(dir, "pkg/kubelet/kubelet.go")); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no Kubernetes tree at %s: %v", dir, err)
-		}
-		t.Skipf("no Kubernetes tree at %s; run `go mod download k8s.io/kubernetes@%s`", dir, extractor.DefaultTag)
-	}
-	return dir
+	extractortest.NeedNetwork(t)
+	return extractortest.Tree(t, extractor.DefaultTag)
 }
 
 func TestExtractJSON(t *testing.T) {

@@ -6,8 +6,6 @@ package extractor
 
 import (
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,12 +30,12 @@ type realZipResult struct {
 }
 
 // realZip returns the path of the real module zip for tag: the one in the
-// development machine's module cache, else one downloaded (and verified)
+// go command's module cache when the environment names one that holds it
+// (found as the extractor finds it), else one downloaded (and verified)
 // through the real proxy once per test binary.
 func realZip(t testing.TB, tag string) string {
 	t.Helper()
-	p := filepath.Join(realModCache, "cache", "download", "k8s.io", "kubernetes", "@v", tag+".zip")
-	if _, err := os.Stat(p); err == nil {
+	if p, _, ok := modCacheZip(os.Getenv, tag); ok {
 		return p
 	}
 	v, _ := realZipOnce.LoadOrStore(tag, &realZipResult{})
@@ -177,33 +175,5 @@ func TestLoadRealProxy(t *testing.T) {
 	lookups, err := filepath.Glob(filepath.Join(cache, "sumdb", "cache", "sum.golang.org", "lookup", "k8s.io", "kubernetes@"+tag))
 	if err != nil || len(lookups) != 1 {
 		t.Errorf("checksum database lookup not cached: %v, %v", lookups, err)
-	}
-}
-
-// TestLoadDir reads an extracted tree, as from a checkout.
-func TestLoadDir(t *testing.T) {
-	dir := filepath.Join(realModCache, "k8s.io", "kubernetes@"+DefaultTag)
-	if _, err := os.Stat(filepath.Join(dir, kubeletPath)); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("no extracted tree at %s: %v", dir, err)
-		}
-		t.Skipf("no extracted Kubernetes tree at %s (run `go mod download k8s.io/kubernetes@%s`)", dir, DefaultTag)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t.Errorf("source dir Load made a request: %s", r.URL)
-	}))
-	defer srv.Close()
-	cache := t.TempDir()
-	for _, tc := range []struct{ tag, want string }{{DefaultTag, DefaultTag}, {"", "dir"}} {
-		r, err := Load(t.Context(), Options{SourceDir: dir, Tag: tc.tag, CacheDir: cache, Getenv: env("GOPROXY", srv.URL)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Source != "dir" || r.ModuleHash != "" || r.Tag != tc.want || !slices.Equal(caseKeys(r), keys1372) {
-			t.Errorf("Reading = %s %q %q %v, want dir, no hash, tag %q", r.Source, r.ModuleHash, r.Tag, caseKeys(r), tc.want)
-		}
-	}
-	if files := cacheFiles(t, cache, "."); len(files) != 0 {
-		t.Errorf("source dir Readings are not cached, but found %v", files)
 	}
 }

@@ -24,11 +24,6 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// realModCache is where the go command on the development machines keeps the
-// Kubernetes zips (see notes/common.md); tests that need a real zip copy or
-// link it from here, or download it through the real proxy when absent.
-const realModCache = "/root/go/pkg/mod"
-
 // env returns a getenv over vars only, so the tests never see the
 // developer's GOPROXY, GOMODCACHE or GOSUMDB.
 func env(vars ...string) func(string) string {

@@ -18,6 +18,12 @@ import (
 //	GET /k8s/{tag}/pod-workers    pod_workers.go type comments
 //	GET /k8s/{tag}/reading.json   the Reading
 //	GET /k8s/{tag}/worksheet.md   the worksheet
+//
+// What changed (compare.go):
+//
+//	GET /k8s/compare?from=A&to=B  the "compare with…" form: redirect to /k8s/compare/A...B
+//	GET /k8s/compare/{from}...{to} the loop's cases at two tags, side by side
+//	GET /k8s/history/{key}        one case at every minor release from v1.20.0
 //	GET /static/*                 embedded CSS, JS, chroma stylesheet
 //
 // Live feed (live.go):
@@ -51,6 +57,9 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/pod-workers", s.handleTagPage(pagePodWorkers))
 	r.Method("GET", "/k8s/{tag}/reading.json", s.handleTagPage(pageJSON))
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.handleTagPage(pageWorksheet))
+	r.Method("GET", "/k8s/compare", s.handleCompareForm())
+	r.Method("GET", "/k8s/compare/{range}", s.handleCompare())
+	r.Method("GET", "/k8s/history/{key}", s.handleHistory())
 	r.Method("GET", "/static/*", s.static.handler(notFound))
 
 	r.Method("GET", "/feeds/{feed}/ws", s.roomFeedGate(s.live.handleFeedSocket()))

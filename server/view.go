@@ -32,6 +32,8 @@ type readingView struct {
 	Upstream  string // the whole function upstream
 	Verified  string // the footer's sentence: where the source came from, how it was checked
 	TwoSets   []setGroup
+
+	code *highlighted // the function's lines, for the compare page (compare.go)
 }
 
 // noteView is one rendered note; HTML is empty when there is no such note.
@@ -165,6 +167,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 	if err != nil {
 		return nil, err
 	}
+	v.code = code
 	if f.DocStart < f.Start {
 		v.Doc = code.block(f.DocStart, f.Start-1)
 		v.DocLines = fmt.Sprintf("%d–%d", f.DocStart, f.Start-1)

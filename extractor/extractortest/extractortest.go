@@ -243,3 +243,40 @@ func Prefetch(tb testing.TB, tags ...string) {
 		tb.Fatal(err)
 	}
 }
+
+// Tree unpacks the tag's module zip into a directory of the test's own, laid
+// out as a Kubernetes checkout, for tests of --source-dir. Only the files
+// extraction reads are written (go.mod and the Go files under pkg/), which
+// keeps it to a few seconds.
+func Tree(tb testing.TB, tag string) string {
+	tb.Helper()
+	root := FS(tb, tag)
+	dir := tb.TempDir()
+	err := fs.WalkDir(root, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name != "." && name != "pkg" && !strings.HasPrefix(name, "pkg/") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if name != "go.mod" && !strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		b, err := fs.ReadFile(root, name)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+	if err != nil {
+		tb.Fatalf("unpack k8s.io/kubernetes@%s: %v", tag, err)
+	}
+	return dir
+}
