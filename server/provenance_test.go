@@ -45,10 +45,26 @@ func TestFooterSaysHowVerified(t *testing.T) {
 			}
 		})
 	}
-	// A status page (no Reading) says where sources come from, and no more.
-	s := newTestServer(t, &fakeLoader{})
-	body := get(t, s, "/k8s/not-a-tag/").Body.String()
+	// A compare says it of both tags.
+	old := olderFixture(t, "v1.36.0")
+	old.Source, old.Verified = "modcache", extractor.VerifiedZiphash
+	cur := fixtureReading(t)
+	cur.Source, cur.Verified = "proxy", extractor.VerifiedPinnedSumDB
+	s := newTestServer(t, &fakeLoader{readings: map[string]*extractor.Reading{fixtureTag: cur, "v1.36.0": old}})
+	get(t, s, "/k8s/v1.36.0/")
+	waitLoaded(t, s, "v1.36.0")
+	body := get(t, s, "/k8s/compare/v1.36.0..."+fixtureTag).Body.String()
 	_, foot, _ := strings.Cut(body, `<footer class="site">`)
+	want := `<p class="provenance">syncloop read k8s.io/kubernetes@v1.36.0 from the local Go module cache, verified against the .ziphash the go command wrote when it checked the zip. ` +
+		`syncloop read k8s.io/kubernetes@v1.37.2 from the Go module proxy, verified against the hash pinned in syncloop and the Go checksum database.</p>`
+	if !strings.Contains(foot, want) {
+		t.Errorf("compare footer\n%s\nwant %s", foot, want)
+	}
+
+	// A status page (no Reading) says where sources come from, and no more.
+	s = newTestServer(t, &fakeLoader{})
+	body = get(t, s, "/k8s/not-a-tag/").Body.String()
+	_, foot, _ = strings.Cut(body, `<footer class="site">`)
 	if want := "each tag's pages say how its source was verified"; !strings.Contains(foot, want) || strings.Contains(foot, "verified against") {
 		t.Errorf("status page footer\n%s\nwant %q and no claim of verification", foot, want)
 	}

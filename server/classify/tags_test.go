@@ -60,7 +60,7 @@ func siteLine(ls extractor.LogSite, key string) string {
 func TestEveryTag(t *testing.T) {
 	extractortest.NeedNetwork(t)
 	tags := sweepTags(t)
-	extractortest.Prefetch(t, tags...)
+	extractortest.Prefetch(tags...)
 	def := realReading(t, extractor.DefaultTag)
 	var mu sync.Mutex
 	used := map[*rule][]string{}       // the tags at which a rule matched a log site
