@@ -30,7 +30,8 @@ import (
 //
 //	GET /feeds/{feed}/ws          browser websocket: history then live tail
 //	GET /feeds/{feed}/ingest      relay websocket, bearer token
-//	GET /metrics, GET /healthz       (rooms.go adds the rooms' gauges to /metrics)
+//	GET /metrics                  Prometheus metrics (rooms.go adds the rooms' gauges)
+//	GET /healthz                  200 ok, or 503 and why not ready (health.go)
 //
 // Pair-reading rooms (rooms.go, rooms_ws.go):
 //
@@ -65,7 +66,7 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/feeds/{feed}/ws", s.roomFeedGate(s.live.handleFeedSocket()))
 	r.Method("GET", "/feeds/{feed}/ingest", s.roomFeedGate(s.live.handleIngest()))
 	r.Method("GET", "/metrics", s.handleMetrics())
-	r.Method("GET", "/healthz", s.live.handleHealthz())
+	r.Method("GET", "/healthz", s.handleHealthz())
 
 	r.Method("POST", "/rooms", s.handleCreateRoom())
 	r.Method("GET", "/rooms/{id}", s.handleRoomPage(pageIndex))
