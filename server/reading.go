@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/diff"
 	"github.com/syncloop/syncloop/templates"
 )
 
@@ -37,7 +38,9 @@ type pageData struct {
 	Tags       []string // tags readable without a fetch, for the switcher
 	DefaultTag string
 	V          *readingView
-	Room       *roomView // set on a room's page (rooms.go)
+	Room       *roomView    // set on a room's page (rooms.go)
+	Compare    *compareView // the compare page (compare.go)
+	History    *historyView // a case's history page (compare.go)
 
 	// status pages
 	Refresh bool   // reload in a moment: the tag is being fetched
@@ -48,10 +51,20 @@ type pageData struct {
 
 func parseTemplates(a *assets) (*template.Template, error) {
 	funcs := template.FuncMap{
-		"asset":    a.url,
-		"upstream": upstreamURL,
-		"join":     strings.Join,
-		"inc":      func(n int) int { return n + 1 },
+		"asset":      a.url,
+		"upstream":   upstreamURL,
+		"join":       strings.Join,
+		"inc":        func(n int) int { return n + 1 },
+		"diffLines":  diffLines,
+		"compareURL": compareURL,
+		"arrivalURL": arrivalURL,
+		"dec":        func(n int) int { return n - 1 },
+		"compareSuggest": func(tag, def string) string {
+			if tag != def {
+				return def
+			}
+			return or(diff.PreviousMinor(tag), def)
+		},
 	}
 	t, err := template.New("").Funcs(funcs).ParseFS(templates.FS, "*.html")
 	if err != nil {
@@ -215,11 +228,11 @@ func (s *Server) loadFailed(w http.ResponseWriter, r *http.Request, tag string, 
 		d.Heading = "Could not fetch " + tag
 		// Said to a visitor, who cannot pass the server a flag: what to do
 		// now, and what to tell whoever runs the server.
-		d.Advice = "This server could not reach the Go module proxy to fetch " + tag + ". Try again in a little while, or open a tag it already has. Whoever runs the server can check its GOPROXY and network, or serve a local Kubernetes checkout of that tag."
+		d.Advice = "This server could not reach the Go module proxy, or the checksum database that verifies the source, to fetch " + tag + ". Try again in a little while, or open a tag it already has. Whoever runs the server can check its GOPROXY, GOSUMDB and network, or serve a local Kubernetes checkout of that tag."
 	case errors.Is(err, extractor.ErrChecksumMismatch):
 		status = http.StatusBadGateway
 		d.Heading = "The source of " + tag + " did not verify"
-		d.Advice = "The module zip's hash does not match the checksum database; syncloop will not show it."
+		d.Advice = "The module zip's hash does not match what it was checked against (the message above says which); syncloop will not show it."
 	default:
 		d.Heading = "Could not read " + tag
 		d.Advice = "This page will try again in a little while; the server log says more."

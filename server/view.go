@@ -30,7 +30,10 @@ type readingView struct {
 	Reconcile reconcileView
 	CasesJSON string // data-cases for the live pane: [{key,start,end,hue}]
 	Upstream  string // the whole function upstream
+	Verified  string // the footer's sentence: where the source came from, how it was checked
 	TwoSets   []setGroup
+
+	code *highlighted // the function's lines, for the compare page (compare.go)
 }
 
 // noteView is one rendered note; HTML is empty when there is no such note.
@@ -84,6 +87,35 @@ func upstreamURL(tag, file string, a, b int) string {
 	return u
 }
 
+// provenance says, in one sentence for the footer, where the Reading's source
+// came from and exactly how it was checked (Reading.Source and Verified).
+func provenance(r *extractor.Reading) string {
+	from := map[string]string{
+		"proxy":    "from the Go module proxy",
+		"modcache": "from the local Go module cache",
+		"dir":      "from a local checkout (--source-dir)",
+	}[r.Source]
+	if from == "" {
+		from = "from an unrecorded source"
+	}
+	how := map[string]string{
+		extractor.VerifiedPinnedSumDB: "verified against the hash pinned in syncloop and the Go checksum database",
+		extractor.VerifiedSumDB:       "verified against the Go checksum database",
+		extractor.VerifiedPinned:      "verified against the hash pinned in syncloop, with no checksum database lookup",
+		extractor.VerifiedZiphash:     "verified against the .ziphash the go command wrote when it checked the zip",
+	}[r.Verified]
+	switch {
+	case how != "":
+	case r.Verified == extractor.VerifiedNone && r.Source == "dir":
+		how = "which has no checksum: not verified"
+	case r.Verified == extractor.VerifiedNone:
+		how = "not verified: GOSUMDB=off, GONOSUMDB or GOPRIVATE turned the checksum database off"
+	default:
+		how = "with no record of how it was verified"
+	}
+	return fmt.Sprintf("syncloop read %s@%s %s, %s.", extractor.Module, r.Tag, from, how)
+}
+
 // resolver resolves a note's sym: links against the Reading's Symbols.
 func resolver(r *extractor.Reading) func(string) (string, bool) {
 	return func(sym string) (string, bool) {
@@ -118,6 +150,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 	v := &readingView{
 		R:        r,
 		Upstream: upstreamURL(r.Tag, f.File, f.DocStart, f.End),
+		Verified: provenance(r),
 	}
 	caseNotes := map[string]noteView{}
 	for _, n := range notes {
@@ -144,6 +177,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 	if err != nil {
 		return nil, err
 	}
+	v.code = code
 	if f.DocStart < f.Start {
 		v.Doc = code.block(f.DocStart, f.Start-1)
 		v.DocLines = fmt.Sprintf("%d–%d", f.DocStart, f.Start-1)

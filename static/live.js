@@ -305,7 +305,12 @@ class LivePane {
 				this.handle(m);
 			}
 		});
-		ws.addEventListener('close', () => {
+		ws.addEventListener('close', (ev) => {
+			// 4xxx: a permanent refusal (server/sockets.go); retrying cannot help.
+			if (ev.code === 4404 || ev.code === 4410) {
+				this.setConn(ev.code === 4410 ? 'the room expired' : 'this feed is gone', 'down');
+				return;
+			}
 			const wait = this.backoff.next();
 			this.conn.dataset.state = 'down';
 			countdown(this.conn, wait, (s) => `disconnected; reconnecting in ${s} s`, () => {

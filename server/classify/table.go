@@ -2,16 +2,20 @@ package classify
 
 // table.go is the robust path: which case a message belongs to, whatever the
 // kubelet's version. Read from syncLoopIteration and handleProbeSync in
-// pkg/kubelet/kubelet.go at every minor tag from v1.20.0 to v1.37.2:
+// pkg/kubelet/kubelet.go at every minor tag from v1.20.0 to v1.37.2, and
+// checked against v1.N.0 of each of those minors and the default tag by
+// TestEveryTag, which also requires every rule to match some log site:
 //
 //   - v1.20: printf style, klog.Infof("SyncLoop (ADD, %q): %q", …); five
 //     cases; the liveness case logs "SyncLoop (container unhealthy): %q".
-//   - v1.21–v1.26: klog.InfoS("SyncLoop ADD", "source", …); the probe cases
-//     (liveness, readiness, startup) share handleProbeSync, which logs
-//     "SyncLoop (probe)" probe="liveness|readiness|startup".
-//   - v1.27+: adds the containerManager case, "SyncLoop (containermanager)…".
+//   - v1.21–v1.35: structured, klog.InfoS("SyncLoop ADD", "source", …);
+//     readiness and startup cases join liveness, and the three probe cases
+//     share handleProbeSync, which logs "SyncLoop (probe)"
+//     probe="liveness|readiness|startup".
+//   - v1.31+: adds the containerManager case, "SyncLoop (containermanager)…".
 //   - v1.36+: contextual logging, logger.V(2).Info("SyncLoop ADD", …): the
-//     same text on the wire.
+//     same text on the wire; "Kubelet does not support snapshot update" is
+//     no longer logged.
 //
 // Messages that do not start with "SyncLoop" are only taken from kubelet.go,
 // when the caller is known.
@@ -71,8 +75,16 @@ func probeCase(probe string) string {
 // builtinKey is the case key of msg by the built-in table; inKubelet says
 // the caller is kubelet.go or unknown.
 func builtinKey(msg string, inKubelet bool) string {
+	if r := builtinRule(msg, inKubelet); r != nil {
+		return r.key
+	}
+	return ""
+}
+
+// builtinRule is the rule of the built-in table that msg matches, if any.
+func builtinRule(msg string, inKubelet bool) *rule {
 	if len(msg) < 12 {
-		return ""
+		return nil
 	}
 	syncLoop := strings.HasPrefix(msg, "SyncLoop ")
 	for i := range builtin {
@@ -81,11 +93,11 @@ func builtinKey(msg string, inKubelet bool) string {
 			continue
 		}
 		if !r.anyFile && !inKubelet {
-			return ""
+			return nil
 		}
 		if strings.HasPrefix(msg, r.prefix) {
-			return r.key
+			return r
 		}
 	}
-	return ""
+	return nil
 }
