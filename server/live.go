@@ -868,64 +868,127 @@ func (l *live) handleIngest() http.Handler {
 		l.attach(f)
 		defer l.detach(f)
 		l.log.Info("live: relay attached", "feed", f.name, "remote", r.RemoteAddr)
-		// Decoded lines are reused from message to message; message buffers
-		// come from a pool shared by the relays (a relay's batch is up to
-		// ~512 KiB, and is held only while it is decoded).
-		var (
-			lines []relay.Line
-			ack   []byte
-		)
+		// A reader decodes the relay's messages while the previous ones are
+		// being stored: whatever arrived meanwhile is stored as one
+		// JetStream message and acknowledged with one ack (the last line's
+		// id, once JetStream has acknowledged it). A relay that sends many
+		// small batches then costs one publish round trip per group, not
+		// per batch. Message buffers come from a pool shared by the relays
+		// (a relay's batch is up to ~512 KiB, held only while decoded).
+		type ingestMsg struct {
+			lines  []relay.Line
+			err    error
+			tooBig bool
+		}
 		out := newSocketWriter(ctx, conn)
 		defer out.stop()
-		for {
-			// No context per read either (see socketWriter): ctx's end
-			// closes the connection, which ends the read.
-			_, rd, err := conn.Reader(context.Background())
-			if err != nil {
-				return
-			}
-			buf := l.ingestBufs.Get().(*bytes.Buffer)
-			buf.Reset()
-			_, err = buf.ReadFrom(io.LimitReader(rd, ingestLimit+1))
-			tooBig := buf.Len() > ingestLimit
-			if err == nil && !tooBig {
-				clear(lines)
-				lines, err = relay.DecodeBatch(buf.Bytes(), lines[:0]) // copies what it keeps
-				if err != nil {
-					err = errBadBatch
+		msgs := make(chan ingestMsg, ingestQueue)
+		done := make(chan struct{})
+		readerDone := make(chan struct{})
+		go func() { // owned: ends when conn closes or the handler returns
+			defer close(readerDone)
+			for {
+				// No context per read either (see socketWriter): ctx's end
+				// closes the connection, which ends the read.
+				var m ingestMsg
+				_, rd, err := conn.Reader(context.Background())
+				if err == nil {
+					buf := l.ingestBufs.Get().(*bytes.Buffer)
+					buf.Reset()
+					_, err = buf.ReadFrom(io.LimitReader(rd, ingestLimit+1))
+					m.tooBig = buf.Len() > ingestLimit
+					if err == nil && !m.tooBig {
+						m.lines, err = relay.DecodeBatch(buf.Bytes(), nil) // copies what it keeps
+						if err != nil {
+							err = errBadBatch
+						}
+					}
+					l.ingestBufs.Put(buf)
+				}
+				m.err = err
+				select {
+				case msgs <- m:
+				case <-done:
+					return
+				}
+				if err != nil || m.tooBig {
+					return
 				}
 			}
-			l.ingestBufs.Put(buf)
+		}()
+		defer func() { close(done); conn.CloseNow(); <-readerDone }()
+		var (
+			lines   []relay.Line
+			ack     []byte
+			pending *ingestMsg
+		)
+		for {
+			var m ingestMsg
+			if pending != nil {
+				m, pending = *pending, nil
+			} else {
+				m = <-msgs
+			}
+			// Lines that arrived meanwhile join this group, up to one
+			// stored message's worth; a failed read ends the group, and
+			// is handled once the lines before it are stored.
+			lines = append(lines[:0], m.lines...)
+			size := 0
+			for _, in := range lines {
+				size += len(in.Raw)
+			}
+		group:
+			for m.err == nil && !m.tooBig && len(lines) < maxLinesPerMsg && size < msgBytes/2 {
+				select {
+				case next := <-msgs:
+					if next.err != nil || next.tooBig {
+						pending = &next
+						break group
+					}
+					lines = append(lines, next.lines...)
+					for _, in := range next.lines {
+						size += len(in.Raw)
+					}
+				default:
+					break group
+				}
+			}
+			if len(lines) > 0 {
+				if !l.checkToken(r) { // a room's token was rotated since, or the room expired
+					conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
+					return
+				}
+				last, err := l.ingest(f, lines, false)
+				clear(lines)
+				if err != nil {
+					l.log.Error("live: ingest", "feed", f.name, "err", err)
+					conn.Close(websocket.StatusInternalError, "the server cannot store lines; retry later")
+					return
+				}
+				if last != "" {
+					ack = append(jsonstr.Append(append(ack[:0], `{"ack":`...), last), '}')
+					if out.write(ack) != nil {
+						return
+					}
+				}
+			}
 			switch {
-			case tooBig:
+			case m.tooBig:
 				conn.Close(websocket.StatusMessageTooBig, "message over 1 MiB: send fewer lines per batch")
 				return
-			case errors.Is(err, errBadBatch):
+			case errors.Is(m.err, errBadBatch):
 				conn.Close(websocket.StatusUnsupportedData, "want {\"lines\":[{\"id\":…,\"raw\":…}]}")
 				return
-			case err != nil:
-				return
-			}
-			if !l.checkToken(r) { // a room's token was rotated since, or the room expired
-				conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
-				return
-			}
-			last, err := l.ingest(f, lines, false)
-			if err != nil {
-				l.log.Error("live: ingest", "feed", f.name, "err", err)
-				conn.Close(websocket.StatusInternalError, "the server cannot store lines; retry later")
-				return
-			}
-			if last == "" {
-				continue
-			}
-			ack = append(jsonstr.Append(append(ack[:0], `{"ack":`...), last), '}')
-			if out.write(ack) != nil {
+			case m.err != nil:
 				return
 			}
 		}
 	})
 }
+
+// ingestQueue is how many relay messages a connection reads ahead while
+// earlier ones are stored.
+const ingestQueue = 16
 
 // attach records a relay on f; the demo stops for good on the first one.
 func (l *live) attach(f *feed) {
