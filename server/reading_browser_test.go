@@ -203,6 +203,18 @@ func TestBrowserSelectShowsLines(t *testing.T) {
 				t.Errorf("the current line is a %q line, want pleg", c)
 			}
 			screenshot(t, ctx, "select-pleg-"+v.name+".png", false)
+			if v.mobile {
+				// A phone's drawer is for lines: its chrome (title, controls,
+				// stepper) takes under a third of it, and eight lines or more
+				// are on view (a line other than the current shows two rows).
+				type drawer struct{ Pane, Chrome, Lines float64 }
+				d := eval[drawer](t, ctx, `(() => { const p = document.getElementById('live').getBoundingClientRect(), l = document.querySelector('#live .live-lines'), lr = l.getBoundingClientRect();
+					const bottom = Math.min(lr.bottom, innerHeight);
+					return {Pane: p.height, Chrome: lr.top - p.top, Lines: [...l.children].filter(li => { const r = li.getBoundingClientRect(); return li.offsetParent !== null && r.height > 0 && r.bottom > lr.top + 4 && r.top < bottom - 4; }).length}; })()`)
+				if d.Chrome > d.Pane*0.3 || d.Lines < 8 {
+					t.Errorf("the phone's drawer: %.0f of its %.0f px are chrome, %.0f lines on view; want under 30%% and 8 or more", d.Chrome, d.Pane, d.Lines)
+				}
+			}
 
 			// config: the pod is added once, early; its lines are far
 			// from the tail, where a pane that only follows never shows them.

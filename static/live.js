@@ -140,12 +140,22 @@ class LivePane {
 		this.noneBox = el('input');
 		this.noneBox.type = 'checkbox';
 		this.noneBox.dataset.hideNone = '';
-		noneLabel.append(this.noneBox, ' hide lines without a case');
+		// On a phone the label is short (the long one is display:none there,
+		// so it is not read either).
+		noneLabel.append(this.noneBox, el('span', 'live-long', ' hide lines without a case'), el('span', 'live-short', ' hide no-case'));
 		this.pod = el('input', 'live-pod');
+		this.pod.id = 'live-pod';
 		this.pod.type = 'search';
 		this.pod.placeholder = 'pod filter, e.g. probe-me';
 		this.pod.setAttribute('aria-label', 'Show only lines naming this pod');
-		bar.append(this.pauseBtn, this.filterBtn, noneLabel, this.pod);
+		// On a phone the pod filter folds behind a button, so that the
+		// drawer's controls are one row and its lines have the room.
+		this.podBtn = el('button', 'live-pod-btn', 'Pod…');
+		this.podBtn.type = 'button';
+		this.podBtn.title = 'Show only lines naming a pod';
+		this.podBtn.setAttribute('aria-controls', 'live-pod');
+		this.podBtn.setAttribute('aria-expanded', 'false');
+		bar.append(this.pauseBtn, this.filterBtn, noneLabel, this.podBtn, this.pod);
 		body.append(bar);
 
 		// The selected case: how many of its lines the pane shows, which one
@@ -216,6 +226,12 @@ class LivePane {
 		this.pod.addEventListener('input', () => {
 			this.applyPodFilter();
 			this.keep();
+		});
+		this.podBtn.addEventListener('click', () => {
+			const on = !this.root.classList.contains('pod-open');
+			this.root.classList.toggle('pod-open', on);
+			this.podBtn.setAttribute('aria-expanded', String(on));
+			if (on) this.pod.focus();
 		});
 		this.prevBtn.addEventListener('click', () => this.step(-1));
 		this.nextBtn.addEventListener('click', () => this.step(1));
@@ -725,6 +741,8 @@ class LivePane {
 
 	applyPodFilter() {
 		this.podFilter = this.pod.value.trim();
+		this.root.classList.toggle('pod-on', !!this.podFilter);
+		this.podBtn.textContent = this.podFilter ? `Pod: ${this.podFilter}` : 'Pod…';
 		for (const li of this.list.children) {
 			li.classList.toggle('pod-hidden', !!this.podFilter && !(li.dataset.pods || '').includes(this.podFilter));
 		}
