@@ -728,8 +728,10 @@ class LivePane {
 		const cur = this.curLine();
 		if (bySeq) {
 			this.setCur(bySeq);
-		} else if (key && !changed && how.from !== 'pane' && cur && this.shown(cur)) {
-			// The case again (its chip, a link): its line comes back into view.
+		} else if (key && !changed && (how.from === 'source' || how.from === 'keys') && cur && this.shown(cur)) {
+			// The reader picks the case again (its chip, j/k): its line comes
+			// back into view. (A room re-applying the driver's case does not
+			// stop a follower's pane.)
 			this.setCur(cur);
 		} else if (key && (changed || !this.curSeq)) {
 			const lines = this.caseLines();
