@@ -69,6 +69,8 @@ type roomSet struct {
 	creates    *rooms.KeyLimiter
 	live       *live
 	loadTag    func(tag string) // starts loading a tag's Reading
+	// onExpire is told of each room that expires (its notes go with it).
+	onExpire func(id string)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -130,6 +132,9 @@ func (rs *roomSet) housekeep(cfg Config) {
 		}
 		for _, id := range gone {
 			rs.live.dropFeed(rooms.FeedPrefix + id)
+			if rs.onExpire != nil {
+				rs.onExpire(id)
+			}
 			cfg.Logger.Info("rooms: expired", "room", id[:6]+"…")
 		}
 	}

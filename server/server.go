@@ -5,21 +5,26 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/mod/semver"
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/annotations"
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // Config is everything the site needs from its command line.
@@ -52,6 +57,11 @@ type Config struct {
 	MaxRooms   int           // rooms per server; 0 means rooms.DefaultMaxRooms
 	MaxReaders int           // readers per room; 0 means 32
 
+	// JetStream is where rooms' notes are kept (a KV bucket). Nil starts a
+	// NATS server inside the process: storing under DataDir/nats-notes,
+	// or in memory when DataDir is "".
+	JetStream jetstream.JetStream
+
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
 }
@@ -65,6 +75,9 @@ type Server struct {
 	static *assets
 	live   *live
 	rooms  *roomSet
+	notes  *annotations.Handlers
+	// closeNotes stops the notes' store (and the NATS server started for it).
+	closeNotes func()
 
 	// ctx is cancelled by Close; background loads run under it and wg.
 	ctx    context.Context
@@ -161,6 +174,13 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.rooms = rs
+	if err := s.openNotes(); err != nil {
+		rs.close()
+		s.live.Close()
+		cancel()
+		return nil, err
+	}
+	rs.onExpire = s.notes.Expired
 	s.router = s.routes()
 	s.state(cfg.DefaultTag)
 	return s, nil
@@ -174,6 +194,7 @@ func (s *Server) Close() {
 	s.closed.Do(func() {
 		s.cancel()
 		s.rooms.close()
+		s.closeNotes()
 		s.live.Close()
 		s.wg.Wait()
 	})
@@ -309,4 +330,57 @@ func (s *Server) readableTags() ([]string, int) {
 	}
 	slices.SortFunc(tags, func(a, b string) int { return semver.Compare(b, a) })
 	return slices.Compact(tags), s.gen
+}
+
+// openNotes opens the rooms' notes on cfg.JetStream, or on a NATS server
+// started for them.
+func (s *Server) openNotes() error {
+	js, stop := s.cfg.JetStream, func() {}
+	memory := false
+	if js == nil {
+		dir := ""
+		if s.cfg.DataDir != "" {
+			dir = filepath.Join(s.cfg.DataDir, "nats-notes")
+		}
+		memory = dir == ""
+		var err error
+		if js, stop, err = annotations.Embedded(dir); err != nil {
+			return fmt.Errorf("notes: %w", err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	st, err := annotations.Open(ctx, annotations.Config{JS: js, Memory: memory, Logger: s.log})
+	if err != nil {
+		stop()
+		return err
+	}
+	s.closeNotes = func() { st.Close(); stop() }
+	s.notes = annotations.NewHandlers(annotations.HTTPConfig{
+		Store: st,
+		Room: func(id string) (string, error) {
+			room, err := rooms.Room{}, rooms.ErrNotFound
+			if rooms.ValidID(id) {
+				room, err = s.rooms.store.Get(id)
+			}
+			switch {
+			case errors.Is(err, rooms.ErrExpired):
+				return "", annotations.ErrRoomExpired
+			case err != nil:
+				return "", annotations.ErrNoRoom
+			}
+			return room.Tag, nil
+		},
+		Reading: func(tag string) *extractor.Reading {
+			if r := s.loadedReading(tag); r != nil {
+				return r
+			}
+			s.state(tag) // start loading it for the next try
+			return nil
+		},
+		SameOrigin: sameOrigin,
+		ClientIP:   clientIP,
+		Logger:     s.log,
+	})
+	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
@@ -13,7 +12,7 @@ import (
 )
 
 // Embedded starts a NATS server with JetStream inside this process, with no
-// port, storing under dir ("" keeps everything in memory, in a temporary
+// port, storing JetStream's files in dir ("" keeps them in a temporary
 // directory removed by stop), and returns an in-process connection to it.
 //
 // It is the smallest way to give a Store a bucket when syncloop serve has
@@ -25,8 +24,6 @@ func Embedded(dir string) (js jetstream.JetStream, stop func(), err error) {
 		if dir, err = os.MkdirTemp("", "syncloop-nats-*"); err != nil {
 			return nil, nil, err
 		}
-	} else {
-		dir = filepath.Join(dir, "nats")
 	}
 	ns, err := natsserver.NewServer(&natsserver.Options{
 		ServerName: "syncloop",

@@ -48,8 +48,10 @@ type Note struct {
 	// Rev is the bucket's revision of this version; 0 for a note not yet
 	// written. It is not stored in the value.
 	Rev uint64 `json:"rev"`
-	// Deleted is set on the live event of a deleted comment.
+	// Deleted is set on the live event of a deleted comment; Gone on the
+	// events of a room whose notes were purged (the room expired).
 	Deleted bool `json:"deleted,omitempty"`
+	Gone    bool `json:"gone,omitempty"`
 }
 
 // Version is an earlier text of a note.
@@ -186,6 +188,7 @@ func (s *Store) watch(w jetstream.KeyWatcher, ready chan struct{}) {
 			}
 		} else {
 			n.Deleted = true
+			n.Gone = e.Operation() == jetstream.KeyValuePurge
 		}
 		n.ID, n.Rev = id, e.Revision()
 		s.apply(room, n)
@@ -328,7 +331,7 @@ func (s *Store) Put(ctx context.Context, room string, n Note, rev uint64) (Note,
 // stored is a note as the bucket keeps it: without the revision, which is
 // the bucket's.
 func stored(n Note) Note {
-	n.Rev, n.Deleted = 0, false
+	n.Rev, n.Deleted, n.Gone = 0, false, false
 	return n
 }
 
