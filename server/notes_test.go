@@ -126,7 +126,7 @@ func TestRoomNotes(t *testing.T) {
 	}
 	code, c := notesReq(t, "PUT", base+"/case.config", map[string]any{"text": "Ann again", "rev": ann["rev"], "author": "Ann"})
 	cur, _ := c["current"].(map[string]any)
-	if code != http.StatusConflict || c["error"] != "changed by Dana meanwhile" || cur["text"] != "Dana's" || cur["rev"] != dana["rev"] {
+	if code != http.StatusOK || c["conflict"] != true || c["error"] != "changed by Dana meanwhile" || cur["text"] != "Dana's" || cur["rev"] != dana["rev"] {
 		t.Fatalf("stale PUT: %d %v", code, c)
 	}
 

@@ -4,7 +4,9 @@ package annotations
 //
 //	GET    /rooms/{id}/notes?tag=T           every note, as views at tag T (default the room's)
 //	PUT    /rooms/{id}/notes/{note}?tag=T    write a note: {"text","rev","author","color","quote":{"tag","start","end"}}
-//	                                         200 the view; 409 {"error","current"} when rev is stale;
+//	                                         200 the view; when rev is stale, 200 {"conflict":true,
+//	                                         "error","current"} (not 409: a conflict is an answer the
+//	                                         page expects, not a failed request it would log);
 //	                                         410 when the room expired (its page is then read-only)
 //	DELETE /rooms/{id}/notes/{note}?rev=N    delete a comment
 //	GET    /rooms/{id}/notes/{note}/history  its versions, newest first
@@ -211,9 +213,10 @@ func (h *Handlers) Put() http.Handler {
 		var c *ConflictError
 		switch {
 		case errors.As(err, &c):
-			writeJSON(w, http.StatusConflict, map[string]any{
-				"error":   fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)),
-				"current": ViewAt(reading, c.Current),
+			writeJSON(w, http.StatusOK, map[string]any{
+				"conflict": true,
+				"error":    fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)),
+				"current":  ViewAt(reading, c.Current),
 			})
 		case errors.Is(err, ErrTooLarge):
 			jsonError(w, http.StatusRequestEntityTooLarge, err.Error())
@@ -255,7 +258,7 @@ func (h *Handlers) Delete() http.Handler {
 		var c *ConflictError
 		switch {
 		case errors.As(err, &c):
-			writeJSON(w, http.StatusConflict, map[string]any{"error": fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)), "current": ViewAt(reading, c.Current)})
+			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)), "current": ViewAt(reading, c.Current)})
 		case errors.Is(err, ErrInvalid):
 			jsonError(w, http.StatusBadRequest, err.Error())
 		case err != nil:

@@ -291,8 +291,10 @@ func Worksheet(r *extractor.Reading, title string, notes []Note) []byte {
 	authors := []string{}
 	for _, v := range vs {
 		by[v.ID] = v
-		if v.Author != "" && !slices.Contains(authors, v.Author) {
-			authors = append(authors, v.Author)
+		for _, a := range []string{v.Author, prevAuthor(v.Note)} {
+			if a != "" && !slices.Contains(authors, a) {
+				authors = append(authors, a)
+			}
 		}
 	}
 	slices.Sort(authors)
@@ -378,11 +380,24 @@ func writeChecks(b *bytes.Buffer, cs []Check, indent string) {
 	}
 }
 
+// byline credits a note's last author, and the one whose text it replaced
+// (a merge keeps both texts under the merger's name).
 func byline(n Note) string {
 	if n.Author == "" {
 		return ""
 	}
-	return fmt.Sprintf(" (%s, %s)", n.Author, n.At.UTC().Format("2006-01-02 15:04 UTC"))
+	also := ""
+	if p := prevAuthor(n); p != "" {
+		also = "; changed from a text by " + p
+	}
+	return fmt.Sprintf(" (%s, %s%s)", n.Author, n.At.UTC().Format("2006-01-02 15:04 UTC"), also)
+}
+
+func prevAuthor(n Note) string {
+	if n.Prev == nil || n.Prev.Author == n.Author {
+		return ""
+	}
+	return n.Prev.Author
 }
 
 func answer(s string) string {
