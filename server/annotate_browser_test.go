@@ -181,9 +181,7 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		eval[bool](t, viewer, `(() => { const i = document.querySelector('[data-annotate="pleg"]'); i.value = `+jsString(text)+`; i.dispatchEvent(new Event('input')); return true })()`)
 		waitFor(t, driver, "Bob's note", `document.querySelector('[data-annotate="pleg"]').value.includes('onerror')`)
 		waitFor(t, driver, "rendered", `!document.querySelector('[data-annot-field="case.pleg"] .annot-view').hidden`)
-		if err := chromedp.Do(driver, chromedp.ScrollIntoView(`#case-pleg`)); err != nil {
-			t.Fatal(err)
-		}
+		eval[bool](t, driver, `(() => { document.querySelector('[data-annot-field="case.pleg"]').scrollIntoView(); scrollBy(0, -60); return true })()`)
 		for _, js := range []string{
 			`document.querySelectorAll('.annot-case img, .annot-case script, .annot-view img').length === 0`,
 			`![...document.querySelectorAll('.annot-case a')].some(a => /^\s*javascript:/i.test(a.getAttribute('href') || ''))`,
@@ -349,14 +347,16 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 			if err := chromedp.Do(ctx,
 				chromedp.EmulateViewport(sc.width, sc.height),
 				media(emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}),
-				chromedp.ScrollIntoView(`#case-config`),
 			); err != nil {
 				t.Fatal(err)
 			}
 			if wide := eval[[]string](t, ctx, overflowing); len(wide) > 0 {
 				t.Errorf("%s: the page scrolls sideways: %v", sc.name, wide)
 			}
+			eval[bool](t, ctx, `(() => { document.querySelector('#case-config').scrollIntoView(); return true })()`)
 			screenshot(t, ctx, sc.name, false)
+			eval[bool](t, ctx, `(() => { document.getElementById('your-worksheet').scrollIntoView(); return true })()`)
+			screenshot(t, ctx, strings.Replace(sc.name, "annotate-", "annotate-sheet-", 1), false)
 		}
 		if err := chromedp.Do(ctx, media(emulation.SetEmulatedMediaParams{Media: "print"}), chromedp.EmulateViewport(1100, 1400),
 			chromedp.ScrollIntoView(`#case-config`)); err != nil {

@@ -99,6 +99,9 @@ function field(id, { label, multiline = true, placeholder = '', attr = null }) {
 	input.addEventListener('input', () => {
 		ed.dirty = true;
 		paper.textContent = input.value;
+		// "still empty" is stale from the first letter; the source's other
+		// checks come back with the save.
+		for (const li of checks.querySelectorAll('.empty')) if (input.value.trim()) li.remove();
 		clearTimeout(ed.timer);
 		ed.timer = setTimeout(() => save(id), SAVE_DELAY);
 		if (id.startsWith('case.')) quizState(id.slice(5));
@@ -399,7 +402,11 @@ function marginFor(n) {
 		let list = m.querySelector(':scope > .annot-comments');
 		if (!list) {
 			list = el('div', 'annot-comments');
-			m.append(list);
+			// In a case, right under the reader's note: near the top of the
+			// case, not below the site's long note.
+			const mine = m.querySelector(':scope > .annot-case');
+			if (mine) mine.after(list);
+			else m.append(list);
 		}
 		seg.classList.add('has-comments');
 		return list;
@@ -441,7 +448,7 @@ function placeComment(v) {
 		orphan: `not at this tag (written at ${q.tag}, line ${q.start})`,
 	}[a.status];
 	if (badge) head.append(' ', el('span', 'annot-badge ' + a.status, badge));
-	if (v.author) head.append(' ', el('span', 'annot-author rc-' + ((v.color || 0) % COLORS), v.author));
+	if (v.author && roomID) head.append(' ', el('span', 'annot-author rc-' + ((v.color || 0) % COLORS), v.author));
 	const del = el('button', 'annot-del', 'delete');
 	del.type = 'button';
 	del.title = 'Delete this comment';
@@ -697,7 +704,7 @@ function build() {
 		'annot-where',
 		roomID
 			? 'What you write here is shared with everyone in this room as you type, and kept with the room.'
-			: 'Kept in this browser only (nothing is sent to be stored): it survives a reload, and you can download it.',
+			: 'Kept in this browser only: the server renders and checks it, and keeps nothing. It survives a reload, and you can download it.',
 	);
 	const tools = el('p', 'annot-tools');
 	const name = el('label', 'annot-name');
