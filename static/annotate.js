@@ -242,7 +242,7 @@ async function save(id) {
 		goReadOnly(body.error);
 		return;
 	}
-	if (resp.status === 429 && ed) {
+	if ((resp.status === 429 || resp.status === 503) && ed) {
 		ed.dirty = true;
 		ed.timer = setTimeout(() => save(id), 2000);
 		return;

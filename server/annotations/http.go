@@ -110,8 +110,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 }
 
 // room resolves {id} and the tag the views are for (?tag=, else the
-// room's); it answers the request itself when it cannot.
-func (h *Handlers) room(w http.ResponseWriter, r *http.Request) (id string, reading *extractor.Reading, ok bool) {
+// room's); it answers the request itself when it cannot. A write does not
+// wait for the tag's Reading (optional): its view then has no checks.
+func (h *Handlers) room(w http.ResponseWriter, r *http.Request, optional ...bool) (id string, reading *extractor.Reading, ok bool) {
 	id = chi.URLParam(r, "id")
 	tag, err := h.cfg.Room(id)
 	switch {
@@ -131,7 +132,8 @@ func (h *Handlers) room(w http.ResponseWriter, r *http.Request) (id string, read
 		tag = t
 	}
 	reading = h.cfg.Reading(tag)
-	if reading == nil {
+	if reading == nil && len(optional) == 0 {
+		w.Header().Set("Retry-After", "2")
 		jsonError(w, http.StatusServiceUnavailable, "the source at "+tag+" is still being fetched: try again in a moment")
 		return "", nil, false
 	}
@@ -190,7 +192,7 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusForbidden, "cross-site write refused")
 			return
 		}
-		id, reading, ok := h.room(w, r)
+		id, reading, ok := h.room(w, r, true)
 		if !ok {
 			return
 		}
