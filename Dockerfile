@@ -21,6 +21,8 @@ ENV XDG_CACHE_HOME=/cache \
 VOLUME ["/cache", "/data"]
 EXPOSE 8080
 USER nonroot:nonroot
-HEALTHCHECK --interval=30s --timeout=5s --start-period=10s CMD ["/syncloop", "health", "--url", "http://127.0.0.1:8080/healthz"]
+# /healthz answers 503 until the default tag is read, which on a first start
+# means fetching it from the module proxy: hence the long start period.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=5m CMD ["/syncloop", "health", "--url", "http://127.0.0.1:8080/healthz"]
 ENTRYPOINT ["/syncloop"]
 CMD ["serve"]

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -27,8 +29,14 @@ func runHealth(ctx context.Context, s stdio, args []string) error {
 		return fmt.Errorf("health: %w", err)
 	}
 	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("health: %s answered %s", *url, resp.Status)
+		// The server says why it is not ready ("not ready: …"): pass it on.
+		why := strings.TrimSpace(string(body))
+		if why == "" {
+			why = resp.Status
+		}
+		return fmt.Errorf("health: %s answered %d: %s", *url, resp.StatusCode, why)
 	}
 	fmt.Fprintln(s.stdout, "ok")
 	return nil

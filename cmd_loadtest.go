@@ -202,7 +202,8 @@ func serveChild(ctx context.Context, exe, cacheDir, token, tag, logName string) 
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("loadtest: %w", err)
 	}
-	cmd := exec.Command(exe, "serve", "--addr", addr, "--token", token, "--cache-dir", cacheDir, "--tag", tag, "--log-level", "warn")
+	cmd := exec.Command(exe, "serve", "--addr", addr, "--token", token, "--cache-dir", cacheDir, "--tag", tag, "--log-level", "warn",
+		"--sockets-per-client", "1000000") // every reader comes from 127.0.0.1
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
@@ -231,7 +232,8 @@ func serveChild(ctx context.Context, exe, cacheDir, token, tag, logName string) 
 func serveInProcess(cacheDir, token, tag string) (url string, stop func(), err error) {
 	srv, err := server.NewServer(server.Config{
 		DefaultTag: tag, CacheDir: cacheDir, Getenv: os.Getenv, IngestToken: token,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		SocketsPerClient: 1 << 20, // every reader comes from 127.0.0.1
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("loadtest: %w", err)

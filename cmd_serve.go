@@ -13,6 +13,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server"
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // runServe serves the site until ctx is done, then shuts down gracefully:
@@ -33,6 +34,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	roomTTL := fs.Duration("room-ttl", 24*time.Hour, "a room with no one in it expires after `DURATION`")
 	maxRooms := fs.Int("max-rooms", 48, "rooms this server holds at most (each room's feed counts against the 64 feeds)")
 	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
+	roomsPerClient := fs.Int("rooms-per-client", rooms.DefaultPerOwner, "rooms one client address holds at once (a room no one joins ends after 10 minutes)")
+	socketsPerClient := fs.Int("sockets-per-client", server.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
+	trustedProxy := fs.String("trusted-proxy", "", "`CIDR[,CIDR]` of reverse proxies whose X-Forwarded-For names the client for the per-client limits; default none: the client is the connection's address")
 	historyMB := fs.Int("history-mb", server.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most 5,000 lines)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: syncloop serve [--addr :8080] [--tag TAG] [--source-dir DIR] [--cache-dir DIR] [--data-dir DIR]\n\n"+
@@ -59,8 +63,12 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 			log.Warn("no user config dir: rooms are kept in memory only; set --data-dir to keep them", "err", err)
 		}
 	}
-	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 || *historyMB <= 0 {
-		return usageError{fmt.Errorf("--room-ttl, --max-rooms, --max-readers and --history-mb must be positive")}
+	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 || *historyMB <= 0 || *roomsPerClient <= 0 || *socketsPerClient <= 0 {
+		return usageError{fmt.Errorf("--room-ttl, --max-rooms, --max-readers, --history-mb, --rooms-per-client and --sockets-per-client must be positive")}
+	}
+	proxies, err := server.ParseTrustedProxies(*trustedProxy)
+	if err != nil {
+		return usageError{fmt.Errorf("--trusted-proxy: %v", err)}
 	}
 
 	srv, err := server.NewServer(server.Config{
@@ -77,6 +85,10 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		MaxRooms:     *maxRooms,
 		MaxReaders:   *maxReaders,
 		HistoryBytes: *historyMB << 20,
+
+		RoomsPerClient:   *roomsPerClient,
+		SocketsPerClient: *socketsPerClient,
+		TrustedProxies:   proxies,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

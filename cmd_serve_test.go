@@ -85,9 +85,17 @@ func TestServe(t *testing.T) {
 	if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusFound || loc != "/k8s/"+extractor.DefaultTag+"/" {
 		t.Fatalf("GET /: %d Location %q", resp.StatusCode, loc)
 	}
-	// The default tag loads in the background: the page says so until ready.
+	// The default tag loads in the background: the page says so until
+	// ready, and so do /healthz and syncloop health, which agree with it.
+	health := func() error {
+		return run(ctx, []string{"syncloop", "health", "--url", base + "healthz"}, goEnv(nil), strings.NewReader(""), io.Discard, io.Discard)
+	}
 	var status int
 	for deadline := time.Now().Add(2 * time.Minute); ; {
+		healthErr := health()
+		if healthErr != nil && !strings.Contains(healthErr.Error(), "503: not ready: the default tag "+extractor.DefaultTag) {
+			t.Fatalf("syncloop health while loading: %v", healthErr)
+		}
 		resp, err := client.Get(base + "k8s/" + extractor.DefaultTag + "/")
 		if err != nil {
 			t.Fatal(err)
@@ -95,6 +103,9 @@ func TestServe(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		status = resp.StatusCode
+		if healthErr == nil && status != http.StatusOK {
+			t.Fatalf("syncloop health said ok, then the default tag's page answered %d", status)
+		}
 		if status == http.StatusOK {
 			if !strings.Contains(string(body), `id="case-pleg"`) {
 				t.Fatalf("the page has no pleg case:\n%.2000s", body)
@@ -105,6 +116,9 @@ func TestServe(t *testing.T) {
 			t.Fatalf("GET the default tag: %d\n%.2000s\n%s", status, body, stderr.String())
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if err := health(); err != nil {
+		t.Errorf("syncloop health once the default tag is read: %v", err)
 	}
 	cancel()
 	select {
@@ -134,6 +148,9 @@ func TestServeBadFlags(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, nil, "--log-level", 2},
 		{"tag from the environment", nil, map[string]string{"SYNCLOOP_TAG": "nope"}, `invalid tag "nope"`, 2},
 		{"address in use or invalid", []string{"--addr", "127.0.0.1:-1"}, nil, "serve:", 1},
+		{"bad trusted proxy", []string{"--trusted-proxy", "10.0.0.0/8,nonsense"}, nil, `--trusted-proxy: trusted proxy "nonsense"`, 2},
+		{"bad trusted proxy from the environment", nil, map[string]string{"SYNCLOOP_TRUSTED_PROXY": "10.0.0.0/99"}, `trusted proxy "10.0.0.0/99"`, 2},
+		{"no rooms per client", []string{"--rooms-per-client", "0"}, nil, "--rooms-per-client", 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr lockedBuffer
@@ -155,7 +172,7 @@ func TestServeHelp(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("--help: %v", err)
 	}
-	for _, want := range []string{"-addr", "-tag", "-source-dir", "-cache-dir", "-token", "-journal-cmd", "-journal-file", "SYNCLOOP_"} {
+	for _, want := range []string{"-addr", "-tag", "-source-dir", "-cache-dir", "-token", "-journal-cmd", "-journal-file", "-trusted-proxy", "-rooms-per-client", "-sockets-per-client", "SYNCLOOP_"} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("--help lacks %q", want)
 		}

@@ -384,6 +384,14 @@ func TestE2EStalledBrowser(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
+	// Browsers do not create feeds: a relay does, by connecting.
+	opener, _, err := websocket.Dial(ctx, "ws://"+addr+"/feeds/stall/ingest", &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + faultToken}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opener.Close(websocket.StatusNormalClosure, "")
 
 	// The stalled client: a tiny receive buffer, and no Read until the end.
 	stalledClient := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{

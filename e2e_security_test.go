@@ -64,7 +64,7 @@ func TestE2ESecurity(t *testing.T) {
 			if tc.origin != "" {
 				h.Set("Origin", tc.origin)
 			}
-			c, resp, err := websocket.Dial(ctx, "ws://"+addr+"/feeds/sec-read/ws", &websocket.DialOptions{HTTPHeader: h})
+			c, resp, err := websocket.Dial(ctx, "ws://"+addr+"/feeds/default/ws", &websocket.DialOptions{HTTPHeader: h})
 			if tc.ok {
 				if err != nil {
 					t.Errorf("Origin %q: refused: %v", tc.origin, err)

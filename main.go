@@ -46,6 +46,7 @@ func commands() []command {
 	return []command{
 		{"serve", "serve the reading site (and a live feed)", runServe},
 		{"extract", "extract the Reading of a Kubernetes tag and print it", runExtract},
+		{"diff", "say what changed in the loop between two tags, case by case (or one case's history)", runDiff},
 		{"classify", "classify kubelet log lines read on stdin by their case", runClassify},
 		{"relay", "relay a kubelet journal to a syncloop server", runRelay},
 		{"health", "check a running server's /healthz (the container's HEALTHCHECK)", runHealth},

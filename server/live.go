@@ -28,6 +28,11 @@ package server
 //	                are no longer in the ring when it resumes after a long absence
 //	{"status":{…as hello, without next and reset}}   the feed's source or kubelet version changed
 //
+// A browser socket opens only a feed the server has (the default, a live
+// room's, one a relay sent to): any other name answers 404 before the
+// upgrade. The server pings it every Config.PingEvery and closes it when a
+// ping goes unanswered; a feed let go closes it with CloseFeedGone (sockets.go).
+//
 // "cut" marks a line cut at 64 KiB. "reset" says the server's sequence
 // numbers restarted below after, so the browser's lines are not comparable:
 // it clears them and takes the history anew.
@@ -94,10 +99,11 @@ type live struct {
 	cfg         Config
 	reading     func(tag string) *extractor.Reading
 	log         *slog.Logger
-	storeDir    string        // "" keeps feeds in memory only
-	vacantAfter time.Duration // vacantAfter, shorter in tests
-	frames      sync.Pool     // *[]byte: browser message buffers
-	ingestBufs  sync.Pool     // *bytes.Buffer: relays' messages while they are read and decoded
+	storeDir    string          // "" keeps feeds in memory only
+	vacantAfter time.Duration   // vacantAfter, shorter in tests
+	sockets     *browserSockets // shared with the rooms' sockets (sockets.go)
+	frames      sync.Pool       // *[]byte: browser message buffers
+	ingestBufs  sync.Pool       // *bytes.Buffer: relays' messages while they are read and decoded
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -112,6 +118,7 @@ type live struct {
 type feed struct {
 	name, tag string
 	hub       *hub.Hub
+	gone      atomic.Bool   // let go by dropFeed: its browsers are told so
 	status    atomic.Uint64 // bumped when statusMsg would change
 	asked     time.Time     // when live.feed last returned it; guarded by live.mu
 
@@ -154,7 +161,8 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 	if reading == nil {
 		reading = func(string) *extractor.Reading { return nil }
 	}
-	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed), vacantAfter: vacantAfter}
+	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed), vacantAfter: vacantAfter,
+		sockets: newBrowserSockets(cfg.SocketsPerClient, cfg.PingEvery)}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -232,7 +240,30 @@ var (
 	errBadBatch     = errors.New("not an ingest message")
 )
 
-// feed returns the named feed, creating it (with its stored history) on first use.
+// existingFeed returns the named feed if the server has it, nil if not:
+// what a browser asks for. A feed whose history is stored (a relay sent to
+// it before the server restarted) is had, and opened. Browsers never
+// create feeds, so made-up names cannot fill the server's feeds and shut
+// out a room's relay.
+func (l *live) existingFeed(name string) (*feed, error) {
+	l.mu.Lock()
+	f := l.feeds[name]
+	if f != nil {
+		f.asked = time.Now()
+	}
+	l.mu.Unlock()
+	if f != nil || l.storeDir == "" || !feedNameRE.MatchString(name) {
+		return f, nil
+	}
+	if _, err := os.Stat(filepath.Join(l.storeDir, name+".jsonl")); err != nil {
+		return nil, nil
+	}
+	return l.feed(name)
+}
+
+// feed returns the named feed, creating it (with its stored history) on
+// first use: the server's own feeds (the default, rooms') and those a relay
+// with a valid token sends to.
 func (l *live) feed(name string) (*feed, error) {
 	if !feedNameRE.MatchString(name) {
 		return nil, fmt.Errorf("feed name %q: use letters, digits, '.', '_' or '-' (at most 64)", name)
@@ -276,9 +307,8 @@ func (l *live) feed(name string) (*feed, error) {
 const vacantAfter = 10 * time.Second
 
 // evictVacantLocked lets go of the vacant feed asked for least recently, if
-// any: one with no lines, no browser, no relay and no source, which a
-// browser's visit to a made-up name creates. Without this, 64 such visits
-// shut every new feed out (rooms' included) until a restart. It reports
+// any: one with no lines, no browser, no relay and no source (a relay that
+// connected and sent nothing, a room's feed no one used). It reports
 // whether a feed was let go. l.mu is held.
 func (l *live) evictVacantLocked() bool {
 	var oldest *feed
@@ -290,7 +320,8 @@ func (l *live) evictVacantLocked() bool {
 			continue
 		}
 		f.mu.Lock()
-		busy := f.relays > 0 || f.store != nil || f.source != "none" || f.ingested > 0
+		// A relay gone without sending a line leaves source "relay" and nothing else.
+		busy := f.relays > 0 || f.store != nil || f.ingested > 0 || (f.source != "none" && f.source != "relay")
 		f.mu.Unlock()
 		if !busy && (oldest == nil || f.asked.Before(oldest.asked)) {
 			oldest = f
@@ -658,18 +689,27 @@ func (l *live) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 
 func (l *live) handleFeedSocket() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := l.feedOr404(w, r)
-		if f == nil {
+		f, err := l.existingFeed(chi.URLParam(r, "feed"))
+		switch {
+		case errors.Is(err, errTooManyFeeds):
+			http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
+			return
+		case err != nil || f == nil:
+			http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
 			return
 		}
 		var after uint64
 		if s := r.URL.Query().Get("after"); s != "" {
-			var err error
 			if after, err = strconv.ParseUint(s, 10, 64); err != nil {
 				http.Error(w, "after: want the last sequence number seen", http.StatusBadRequest)
 				return
 			}
 		}
+		client := clientAddr(r, l.cfg.TrustedProxies)
+		if !l.sockets.acquire(w, client) {
+			return
+		}
+		defer l.sockets.release(client)
 		if !l.enter() {
 			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
@@ -687,6 +727,7 @@ func (l *live) handleFeedSocket() http.Handler {
 		// this handler through the hub (Next returns ErrClosed), not through
 		// ctx: a cancelled ctx would drop the connection without a close frame.
 		ctx := conn.CloseRead(r.Context())
+		defer l.sockets.keepAlive(conn)()
 
 		gen := f.status.Load()
 		hello := f.statusMsg()
@@ -707,7 +748,10 @@ func (l *live) handleFeedSocket() http.Handler {
 		for {
 			b, err := sub.Next(ctx)
 			if err != nil {
-				if errors.Is(err, hub.ErrClosed) {
+				switch {
+				case errors.Is(err, hub.ErrClosed) && f.gone.Load():
+					conn.Close(CloseFeedGone, "this feed is gone: its room expired")
+				case errors.Is(err, hub.ErrClosed):
 					conn.Close(websocket.StatusGoingAway, "server shutting down")
 				}
 				return
@@ -1023,6 +1067,9 @@ func (l *live) handleMetrics() http.Handler {
 		metric("syncloop_clients", "Browsers connected to a feed.", "gauge", func(rw row) {
 			fmt.Fprintf(&b, "syncloop_clients{feed=%s} %d\n", promQuote(rw.name), rw.clients)
 		})
+		fmt.Fprintf(&b, "# HELP syncloop_feeds Feeds the server holds (at most %d), rooms' included.\n# TYPE syncloop_feeds gauge\nsyncloop_feeds %d\n", maxFeeds, len(feeds))
+		fmt.Fprintf(&b, "# HELP syncloop_sockets_refused_total Browser sockets refused because their client held --sockets-per-client already.\n# TYPE syncloop_sockets_refused_total counter\nsyncloop_sockets_refused_total %d\n", l.sockets.refused.Load())
+		fmt.Fprintf(&b, "# HELP syncloop_sockets_unanswered_total Browser sockets closed because they did not answer a ping (half-open connections).\n# TYPE syncloop_sockets_unanswered_total counter\nsyncloop_sockets_unanswered_total %d\n", l.sockets.unanswered.Load())
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		io.WriteString(w, b.String())
 	})
@@ -1032,11 +1079,4 @@ func (l *live) handleMetrics() http.Handler {
 func promQuote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 	return `"` + r.Replace(s) + `"`
-}
-
-func (l *live) handleHealthz() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok\n")
-	})
 }

@@ -26,7 +26,7 @@ func BenchmarkFanout(b *testing.B) {
 	for _, clients := range []int{1, 200} {
 		b.Run(fmt.Sprint("clients=", clients), func(b *testing.B) {
 			for range b.N {
-				_, ts := newLiveServer(b, Config{})
+				_, ts := newLiveServer(b, Config{SocketsPerClient: 1 << 20}) // every reader comes from 127.0.0.1
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				b.ResetTimer()
 				r, err := loadtest.Run(ctx, loadtest.Options{

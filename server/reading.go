@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/diff"
 	"github.com/syncloop/syncloop/templates"
 )
 
@@ -37,7 +38,9 @@ type pageData struct {
 	Tags       []string // tags readable without a fetch, for the switcher
 	DefaultTag string
 	V          *readingView
-	Room       *roomView // set on a room's page (rooms.go)
+	Room       *roomView    // set on a room's page (rooms.go)
+	Compare    *compareView // the compare page (compare.go)
+	History    *historyView // a case's history page (compare.go)
 
 	// status pages
 	Refresh bool   // reload in a moment: the tag is being fetched
@@ -48,10 +51,20 @@ type pageData struct {
 
 func parseTemplates(a *assets) (*template.Template, error) {
 	funcs := template.FuncMap{
-		"asset":    a.url,
-		"upstream": upstreamURL,
-		"join":     strings.Join,
-		"inc":      func(n int) int { return n + 1 },
+		"asset":      a.url,
+		"upstream":   upstreamURL,
+		"join":       strings.Join,
+		"inc":        func(n int) int { return n + 1 },
+		"diffLines":  diffLines,
+		"compareURL": compareURL,
+		"arrivalURL": arrivalURL,
+		"dec":        func(n int) int { return n - 1 },
+		"compareSuggest": func(tag, def string) string {
+			if tag != def {
+				return def
+			}
+			return or(diff.PreviousMinor(tag), def)
+		},
 	}
 	t, err := template.New("").Funcs(funcs).ParseFS(templates.FS, "*.html")
 	if err != nil {

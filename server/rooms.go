@@ -6,7 +6,7 @@ package server
 // keys, tokens, expiry) is package rooms; who is present and who drives is
 // rooms_ws.go.
 //
-//	POST /rooms               create a room (same-origin only, rate-limited per client IP);
+//	POST /rooms               create a room (same-origin only, rate-limited and capped per client address);
 //	                          303 to the driver link /rooms/{id}?k=KEY
 //	GET  /rooms/{id}          the room's page (410 once it expired); ?k=KEY checks the driver key
 //	GET  /rooms/{id}/pod-workers   the room's pod_workers page
@@ -28,8 +28,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -67,6 +67,8 @@ type roomSet struct {
 	wheelGrace time.Duration // wheelGrace; tests shorten it
 	log        *slog.Logger
 	creates    *rooms.KeyLimiter
+	trusted    []netip.Prefix  // Config.TrustedProxies, for clientAddr
+	sockets    *browserSockets // the live side's: one cap for both kinds of socket
 	live       *live
 	loadTag    func(tag string) // starts loading a tag's Reading
 	// onExpire is told of each room that expires (its notes go with it).
@@ -86,7 +88,8 @@ func newRoomSet(cfg Config, l *live, loadTag func(string)) (*roomSet, error) {
 	if cfg.DataDir != "" {
 		path = filepath.Join(cfg.DataDir, "rooms.json")
 	}
-	st, err := rooms.Open(rooms.Config{Path: path, TTL: cfg.RoomTTL, MaxRooms: cfg.MaxRooms})
+	st, err := rooms.Open(rooms.Config{Path: path, TTL: cfg.RoomTTL, MaxRooms: cfg.MaxRooms,
+		PerOwner: cfg.RoomsPerClient, UnjoinedTTL: cfg.RoomUnjoinedTTL})
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +100,8 @@ func newRoomSet(cfg Config, l *live, loadTag func(string)) (*roomSet, error) {
 		wheelGrace: wheelGrace,
 		log:        cfg.Logger,
 		creates:    rooms.NewKeyLimiter(createRate, createBurst, 10000),
+		trusted:    cfg.TrustedProxies,
+		sockets:    l.sockets,
 		live:       l,
 		loadTag:    loadTag,
 		active:     map[string]*roomLive{},
@@ -191,23 +196,14 @@ func sameOrigin(r *http.Request) bool {
 	return true
 }
 
-// clientIP is the address rooms are rate-limited by: the peer's, never a
-// header a client could forge.
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
 func (s *Server) handleCreateRoom() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !sameOrigin(r) {
 			http.Error(w, "cross-site request refused: start a pair session from this site's own page", http.StatusForbidden)
 			return
 		}
-		if !s.rooms.creates.Allow(clientIP(r), time.Now()) {
+		client := clientAddr(r, s.cfg.TrustedProxies)
+		if !s.rooms.creates.Allow(client, time.Now()) {
 			w.Header().Set("Retry-After", "60")
 			s.statusPage(w, r, http.StatusTooManyRequests, pageData{
 				Heading: "Too many rooms from your address",
@@ -224,7 +220,17 @@ func (s *Server) handleCreateRoom() http.Handler {
 			}
 			tag = t
 		}
-		room, key, err := s.rooms.store.Create(tag)
+		room, key, err := s.rooms.store.Create(tag, client)
+		if errors.Is(err, rooms.ErrOwnerFull) {
+			w.Header().Set("Retry-After", "600")
+			s.statusPage(w, r, http.StatusTooManyRequests, pageData{
+				Heading: "Your address holds as many rooms as it may",
+				Message: fmt.Sprintf("One address holds at most %d rooms at once (serve --rooms-per-client), so that no one can take every room. A room no one joined ends after %v; an idle one after %v.",
+					s.rooms.store.PerOwner(), s.rooms.store.UnjoinedTTL(), s.rooms.store.TTL()),
+				Advice: "Use a room you already have, or wait for an unused one to end.",
+			})
+			return
+		}
 		if errors.Is(err, rooms.ErrFull) {
 			w.Header().Set("Retry-After", "300")
 			s.statusPage(w, r, http.StatusServiceUnavailable, pageData{
@@ -239,7 +245,7 @@ func (s *Server) handleCreateRoom() http.Handler {
 			s.statusPage(w, r, http.StatusInternalServerError, pageData{Heading: "Could not start a room", Message: err.Error()})
 			return
 		}
-		s.log.Info("rooms: created", "room", room.ID[:6]+"…", "tag", tag, "remote", clientIP(r))
+		s.log.Info("rooms: created", "room", room.ID[:6]+"…", "tag", tag, "remote", client)
 		s.rooms.loadTag(tag)
 		http.Redirect(w, r, "/rooms/"+room.ID+"?k="+url.QueryEscape(key), http.StatusSeeOther)
 	})
@@ -326,6 +332,9 @@ func (s *Server) roomFeedGate(next http.Handler) http.Handler {
 			room, err = s.rooms.store.Get(id)
 		}
 		switch {
+		case errors.Is(err, rooms.ErrExpired) && isWebsocket(r) && strings.HasSuffix(r.URL.Path, "/ws"):
+			refuseSocket(w, r, CloseRoomGone, "this room expired") // a reader's live pane stops reconnecting
+			return
 		case errors.Is(err, rooms.ErrExpired):
 			http.Error(w, "this room expired: start a new pair session and use its relay command", http.StatusGone)
 			return

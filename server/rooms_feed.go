@@ -58,6 +58,7 @@ func (l *live) dropFeed(name string) {
 	l.shareHistory()
 	l.mu.Unlock()
 	if f != nil {
+		f.gone.Store(true)
 		f.hub.Close()
 		f.mu.Lock()
 		if f.store != nil {

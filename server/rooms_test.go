@@ -172,15 +172,19 @@ func TestRoomCreateIsSameOriginOnly(t *testing.T) {
 
 func TestRoomLimits(t *testing.T) {
 	t.Run("creation rate per client", func(t *testing.T) {
-		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms = 2000 })
+		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms, c.RoomsPerClient = 2000, 2000 })
 		codes := map[int]int{}
+		start := time.Now()
 		for range 1000 {
 			codes[postRoom(t, ts).StatusCode]++
 		}
-		if codes[303] != createBurst || codes[429] != 1000-createBurst {
-			t.Errorf("1000 creations from one client: %v, want %d made and the rest 429", codes, createBurst)
+		// The bucket refills while the posts run (slowly, under -race on
+		// a loaded machine): one more room per 1/createRate elapsed.
+		most := createBurst + int(time.Since(start).Seconds()*createRate)
+		if codes[303] < createBurst || codes[303] > most || codes[303]+codes[429] != 1000 {
+			t.Errorf("1000 creations from one client: %v, want %d to %d made and the rest 429", codes, createBurst, most)
 		}
-		if s.rooms.store.Len() != createBurst {
+		if s.rooms.store.Len() != codes[303] {
 			t.Errorf("%d rooms held", s.rooms.store.Len())
 		}
 	})
@@ -210,8 +214,8 @@ func TestRoomLimits(t *testing.T) {
 			t.Errorf("third reader got %v, want a room-full error", m)
 		}
 		_, _, err = c.Read(ctx)
-		if websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
-			t.Errorf("third reader: %v, want closed with policy violation", err)
+		if websocket.CloseStatus(err) != CloseRoomFull {
+			t.Errorf("third reader: %v, want closed with %d (room full: do not retry)", err, CloseRoomFull)
 		}
 	})
 	t.Run("message size and rate", func(t *testing.T) {

@@ -407,10 +407,27 @@ func cleanName(s string) (string, bool) {
 func (s *Server) handleRoomSocket() http.Handler {
 	rs := s.rooms
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		room, ok := s.roomOr404(w, r, chi.URLParam(r, "id"))
-		if !ok {
+		id := chi.URLParam(r, "id")
+		room, err := rooms.Room{}, rooms.ErrNotFound
+		if rooms.ValidID(id) {
+			room, err = rs.store.Get(id)
+		}
+		// An expired room's socket is upgraded only to be closed with
+		// CloseRoomGone: a page cannot read the status of a refused
+		// upgrade, and would retry for ever. A plain GET gets the page.
+		if errors.Is(err, rooms.ErrExpired) && isWebsocket(r) {
+			refuseSocket(w, r, CloseRoomGone, "this room expired")
 			return
 		}
+		if err != nil {
+			s.roomOr404(w, r, id) // the page that says why
+			return
+		}
+		client := clientAddr(r, rs.trusted)
+		if !rs.sockets.acquire(w, client) {
+			return
+		}
+		defer rs.sockets.release(client)
 		if !rs.enter() {
 			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
@@ -430,9 +447,10 @@ func (s *Server) handleRoomSocket() http.Handler {
 		rl, me := rs.join(room.ID)
 		if me == nil {
 			writeFrame(r.Context(), conn, errMsg("this room is full: %d readers at most (serve --max-readers)", rs.maxReaders))
-			conn.Close(websocket.StatusPolicyViolation, "room full")
+			conn.Close(CloseRoomFull, "room full")
 			return
 		}
+		rs.store.MarkJoined(room.ID)
 		tag := func() string {
 			if rm, err := rs.store.Get(room.ID); err == nil {
 				return rm.Tag
@@ -443,6 +461,7 @@ func (s *Server) handleRoomSocket() http.Handler {
 
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
+		defer rs.sockets.keepAlive(conn)()
 		go func() { // the writer: one per connection, ends with it
 			for {
 				select {

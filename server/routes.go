@@ -18,13 +18,20 @@ import (
 //	GET /k8s/{tag}/pod-workers    pod_workers.go type comments
 //	GET /k8s/{tag}/reading.json   the Reading
 //	GET /k8s/{tag}/worksheet.md   the worksheet
+//
+// What changed (compare.go):
+//
+//	GET /k8s/compare?from=A&to=B  the "compare with…" form: redirect to /k8s/compare/A...B
+//	GET /k8s/compare/{from}...{to} the loop's cases at two tags, side by side
+//	GET /k8s/history/{key}        one case at every minor release from v1.20.0
 //	GET /static/*                 embedded CSS, JS, chroma stylesheet
 //
 // Live feed (live.go):
 //
 //	GET /feeds/{feed}/ws          browser websocket: history then live tail
 //	GET /feeds/{feed}/ingest      relay websocket, bearer token
-//	GET /metrics, GET /healthz       (rooms.go adds the rooms' gauges to /metrics)
+//	GET /metrics                  Prometheus metrics (rooms.go adds the rooms' gauges)
+//	GET /healthz                  200 ok, or 503 and why not ready (health.go)
 //
 // Pair-reading rooms (rooms.go, rooms_ws.go):
 //
@@ -57,12 +64,15 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/pod-workers", s.handleTagPage(pagePodWorkers))
 	r.Method("GET", "/k8s/{tag}/reading.json", s.handleTagPage(pageJSON))
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.handleTagPage(pageWorksheet))
+	r.Method("GET", "/k8s/compare", s.handleCompareForm())
+	r.Method("GET", "/k8s/compare/{range}", s.handleCompare())
+	r.Method("GET", "/k8s/history/{key}", s.handleHistory())
 	r.Method("GET", "/static/*", s.static.handler(notFound))
 
 	r.Method("GET", "/feeds/{feed}/ws", s.roomFeedGate(s.live.handleFeedSocket()))
 	r.Method("GET", "/feeds/{feed}/ingest", s.roomFeedGate(s.live.handleIngest()))
 	r.Method("GET", "/metrics", s.handleMetrics())
-	r.Method("GET", "/healthz", s.live.handleHealthz())
+	r.Method("GET", "/healthz", s.handleHealthz())
 
 	r.Method("POST", "/rooms", s.handleCreateRoom())
 	r.Method("GET", "/rooms/{id}", s.handleRoomPage(pageIndex))

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +57,20 @@ type Config struct {
 	RoomTTL    time.Duration // idle time before a room expires; 0 means 24h
 	MaxRooms   int           // rooms per server; 0 means rooms.DefaultMaxRooms
 	MaxReaders int           // readers per room; 0 means 32
+	// RoomsPerClient is how many rooms one client address holds at once;
+	// 0 means rooms.DefaultPerOwner.
+	RoomsPerClient int
+	// RoomUnjoinedTTL is how long a room no reader ever joined lives;
+	// 0 means rooms.DefaultUnjoinedTTL.
+	RoomUnjoinedTTL time.Duration
+
+	// Per-client limits (clients.go).
+	TrustedProxies   []netip.Prefix // proxies whose X-Forwarded-For names the client; none by default
+	SocketsPerClient int            // open browser sockets (feeds and rooms) per client; 0 means DefaultSocketsPerClient
+	// PingEvery is how often browser feed sockets and room sockets are
+	// pinged; one that does not answer within as long is closed. 0 means
+	// DefaultPingEvery.
+	PingEvery time.Duration
 
 	// JetStream is where rooms' notes are kept (a KV bucket). Nil starts a
 	// NATS server inside the process: storing under DataDir/nats-notes,
@@ -379,7 +394,7 @@ func (s *Server) openNotes() error {
 			return nil
 		},
 		SameOrigin: sameOrigin,
-		ClientIP:   clientIP,
+		ClientIP:   func(r *http.Request) string { return clientAddr(r, s.cfg.TrustedProxies) },
 		Logger:     s.log,
 	})
 	return nil

@@ -131,7 +131,7 @@ func TestEveryCaseHasOneBlock(t *testing.T) {
 // inline style attributes, inline scripts, and anything from another host.
 func TestCSPHolds(t *testing.T) {
 	s := newTestServer(t, &fakeLoader{})
-	for _, path := range []string{"/k8s/v1.37.2/", "/k8s/v1.37.2/pod-workers", "/nowhere", "/k8s/v1.2/"} {
+	for _, path := range []string{"/k8s/v1.37.2/", "/k8s/v1.37.2/pod-workers", "/nowhere", "/k8s/v1.2/", "/k8s/compare/v1.37.2...v1.37.2"} {
 		body := get(t, s, path).Body.String()
 		if regexp.MustCompile(`(?i)\sstyle=`).MatchString(body) || strings.Contains(body, "<style") {
 			t.Errorf("%s has inline style", path)
@@ -156,7 +156,7 @@ func TestCSPHolds(t *testing.T) {
 
 func TestSecurityHeaders(t *testing.T) {
 	s := newTestServer(t, &fakeLoader{})
-	for _, path := range []string{"/", "/k8s/v1.37.2/", "/k8s/v1.37.2/reading.json", "/static/style.css", "/nowhere", "/k8s/v0.1.0/", "/healthz"} {
+	for _, path := range []string{"/", "/k8s/v1.37.2/", "/k8s/v1.37.2/reading.json", "/static/style.css", "/nowhere", "/k8s/v0.1.0/", "/healthz", "/k8s/compare/v1.37.2...v1.37.2"} {
 		w := get(t, s, path)
 		for h, want := range map[string]string{
 			"Content-Security-Policy": csp,

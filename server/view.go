@@ -31,6 +31,8 @@ type readingView struct {
 	CasesJSON string // data-cases for the live pane: [{key,start,end}]
 	Upstream  string // the whole function upstream
 	TwoSets   []setGroup
+
+	code *highlighted // the function's lines, for the compare page (compare.go)
 }
 
 // noteView is one rendered note; HTML is empty when there is no such note.
@@ -134,6 +136,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 	if err != nil {
 		return nil, err
 	}
+	v.code = code
 	if f.DocStart < f.Start {
 		v.Doc = code.block(f.DocStart, f.Start-1)
 		v.DocLines = fmt.Sprintf("%d–%d", f.DocStart, f.Start-1)

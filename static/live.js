@@ -182,7 +182,12 @@ class LivePane {
 				this.handle(m);
 			}
 		});
-		ws.addEventListener('close', () => {
+		ws.addEventListener('close', (ev) => {
+			// 4xxx: a permanent refusal (server/sockets.go); retrying cannot help.
+			if (ev.code === 4404 || ev.code === 4410) {
+				this.setConn(ev.code === 4410 ? 'the room expired' : 'this feed is gone', 'down');
+				return;
+			}
 			const wait = this.backoff / 2 + Math.random() * (this.backoff / 2);
 			this.setConn(`disconnected; reconnecting in ${(wait / 1000).toFixed(1)} s`, 'down');
 			this.backoff = Math.min(this.backoff * 2, 15000);

@@ -125,8 +125,10 @@ function connect() {
 	});
 	ws.addEventListener('close', (ev) => {
 		if (reloading) return;
-		$('[data-room-role]').textContent = ev.reason === 'room full' ? 'room full' : 'reconnecting…';
-		if (ev.reason === 'room full') return;
+		// 4xxx: a permanent refusal (server/sockets.go); retrying cannot help.
+		const refused = { 4410: 'this room expired', 4429: 'room full' }[ev.code];
+		$('[data-room-role]').textContent = refused || 'reconnecting…';
+		if (refused) return;
 		setTimeout(connect, backoff);
 		backoff = Math.min(backoff * 2, 10000);
 	});

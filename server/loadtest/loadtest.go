@@ -120,6 +120,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	client := loopbackClient(o.Rooms*o.Readers + o.Rooms)
 	for i := range feeds {
 		feeds[i] = fmt.Sprintf("load-%s-%d", run, i)
+		// A browser socket does not create a feed: a relay does.
+		if err := openFeed(ctx, client, o.Server, o.Token, feeds[i]); err != nil {
+			return res, err
+		}
 		for range o.Readers {
 			r := &reader{run: run, total: total, seen: make([]uint64, (total+64)/64)}
 			if err := r.dial(ctx, client, o.Server, feeds[i]); err != nil {
@@ -317,6 +321,23 @@ const (
 	// socket buffers, where they would only add latency.
 	window = 8192
 )
+
+// openFeed makes the server create feed, as a relay does by connecting
+// to it, so readers can connect before the first line is sent.
+func openFeed(ctx context.Context, client *http.Client, server, token, feed string) error {
+	u := "ws" + server[len("http"):] + "/feeds/" + url.PathEscape(feed) + "/ingest"
+	conn, resp, err := websocket.Dial(ctx, u, &websocket.DialOptions{
+		HTTPClient: client,
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + token}},
+	})
+	if err != nil {
+		if resp != nil {
+			return fmt.Errorf("open feed %s: %s: %w", u, resp.Status, err)
+		}
+		return fmt.Errorf("open feed %s: %w", u, err)
+	}
+	return conn.Close(websocket.StatusNormalClosure, "")
+}
 
 // send sends total lines at rate lines/s from began, then waits (at most
 // 30 s) for the server to acknowledge the last one.

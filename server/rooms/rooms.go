@@ -39,14 +39,22 @@ import (
 const (
 	DefaultTTL      = 24 * time.Hour
 	DefaultMaxRooms = 48 // each room's feed counts against the live side's 64 feeds
-	maxTombstones   = 10000
+	// DefaultPerOwner is how many rooms one client address holds at once:
+	// without it, one address could take every room for a day.
+	DefaultPerOwner = 4
+	// DefaultUnjoinedTTL is how long a room lives that no reader ever
+	// joined (opened its socket): a pair who start a session join within
+	// seconds, so only unused rooms are cut short.
+	DefaultUnjoinedTTL = 10 * time.Minute
+	maxTombstones      = 10000
 )
 
 // Errors a caller turns into pages.
 var (
-	ErrNotFound = errors.New("no such room")
-	ErrExpired  = errors.New("the room expired")
-	ErrFull     = errors.New("too many rooms on this server")
+	ErrNotFound  = errors.New("no such room")
+	ErrExpired   = errors.New("the room expired")
+	ErrFull      = errors.New("too many rooms on this server")
+	ErrOwnerFull = errors.New("this address holds as many rooms as it may")
 )
 
 // Room is what is remembered of a room across restarts.
@@ -58,6 +66,13 @@ type Room struct {
 	IngestToken string    `json:"ingest_token"`
 	Created     time.Time `json:"created"`
 	LastActive  time.Time `json:"last_active"`
+	// Owner is the client address that created the room, for the cap on
+	// rooms per address.
+	Owner string `json:"owner,omitempty"`
+	// NeverJoined is set until a reader first joins: such a room expires
+	// after UnjoinedTTL from its creation. (Negative, so that rooms written
+	// before it existed count as joined.)
+	NeverJoined bool `json:"never_joined,omitempty"`
 }
 
 // Feed is the name of the room's live feed.
@@ -71,7 +86,11 @@ type Config struct {
 	Path     string        // the JSON file; "" keeps rooms in memory only
 	TTL      time.Duration // idle time after which a room expires; 0 means DefaultTTL
 	MaxRooms int           // 0 means DefaultMaxRooms
-	Now      func() time.Time
+	PerOwner int           // rooms one owner holds at once; 0 means DefaultPerOwner
+	// UnjoinedTTL is how long a room no reader joined lives after its
+	// creation; 0 means DefaultUnjoinedTTL. (It is at most TTL.)
+	UnjoinedTTL time.Duration
+	Now         func() time.Time
 }
 
 // Store holds the rooms. Its methods are safe for concurrent use.
@@ -100,6 +119,13 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.MaxRooms <= 0 {
 		cfg.MaxRooms = DefaultMaxRooms
 	}
+	if cfg.PerOwner <= 0 {
+		cfg.PerOwner = DefaultPerOwner
+	}
+	if cfg.UnjoinedTTL <= 0 {
+		cfg.UnjoinedTTL = DefaultUnjoinedTTL
+	}
+	cfg.UnjoinedTTL = min(cfg.UnjoinedTTL, cfg.TTL)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -141,9 +167,16 @@ func (s *Store) TTL() time.Duration { return s.cfg.TTL }
 // MaxRooms is how many rooms the store holds at most.
 func (s *Store) MaxRooms() int { return s.cfg.MaxRooms }
 
-// Create makes a room reading tag. It returns the room and its driver key,
-// which is not stored and cannot be recovered.
-func (s *Store) Create(tag string) (Room, string, error) {
+// PerOwner is how many rooms one owner holds at once.
+func (s *Store) PerOwner() int { return s.cfg.PerOwner }
+
+// UnjoinedTTL is how long a room no reader joined lives.
+func (s *Store) UnjoinedTTL() time.Duration { return s.cfg.UnjoinedTTL }
+
+// Create makes a room reading tag for owner (a client address). It returns
+// the room and its driver key, which is not stored and cannot be recovered.
+// The room counts as never joined until MarkJoined.
+func (s *Store) Create(tag, owner string) (Room, string, error) {
 	id, err := NewSecret()
 	if err != nil {
 		return Room{}, "", err
@@ -162,8 +195,17 @@ func (s *Store) Create(tag string) (Room, string, error) {
 	if len(s.rooms) >= s.cfg.MaxRooms {
 		return Room{}, "", ErrFull
 	}
+	held := 0
+	for _, r := range s.rooms {
+		if r.Owner == owner {
+			held++
+		}
+	}
+	if held >= s.cfg.PerOwner {
+		return Room{}, "", ErrOwnerFull
+	}
 	now := s.cfg.Now()
-	r := &Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now}
+	r := &Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now, Owner: owner, NeverJoined: true}
 	s.rooms[id] = r
 	if err := s.save(); err != nil {
 		delete(s.rooms, id)
@@ -193,7 +235,7 @@ func (s *Store) get(id string) (*Room, error) {
 		}
 		return nil, ErrNotFound
 	}
-	if s.cfg.Now().Sub(r.LastActive) > s.cfg.TTL {
+	if s.over(r, s.cfg.Now()) {
 		s.expire(id)
 		s.save()
 		return nil, ErrExpired
@@ -316,13 +358,34 @@ func (s *Store) sweep() []string {
 	var gone []string
 	now := s.cfg.Now()
 	for id, r := range s.rooms {
-		if now.Sub(r.LastActive) > s.cfg.TTL {
+		if s.over(r, now) {
 			s.expire(id)
 			gone = append(gone, id)
 		}
 	}
 	sort.Strings(gone)
 	return gone
+}
+
+// over reports whether r's time is up at now: TTL after its last use, or
+// UnjoinedTTL after its creation when no reader ever joined it.
+func (s *Store) over(r *Room, now time.Time) bool {
+	if r.NeverJoined && now.Sub(r.Created) > s.cfg.UnjoinedTTL {
+		return true
+	}
+	return now.Sub(r.LastActive) > s.cfg.TTL
+}
+
+// MarkJoined records that a reader joined the room: from now on it lives
+// until TTL after its last use. It is written with the next Flush.
+func (s *Store) MarkJoined(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, err := s.get(id); err == nil && r.NeverJoined {
+		r.NeverJoined = false
+		r.LastActive = s.cfg.Now()
+		s.dirty = true
+	}
 }
 
 // expire replaces a room with its tombstone; s.mu is held.

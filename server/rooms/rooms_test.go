@@ -48,11 +48,11 @@ func TestRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, key, err := s.Create("v1.37.2")
+	r, key, err := s.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, otherKey, err := s.Create("v1.31.0")
+	other, otherKey, err := s.Create("v1.31.0", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +92,11 @@ func TestPersistenceRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, key, err := s.Create("v1.37.2")
+	r, key, err := s.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.MarkJoined(r.ID)
 	if r, err = s.RotateToken(r.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -150,11 +151,11 @@ func TestWheelLoan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, key, err := s.Create("v1.37.2")
+	r, key, err := s.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, _, err := s.Create("v1.37.2")
+	other, _, err := s.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,8 +240,10 @@ func TestExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idle, _, _ := s.Create("v1.37.2")
-	busy, _, _ := s.Create("v1.37.2")
+	idle, _, _ := s.Create("v1.37.2", "192.0.2.1")
+	busy, _, _ := s.Create("v1.37.2", "192.0.2.1")
+	s.MarkJoined(idle.ID) // rooms nobody joined expire sooner: TestUnjoinedRoomExpiresSoon
+	s.MarkJoined(busy.ID)
 	c.add(50 * time.Minute)
 	s.Touch(busy.ID)
 	c.add(20 * time.Minute) // idle: 70 min; busy: 20 min
@@ -277,7 +280,8 @@ func TestExpiry(t *testing.T) {
 
 	// A room Open finds expired stays expired, though nothing else writes
 	// before the next start (a server killed), with a longer TTL.
-	late, _, _ := s2.Create("v1.37.2")
+	late, _, _ := s2.Create("v1.37.2", "192.0.2.1")
+	s2.MarkJoined(late.ID)
 	c.add(2 * time.Hour)
 	if _, err := Open(Config{Path: path, TTL: time.Hour, Now: c.now}); err != nil {
 		t.Fatal(err)
@@ -298,16 +302,77 @@ func TestMaxRooms(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if _, _, err := s.Create("v1.37.2"); err != nil {
+		if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 			t.Fatalf("room %d: %v", i, err)
 		}
 	}
-	if _, _, err := s.Create("v1.37.2"); !errors.Is(err, ErrFull) {
+	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); !errors.Is(err, ErrFull) {
 		t.Fatalf("fourth room: %v, want ErrFull", err)
 	}
 	c.add(2 * time.Hour) // all expire: room again
-	if _, _, err := s.Create("v1.37.2"); err != nil {
+	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 		t.Fatalf("after expiry: %v", err)
+	}
+}
+
+// One owner holds PerOwner rooms at once, whatever MaxRooms allows; a room
+// that expires frees its place.
+func TestPerOwner(t *testing.T) {
+	c := newClock()
+	s, err := Open(Config{MaxRooms: 48, PerOwner: 4, TTL: time.Hour, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
+			t.Fatalf("room %d: %v", i, err)
+		}
+	}
+	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); !errors.Is(err, ErrOwnerFull) {
+		t.Fatalf("a fifth room of one owner: %v, want ErrOwnerFull", err)
+	}
+	if _, _, err := s.Create("v1.37.2", "192.0.2.2"); err != nil {
+		t.Fatalf("another owner: %v", err)
+	}
+	c.add(2 * time.Hour)
+	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
+		t.Fatalf("after its rooms expired: %v", err)
+	}
+}
+
+// A room no reader joined lives UnjoinedTTL from its creation, though its
+// page be opened (Touch); a joined one lives TTL from its last use. The
+// mark survives a restart.
+func TestUnjoinedRoomExpiresSoon(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rooms.json")
+	c := newClock()
+	cfg := Config{Path: path, TTL: 24 * time.Hour, UnjoinedTTL: 10 * time.Minute, Now: c.now}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unjoined, _, _ := s.Create("v1.37.2", "192.0.2.1")
+	joined, _, _ := s.Create("v1.37.2", "192.0.2.1")
+	c.add(time.Minute)
+	s.MarkJoined(joined.ID)
+	s.Touch(unjoined.ID)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(10 * time.Minute)
+	if _, err := s.Get(unjoined.ID); !errors.Is(err, ErrExpired) {
+		t.Errorf("a room nobody joined, 11 min on: %v, want ErrExpired", err)
+	}
+	if _, err := s.Get(joined.ID); err != nil {
+		t.Errorf("a joined room, 11 min on: %v", err)
+	}
+	c.add(24 * time.Hour)
+	if _, err := s.Get(joined.ID); !errors.Is(err, ErrExpired) {
+		t.Errorf("a joined room idle a day: %v, want ErrExpired", err)
 	}
 }
 

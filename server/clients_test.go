@@ -1,0 +1,393 @@
+package server
+
+// Issue 11, "one client cannot lock the others out": the client address,
+// the caps per client, the pings, and the close codes of refusals.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/relay"
+	"github.com/syncloop/syncloop/server/rooms"
+)
+
+func TestClientAddr(t *testing.T) {
+	proxies, err := ParseTrustedProxies("10.0.0.0/8, 192.168.1.7,::1/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		remote  string
+		xff     []string
+		trusted []netip.Prefix
+		want    string
+	}{
+		{"no proxies trusted: the header is ignored", "203.0.113.9:4000", []string{"198.51.100.1"}, nil, "203.0.113.9"},
+		{"a peer that is not a trusted proxy cannot name the client", "203.0.113.9:4000", []string{"198.51.100.1"}, proxies, "203.0.113.9"},
+		{"a trusted proxy names the client", "10.1.2.3:4000", []string{"198.51.100.1"}, proxies, "198.51.100.1"},
+		{"the right-most untrusted address, not what the client wrote", "10.1.2.3:4000", []string{"6.6.6.6, 198.51.100.1, 192.168.1.7"}, proxies, "198.51.100.1"},
+		{"several headers read as one list", "10.1.2.3:4000", []string{"6.6.6.6", "198.51.100.1", "10.9.9.9"}, proxies, "198.51.100.1"},
+		{"a trusted proxy without the header", "10.1.2.3:4000", nil, proxies, "10.1.2.3"},
+		{"every hop trusted: the left-most", "10.1.2.3:4000", []string{"10.4.4.4, 192.168.1.7"}, proxies, "10.4.4.4"},
+		{"garbage stops the walk at the last trusted hop", "10.1.2.3:4000", []string{"6.6.6.6, garbage"}, proxies, "10.1.2.3"},
+		{"IPv6 peer", "[::1]:4000", []string{"2001:db8::5"}, proxies, "2001:db8::5"},
+		{"IPv4 in IPv6 is one client", "[::ffff:203.0.113.9]:4000", nil, nil, "203.0.113.9"},
+		{"an address with a port in the header", "10.1.2.3:4000", []string{"198.51.100.1:5555"}, proxies, "198.51.100.1"},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.remote
+		for _, v := range tc.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		if got := clientAddr(r, tc.trusted); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	for _, bad := range []string{"10.0.0.0/33", "nonsense", "10.0.0.0/8,x"} {
+		if _, err := ParseTrustedProxies(bad); err == nil {
+			t.Errorf("ParseTrustedProxies(%q): no error", bad)
+		}
+	}
+}
+
+// One address holds at most RoomsPerClient rooms at once, even at a
+// creation rate that would let it fill --max-rooms (before: all 48). The
+// address is the socket's, unless a trusted proxy names the client.
+func TestRoomsPerClient(t *testing.T) {
+	fill := func(t *testing.T, s *Server, ts *httptest.Server, header ...string) int {
+		s.rooms.creates = rooms.NewKeyLimiter(1000, 1000, 100) // the rate is not what is tested
+		made := 0
+		for range s.rooms.store.MaxRooms() {
+			switch code := postRoom(t, ts, header...).StatusCode; code {
+			case http.StatusSeeOther:
+				made++
+			case http.StatusTooManyRequests:
+			default:
+				t.Fatalf("POST /rooms: %d", code)
+			}
+		}
+		return made
+	}
+	t.Run("one address", func(t *testing.T) {
+		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms = 48 })
+		if n := fill(t, s, ts); n != rooms.DefaultPerOwner {
+			t.Errorf("one address made %d of %d rooms, want %d", n, s.rooms.store.MaxRooms(), rooms.DefaultPerOwner)
+		}
+		// X-Forwarded-For from a peer that is not a trusted proxy changes nothing.
+		if n := fill(t, s, ts, "X-Forwarded-For", "198.51.100.7"); n != 0 {
+			t.Errorf("an untrusted X-Forwarded-For made %d more rooms", n)
+		}
+	})
+	t.Run("behind a trusted proxy", func(t *testing.T) {
+		s, ts := newRoomServer(t, "", func(c *Config) {
+			c.MaxRooms, c.RoomsPerClient = 48, 2
+			c.TrustedProxies, _ = ParseTrustedProxies("127.0.0.0/8,::1/128")
+		})
+		a := fill(t, s, ts, "X-Forwarded-For", "198.51.100.7")
+		b := fill(t, s, ts, "X-Forwarded-For", "198.51.100.8")
+		if a != 2 || b != 2 {
+			t.Errorf("two clients behind the proxy made %d and %d rooms, want 2 each", a, b)
+		}
+	})
+}
+
+// A room nobody joined ends after RoomUnjoinedTTL (before: --room-ttl, a
+// day); one whose socket a reader opened lives on.
+func TestUnjoinedRoomExpires(t *testing.T) {
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomUnjoinedTTL = 300 * time.Millisecond })
+	unjoined, _ := createRoom(t, ts)
+	joined, key := createRoom(t, ts)
+	dialRoom(t, testCtx(t), ts, joined, key, "Ann").c.CloseNow()
+	if status, _ := httpGet(t, ts.URL+"/rooms/"+unjoined); status != 200 {
+		t.Fatalf("new room: %d", status)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if status, _ := httpGet(t, ts.URL+"/rooms/"+unjoined); status != http.StatusGone {
+		t.Errorf("a room nobody joined, after RoomUnjoinedTTL: %d, want 410", status)
+	}
+	if status, _ := httpGet(t, ts.URL+"/rooms/"+joined); status != 200 {
+		t.Errorf("a joined room: %d, want 200", status)
+	}
+}
+
+// Before: 63 browser sockets to made-up feed names filled the 64 feeds,
+// and a room's relay was refused "too many feeds". Now such a socket is
+// refused 404 before the upgrade and creates nothing.
+func TestBogusFeedSocketsCreateNoFeed(t *testing.T) {
+	s, ts := newRoomServer(t, "", nil)
+	ctx := testCtx(t)
+	for i := range maxFeeds - 1 {
+		c, resp, err := websocket.Dial(ctx, wsURL(ts, fmt.Sprint("/feeds/made-up-", i, "/ws")), nil)
+		if err == nil {
+			defer c.CloseNow()
+			t.Fatalf("a browser socket to made-up feed %d was accepted", i)
+		}
+		if resp == nil || resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("made-up feed %d: %v, want 404", i, err)
+		}
+	}
+	s.live.mu.Lock()
+	n := len(s.live.feeds)
+	s.live.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d feeds after the made-up sockets, want the default alone", n)
+	}
+	id, key := createRoom(t, ts)
+	d := dialRoom(t, ctx, ts, id, key, "Ann")
+	rl, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/room-"+id+"/ingest"), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}},
+	})
+	if err != nil {
+		t.Fatalf("the room's relay: %v", err)
+	}
+	defer rl.CloseNow()
+	if ack := send(t, ctx, rl, relay.Line{ID: "1", Raw: "a line"}); ack != "1" {
+		t.Errorf("the room's relay: ack %q", ack)
+	}
+	// The room's feed and the default are the server's: browsers open them.
+	for _, feed := range []string{"default", "room-" + id} {
+		c := dialFeed(t, ctx, ts, feed)
+		if _, _, err := c.Read(ctx); err != nil {
+			t.Errorf("feed %s: %v", feed, err)
+		}
+	}
+}
+
+// One client holds at most SocketsPerClient browser sockets, feed and room
+// sockets together; another client (named by a trusted proxy) is not held
+// back by it, and a closed socket frees its place.
+func TestSocketsPerClient(t *testing.T) {
+	_, ts := newRoomServer(t, "", func(c *Config) {
+		c.SocketsPerClient = 3
+		c.TrustedProxies, _ = ParseTrustedProxies("127.0.0.0/8,::1/128")
+	})
+	id, _ := createRoom(t, ts)
+	ctx := testCtx(t)
+	dial := func(path, client string) (*websocket.Conn, int) {
+		c, resp, err := websocket.Dial(ctx, wsURL(ts, path), &websocket.DialOptions{HTTPHeader: http.Header{"X-Forwarded-For": {client}}})
+		if err != nil {
+			if resp == nil {
+				t.Fatal(err)
+			}
+			return nil, resp.StatusCode
+		}
+		t.Cleanup(func() { c.CloseNow() })
+		go drain(ctx, c)
+		return c, http.StatusSwitchingProtocols
+	}
+	var open []*websocket.Conn
+	for _, path := range []string{"/feeds/default/ws", "/rooms/" + id + "/ws", "/feeds/room-" + id + "/ws"} {
+		c, code := dial(path, "198.51.100.1")
+		if code != http.StatusSwitchingProtocols {
+			t.Fatalf("%s: %d", path, code)
+		}
+		open = append(open, c)
+	}
+	for _, path := range []string{"/feeds/default/ws", "/rooms/" + id + "/ws"} {
+		if _, code := dial(path, "198.51.100.1"); code != http.StatusTooManyRequests {
+			t.Errorf("a fourth socket (%s): %d, want 429", path, code)
+		}
+	}
+	if _, code := dial("/feeds/default/ws", "198.51.100.2"); code != http.StatusSwitchingProtocols {
+		t.Errorf("another client: %d", code)
+	}
+	open[0].Close(websocket.StatusNormalClosure, "")
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if _, code := dial("/feeds/default/ws", "198.51.100.1"); code == http.StatusSwitchingProtocols {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a closed socket did not free its place")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A browser that stops answering (here: stops reading, so it never sees
+// the pings) is closed after a ping goes unanswered, and no longer holds
+// its feed subscription or its place in the room.
+func TestPingClosesSilentSockets(t *testing.T) {
+	s, ts := newRoomServer(t, "", func(c *Config) { c.PingEvery = 100 * time.Millisecond })
+	id, _ := createRoom(t, ts)
+	ctx := testCtx(t)
+	feed := dialFeed(t, ctx, ts, "default") // never read
+	room, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer room.CloseNow()
+	_ = feed
+	subscribers := func() int {
+		s.live.mu.Lock()
+		defer s.live.mu.Unlock()
+		return s.live.feeds[defaultFeed].hub.Stats().Subscribers
+	}
+	waitUntil(t, "the silent sockets to be counted", func() bool {
+		readers, _ := s.rooms.counts()
+		return subscribers() == 1 && readers == 1
+	})
+	waitUntil(t, "the silent sockets to be closed", func() bool {
+		readers, _ := s.rooms.counts()
+		return subscribers() == 0 && readers == 0
+	})
+	if n := s.live.sockets.unanswered.Load(); n != 2 {
+		t.Errorf("%d sockets counted unanswered, want 2", n)
+	}
+	// A browser that reads answers the pings and stays.
+	go drain(ctx, dialFeed(t, ctx, ts, "default"))
+	time.Sleep(500 * time.Millisecond)
+	if n := subscribers(); n != 1 {
+		t.Errorf("a reading browser: %d subscribers after five pings, want 1", n)
+	}
+}
+
+// drain reads c until it fails, as a browser does: reading is what answers pings.
+func drain(ctx context.Context, c *websocket.Conn) {
+	for {
+		if _, _, err := c.Read(ctx); err != nil {
+			return
+		}
+	}
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// Permanent refusals close with a 4xxx code, on which the pages stop
+// reconnecting: an expired room's sockets, room and feed (4410), a feed let
+// go under its readers (4404); the full room's 4429 is in TestRoomLimits.
+func TestRefusalCloseCodes(t *testing.T) {
+	s, ts := newRoomServer(t, "", func(c *Config) { c.RoomTTL = 300 * time.Millisecond })
+	ctx := testCtx(t)
+	id, _ := createRoom(t, ts)
+	b := dialFeed(t, ctx, ts, "room-"+id)
+	if _, _, err := b.Read(ctx); err != nil { // the hello
+		t.Fatal(err)
+	}
+	s.live.dropFeed("room-" + id) // what the rooms' housekeeping does when a room expires
+	_, _, err := b.Read(ctx)
+	if websocket.CloseStatus(err) != CloseFeedGone {
+		t.Errorf("a feed let go: %v, want close %d", err, CloseFeedGone)
+	}
+	time.Sleep(600 * time.Millisecond)
+	c, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), nil)
+	if err != nil {
+		t.Fatalf("an expired room's socket: %v, want an upgrade and a close code", err)
+	}
+	defer c.CloseNow()
+	if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != CloseRoomGone {
+		t.Errorf("an expired room's socket: %v, want close %d", err, CloseRoomGone)
+	}
+	f, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/room-"+id+"/ws"), nil)
+	if err != nil {
+		t.Fatalf("an expired room's feed socket: %v, want an upgrade and a close code", err)
+	}
+	defer f.CloseNow()
+	if _, _, err := f.Read(ctx); websocket.CloseStatus(err) != CloseRoomGone {
+		t.Errorf("an expired room's feed socket: %v, want close %d", err, CloseRoomGone)
+	}
+	if status, _ := httpGet(t, ts.URL+"/rooms/"+id+"/ws"); status != http.StatusGone {
+		t.Errorf("an expired room's socket address, not as a websocket: %d, want 410", status)
+	}
+	if _, resp, err := websocket.Dial(ctx, wsURL(ts, "/rooms/AAAAAAAAAAAAAAAAAAAAAA/ws"), nil); err == nil || resp.StatusCode != http.StatusNotFound {
+		t.Errorf("no such room: %v, want 404", err)
+	}
+}
+
+// /healthz is 503 with the reason while the default Reading loads or a
+// directory the server writes cannot be written, 200 otherwise.
+func TestHealthz(t *testing.T) {
+	hold := make(chan struct{})
+	fl := &fakeLoader{hold: map[string]chan struct{}{fixtureTag: hold}}
+	fl.readings = nil
+	dataDir := filepath.Join(t.TempDir(), "data")
+	s, err := NewServer(Config{DefaultTag: fixtureTag, CacheDir: t.TempDir(), DataDir: dataDir, Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check := func(when string, code int, body string) {
+		t.Helper()
+		rec := get(t, s, "/healthz")
+		if rec.Code != code || !strings.Contains(rec.Body.String(), body) {
+			t.Errorf("%s: %d %q, want %d %q", when, rec.Code, rec.Body.String(), code, body)
+		}
+	}
+	check("while the default Reading loads", 503, "not ready: the default tag "+fixtureTag+" is still loading")
+	fl.mu.Lock()
+	fl.readings = map[string]*extractor.Reading{fixtureTag: fixtureReading(t)}
+	fl.mu.Unlock()
+	close(hold)
+	waitLoaded(t, s, fixtureTag)
+	check("loaded", 200, "ok\n")
+	// The data dir turns into a file: rooms cannot be saved.
+	if err := os.RemoveAll(dataDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dataDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	check("the data dir unwritable", 503, "cannot write rooms in "+dataDir)
+}
+
+// The metric names and types are a public contract (outside checks read
+// syncloop_lines_ingested_total{feed=…}): a rename must fail here, and be
+// written in the README.
+func TestMetricNames(t *testing.T) {
+	_, ts := newRoomServer(t, "", nil)
+	_, body := httpGet(t, ts.URL+"/metrics")
+	got := map[string]string{}
+	for line := range strings.Lines(body) {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
+			got[f[2]] = f[3]
+		}
+	}
+	want := map[string]string{
+		"syncloop_lines_ingested_total":     "counter",
+		"syncloop_lines_by_case_total":      "counter",
+		"syncloop_lines_dropped_total":      "counter",
+		"syncloop_clients":                  "gauge",
+		"syncloop_feeds":                    "gauge",
+		"syncloop_sockets_refused_total":    "counter",
+		"syncloop_sockets_unanswered_total": "counter",
+		"syncloop_rooms":                    "gauge",
+		"syncloop_room_readers":             "gauge",
+		"syncloop_room_followers":           "gauge",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("metrics and types:\n got %v\nwant %v", got, want)
+	}
+	for _, sample := range []string{`syncloop_lines_ingested_total{feed="default"} `, "syncloop_feeds 1\n"} {
+		if !strings.Contains(body, sample) {
+			t.Errorf("no sample %q in\n%s", sample, body)
+		}
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range want {
+		if !strings.Contains(string(readme), "| `"+name) {
+			t.Errorf("the README does not document %s", name)
+		}
+	}
+}

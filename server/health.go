@@ -1,0 +1,75 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+)
+
+// handleHealthz answers GET /healthz: 200 "ok" when the server can do its
+// job, else 503 "not ready: " and why: the default tag's Reading (what /
+// shows) has not loaded, or a directory the server writes (rooms under
+// --data-dir, feed histories under the cache dir) cannot be written.
+// syncloop health prints the reason.
+func (s *Server) handleHealthz() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if why := s.notReady(); len(why) > 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, "not ready: "+strings.Join(why, "; ")+"\n")
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
+}
+
+// notReady says what keeps the server from serving; nothing when ready.
+func (s *Server) notReady() []string {
+	var why []string
+	tag := s.cfg.DefaultTag
+	if st := s.state(tag); st == nil {
+		why = append(why, fmt.Sprintf("the default tag %s is not loaded (too many tags held)", tag))
+	} else {
+		select {
+		case <-st.done:
+			if st.err != nil {
+				why = append(why, fmt.Sprintf("the default tag %s failed to load: %v", tag, st.err))
+			}
+		default:
+			why = append(why, fmt.Sprintf("the default tag %s is still loading", tag))
+		}
+	}
+	dirs := map[string]string{"rooms": s.cfg.DataDir, "feed history": s.live.storeDir}
+	for _, what := range []string{"rooms", "feed history"} {
+		if dir := dirs[what]; dir != "" {
+			if err := probeWrite(dir); err != nil {
+				why = append(why, fmt.Sprintf("cannot write %s in %s: %v", what, dir, err))
+			}
+		}
+	}
+	return why
+}
+
+// probeWrite writes and removes a small file in dir, creating dir if need be.
+func probeWrite(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".healthz-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString("ok\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
