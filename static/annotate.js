@@ -750,7 +750,7 @@ function build() {
 	for (const sec of caseEls) {
 		const key = sec.dataset.case;
 		const ch = sec.querySelector('dl.facts dd code')?.textContent || key;
-		writers.append(field('writer.' + key, { label: `${key} (${ch})`, multiline: false, placeholder: 'a symbol, e.g. pkg/kubelet/config.(*PodConfig).Updates' }));
+		writers.append(field('writer.' + key, { label: `${key} (${ch})`, multiline: false, placeholder: 'a symbol, as pkg/path.(*Type).Method, or words' }));
 	}
 	const sets = el('div', 'annot-sets');
 	sets.append(el('h3', '', 'The two sets'));

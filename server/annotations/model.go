@@ -8,7 +8,6 @@ package annotations
 import (
 	"bytes"
 	"fmt"
-	"path"
 	"regexp"
 	"slices"
 	"sort"
@@ -183,19 +182,12 @@ func checkSet(r *extractor.Reading, name, text string) []Check {
 			decls = append(decls, d)
 		}
 	}
-	where := func() string {
-		var s []string
-		for _, d := range decls {
-			s = append(s, fmt.Sprintf("%s:%d", d.File, d.Line))
-		}
-		return strings.Join(s, ", ")
-	}
 	if len(decls) == 0 {
 		return []Check{{"warn", fmt.Sprintf("At %s no type %s is declared under pkg/.", r.Tag, name)}}
 	}
 	ms := fileLineRE.FindAllStringSubmatch(text, -1)
 	if len(ms) == 0 {
-		return []Check{{"warn", "Give a file:line, e.g. " + fmt.Sprintf("%s:%d", path.Base(decls[0].File), decls[0].Line) + "'s form."}}
+		return []Check{{"warn", "Give it as file:line, e.g. some_file.go:123, so it can be checked."}}
 	}
 	var out []Check
 	for _, m := range ms {
@@ -206,7 +198,8 @@ func checkSet(r *extractor.Reading, name, text string) []Check {
 		})
 		switch {
 		case i < 0:
-			out = append(out, Check{"warn", fmt.Sprintf("At %s %s is not declared in %s; it is at %s.", r.Tag, name, file, where())})
+			// Not the answer: how many places to look, not where.
+			out = append(out, Check{"warn", fmt.Sprintf("At %s %s is not declared in %s (it is declared in %d files under pkg/).", r.Tag, name, file, len(decls))})
 		case decls[i].Line != line:
 			out = append(out, Check{"warn", fmt.Sprintf("At %s that is line %d (%s:%d).", r.Tag, decls[i].Line, decls[i].File, decls[i].Line)})
 		default:

@@ -60,7 +60,7 @@ func TestChecksAgainstSource(t *testing.T) {
 		{"set.desired", "volumemanager/cache/desired_state_of_world.go:60", "warn", "At v1.37.2 that is line 53"},
 		{"set.actual", "pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48", "ok", "declared at pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48"},
 		{"set.actual", "kubelet.go:10", "warn", "is not declared in kubelet.go"},
-		{"set.desired", "the volume manager's", "warn", "Give a file:line"},
+		{"set.desired", "the volume manager's", "warn", "Give it as file:line"},
 		{"set.desired", "", "empty", "Where is DesiredStateOfWorld declared"},
 		{"case.config", "", "empty", "still empty"},
 		{"case.nosuch", "text", "warn", "no nosuch case at v1.37.2"},
