@@ -166,22 +166,23 @@ func readLine(in *bufio.Reader, long *[]byte) (line []byte, dropped int, err err
 	return bytes.TrimSuffix(buf, []byte("\r")), dropped, err
 }
 
-// caseColors are ANSI SGR colours per case key, stable across runs.
-var caseColors = map[string]string{
-	"config":       "34", // blue
-	"pleg":         "35", // magenta
-	"sync":         "36", // cyan
-	"housekeeping": "33", // yellow
-	"liveness":     "31", // red
-	"readiness":    "32", // green
-	"startup":      "92", // bright green
-	"container":    "94", // bright blue
+// caseColors are ANSI SGR colours by case colour slot (extractor.CaseHue),
+// stable across runs: blue, magenta, cyan, red, green, bright green, bright
+// blue, yellow.
+var caseColors = [...]string{"34", "35", "36", "31", "32", "92", "94", "33"}
+
+// caseColor is the colour of a case key, "" for none.
+func caseColor(key string) string {
+	if i := extractor.CaseHue(key); i >= 0 && i < len(caseColors) {
+		return caseColors[i]
+	}
+	return ""
 }
 
 // writeText writes "[case        ] text": the case padded to the longest
 // key, the kubelet's own line (without a journald JSON wrapper).
 func writeText(w *bufio.Writer, l *classify.Line, color bool) {
-	const width = len("housekeeping")
+	const width = len(extractor.KeyHousekeeping)
 	text := l.Display()
 	if l.Format == classify.FormatJournalJSON {
 		// Keep journald's identity of the entry in view: host and time.
@@ -194,7 +195,7 @@ func writeText(w *bufio.Writer, l *classify.Line, color bool) {
 	w.WriteByte('[')
 	switch {
 	case color && l.Case != "":
-		c := caseColors[l.Case]
+		c := caseColor(l.Case)
 		if c == "" {
 			c = "1"
 		}

@@ -22,9 +22,13 @@ The source comes from, in order:
   --source-dir DIR      a Kubernetes checkout (no hash check; "source": "dir")
   the Reading cache     CACHE-DIR/readings/TAG/ (no network)
   the module cache      $GOMODCACHE/cache/download/k8s.io/kubernetes/@v/TAG.zip,
-                        checked against its .ziphash (no network)
+                        checked against its .ziphash (no network), or, with
+                        no .ziphash, against the Go checksum database
   the module proxy      $GOPROXY/k8s.io/kubernetes/@v/TAG.zip, checked against
                         the Go checksum database ($GOSUMDB)
+The default tag is also checked against a hash pinned in syncloop. The
+Reading's "verified" says how its source was checked: sumdb, pinned+sumdb,
+pinned, ziphash, or none (a checkout, or GOSUMDB=off/GONOSUMDB/GOPRIVATE).
 GOPROXY, GOSUMDB, GONOSUMDB, GOPRIVATE, GOMODCACHE and GOPATH are read as
 the go command reads them; GOPROXY=off allows only the caches, and "direct"
 (version control) is not supported, so GOINSECURE has no effect.
@@ -101,6 +105,9 @@ func printReadingTable(s stdio, r *extractor.Reading) error {
 	fmt.Fprintf(s.stdout, "%s@%s (%s", r.Module, r.Tag, r.Source)
 	if r.ModuleHash != "" {
 		fmt.Fprintf(s.stdout, ", %s", r.ModuleHash)
+	}
+	if r.Verified != "" {
+		fmt.Fprintf(s.stdout, ", verified: %s", r.Verified)
 	}
 	fmt.Fprintf(s.stdout, ")\n%s %s:%d-%d, %d cases\n%s\n\n", f.Name, f.File, f.Start, f.End, len(f.Cases), f.Upstream)
 	tw := tabwriter.NewWriter(s.stdout, 0, 4, 2, ' ', 0)

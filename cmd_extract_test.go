@@ -120,7 +120,7 @@ func TestExtractJSON(t *testing.T) {
 		t.Errorf("Reading %s %s %q %v, want %s dir, no hash, %v", r.Tag, r.Source, r.ModuleHash, keys, extractor.DefaultTag, want)
 	}
 	// The contract's field names, indented, and source text not HTML-escaped.
-	for _, s := range []string{`"schema": 1`, `"module": "k8s.io/kubernetes"`, `"source": "dir"`, `"cases": [`, "\n  \"function\": {", `<-configCh`} {
+	for _, s := range []string{`"schema": 2`, `"verified": "none"`, `"module": "k8s.io/kubernetes"`, `"source": "dir"`, `"cases": [`, "\n  \"function\": {", `<-configCh`} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("JSON lacks %q", s)
 		}
@@ -137,7 +137,7 @@ func TestExtractTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(stdout, "\n")
-	if !strings.HasPrefix(lines[0], "k8s.io/kubernetes@"+extractor.DefaultTag+" (dir)") {
+	if !strings.HasPrefix(lines[0], "k8s.io/kubernetes@"+extractor.DefaultTag+" (dir, verified: none)") {
 		t.Errorf("first line %q", lines[0])
 	}
 	var header, config string
@@ -166,7 +166,7 @@ func TestExtractTable(t *testing.T) {
 // TestPrintReadingTable pins the table's layout on a Reading written here.
 func TestPrintReadingTable(t *testing.T) {
 	r := &extractor.Reading{
-		Module: "k8s.io/kubernetes", Tag: "v1.30.0", Source: "proxy", ModuleHash: "h1:abc=",
+		Module: "k8s.io/kubernetes", Tag: "v1.30.0", Source: "proxy", ModuleHash: "h1:abc=", Verified: "sumdb",
 		Function: extractor.Function{
 			Name: "syncLoopIteration", File: "pkg/kubelet/kubelet.go", Start: 10, End: 40, Upstream: "https://example/L10",
 			Cases: []extractor.Case{
@@ -181,7 +181,7 @@ func TestPrintReadingTable(t *testing.T) {
 	if err := printReadingTable(stdio{stdout: &out}, r); err != nil {
 		t.Fatal(err)
 	}
-	want := `k8s.io/kubernetes@v1.30.0 (proxy, h1:abc=)
+	want := `k8s.io/kubernetes@v1.30.0 (proxy, h1:abc=, verified: sumdb)
 syncLoopIteration pkg/kubelet/kubelet.go:10-40, 2 cases
 https://example/L10
 

@@ -39,6 +39,7 @@ func TestE2ERoomsSurviveRestart(t *testing.T) {
 		args := append([]string{"serve", "--addr", addr, "--cache-dir", cache, "--data-dir", filepath.Join(dir, "data"), "--log-level", "warn"}, extra...)
 		p := start(t, name, bin, args...)
 		waitHealthy(t, base, p)
+		waitReading(t, base)
 		return p
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -189,6 +190,24 @@ func e2eCreateRoom(t *testing.T, base string) (id, key string) {
 		t.Fatalf("driver link %q", u)
 	}
 	return id, key
+}
+
+// waitReading waits until the server at base serves the default tag's
+// page: the copied cache may hold no Reading of the current Schema, and then
+// the first server fetches (and verifies) the tag before it can show a room.
+func waitReading(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		status, body := e2eGet(t, base+"/k8s/"+extractor.DefaultTag+"/")
+		if status == http.StatusOK {
+			return
+		}
+		if status != http.StatusAccepted || time.Now().After(deadline) {
+			t.Fatalf("GET /k8s/%s/: %d\n%s", extractor.DefaultTag, status, body)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 func e2eGet(t *testing.T, u string) (int, string) {

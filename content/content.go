@@ -47,6 +47,8 @@ import (
 	gmhtml "github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/text"
 	"github.com/yuin/goldmark/util"
+
+	"github.com/syncloop/syncloop/extractor"
 )
 
 //go:embed notes/*.md
@@ -73,7 +75,7 @@ const SymScheme = "sym:"
 // CaseOrder is the order in which case notes are listed: the order of the
 // cases in syncLoopIteration at recent tags. Case keys not in it follow,
 // sorted by name.
-var CaseOrder = []string{"config", "pleg", "sync", "liveness", "readiness", "startup", "container", "housekeeping"}
+var CaseOrder = extractor.CaseKeys[:]
 
 // loaded parses the embedded notes once; they cannot change at run time.
 var loaded = sync.OnceValues(func() ([]Note, error) { return parseNotes(notesFS, "notes") })
@@ -315,6 +317,9 @@ func symLinks(doc ast.Node, source []byte) []symLink {
 // <span class="sym-unresolved"> that says so, never a broken link.
 func Render(n Note, resolve func(sym string) (href string, ok bool)) (template.HTML, error) {
 	doc := parse(n)
+	if n.Kind == KindCase {
+		nestHeadings(doc, 4)
+	}
 	for _, l := range symLinks(doc, n.Body) {
 		s := &symNode{Sym: l.sym}
 		if resolve != nil {
@@ -339,6 +344,27 @@ func Render(n Note, resolve func(sym string) (href string, ok bool)) (template.H
 	// The HTML comes from goldmark in safe mode: raw HTML in the note is
 	// omitted and every attribute value is escaped.
 	return template.HTML(buf.String()), nil
+}
+
+// nestHeadings shifts a note's headings so that its highest is at level top:
+// a case note sits under the case's own title (an h3 on the page), so its
+// "### Fire it" must not read as a sibling of that title.
+func nestHeadings(doc ast.Node, top int) {
+	var hs []*ast.Heading
+	high := 7
+	_ = ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if h, ok := n.(*ast.Heading); ok && entering {
+			hs = append(hs, h)
+			high = min(high, h.Level)
+		}
+		return ast.WalkContinue, nil
+	})
+	if high >= top {
+		return
+	}
+	for _, h := range hs {
+		h.Level = min(h.Level+top-high, 6)
+	}
 }
 
 // kindSym is the node kind of a symbol link after resolution.

@@ -42,7 +42,7 @@ var _ = Load
 
 // Extract builds the Reading from fsys, a file system rooted at the top of a
 // Kubernetes source tree (a module zip's k8s.io/kubernetes@TAG/ directory or
-// a checkout). It fills everything but ModuleHash and Source.
+// a checkout). It fills everything but ModuleHash, Source and Verified.
 // Implemented in parse.go.
 var _ = Extract
 

@@ -158,46 +158,50 @@ func writeFileAtomic(path string, data []byte) (err error) {
 }
 
 // A verifiedStamp records that syncloop hashed a module-cache zip and found
-// the hash expected, so an unchanged zip (same path, size and modification
-// time) is not hashed again: hashing a 20 MB zip means inflating ~100 MB,
+// the hash it checked it against (Verified says which), so an unchanged zip
+// (same path, size and modification time) is not hashed, nor looked up in the
+// checksum database, again: hashing a 20 MB zip means inflating ~100 MB,
 // several times the cost of extracting a Reading from it.
 type verifiedStamp struct {
-	Zip     string `json:"zip"`
-	Size    int64  `json:"size"`
-	ModTime int64  `json:"mod_time_ns"`
-	Hash    string `json:"hash"`
+	Zip      string `json:"zip"`
+	Size     int64  `json:"size"`
+	ModTime  int64  `json:"mod_time_ns"`
+	Hash     string `json:"hash"`
+	Verified string `json:"verified"` // a Verified* value, never VerifiedNone
 }
 
 func stampPath(dir, tag string) string {
 	return filepath.Join(dir, "verified", tag+".json")
 }
 
-// stampFor describes the zip at zipPath as it is now, with hash.
-func stampFor(zipPath, hash string) (verifiedStamp, error) {
+// stampFor describes the zip at zipPath as it is now.
+func stampFor(zipPath, hash, verified string) (verifiedStamp, error) {
 	fi, err := os.Stat(zipPath)
 	if err != nil {
 		return verifiedStamp{}, err
 	}
-	return verifiedStamp{Zip: zipPath, Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), Hash: hash}, nil
+	return verifiedStamp{Zip: zipPath, Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), Hash: hash, Verified: verified}, nil
 }
 
-// stamped reports whether the zip at zipPath was verified to have hash and
+// readStamp returns the stamp of the zip at zipPath if it was verified and
 // has not changed since.
-func stamped(dir, tag, zipPath, hash string) bool {
+func readStamp(dir, tag, zipPath string) (verifiedStamp, bool) {
 	data, err := os.ReadFile(stampPath(dir, tag))
 	if err != nil {
-		return false
+		return verifiedStamp{}, false
 	}
 	var old verifiedStamp
-	if json.Unmarshal(data, &old) != nil {
-		return false
+	if json.Unmarshal(data, &old) != nil || old.Hash == "" || old.Verified == "" || old.Verified == VerifiedNone {
+		return verifiedStamp{}, false
 	}
-	now, err := stampFor(zipPath, hash)
-	return err == nil && old == now
+	now, err := stampFor(zipPath, old.Hash, old.Verified)
+	return old, err == nil && old == now
 }
 
-func writeStamp(dir, tag, zipPath, hash string) error {
-	s, err := stampFor(zipPath, hash)
+// writeStamp records that the zip at zipPath hashes to hash, checked as
+// verified says.
+func writeStamp(dir, tag, zipPath, hash, verified string) error {
+	s, err := stampFor(zipPath, hash, verified)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,10 @@
 package extractor
 
 // Load: where a Reading comes from. In order: a source directory when one is
-// given; the Reading cache; the module zip in the local module cache; the
-// module zip from the module proxy, verified against the checksum database.
+// given; the Reading cache; the module zip in the local module cache,
+// verified against the pinned hash, its .ziphash or the checksum database;
+// the module zip from the module proxy, verified against the checksum
+// database (and, for DefaultTag, the pinned hash).
 
 import (
 	"archive/zip"
@@ -123,11 +125,12 @@ func load(ctx context.Context, opts Options, cacheDir, path string) (*Reading, e
 // moduleZip is the module zip of a tag, found in the module cache or
 // downloaded.
 type moduleZip struct {
-	tag    string
-	path   string
-	source string // "proxy" or "modcache"
-	hash   string // the h1: hash, once verified
-	temp   bool   // path is a download to remove when done
+	tag      string
+	path     string
+	source   string // "proxy" or "modcache"
+	hash     string // the h1: hash, once verified
+	verified string // how: a Verified* value
+	temp     bool   // path is a download to remove when done
 	// verify checks the zip's hash when that has not been done yet; it runs
 	// beside the extraction, whose result is dropped if it fails.
 	verify func() (string, error)
@@ -139,50 +142,13 @@ func (z *moduleZip) close() {
 	}
 }
 
-// fetchZip returns the module zip for opts.Tag: from the module cache (no
-// network; verified against its .ziphash and, for DefaultTag, the pinned
-// hash) or downloaded through GOPROXY and verified against the checksum
-// database and the pinned hash before it is returned.
+// fetchZip returns the module zip for opts.Tag: from the module cache (see
+// modCacheModuleZip) or downloaded through GOPROXY and verified against the
+// checksum database and the pinned hash before it is returned.
 func fetchZip(ctx context.Context, opts Options, cacheDir string) (*moduleZip, error) {
 	tag := opts.Tag
 	if zipPath, ziphashPath, ok := modCacheZip(opts.Getenv, tag); ok {
-		opts.Logger.Info("reading the module cache", "zip", zipPath)
-		z := &moduleZip{tag: tag, path: zipPath, source: "modcache"}
-		want, advice := "", "remove it (or run `go clean -modcache`) and try again"
-		if data, err := os.ReadFile(ziphashPath); err == nil {
-			want = strings.TrimSpace(string(data))
-		}
-		if tag == DefaultTag {
-			if want != "" && want != DefaultTagHash {
-				return nil, mismatchError(tag, "the module cache's .ziphash says", want, "the pinned hash", DefaultTagHash,
-					"the module cache's "+ziphashPath+" is corrupt; "+advice)
-			}
-			want = DefaultTagHash
-		}
-		if want != "" && stamped(cacheDir, tag, zipPath, want) {
-			z.hash = want
-			return z, nil
-		}
-		z.verify = func() (string, error) {
-			got, err := dirhash.HashZip(zipPath, dirhash.Hash1)
-			if err != nil {
-				return "", newError(ErrChecksumMismatch, err, "the module cache's zip %s is unreadable: %v; %s", zipPath, err, advice)
-			}
-			if want != "" && got != want {
-				where := "its .ziphash"
-				if tag == DefaultTag {
-					where = "the pinned hash"
-				}
-				return "", mismatchError(tag, "the module cache's zip hashes to", got, where, want, "the module cache's "+zipPath+" is corrupt; "+advice)
-			}
-			if want != "" {
-				if err := writeStamp(cacheDir, tag, zipPath, got); err != nil {
-					opts.Logger.Warn("cannot record the zip as verified", "err", err)
-				}
-			}
-			return got, nil
-		}
-		return z, nil
+		return modCacheModuleZip(ctx, opts, cacheDir, zipPath, ziphashPath)
 	}
 
 	proxies, err := parseGOPROXY(opts.Getenv("GOPROXY"))
@@ -202,6 +168,84 @@ func fetchZip(ctx context.Context, opts Options, cacheDir string) (*moduleZip, e
 	return z, nil
 }
 
+// modCacheModuleZip returns the module cache's zip for opts.Tag, to be
+// verified beside the extraction against, in order of preference:
+//   - for DefaultTag, the pinned hash (and the .ziphash must agree with it);
+//   - the .ziphash beside the zip, which the go command writes once it has
+//     checked the zip against go.sum or the checksum database;
+//   - without a .ziphash, the checksum database, looked up now as for a
+//     download (a zip copied into the cache, or whose .ziphash was lost, is
+//     otherwise nothing but a file with the right name). The go command
+//     does the same when it finds a zip without its .ziphash. When the
+//     database cannot be reached the zip is refused; when GOSUMDB=off or
+//     GONOSUMDB/GOPRIVATE exempt the module it is used unverified, as the
+//     go command would.
+//
+// A zip verified before and unchanged since (its stamp) is not checked again.
+func modCacheModuleZip(ctx context.Context, opts Options, cacheDir, zipPath, ziphashPath string) (*moduleZip, error) {
+	tag := opts.Tag
+	opts.Logger.Info("reading the module cache", "zip", zipPath)
+	z := &moduleZip{tag: tag, path: zipPath, source: "modcache"}
+	advice := "remove it (or run `go clean -modcache`) and try again"
+	ziphash := ""
+	if data, err := os.ReadFile(ziphashPath); err == nil {
+		ziphash = strings.TrimSpace(string(data))
+	}
+	// want is the hash the zip must have, where says who says so, and
+	// z.verified how the Reading will say it was checked.
+	var want, where string
+	switch {
+	case tag == DefaultTag:
+		if ziphash != "" && ziphash != DefaultTagHash {
+			return nil, mismatchError(tag, "the module cache's .ziphash says", ziphash, "the pinned hash", DefaultTagHash,
+				"the module cache's "+ziphashPath+" is corrupt; "+advice)
+		}
+		want, where, z.verified = DefaultTagHash, "the pinned hash", VerifiedPinned
+	case ziphash != "":
+		want, where, z.verified = ziphash, "its .ziphash", VerifiedZiphash
+	}
+	if st, ok := readStamp(cacheDir, tag, zipPath); ok && (want == "" || st.Hash == want) {
+		z.hash, z.verified = st.Hash, st.Verified
+		return z, nil
+	}
+	if want == "" {
+		proxies, err := parseGOPROXY(opts.Getenv("GOPROXY"))
+		if err != nil {
+			return nil, err
+		}
+		h, db, err := sumDBHash(ctx, opts.Client, opts.Getenv, proxies, cacheDir, opts.Logger, tag,
+			"the module cache's "+zipPath+" has no .ziphash to check it against, and syncloop does not use a zip it cannot verify: "+
+				"let it reach the checksum database (check the network, GOPROXY and GOSUMDB), "+
+				"set GONOSUMDB="+Module+" to use the zip unverified, or use --source-dir DIR")
+		if err != nil {
+			return nil, err
+		}
+		if h == "" {
+			z.verified = VerifiedNone
+		} else {
+			want, where, z.verified = h, "checksum database "+db, VerifiedSumDB
+		}
+	}
+	z.verify = func() (string, error) {
+		got, err := dirhash.HashZip(zipPath, dirhash.Hash1)
+		if err != nil {
+			return "", newError(ErrChecksumMismatch, err, "the module cache's zip %s is unreadable: %v; %s", zipPath, err, advice)
+		}
+		if want == "" {
+			opts.Logger.Warn("using the module cache's zip unverified", "zip", zipPath, "hash", got)
+			return got, nil
+		}
+		if got != want {
+			return "", mismatchError(tag, "the module cache's zip hashes to", got, where, want, "the module cache's "+zipPath+" is corrupt; "+advice)
+		}
+		if err := writeStamp(cacheDir, tag, zipPath, got, z.verified); err != nil {
+			opts.Logger.Warn("cannot record the zip as verified", "err", err)
+		}
+		return got, nil
+	}
+	return z, nil
+}
+
 // verifyDownload checks a downloaded zip's hash against the pinned hash (for
 // DefaultTag) and the checksum database.
 func (z *moduleZip) verifyDownload(ctx context.Context, opts Options, proxies []proxySpec, cacheDir, proxyURL string) error {
@@ -210,14 +254,26 @@ func (z *moduleZip) verifyDownload(ctx context.Context, opts Options, proxies []
 		return newError(ErrChecksumMismatch, err,
 			"the module zip %s served by %s is not a valid zip: %v; the proxy is misbehaving: try again, set GOPROXY, or use --source-dir DIR", Module+"@"+z.tag, proxyURL, err)
 	}
-	if z.tag == DefaultTag && got != DefaultTagHash {
+	pinned := z.tag == DefaultTag
+	if pinned && got != DefaultTagHash {
 		return mismatchError(z.tag, "downloaded", got, "the pinned hash", DefaultTagHash, "the proxy "+proxyURL+" or your cache is corrupt")
 	}
-	if err := checkSumDB(ctx, opts.Client, opts.Getenv, proxies, cacheDir, opts.Logger, z.tag, got); err != nil {
+	checked, err := checkSumDB(ctx, opts.Client, opts.Getenv, proxies, cacheDir, opts.Logger, z.tag, got)
+	if err != nil {
 		return err
 	}
+	switch {
+	case pinned && checked:
+		z.verified = VerifiedPinnedSumDB
+	case pinned:
+		z.verified = VerifiedPinned
+	case checked:
+		z.verified = VerifiedSumDB
+	default:
+		z.verified = VerifiedNone
+	}
 	z.hash = got
-	opts.Logger.Info("verified", "module", Module, "tag", z.tag, "hash", got, "proxy", proxyURL)
+	opts.Logger.Info("verified", "module", Module, "tag", z.tag, "hash", got, "proxy", proxyURL, "verified", z.verified)
 	return nil
 }
 
@@ -249,6 +305,7 @@ func (z *moduleZip) extract(opts Options) (*Reading, error) {
 	}
 	r.ModuleHash = z.hash
 	r.Source = z.source
+	r.Verified = z.verified
 	return r, nil
 }
 
@@ -315,6 +372,7 @@ func loadDir(opts Options) (*Reading, error) {
 	}
 	r.ModuleHash = ""
 	r.Source = "dir"
+	r.Verified = VerifiedNone
 	return r, nil
 }
 

@@ -25,7 +25,7 @@ func BenchmarkLoadFromModcache(b *testing.B) {
 			b.StopTimer()
 			cache := b.TempDir()
 			if stamp {
-				if err := writeStamp(cache, DefaultTag, zipPath, DefaultTagHash); err != nil {
+				if err := writeStamp(cache, DefaultTag, zipPath, DefaultTagHash, VerifiedPinned); err != nil {
 					b.Fatal(err)
 				}
 			}

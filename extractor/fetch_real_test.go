@@ -100,14 +100,14 @@ func TestLoadFromModCache(t *testing.T) {
 	// TestModCacheMismatch test the hashing itself, TestLoadRealProxy hashes
 	// a real zip.
 	zipPath, _, _ := modCacheZip(opts.Getenv, DefaultTag)
-	if err := writeStamp(cache, DefaultTag, zipPath, DefaultTagHash); err != nil {
+	if err := writeStamp(cache, DefaultTag, zipPath, DefaultTagHash, VerifiedPinned); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Load(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Tag != DefaultTag || r.Source != "modcache" || r.ModuleHash != DefaultTagHash || r.Module != Module || r.Schema != Schema {
+	if r.Tag != DefaultTag || r.Source != "modcache" || r.ModuleHash != DefaultTagHash || r.Verified != VerifiedPinned || r.Module != Module || r.Schema != Schema {
 		t.Errorf("Reading = %s %s %s %s %d, want %s modcache %s", r.Module, r.Tag, r.Source, r.ModuleHash, r.Schema, DefaultTag, DefaultTagHash)
 	}
 	if got := caseKeys(r); !slices.Equal(got, keys1372) {
@@ -156,8 +156,8 @@ func TestLoadRealProxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Tag != tag || r.Source != "proxy" || r.ModuleHash != realZipHashes[tag] {
-		t.Errorf("Reading = %s %s %s, want %s proxy %s", r.Tag, r.Source, r.ModuleHash, tag, realZipHashes[tag])
+	if r.Tag != tag || r.Source != "proxy" || r.ModuleHash != realZipHashes[tag] || r.Verified != VerifiedSumDB {
+		t.Errorf("Reading = %s %s %s %s, want %s proxy %s sumdb", r.Tag, r.Source, r.ModuleHash, r.Verified, tag, realZipHashes[tag])
 	}
 	want := []string{"config", "pleg", "sync", "liveness", "housekeeping"} // v1.20.0 had one probe manager
 	if got := caseKeys(r); !slices.Equal(got, want) {

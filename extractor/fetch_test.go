@@ -340,17 +340,18 @@ func TestChecksumDatabase(t *testing.T) {
 		"go.mod":                 "module k8s.io/kubernetes\n",
 	})
 	for _, tc := range []struct {
-		name string
-		zip  []byte
-		env  []string // beyond GOPROXY, GOSUMDB
-		want error
+		name     string
+		zip      []byte
+		env      []string // beyond GOPROXY, GOSUMDB
+		want     error
+		verified string
 	}{
-		{"match", good, nil, nil},
-		{"mismatch", tampered, nil, ErrChecksumMismatch},
-		{"mismatch, GOSUMDB=off", tampered, []string{"GOSUMDB", "off"}, nil},
-		{"mismatch, GONOSUMDB", tampered, []string{"GONOSUMDB", "example.com,k8s.io"}, nil},
-		{"mismatch, GOPRIVATE", tampered, []string{"GOPRIVATE", "k8s.io/kubernetes"}, nil},
-		{"mismatch, GONOSUMDB elsewhere", tampered, []string{"GONOSUMDB", "k8s.io/api"}, ErrChecksumMismatch},
+		{"match", good, nil, nil, VerifiedSumDB},
+		{"mismatch", tampered, nil, ErrChecksumMismatch, ""},
+		{"mismatch, GOSUMDB=off", tampered, []string{"GOSUMDB", "off"}, nil, VerifiedNone},
+		{"mismatch, GONOSUMDB", tampered, []string{"GONOSUMDB", "example.com,k8s.io"}, nil, VerifiedNone},
+		{"mismatch, GOPRIVATE", tampered, []string{"GOPRIVATE", "k8s.io/kubernetes"}, nil, VerifiedNone},
+		{"mismatch, GONOSUMDB elsewhere", tampered, []string{"GONOSUMDB", "k8s.io/api"}, ErrChecksumMismatch, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := newProxy(t, map[string][]byte{tag: tc.zip})
@@ -386,8 +387,8 @@ func TestChecksumDatabase(t *testing.T) {
 				t.Fatalf("fetchZip: %v", err)
 			}
 			defer z.close()
-			if z.source != "proxy" || z.hash == "" || z.verify != nil {
-				t.Errorf("fetchZip = %+v, want a verified proxy download", z)
+			if z.source != "proxy" || z.hash == "" || z.verify != nil || z.verified != tc.verified {
+				t.Errorf("fetchZip = %+v, want a proxy download, hashed, verified %q", z, tc.verified)
 			}
 			if vars[3] != "off" && len(tc.env) == 0 {
 				// The signed tree head is kept for the next check.
@@ -481,14 +482,14 @@ func TestModCacheVerified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if z.source != "modcache" || z.temp || z.verify == nil {
-		t.Fatalf("fetchZip = %+v, want an unverified module-cache zip", z)
+	if z.source != "modcache" || z.temp || z.verify == nil || z.verified != VerifiedZiphash {
+		t.Fatalf("fetchZip = %+v, want a module-cache zip to verify against its .ziphash", z)
 	}
 	if got, err := z.verify(); err != nil || got != hash {
 		t.Fatalf("verify = %q, %v; want %q", got, err, hash)
 	}
 	z, err = fetchZip(t.Context(), opts, cache)
-	if err != nil || z.verify != nil || z.hash != hash {
+	if err != nil || z.verify != nil || z.hash != hash || z.verified != VerifiedZiphash {
 		t.Fatalf("second fetchZip = %+v, %v; want it verified by the stamp", z, err)
 	}
 	// A changed zip is hashed again.
@@ -720,13 +721,13 @@ func TestLoadThroughProxy(t *testing.T) {
 		}
 	}
 	r := readings[0]
-	if r.Source != "proxy" || r.ModuleHash != hash || r.Tag != tag || len(r.Function.Cases) != 2 {
-		t.Errorf("Reading = %s %s %s with %d cases, want proxy %s %s with 2", r.Source, r.ModuleHash, r.Tag, len(r.Function.Cases), hash, tag)
+	if r.Source != "proxy" || r.ModuleHash != hash || r.Verified != VerifiedSumDB || r.Tag != tag || len(r.Function.Cases) != 2 {
+		t.Errorf("Reading = %s %s %s %s with %d cases, want proxy %s sumdb %s with 2", r.Source, r.ModuleHash, r.Verified, r.Tag, len(r.Function.Cases), hash, tag)
 	}
 	if n := p.zipRequests.Load(); n != 1 {
 		t.Errorf("%d zip requests for 8 concurrent Loads, want 1", n)
 	}
-	if files := cacheFiles(t, cache, "readings", "tmp"); !slices.Equal(files, []string{filepath.Join("readings", tag, "schema1-"+symbolsKey(nil)+".json")}) {
+	if files := cacheFiles(t, cache, "readings", "tmp"); !slices.Equal(files, []string{filepath.Join("readings", tag, fmt.Sprintf("schema%d-%s.json", Schema, symbolsKey(nil)))}) {
 		t.Errorf("cache holds %v, want the one Reading and no download", files)
 	}
 
@@ -754,10 +755,10 @@ func TestLoadFromModCacheMini(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Source != "modcache" || r.ModuleHash != hash || len(r.Function.Cases) != 2 {
-		t.Errorf("Reading = %s %s with %d cases, want modcache %s with 2", r.Source, r.ModuleHash, len(r.Function.Cases), hash)
+	if r.Source != "modcache" || r.ModuleHash != hash || r.Verified != VerifiedZiphash || len(r.Function.Cases) != 2 {
+		t.Errorf("Reading = %s %s %s with %d cases, want modcache %s ziphash with 2", r.Source, r.ModuleHash, r.Verified, len(r.Function.Cases), hash)
 	}
-	if !stamped(cache, tag, filepath.Join(mod, "cache", "download", "k8s.io", "kubernetes", "@v", tag+".zip"), hash) {
-		t.Error("the verified zip was not stamped")
+	if st, ok := readStamp(cache, tag, filepath.Join(mod, "cache", "download", "k8s.io", "kubernetes", "@v", tag+".zip")); !ok || st.Hash != hash || st.Verified != VerifiedZiphash {
+		t.Errorf("stamp = %+v, %v; want the zip stamped verified by its .ziphash", st, ok)
 	}
 }

@@ -313,7 +313,7 @@ func TestExtractEveryMinor(t *testing.T) {
 	for _, m := range minors {
 		tags = append(tags, fmt.Sprintf("v1.%d.0", m))
 	}
-	extractortest.Prefetch(tags...) // errors are reported by the subtests
+	extractortest.Prefetch(tags...)
 	for _, m := range minors {
 		tag := fmt.Sprintf("v1.%d.0", m)
 		t.Run(tag, func(t *testing.T) {

@@ -2,8 +2,8 @@ package extractor
 
 // The local module cache: the go command's $GOMODCACHE, where a module zip
 // already downloaded (and verified) by `go mod download` can be read without
-// any network access. syncloop never runs the go command; it finds the cache
-// the way the go command does.
+// any network access when its .ziphash is beside it. syncloop never runs the
+// go command; it finds the cache the way the go command does.
 
 import (
 	"os"

@@ -49,7 +49,7 @@ func UpstreamURL(tag, file string, from, to int) string {
 
 // Extract builds the Reading from fsys, a file system rooted at the top of a
 // Kubernetes source tree (a module zip's k8s.io/kubernetes@TAG/ directory or
-// a checkout). It fills everything but ModuleHash and Source. A tree whose
+// a checkout). It fills everything but ModuleHash, Source and Verified. A tree whose
 // kubelet has no syncLoopIteration gives an error wrapping ErrUnsupportedTag;
 // one without pkg/kubelet/kubelet.go an error wrapping ErrNotKubernetes.
 // fsys is read from two goroutines at once, as *zip.Reader, os.DirFS and

@@ -7,7 +7,10 @@ package extractor
 // Schema is the version of the Reading's JSON shape. Field names are a public
 // contract: fields may be added, never renamed. Bump Schema when the meaning
 // of an existing field changes, so cached Readings are extracted anew.
-const Schema = 1
+//
+// Schema 2 added Verified: a Reading cached before it cannot say how its
+// source was checked (a module-cache zip without a .ziphash was not).
+const Schema = 2
 
 // Module is the module path the extractor reads.
 const Module = "k8s.io/kubernetes"
@@ -21,6 +24,7 @@ type Reading struct {
 	Tag        string     `json:"tag"`
 	ModuleHash string     `json:"module_hash,omitempty"` // "h1:…" of the module zip; empty for a source dir
 	Source     string     `json:"source"`                // "proxy", "modcache" or "dir"
+	Verified   string     `json:"verified"`              // how the source was checked: one of the Verified* values
 	Function   Function   `json:"function"`
 	PodWorkers PodWorkers `json:"pod_workers"`
 	TwoSets    []SetDecl  `json:"two_sets"`
@@ -28,6 +32,28 @@ type Reading struct {
 	// Options.Symbols asked for), keyed by the name as written.
 	Symbols map[string]Symbol `json:"symbols,omitempty"`
 }
+
+// How a Reading's source was checked (Reading.Verified). Every zip is
+// hashed (ModuleHash); these say what its hash was found equal to.
+const (
+	// VerifiedSumDB: the hash the Go checksum database ($GOSUMDB) lists for
+	// the tag.
+	VerifiedSumDB = "sumdb"
+	// VerifiedPinnedSumDB: DefaultTagHash, pinned in syncloop, and the hash
+	// the checksum database lists (DefaultTag downloaded through the proxy).
+	VerifiedPinnedSumDB = "pinned+sumdb"
+	// VerifiedPinned: DefaultTagHash, with no checksum database lookup
+	// (DefaultTag from the module cache, or downloaded with GOSUMDB=off).
+	VerifiedPinned = "pinned"
+	// VerifiedZiphash: the hash in the module cache's .ziphash beside the
+	// zip, which the go command writes once it has checked the zip against
+	// go.sum or the checksum database.
+	VerifiedZiphash = "ziphash"
+	// VerifiedNone: not checked. Either a source directory (Source "dir"),
+	// which has no hash, or a zip for which GOSUMDB=off, GONOSUMDB or
+	// GOPRIVATE turned the checksum database off, as the go command allows.
+	VerifiedNone = "none"
+)
 
 // Symbol is one declaration located at the tag. Found is false when the name
 // does not resolve there (renamed, moved or not yet written).

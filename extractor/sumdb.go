@@ -193,43 +193,56 @@ func (o *sumdbOps) SecurityError(msg string) {
 	o.mu.Unlock()
 }
 
-// checkSumDB verifies hash as the h1: hash of the module zip for tag against
-// the checksum database. It returns nil without a lookup when GOSUMDB=off or
-// GONOSUMDB/GOPRIVATE exempt the module.
-func checkSumDB(ctx context.Context, client *http.Client, getenv func(string) string, proxies []proxySpec, cacheDir string, logger *slog.Logger, tag, hash string) error {
+// sumDBHash looks up the h1: hash the checksum database lists for the
+// module zip of tag, and returns it with the database's name. It returns no
+// hash and no error, without a lookup, when GOSUMDB=off or GONOSUMDB or
+// GOPRIVATE exempt the module. advice ends the error when the database
+// cannot be reached: what the caller's user can do about it.
+func sumDBHash(ctx context.Context, client *http.Client, getenv func(string) string, proxies []proxySpec, cacheDir string, logger *slog.Logger, tag, advice string) (hash, db string, err error) {
 	cfg, err := parseGOSUMDB(getenv("GOSUMDB"))
 	if err != nil {
-		return newError(ErrChecksumMismatch, err, "%v", err)
+		return "", "", newError(ErrChecksumMismatch, err, "%v", err)
 	}
 	if cfg == nil || noSumDB(getenv) {
-		logger.Info("checksum database verification disabled by GOSUMDB, GONOSUMDB or GOPRIVATE", "module", Module, "tag", tag)
-		return nil
+		logger.Warn("checksum database verification disabled by GOSUMDB, GONOSUMDB or GOPRIVATE", "module", Module, "tag", tag)
+		return "", "", nil
 	}
 	ops := &sumdbOps{ctx: ctx, client: client, cfg: cfg, proxies: proxies, dir: filepath.Join(cacheDir, "sumdb"), logger: logger}
 	lines, err := sumdb.NewClient(ops).Lookup(Module, tag)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return "", cfg.name, ctx.Err()
 		}
 		kind := ErrProxyUnreachable
 		if errors.Is(err, sumdb.ErrSecurity) {
 			kind = ErrChecksumMismatch
 		}
-		return newError(kind, err,
-			"cannot verify %s@%s against the checksum database %s: %v; check GOPROXY/GOSUMDB (GOSUMDB=off skips this check) or use --source-dir DIR",
-			Module, tag, cfg.name, err)
+		return "", cfg.name, newError(kind, err,
+			"cannot verify %s@%s against the checksum database %s: %v; %s", Module, tag, cfg.name, err, advice)
 	}
 	want := Module + " " + tag + " "
 	for _, line := range lines {
 		if h, ok := strings.CutPrefix(line, want); ok {
-			if h != hash {
-				return mismatchError(tag, "downloaded", hash, "checksum database "+cfg.name, h, "the proxy or your cache is corrupt")
-			}
-			return nil
+			return h, cfg.name, nil
 		}
 	}
-	return newError(ErrChecksumMismatch, nil,
-		"the checksum database %s has no hash for %s@%s; the proxy served a module the database does not know", cfg.name, Module, tag)
+	return "", cfg.name, newError(ErrChecksumMismatch, nil,
+		"the checksum database %s has no hash for %s@%s; syncloop will not use a module zip the database does not know", cfg.name, Module, tag)
+}
+
+// checkSumDB verifies hash as the h1: hash of the downloaded module zip for
+// tag against the checksum database. It reports whether the database was
+// consulted: not when GOSUMDB=off or GONOSUMDB/GOPRIVATE exempt the module.
+func checkSumDB(ctx context.Context, client *http.Client, getenv func(string) string, proxies []proxySpec, cacheDir string, logger *slog.Logger, tag, hash string) (bool, error) {
+	want, db, err := sumDBHash(ctx, client, getenv, proxies, cacheDir, logger, tag,
+		"check GOPROXY/GOSUMDB (GOSUMDB=off skips this check) or use --source-dir DIR")
+	if err != nil || want == "" {
+		return false, err
+	}
+	if want != hash {
+		return false, mismatchError(tag, "downloaded", hash, "checksum database "+db, want, "the proxy or your cache is corrupt")
+	}
+	return true, nil
 }
 
 // mismatchError says that what (e.g. "downloaded") is hash got where says want.

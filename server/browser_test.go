@@ -344,6 +344,22 @@ func TestBrowserReadingPage(t *testing.T) {
 		if !hidden {
 			t.Error("print shows the header, the live pane or the copy links")
 		}
+		// On paper: the folded doc comment and helpers open, a case's code
+		// is whole (not a sticky box that scrolls) beside its note.
+		type paper struct {
+			Folded         int
+			Position, MaxH string
+			Columns        int
+		}
+		p := eval[paper](t, ctx, `(() => { window.dispatchEvent(new Event('beforeprint'));
+			const pre = document.querySelector('#case-pleg pre.code'), cs = getComputedStyle(pre);
+			return {Folded: document.querySelectorAll('#doc-comment:not([open]), details.helper:not([open])').length,
+				Position: cs.position, MaxH: cs.maxHeight,
+				Columns: getComputedStyle(document.getElementById('case-pleg')).gridTemplateColumns.split(' ').length} })()`)
+		eval[bool](t, ctx, `(window.dispatchEvent(new Event('afterprint')), true)`)
+		if p.Folded != 0 || p.Position != "static" || p.MaxH != "none" || p.Columns != 2 {
+			t.Errorf("printing: %+v; want the doc comment and helpers open, the code static and whole beside its note", p)
+		}
 		screenshot(t, ctx, "reading-print.png", false)
 		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
 			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})

@@ -82,6 +82,7 @@ func fixtureReading(t testing.TB) *extractor.Reading {
 		Module:   extractor.Module,
 		Tag:      fixtureTag,
 		Source:   "dir",
+		Verified: extractor.VerifiedNone,
 		Function: f,
 		PodWorkers: extractor.PodWorkers{File: "pkg/kubelet/pod_workers.go", Types: []extractor.TypeDecl{
 			{Name: "podWork", Kind: "struct", Line: 40, End: 50, Doc: "podWork is <one> unit of work & more.", Upstream: upstreamURL(fixtureTag, "pkg/kubelet/pod_workers.go", 40, 40)},

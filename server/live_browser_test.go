@@ -100,8 +100,10 @@ func testLivePane(t *testing.T, demo bool) {
 		return {
 			Sel: sel.length, Pleg: pleg.length,
 			WrongSel: sel.filter(li => li.dataset.case !== 'pleg').length,
-			OthersDim: others.length > 0 && others.every(li => Number(getComputedStyle(li).opacity) < 0.5),
-			PlegClear: pleg.every(li => Number(getComputedStyle(li).opacity) === 1),
+			// The others recede in colour (muted text), not in opacity,
+			// which would fail contrast; pleg lines keep the page's text colour.
+			OthersDim: others.length > 0 && others.every(li => getComputedStyle(li.querySelector('.ll-msg')).color === getComputedStyle(document.querySelector('.where')).color),
+			PlegClear: pleg.every(li => Number(getComputedStyle(li).opacity) === 1 && li.classList.contains('sel')),
 			Count: Number(document.querySelector('[data-case-count="pleg"]').textContent),
 			Info: document.querySelector('#live .live-sel').textContent,
 		};
@@ -159,12 +161,18 @@ func testLivePane(t *testing.T, demo bool) {
 	}
 
 	if demo {
-		// Pause freezes the list while lines keep coming and are counted; resume shows them.
+		// Clicking a line held the pane at that line; "N new ↓ resume" lets
+		// it follow again, and then it does not pause by itself.
+		if eval[bool](t, ctx, `document.getElementById('live').livePane.paused`) {
+			eval[bool](t, ctx, `(document.querySelector('#live .live-more').click(), true)`)
+		}
+		time.Sleep(time.Second)
 		if eval[bool](t, ctx, `document.getElementById('live').livePane.paused`) {
 			t.Fatal("the pane paused itself")
 		}
+		// Pause freezes the list while lines keep coming and are counted; resume shows them.
 		before := eval[int](t, ctx, `(document.querySelector('#live .live-pause').click(), document.querySelectorAll('#live li.ll').length)`)
-		waitFor(t, ctx, "new lines counted while paused", `/^[1-9]\d* new lines?/.test(document.querySelector('#live .live-more').textContent) && !document.querySelector('#live .live-more').hidden`)
+		waitFor(t, ctx, "new lines counted while paused", `/^[1-9]\d* new/.test(document.querySelector('#live .live-more').textContent) && !document.querySelector('#live .live-more').hidden`)
 		if n := eval[int](t, ctx, `document.querySelectorAll('#live li.ll').length`); n != before {
 			t.Fatalf("paused pane went from %d to %d lines", before, n)
 		}

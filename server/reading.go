@@ -226,11 +226,13 @@ func (s *Server) loadFailed(w http.ResponseWriter, r *http.Request, tag string, 
 	case errors.Is(err, extractor.ErrProxyUnreachable), errors.Is(err, extractor.ErrNoProxy):
 		status = http.StatusBadGateway
 		d.Heading = "Could not fetch " + tag
-		d.Advice = "The Go module proxy could not be reached. Check GOPROXY and the network, or run syncloop serve --source-dir DIR --tag " + tag + " with a local Kubernetes checkout at that tag."
+		// Said to a visitor, who cannot pass the server a flag: what to do
+		// now, and what to tell whoever runs the server.
+		d.Advice = "This server could not reach the Go module proxy, or the checksum database that verifies the source, to fetch " + tag + ". Try again in a little while, or open a tag it already has. Whoever runs the server can check its GOPROXY, GOSUMDB and network, or serve a local Kubernetes checkout of that tag."
 	case errors.Is(err, extractor.ErrChecksumMismatch):
 		status = http.StatusBadGateway
 		d.Heading = "The source of " + tag + " did not verify"
-		d.Advice = "The module zip's hash does not match the checksum database; syncloop will not show it."
+		d.Advice = "The module zip's hash does not match what it was checked against (the message above says which); syncloop will not show it."
 	default:
 		d.Heading = "Could not read " + tag
 		d.Advice = "This page will try again in a little while; the server log says more."

@@ -231,6 +231,29 @@ func TestBrowserRoom(t *testing.T) {
 		waitFor(t, driver, "the driver drives on the function", `!!document.getElementById('case-pleg') && document.querySelector('[data-room-role]')?.textContent.startsWith('You are driving')`)
 	})
 
+	t.Run("the viewer follows the driver into a note, and across a reload", func(t *testing.T) {
+		// The driver reads the lower half of the pleg note: no code line
+		// needs to be in view for the viewer to read the same paragraph.
+		eval[bool](t, driver, `(() => { const n = document.querySelector('#case-pleg .margin').getBoundingClientRect();
+			window.scrollBy(0, n.top + n.height * 0.75 - innerHeight / 2); window.dispatchEvent(new Event('scroll')); return true })()`)
+		readsPleg := `(() => { const bar = document.getElementById('room').getBoundingClientRect().bottom; const y = bar + (innerHeight - bar) / 3;
+			const r = document.getElementById('case-pleg').getBoundingClientRect(); const f = (y - r.top) / r.height;
+			return document.querySelector('[data-room-role]').textContent === 'You follow Ann.' && f > 0.4 && f < 1 })()`
+		waitFor(t, viewer, "the viewer in the lower half of the pleg note, still following", readsPleg)
+		// Its code beside it: the note and its code are read together.
+		waitFor(t, viewer, "the pleg code in view beside the note", `(() => { const r = document.querySelector('#case-pleg pre.code').getBoundingClientRect(); return r.top < innerHeight && r.bottom > 100 })()`)
+		screenshot(t, viewer, "room-viewer-in-note.png", false)
+		// A reload keeps following, though the address took the driver's case.
+		if err := chromedp.Do(viewer, chromedp.Reload(), chromedp.WaitReady("#room")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "still following after a reload", `document.querySelector('[data-room-role]').textContent === 'You follow Ann.' && document.querySelector('[data-room-paused]').hidden`)
+		if err := chromedp.Do(driver, chromedp.Click(`#case-startup .case-chip`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "the reloaded viewer follows to startup", `document.getElementById('case-startup').classList.contains('selected')`)
+	})
+
 	t.Run("share this case opens the room at the case", func(t *testing.T) {
 		if err := chromedp.Do(driver, chromedp.Click(`#case-sync .case-chip`), chromedp.Click(`[data-room-share]`)); err != nil {
 			t.Fatal(err)

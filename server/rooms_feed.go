@@ -23,7 +23,12 @@ func (l *live) setFeedTag(name, tag string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.source == "none" && f.note == "" {
-		f.note = "No journal in this room yet: whoever holds the driver link finds the relay command under More ▾."
+		if f.hub.Next() > 1 {
+			// The feed's history came back from its file after a restart.
+			f.note = "No relay is attached now: these are the room's journal lines so far. Whoever holds the driver link finds the relay command under More ▾."
+		} else {
+			f.note = "No journal in this room yet: whoever holds the driver link finds the relay command under More ▾."
+		}
 		f.changed()
 	}
 	if f.tag == tag {

@@ -8,7 +8,7 @@ package server
 //
 //	{"t":"join","name":"Ann","color":3,"key":"<driver key, or absent>","wheel":"<wheel ticket, or absent>"}   first
 //	{"t":"name","name":"Ann","color":3}
-//	{"t":"at","page":"index","case":"pleg","lo":0,"hi":0,"first":2790,"last":2830,"where":"function"}  steer (driver)
+//	{"t":"at","page":"index","case":"pleg","lo":0,"hi":0,"first":2790,"last":2830,"where":"case-pleg","per":420}  steer (driver)
 //	{"t":"follow","on":false}
 //	{"t":"hand","to":"r3"}      give the wheel to reader r3 (driver)
 //	{"t":"take"}                take the wheel (driver key holders)
@@ -76,7 +76,8 @@ type position struct {
 	Hi    int    `json:"hi,omitempty"`
 	First int    `json:"first,omitempty"` // the first and last source lines in view
 	Last  int    `json:"last,omitempty"`
-	Where string `json:"where,omitempty"` // the section in view when no source line is
+	Where string `json:"where,omitempty"` // the case block or section read (an element id)
+	Per   int    `json:"per,omitempty"`   // how far into Where, per mille of its height
 }
 
 var (
@@ -88,7 +89,7 @@ func (p position) valid() bool {
 	ok := func(n int) bool { return n >= 0 && n < 1e7 }
 	return (p.Page == "" || p.Page == pageIndex || p.Page == pagePodWorkers) &&
 		(p.Case == "" || caseKeyRE.MatchString(p.Case)) && whereRE.MatchString(p.Where) &&
-		ok(p.Lo) && ok(p.Hi) && ok(p.First) && ok(p.Last)
+		ok(p.Lo) && ok(p.Hi) && ok(p.First) && ok(p.Last) && p.Per >= 0 && p.Per <= 1000
 }
 
 // roomLive is a room with readers present.

@@ -46,9 +46,10 @@ func TestRoutes(t *testing.T) {
 		{path: "/k8s/v1.37.2", status: 301, location: "/k8s/v1.37.2/"},
 		{path: "/k8s/v1.37.2/", status: 200, ctype: "text/html", contains: []string{
 			`id="case-config" data-case="config" data-start="1014" data-end="1019"`,
-			`<span class="case-count" data-case-count="pleg">0</span>`,
+			`<span class="case-count" data-case-count="pleg" title="lines of this case in the live pane">0</span>`,
+			`data-case-select="pleg" data-hue="1"`,
 			`id="L1020"`, `href="#L1020"`,
-			`<aside id="live" data-feed="default" data-tag="v1.37.2" data-cases="[{&#34;key&#34;:&#34;config&#34;,&#34;start&#34;:1014,&#34;end&#34;:1019}`,
+			`<aside id="live" data-feed="default" data-tag="v1.37.2" data-cases="[{&#34;key&#34;:&#34;config&#34;,&#34;start&#34;:1014,&#34;end&#34;:1019,&#34;hue&#34;:&#34;0&#34;}`,
 			`<script type="module" src="/static/live.js?v=`, `<script type="module" src="/static/reader.js?v=`,
 			"https://github.com/kubernetes/kubernetes/blob/v1.37.2/pkg/kubelet/tiny.go#L1014-L1019",
 			"No note yet for this case.",               // mystery has no note
@@ -270,7 +271,7 @@ func TestFetchingThenFailing(t *testing.T) {
 		want   []string
 	}{
 		{"v1.99.0", &tagError{extractor.ErrUnknownTag, "tag v1.99.0: the module proxy does not serve it"}, 404, []string{"No tag v1.99.0 of k8s.io/kubernetes", "the module proxy does not serve it"}},
-		{"v1.30.1", &tagError{extractor.ErrProxyUnreachable, "fetch v1.30.1: dial tcp: connection refused"}, 502, []string{"Could not fetch v1.30.1", "--source-dir"}},
+		{"v1.30.1", &tagError{extractor.ErrProxyUnreachable, "fetch v1.30.1: dial tcp: connection refused"}, 502, []string{"Could not fetch v1.30.1", "Try again in a little while", "a local Kubernetes checkout"}},
 		{"v1.30.2", &tagError{extractor.ErrChecksumMismatch, "v1.30.2: h1: mismatch"}, 502, []string{"did not verify"}},
 		{"v1.30.3", fmt.Errorf("something else broke"), 500, []string{"Could not read v1.30.3", "something else broke"}},
 	}

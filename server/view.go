@@ -28,8 +28,9 @@ type readingView struct {
 	Helpers   []helperView
 	Absent    []noteView // case notes whose case is not at this tag
 	Reconcile reconcileView
-	CasesJSON string // data-cases for the live pane: [{key,start,end}]
+	CasesJSON string // data-cases for the live pane: [{key,start,end,hue}]
 	Upstream  string // the whole function upstream
+	Verified  string // the footer's sentence: where the source came from, how it was checked
 	TwoSets   []setGroup
 
 	code *highlighted // the function's lines, for the compare page (compare.go)
@@ -55,6 +56,16 @@ type caseView struct {
 	Note     noteView
 	Helpers  []string // helpers the case calls, shown beside it
 	HelperAt map[string]int
+	Hue      string // the case's colour slot on the page (data-hue)
+}
+
+// hueOf is a case key's colour slot as the page names it: "0"…"7" for the
+// keys extractor.CaseKeys knows, "other" for a key a later tag adds.
+func hueOf(key string) string {
+	if i := extractor.CaseHue(key); i >= 0 {
+		return fmt.Sprint(i)
+	}
+	return "other"
 }
 
 type helperView struct {
@@ -74,6 +85,35 @@ func upstreamURL(tag, file string, a, b int) string {
 		u += fmt.Sprintf("-L%d", b)
 	}
 	return u
+}
+
+// provenance says, in one sentence for the footer, where the Reading's source
+// came from and exactly how it was checked (Reading.Source and Verified).
+func provenance(r *extractor.Reading) string {
+	from := map[string]string{
+		"proxy":    "from the Go module proxy",
+		"modcache": "from the local Go module cache",
+		"dir":      "from a local checkout (--source-dir)",
+	}[r.Source]
+	if from == "" {
+		from = "from an unrecorded source"
+	}
+	how := map[string]string{
+		extractor.VerifiedPinnedSumDB: "verified against the hash pinned in syncloop and the Go checksum database",
+		extractor.VerifiedSumDB:       "verified against the Go checksum database",
+		extractor.VerifiedPinned:      "verified against the hash pinned in syncloop, with no checksum database lookup",
+		extractor.VerifiedZiphash:     "verified against the .ziphash the go command wrote when it checked the zip",
+	}[r.Verified]
+	switch {
+	case how != "":
+	case r.Verified == extractor.VerifiedNone && r.Source == "dir":
+		how = "which has no checksum: not verified"
+	case r.Verified == extractor.VerifiedNone:
+		how = "not verified: GOSUMDB=off, GONOSUMDB or GOPRIVATE turned the checksum database off"
+	default:
+		how = "with no record of how it was verified"
+	}
+	return fmt.Sprintf("syncloop read %s@%s %s, %s.", extractor.Module, r.Tag, from, how)
 }
 
 // resolver resolves a note's sym: links against the Reading's Symbols.
@@ -110,6 +150,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 	v := &readingView{
 		R:        r,
 		Upstream: upstreamURL(r.Tag, f.File, f.DocStart, f.End),
+		Verified: provenance(r),
 	}
 	caseNotes := map[string]noteView{}
 	for _, n := range notes {
@@ -157,6 +198,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 	type span struct {
 		key        string
 		start, end int
+		hue        string
 	}
 	var spans []span
 	at := f.Start
@@ -166,6 +208,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 			Upstream: upstreamURL(r.Tag, f.File, c.Start, max(c.End, c.Start)),
 			Note:     caseNotes[c.Key],
 			HelperAt: helperAt,
+			Hue:      hueOf(c.Key),
 		}
 		for _, h := range f.Helpers {
 			if slices.Contains(h.Cases, c.Key) {
@@ -178,7 +221,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 		}
 		v.Segments = append(v.Segments, segment{Case: cv, Start: c.Start, End: end, Code: code.block(c.Start, end)})
 		v.Cases = append(v.Cases, cv)
-		spans = append(spans, span{c.Key, c.Start, end})
+		spans = append(spans, span{c.Key, c.Start, end, cv.Hue})
 		at = end + 1
 	}
 	if at <= f.End {
@@ -189,10 +232,11 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 		Key   string `json:"key"`
 		Start int    `json:"start"`
 		End   int    `json:"end"`
+		Hue   string `json:"hue"`
 	}
 	var jc []jsonCase
 	for _, s := range spans {
-		jc = append(jc, jsonCase{s.key, s.start, s.end})
+		jc = append(jc, jsonCase{s.key, s.start, s.end, s.hue})
 	}
 	b, err := json.Marshal(jc)
 	if err != nil {
@@ -286,5 +330,5 @@ func docNames(name string, c extractor.Case) bool {
 	}
 	// At v1.20 the line says "liveness manager"; later ones, with three
 	// prober managers, "health manager". Either stands for every prober case.
-	return c.Key == "liveness" || c.Key == "readiness" || c.Key == "startup"
+	return extractor.IsProbeKey(c.Key)
 }

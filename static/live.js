@@ -1,28 +1,31 @@
 // live.js: the live pane. It streams a feed's classified kubelet log lines
 // from /feeds/{feed}/ws (history first, then the tail) into #live, beside the
-// source: time, case chip, pods, message.
+// source (on narrower windows, in a drawer over it): time, case chip, pods,
+// message.
 //
-// With the reading page (reader.js) it speaks through two events on document:
-// it listens for "syncloop:case" {key} (the reader selected a case: its lines
-// are highlighted, the others dimmed, and a toggle filters to them) and
-// dispatches "syncloop:goto" {key, line} when a log line is clicked (line is
-// the klog caller's line when the kubelet runs the page's tag, else 0).
+// It reads and writes the page's one selection (selection.js): a selected
+// case's lines are highlighted and the others recede (or, filtered, go); its
+// newest line is brought into view and the reader steps through its lines
+// ("3 of 12"). Clicking a log line, or Enter on it, selects its case and its
+// source line. Every count says what the pane holds and shows.
+//
+// The pane follows the tail only while the reader is at its bottom: any
+// scroll away (wheel, scrollbar, keys, stepping to a line) pauses it, and
+// "N new ↓ resume" brings it back.
+//
+// Case colours come from the page (data-cases: each case's key and hue, from
+// the server's one list of case keys), never from a list spelled here.
 //
 // Log text is untrusted: it only ever reaches the page through textContent.
 
+import { announce, el, Backoff, countdown } from './dom.js';
+import { onSelect, select } from './selection.js';
+
 const MAX_LINES = 2000; // lines kept in the pane (and while paused)
 const SHOW_CHARS = 2000; // characters of a message shown before a cut marker
-const KNOWN_CASES = ['config', 'pleg', 'sync', 'housekeeping', 'liveness', 'readiness', 'startup', 'container'];
+const AT_BOTTOM = 8; // px from the bottom that still count as at the bottom
+const drawerMode = window.matchMedia('(max-width: 1199.98px)');
 
-// el builds an element with a class and text; never HTML.
-function el(tag, cls, text) {
-	const e = document.createElement(tag);
-	if (cls) e.className = cls;
-	if (text !== undefined) e.textContent = text;
-	return e;
-}
-
-// clean removes ANSI escape sequences and control characters but tab.
 // versionLink is the reading of the kubelet's own version, when it is a
 // release tag other than the page's ("v1.31.0+abc" reads as v1.31.0).
 function versionLink(version, tag) {
@@ -30,15 +33,12 @@ function versionLink(version, tag) {
 	return /^v\d+\.\d+\.\d+$/.test(v) && v !== tag ? `/k8s/${v}/` : '';
 }
 
+// clean removes ANSI escape sequences and control characters but tab.
 function clean(s) {
 	return String(s ?? '')
 		.replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, '')
 		.replace(/\x1b[@-_]/g, '')
 		.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '');
-}
-
-function caseClass(key) {
-	return 'c-' + (KNOWN_CASES.includes(key) ? key : 'other');
 }
 
 // clock is the time of day of an RFC 3339 stamp, as written (no zone change).
@@ -67,21 +67,26 @@ class LivePane {
 		this.root = root;
 		this.feed = root.dataset.feed || 'default';
 		this.tag = root.dataset.tag || '';
+		let cases = [];
 		try {
-			this.cases = JSON.parse(root.dataset.cases || '[]');
+			cases = JSON.parse(root.dataset.cases || '[]');
 		} catch {
-			this.cases = [];
+			cases = [];
 		}
+		// hue: the colour slot the server gave each case key.
+		this.hue = new Map(cases.map((c) => [c.key, c.hue]));
 		this.lastSeq = 0;
 		this.version = '';
 		this.selected = '';
-		this.counts = new Map();
+		this.curSeq = 0; // the log line the reader stepped to, or clicked
 		this.paused = false;
+		this.pausedByScroll = false;
 		this.held = []; // lines that arrived while paused (the last MAX_LINES)
-		this.heldCount = 0; // all of them, for "142 new lines"
+		this.heldCount = 0; // all of them, for "142 new"
 		this.incoming = []; // lines waiting for the next animation frame
 		this.frame = 0;
-		this.backoff = 500;
+		this.hideNoneSet = false; // the reader chose, the demo default no longer applies
+		this.backoff = new Backoff(500, 15000);
 		this.build();
 		this.listen();
 		this.connect();
@@ -91,18 +96,29 @@ class LivePane {
 		const r = this.root;
 		r.classList.add('live-pane');
 		const head = el('header', 'live-head');
-		head.append(el('h2', 'live-title', 'Live journal'));
+		this.toggle = el('button', 'live-toggle');
+		this.toggle.type = 'button';
+		this.toggle.setAttribute('aria-expanded', 'false');
+		this.toggle.setAttribute('aria-controls', 'live-body');
+		this.toggle.append(el('span', 'live-title', 'Live journal'), el('span', 'live-toggle-mark', ''));
+		head.append(el('h2', 'live-h', ''));
+		head.firstChild.append(this.toggle);
 		this.conn = el('span', 'live-conn', 'connecting…');
+		this.conn.setAttribute('role', 'status');
 		head.append(this.conn);
 		r.append(head);
 
-		this.banner = el('p', 'live-banner');
+		const body = el('div', 'live-body');
+		body.id = 'live-body';
+		this.body = body;
+		this.banner = el('span', 'live-banner');
 		this.banner.hidden = true;
+		head.insertBefore(this.banner, this.conn);
 		this.versionNote = el('p', 'live-version');
 		this.versionNote.hidden = true;
 		this.note = el('p', 'live-note');
 		this.note.hidden = true;
-		r.append(this.banner, this.versionNote, this.note);
+		body.append(this.versionNote, this.note);
 
 		const bar = el('div', 'live-bar');
 		this.pauseBtn = el('button', 'live-pause', 'Pause');
@@ -112,55 +128,162 @@ class LivePane {
 		this.filterBtn.type = 'button';
 		this.filterBtn.disabled = true;
 		this.filterBtn.setAttribute('aria-pressed', 'false');
+		const noneLabel = el('label', 'live-none');
+		this.noneBox = el('input');
+		this.noneBox.type = 'checkbox';
+		this.noneBox.dataset.hideNone = '';
+		noneLabel.append(this.noneBox, ' hide lines without a case');
 		this.pod = el('input', 'live-pod');
 		this.pod.type = 'search';
 		this.pod.placeholder = 'pod filter, e.g. probe-me';
 		this.pod.setAttribute('aria-label', 'Show only lines naming this pod');
-		bar.append(this.pauseBtn, this.filterBtn, this.pod);
-		r.append(bar);
+		bar.append(this.pauseBtn, this.filterBtn, noneLabel, this.pod);
+		body.append(bar);
 
-		this.selInfo = el('p', 'live-sel');
-		this.selInfo.hidden = true;
-		r.append(this.selInfo);
+		// The selected case: how many of its lines the pane shows, which one
+		// is in view, and steps between them.
+		this.selBar = el('div', 'live-sel');
+		this.selBar.hidden = true;
+		this.selInfo = el('span', 'live-sel-info');
+		this.selInfo.setAttribute('aria-live', 'polite');
+		this.prevBtn = el('button', 'live-prev', '‹ previous');
+		this.prevBtn.type = 'button';
+		this.prevBtn.title = 'The previous line of this case';
+		this.nextBtn = el('button', 'live-next', 'next ›');
+		this.nextBtn.type = 'button';
+		this.nextBtn.title = 'The next line of this case';
+		this.selBar.append(this.selInfo, this.prevBtn, this.nextBtn);
+		body.append(this.selBar);
 
+		const wrap = el('div', 'live-scroll');
 		this.list = el('ol', 'live-lines');
 		this.list.setAttribute('aria-live', 'off');
-		r.append(this.list);
-
+		this.list.setAttribute('aria-label', 'Log lines, newest last; arrow keys move between lines, Enter shows a line\'s case');
+		this.list.tabIndex = 0;
 		this.more = el('button', 'live-more');
 		this.more.type = 'button';
 		this.more.hidden = true;
-		r.append(this.more);
+		wrap.append(this.list, this.more);
+		body.append(wrap);
+		r.append(body);
+		this.setOpen(false);
+	}
+
+	// setOpen opens or closes the drawer (windows narrower than 1200px;
+	// wider, the pane is a column and always open).
+	setOpen(on) {
+		this.open = on;
+		this.root.classList.toggle('open', on);
+		this.toggle.setAttribute('aria-expanded', String(on || !drawerMode.matches));
+		this.toggle.lastChild.textContent = on ? ' ▾ hide' : ' ▴ show';
+		document.body.classList.toggle('live-open', on);
+		if (on && !this.paused) this.toBottom();
 	}
 
 	listen() {
+		this.toggle.addEventListener('click', () => {
+			if (drawerMode.matches) this.setOpen(!this.open);
+		});
+		drawerMode.addEventListener('change', () => this.setOpen(this.open));
+		// The header's "live journal" link opens the drawer.
+		document.querySelector('a.to-live')?.addEventListener('click', (ev) => {
+			if (!drawerMode.matches) return;
+			ev.preventDefault();
+			this.setOpen(true);
+			this.list.focus();
+		});
 		this.pauseBtn.addEventListener('click', () => (this.paused ? this.resume() : this.pause(false)));
 		this.more.addEventListener('click', () => this.resume());
 		this.filterBtn.addEventListener('click', () => {
 			const on = !this.root.classList.contains('filter-case');
 			this.root.classList.toggle('filter-case', on);
 			this.filterBtn.setAttribute('aria-pressed', String(on));
+			this.refresh();
+		});
+		this.noneBox.addEventListener('change', () => {
+			this.hideNoneSet = true;
+			this.setHideNone(this.noneBox.checked);
 		});
 		this.pod.addEventListener('input', () => this.applyPodFilter());
-		// Scrolling up (the reader's own wheel or touch, not the pane's
-		// following of the tail) pauses; scrolling back to the bottom resumes.
-		this.list.addEventListener('wheel', (ev) => {
-			if (ev.deltaY < 0 && !this.paused) this.pause(true);
-		}, { passive: true });
-		this.list.addEventListener('touchmove', () => {
-			if (!this.paused) this.pause(true);
-		}, { passive: true });
+		this.prevBtn.addEventListener('click', () => this.step(-1));
+		this.nextBtn.addEventListener('click', () => this.step(1));
+		// Any scroll away from the bottom pauses: the wheel, the scrollbar,
+		// keys, a step to an older line. The pane's own following always
+		// lands at the bottom, so it never pauses itself. Back at the
+		// bottom, a pause the scrolling made ends.
 		this.list.addEventListener('scroll', () => {
-			const atBottom = this.list.scrollHeight - this.list.scrollTop - this.list.clientHeight < 8;
-			if (atBottom && this.paused && this.pausedByScroll) this.resume();
-		});
+			const mine = this.stepping;
+			this.stepping = false;
+			if (this.atBottom()) {
+				if (this.paused && this.pausedByScroll && !mine) this.resume();
+			} else if (!this.paused && this.list.clientHeight > 0) {
+				this.pause(true);
+			}
+		}, { passive: true });
 		this.list.addEventListener('click', (ev) => {
 			const li = ev.target.closest('li.ll');
-			if (!li || !li.dataset.case) return;
-			const line = Number(li.dataset.line || 0);
-			document.dispatchEvent(new CustomEvent('syncloop:goto', { detail: { key: li.dataset.case, line } }));
+			if (li) this.jump(li);
 		});
-		document.addEventListener('syncloop:case', (ev) => this.select(ev.detail?.key || ''));
+		this.list.addEventListener('keydown', (ev) => this.key(ev));
+		onSelect((s, how) => this.select(s, how));
+	}
+
+	atBottom() {
+		const l = this.list;
+		return l.scrollHeight - l.scrollTop - l.clientHeight < AT_BOTTOM;
+	}
+
+	toBottom() {
+		this.list.scrollTop = this.list.scrollHeight;
+	}
+
+	// jump selects a log line's case and its source line, when it has them.
+	jump(li) {
+		if (!li.dataset.case) return;
+		if (!this.hue.has(li.dataset.case)) {
+			announce(`${li.dataset.case}: no such case at ${this.tag}`);
+			return;
+		}
+		const line = Number(li.dataset.line || 0);
+		this.curSeq = Number(li.dataset.seq);
+		select({ key: li.dataset.case, lo: line, seq: this.curSeq }, { from: 'pane', scroll: true, url: 'push' });
+		// For room.js: the reader moved on their own.
+		document.dispatchEvent(new CustomEvent('syncloop:goto', { detail: { key: li.dataset.case, line, handled: true } }));
+	}
+
+	// key moves between shown lines with the arrows and jumps with Enter.
+	key(ev) {
+		const lines = this.shownLines();
+		if (!lines.length) return;
+		const at = ev.target.closest?.('li.ll');
+		let i = at ? lines.indexOf(at) : -1;
+		switch (ev.key) {
+			case 'ArrowDown':
+				i = i < 0 ? lines.length - 1 : Math.min(lines.length - 1, i + 1);
+				break;
+			case 'ArrowUp':
+				i = i < 0 ? lines.length - 1 : Math.max(0, i - 1);
+				break;
+			case 'Home':
+				if (!at) return;
+				i = 0;
+				break;
+			case 'End':
+				if (!at) return;
+				i = lines.length - 1;
+				break;
+			case 'Enter':
+				if (at) this.jump(at);
+				ev.preventDefault();
+				return;
+			default:
+				return;
+		}
+		ev.preventDefault();
+		for (const li of this.list.querySelectorAll('li.ll[tabindex="0"]')) li.tabIndex = -1;
+		lines[i].tabIndex = 0;
+		lines[i].focus({ preventScroll: true });
+		this.bringIntoView(lines[i]);
 	}
 
 	// connect opens the feed's socket, resuming after the last line seen.
@@ -188,10 +311,12 @@ class LivePane {
 				this.setConn(ev.code === 4410 ? 'the room expired' : 'this feed is gone', 'down');
 				return;
 			}
-			const wait = this.backoff / 2 + Math.random() * (this.backoff / 2);
-			this.setConn(`disconnected; reconnecting in ${(wait / 1000).toFixed(1)} s`, 'down');
-			this.backoff = Math.min(this.backoff * 2, 15000);
-			setTimeout(() => this.connect(), wait);
+			const wait = this.backoff.next();
+			this.conn.dataset.state = 'down';
+			countdown(this.conn, wait, (s) => `disconnected; reconnecting in ${s} s`, () => {
+				this.setConn('reconnecting…', 'down');
+				this.connect();
+			});
 		});
 	}
 
@@ -202,7 +327,7 @@ class LivePane {
 
 	handle(m) {
 		if (m.hello) {
-			this.backoff = 500;
+			this.backoff.reset();
 			this.setConn('connected', 'up');
 			if (m.hello.reset) this.clear();
 			this.status(m.hello);
@@ -219,14 +344,21 @@ class LivePane {
 
 	status(s) {
 		this.version = s.kubelet_version || '';
+		this.feedTag = s.tag || ''; // the tag the feed's lines are classified at
 		this.root.classList.toggle('is-demo', !!s.demo);
 		this.banner.hidden = !s.demo;
-		this.banner.textContent = s.demo ? 'DEMO FEED — simulated kubelet' : '';
+		this.banner.textContent = s.demo ? 'DEMO FEED' : '';
+		this.banner.title = s.demo ? 'A simulated kubelet, not a real journal' : '';
+		// The demo's first screen shows the loop at work: its lines without
+		// a case (cadvisor's noise) are hidden until the reader asks.
+		if (!this.hideNoneSet) this.setHideNone(!!s.demo);
 		this.note.hidden = !s.note;
 		this.note.textContent = s.note || '';
 		// Compared with this page's tag, not the feed's: a reader may open
 		// another tag than the one the feed's lines are classified against.
-		const link = versionLink(this.version, this.tag);
+		// In a room, the room bar says it once, with the driver's switch of
+		// the room's tag: a link here would leave the room without a word.
+		const link = document.getElementById('room') ? '' : versionLink(this.version, this.tag);
 		this.versionNote.replaceChildren();
 		this.versionNote.hidden = !link;
 		if (link) {
@@ -234,7 +366,21 @@ class LivePane {
 			const a = el('a', '', `Read ${this.version}`);
 			a.href = link;
 			this.versionNote.append(a);
+		} else if (!document.getElementById('room') && this.feedTag && this.feedTag !== this.tag) {
+			// The server's one feed reads its own tag (the demo simulates
+			// that kubelet): its lines do not point into this page's source.
+			this.versionNote.hidden = false;
+			this.versionNote.append(`This feed's lines are read at ${this.feedTag}; this page reads ${this.tag}: they are not linked to its source lines. `);
+			const a = el('a', '', `Read ${this.feedTag}`);
+			a.href = `/k8s/${this.feedTag}/`;
+			this.versionNote.append(a);
 		}
+	}
+
+	setHideNone(on) {
+		this.noneBox.checked = on;
+		this.root.classList.toggle('hide-none', on);
+		this.refresh();
 	}
 
 	clear() {
@@ -243,21 +389,15 @@ class LivePane {
 		this.heldCount = 0;
 		this.incoming = [];
 		this.lastSeq = 0;
-		this.counts.clear();
-		this.updateCounts();
-		this.updateMore();
+		this.refresh();
 	}
 
 	add(m) {
-		if (m.line) {
-			const key = m.line.case || '';
-			if (key) this.counts.set(key, (this.counts.get(key) || 0) + 1);
-		}
 		if (this.paused) {
 			this.held.push(m);
 			this.heldCount++;
 			if (this.held.length > MAX_LINES) this.held.splice(0, this.held.length - MAX_LINES);
-			this.scheduleCounts();
+			this.schedule();
 			return;
 		}
 		this.incoming.push(m);
@@ -275,10 +415,6 @@ class LivePane {
 		});
 	}
 
-	scheduleCounts() {
-		this.schedule();
-	}
-
 	render() {
 		const batch = this.incoming;
 		this.incoming = [];
@@ -288,10 +424,9 @@ class LivePane {
 			this.list.append(frag);
 			const extra = this.list.childElementCount - MAX_LINES;
 			for (let i = 0; i < extra; i++) this.list.firstElementChild.remove();
-			if (!this.paused) this.list.scrollTop = this.list.scrollHeight;
+			if (!this.paused) this.toBottom();
 		}
-		this.updateCounts();
-		this.updateMore();
+		this.refresh();
 	}
 
 	// callerLine is the source line a caller names, when it can be trusted
@@ -300,6 +435,7 @@ class LivePane {
 	callerLine(caller) {
 		const m = /^(?:.*\/)?kubelet\.go:(\d+)$/.exec(caller || '');
 		if (!m || (this.version && this.version.split('+')[0] !== this.tag)) return 0;
+		if (this.feedTag && this.feedTag !== this.tag) return 0;
 		const n = Number(m[1]);
 		return document.getElementById('L' + n) ? n : 0;
 	}
@@ -312,11 +448,16 @@ class LivePane {
 		const key = l.case || '';
 		const li = el('li', 'll');
 		li.dataset.seq = m.seq;
-		if (key) {
-			li.dataset.case = key;
+		li.tabIndex = -1;
+		li.dataset.case = key;
+		if (key && !this.hue.has(key)) {
+			// A case this tag's select does not have (readiness at v1.20.0).
+			li.classList.add('ll-elsewhere');
+			li.title = `${key}: no such case at ${this.tag}`;
+		} else if (key) {
 			const line = this.callerLine(l.caller);
 			if (line) li.dataset.line = line;
-			li.title = line ? `${key}: line ${line} — click to show it` : `${key} — click to show the case`;
+			li.title = line ? `${key}: line ${line} — click or Enter to show it` : `${key} — click or Enter to show the case`;
 		} else {
 			li.classList.add('ll-none');
 		}
@@ -329,7 +470,9 @@ class LivePane {
 		if (this.podFilter && !li.dataset.pods.includes(this.podFilter)) li.classList.add('pod-hidden');
 
 		li.append(el('time', 'll-time', clock(l.time)));
-		li.append(el('span', 'll-chip ' + (key ? caseClass(key) : 'c-none'), key || '—'));
+		const chip = el('span', 'll-chip', key || '—');
+		if (key) chip.dataset.hue = this.hue.has(key) ? String(this.hue.get(key)) : 'other';
+		li.append(chip);
 		if (pods.length) li.append(el('span', 'll-pods', pods.join(', ')));
 		let text = clean(body(l));
 		let cutBy = 0;
@@ -367,6 +510,7 @@ class LivePane {
 		if (this.incoming.length > MAX_LINES) this.incoming.splice(0, this.incoming.length - MAX_LINES);
 		this.held = [];
 		this.heldCount = 0;
+		this.toBottom();
 		this.schedule();
 	}
 
@@ -374,25 +518,108 @@ class LivePane {
 		this.more.hidden = !this.paused;
 		if (this.paused) {
 			const n = this.heldCount;
-			this.more.textContent = `${n} new line${n === 1 ? '' : 's'} — resume`;
+			this.more.textContent = `${n} new ↓ resume`;
+			this.more.title = `Paused: ${n} line${n === 1 ? '' : 's'} arrived since; show them and follow the tail again`;
 		}
 	}
 
-	updateCounts() {
+	// shown says whether a line is on view under the pane's filters.
+	shown(li) {
+		if (li.classList.contains('pod-hidden')) return false;
+		if (li.classList.contains('ll-none') && this.root.classList.contains('hide-none')) return false;
+		if (this.selected && this.root.classList.contains('filter-case') && li.dataset.case !== this.selected) return false;
+		return true;
+	}
+
+	shownLines() {
+		return [...this.list.children].filter((li) => li.dataset.seq && this.shown(li));
+	}
+
+	// caseLines are the selected case's lines the pane holds and shows.
+	caseLines() {
+		if (!this.selected) return [];
+		return [...this.list.querySelectorAll(`li.ll[data-case="${CSS.escape(this.selected)}"]`)].filter((li) => this.shown(li));
+	}
+
+	// refresh brings every count up to what the pane holds and shows.
+	refresh() {
+		const counts = new Map();
+		for (const li of this.list.children) {
+			const k = li.dataset.case;
+			if (k && !li.classList.contains('pod-hidden')) counts.set(k, (counts.get(k) || 0) + 1);
+		}
 		for (const span of document.querySelectorAll('[data-case-count]')) {
-			const n = this.counts.get(span.dataset.caseCount) || 0;
+			const n = counts.get(span.dataset.caseCount) || 0;
 			if (span.textContent !== String(n)) span.textContent = String(n);
-			span.title = `${n} log line${n === 1 ? '' : 's'} from this case since the page opened (recent history included)`;
+			span.title = `${n} line${n === 1 ? '' : 's'} of this case in the live pane${this.podFilter ? ' naming ' + this.podFilter : ''}`;
 			span.classList.toggle('fired', n > 0);
 		}
-		if (this.selected) {
-			const n = this.counts.get(this.selected) || 0;
-			this.selInfo.textContent = `${this.selected}: ${n} line${n === 1 ? '' : 's'} highlighted`;
-		}
+		this.updateSel();
 		this.updateMore();
 	}
 
-	select(key) {
+	// updateSel says how many of the selected case's lines are shown, and
+	// which one the reader is at.
+	updateSel() {
+		this.selBar.hidden = !this.selected;
+		if (!this.selected) return;
+		const lines = this.caseLines();
+		const i = lines.findIndex((li) => Number(li.dataset.seq) === this.curSeq);
+		for (const li of this.list.querySelectorAll('li.cur')) if (Number(li.dataset.seq) !== this.curSeq) li.classList.remove('cur');
+		const n = lines.length;
+		let text;
+		if (!n) text = `${this.selected}: no line of this case in the pane${this.podFilter ? ' for ' + this.podFilter : ''} yet`;
+		else if (i >= 0) text = `${this.selected}: line ${i + 1} of ${n}`;
+		else text = `${this.selected}: ${n} line${n === 1 ? '' : 's'} highlighted`;
+		if (this.selInfo.textContent !== text) this.selInfo.textContent = text;
+		this.prevBtn.disabled = !n || i === 0;
+		this.nextBtn.disabled = !n || (i >= 0 && i === n - 1);
+	}
+
+	// step moves to the previous (-1) or next (+1) line of the selected case.
+	step(d) {
+		const lines = this.caseLines();
+		if (!lines.length) return;
+		let i = lines.findIndex((li) => Number(li.dataset.seq) === this.curSeq);
+		if (i < 0) i = d < 0 ? lines.length - 1 : 0;
+		else i = Math.max(0, Math.min(lines.length - 1, i + d));
+		this.setCur(lines[i]);
+	}
+
+	// setCur marks one line as the one the reader is at, and shows it: the
+	// pane holds still there (a line to read is not a tail to follow).
+	setCur(li) {
+		if (!this.paused) this.pause(true);
+		this.curSeq = Number(li.dataset.seq);
+		for (const o of this.list.querySelectorAll('li.cur')) o.classList.remove('cur');
+		li.classList.add('cur');
+		for (const o of this.list.querySelectorAll('li.ll[tabindex="0"]')) o.tabIndex = -1;
+		li.tabIndex = 0;
+		this.bringIntoView(li);
+		this.updateSel();
+	}
+
+	// bringIntoView scrolls the list (not the page) so li is in view; a
+	// line away from the bottom pauses the pane (through the scroll).
+	bringIntoView(li) {
+		const l = this.list;
+		const top = li.offsetTop; // the list is the lines' offset parent
+		const covered = this.more.offsetHeight + 16; // "N new ↓ resume" floats over the bottom
+		if (top < l.scrollTop || top + li.offsetHeight > l.scrollTop + l.clientHeight - covered) {
+			// This scroll is the pane's, not the reader's: landing at the
+			// bottom does not resume.
+			this.stepping = true;
+			requestAnimationFrame(() => requestAnimationFrame(() => (this.stepping = false)));
+			l.scrollTop = Math.max(0, top - l.clientHeight / 2 + li.offsetHeight / 2);
+		}
+	}
+
+	// select follows the page's selection: its case's lines stand out; a
+	// newly selected case's newest line comes into view, or the log line
+	// the reader clicked stays marked.
+	select(s, how) {
+		const key = s.key || '';
+		const changed = key !== this.selected;
 		this.selected = key;
 		this.root.classList.toggle('has-sel', !!key);
 		for (const li of this.list.children) li.classList.toggle('sel', !!key && li.dataset.case === key);
@@ -401,9 +628,19 @@ class LivePane {
 		if (!key) {
 			this.root.classList.remove('filter-case');
 			this.filterBtn.setAttribute('aria-pressed', 'false');
+			this.curSeq = 0;
+			for (const o of this.list.querySelectorAll('li.cur')) o.classList.remove('cur');
 		}
-		this.selInfo.hidden = !key;
-		this.updateCounts();
+		if (key && how.from !== 'pane' && drawerMode.matches && how.from !== 'url' && how.from !== 'room') this.setOpen(true);
+		const bySeq = s.seq ? this.list.querySelector(`li.ll[data-seq="${s.seq}"]`) : null;
+		if (bySeq) {
+			this.setCur(bySeq);
+		} else if (key && (changed || !this.curSeq)) {
+			const lines = this.caseLines();
+			if (lines.length) this.setCur(lines[lines.length - 1]);
+			else this.curSeq = 0;
+		}
+		this.refresh();
 	}
 
 	applyPodFilter() {
@@ -411,6 +648,7 @@ class LivePane {
 		for (const li of this.list.children) {
 			li.classList.toggle('pod-hidden', !!this.podFilter && !(li.dataset.pods || '').includes(this.podFilter));
 		}
+		this.refresh();
 	}
 }
 

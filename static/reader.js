@@ -3,25 +3,29 @@
 // (#case-pleg) scroll to and highlight it; j/k move between cases, y copies
 // the current case's link, ? shows the keys.
 //
-// With the live pane (live.js) it speaks through two events on document:
-// it dispatches "syncloop:case" {key} when the reader selects a case, and it
-// listens for "syncloop:goto" {key, line} to show a case or one line.
-// In a room (room.js) it listens for "syncloop:show" {key, lo, hi}: select
-// what the driver selected (lines lo..hi, else case key, else nothing),
-// without scrolling; room.js scrolls to the driver's lines itself.
+// What is selected lives in selection.js, shared with the live pane and a
+// room: this module draws it on the source and writes it when the reader
+// clicks. It also hears "syncloop:goto" {key, line} (show a case, or one
+// line of it) and, in a room (room.js), "syncloop:show" {key, lo, hi}:
+// select what the driver selected, without scrolling; room.js scrolls to the
+// driver's place itself.
+
+import { announce, copyText } from './dom.js';
+import { current, onSelect, parseHash, select } from './selection.js';
 
 const cases = [...document.querySelectorAll('section.case[data-case]')];
-const toast = document.getElementById('toast');
-let current = -1; // index in cases of the selected case
 let anchorLine = 0; // the line a shift-click extends from
 
 function lineEl(n) {
 	return document.getElementById('L' + n);
 }
 
-function clearHighlight() {
-	for (const el of document.querySelectorAll('.line.hl')) el.classList.remove('hl');
-	for (const el of document.querySelectorAll('section.case.selected')) el.classList.remove('selected');
+function caseIndex(key) {
+	return cases.findIndex((c) => c.dataset.case === key);
+}
+
+function currentIndex() {
+	return caseIndex(current().key);
 }
 
 // reveal opens the <details> an element is folded in, so it can be seen.
@@ -36,56 +40,35 @@ function scrollTo(el) {
 	el.scrollIntoView({ block: 'start', behavior: 'instant' });
 }
 
-function announce(text) {
-	if (!toast) return;
-	toast.textContent = text;
-	toast.classList.add('show');
-	clearTimeout(announce.timer);
-	announce.timer = setTimeout(() => toast.classList.remove('show'), 1600);
-}
-
-// selectCase highlights case i; tell says whether the live pane is told.
-function selectCase(i, { scroll = true, tell = true } = {}) {
-	if (i < 0 || i >= cases.length) return;
-	clearHighlight();
-	current = i;
-	const el = cases[i];
-	el.classList.add('selected');
-	if (scroll) scrollTo(el);
-	if (tell) {
-		document.dispatchEvent(new CustomEvent('syncloop:case', { detail: { key: el.dataset.case } }));
+// draw shows a selection on the source: the case's block, the lines.
+onSelect((s, how) => {
+	for (const e of document.querySelectorAll('.line.hl')) e.classList.remove('hl');
+	for (const e of document.querySelectorAll('section.case.selected')) e.classList.remove('selected');
+	const i = caseIndex(s.key);
+	if (i >= 0) cases[i].classList.add('selected');
+	for (let n = s.lo; n && n <= s.hi; n++) {
+		const e = lineEl(n);
+		if (e) {
+			e.classList.add('hl');
+			reveal(e);
+		}
 	}
-}
+	if (s.lo) anchorLine = s.lo;
+	const first = s.lo ? lineEl(s.lo) : null;
+	if (first && i >= 0 && first.closest('section.case') !== cases[i] && how.from === 'pane') {
+		// The line was logged from a helper the case calls (handleProbeSync
+		// serves three cases).
+		announce(`${s.key}: logged at line ${s.lo}, in a helper the case calls`);
+	}
+	if (!how.scroll) return;
+	if (first) scrollTo(first);
+	else if (i >= 0) scrollTo(cases[i]);
+});
 
-function caseIndex(key) {
-	return cases.findIndex((c) => c.dataset.case === key);
-}
-
-// selectLines highlights lines a..b (either order) and scrolls to the first.
-function selectLines(a, b, { scroll = true } = {}) {
-	const [lo, hi] = a <= b ? [a, b] : [b, a];
-	const first = lineEl(lo);
-	if (!first) return false;
-	clearHighlight();
-	for (let n = lo; n <= hi; n++) lineEl(n)?.classList.add('hl');
-	const c = first.closest('section.case');
-	current = c ? cases.indexOf(c) : current;
-	if (scroll) scrollTo(first);
-	return true;
-}
-
-// followHash shows what location.hash names.
+// followHash selects what location.hash names (Back and Forward too).
 function followHash() {
-	const h = decodeURIComponent(location.hash.slice(1));
-	let m;
-	if ((m = /^L(\d+)(?:-L?(\d+))?$/.exec(h))) {
-		const a = Number(m[1]);
-		anchorLine = a;
-		selectLines(a, m[2] ? Number(m[2]) : a);
-	} else if ((m = /^case-(.+)$/.exec(h))) {
-		const i = caseIndex(m[1]);
-		if (i >= 0) selectCase(i);
-	}
+	const s = parseHash(location.hash);
+	if (s) select(s, { from: 'url', url: 'none', scroll: true });
 }
 
 function caseURL(key) {
@@ -95,15 +78,9 @@ function caseURL(key) {
 async function copyLink(key, link) {
 	const url = caseURL(key);
 	if (link) link.dataset.copied = url;
-	try {
-		await navigator.clipboard.writeText(url);
+	if (await copyText(url)) {
 		link?.classList.add('copied');
 		setTimeout(() => link?.classList.remove('copied'), 1500);
-		announce('Copied ' + url);
-	} catch {
-		// No clipboard (an insecure origin, or permission refused): show the
-		// link so it can be copied by hand.
-		announce(url);
 	}
 }
 
@@ -127,21 +104,16 @@ document.addEventListener('click', (ev) => {
 		ev.preventDefault();
 		const n = Number(ln.textContent);
 		if (ev.shiftKey && anchorLine && anchorLine !== n) {
-			const [lo, hi] = anchorLine < n ? [anchorLine, n] : [n, anchorLine];
-			history.replaceState(null, '', '#L' + lo + '-L' + hi);
-			selectLines(lo, hi, { scroll: false });
+			select({ lo: anchorLine, hi: n }, { from: 'source', url: 'replace' });
 			return;
 		}
 		anchorLine = n;
-		history.pushState(null, '', '#L' + n);
-		selectLines(n, n, { scroll: false });
+		select({ lo: n }, { from: 'source', url: 'push' });
 		return;
 	}
 	const chip = t.closest('[data-case-select]');
 	if (chip) {
-		const i = caseIndex(chip.dataset.caseSelect);
-		history.pushState(null, '', '#case-' + chip.dataset.caseSelect);
-		selectCase(i, { scroll: false });
+		select({ key: chip.dataset.caseSelect }, { from: 'source', url: 'push' });
 		return;
 	}
 	const copy = t.closest('[data-copy-link]');
@@ -165,20 +137,22 @@ document.addEventListener('keydown', (ev) => {
 	if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
 	const t = ev.target;
 	if (t instanceof HTMLElement && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+	if (t instanceof Element && t.closest('#live .live-lines')) return; // the pane's own keys
 	switch (ev.key) {
 		case 'j':
 		case 'k': {
 			if (!cases.length) return;
-			const from = current >= 0 ? current : caseInView();
+			const cur = currentIndex();
+			const from = cur >= 0 ? cur : caseInView();
 			let i = ev.key === 'j' ? from + 1 : from - 1;
 			if (from < 0) i = 0;
 			i = Math.max(0, Math.min(cases.length - 1, i));
-			history.replaceState(null, '', '#case-' + cases[i].dataset.case);
-			selectCase(i);
+			select({ key: cases[i].dataset.case }, { from: 'keys', scroll: true });
 			break;
 		}
 		case 'y': {
-			const i = current >= 0 ? current : caseInView();
+			const cur = currentIndex();
+			const i = cur >= 0 ? cur : caseInView();
 			if (i >= 0) copyLink(cases[i].dataset.case, cases[i].querySelector('[data-copy-link]'));
 			break;
 		}
@@ -191,53 +165,20 @@ document.addEventListener('keydown', (ev) => {
 	ev.preventDefault();
 });
 
-// The live pane asks to show a case, or one line of it.
+// Something asks to show a case, or one line of it.
 document.addEventListener('syncloop:goto', (ev) => {
-	const { key, line } = ev.detail || {};
-	const i = caseIndex(key);
-	const at = line ? lineEl(line) : null;
-	if (at && (i < 0 || at.closest('section.case') === cases[i])) {
-		// The line is in its case's own lines: show that very line.
-		anchorLine = line;
-		history.replaceState(null, '', '#L' + line);
-		selectLines(line, line);
-		if (i >= 0) cases[i].classList.add('selected');
-		return;
-	}
-	if (i >= 0) {
-		// The line was logged from a helper the case calls (handleProbeSync
-		// serves three cases): show the case, and mark the helper's line.
-		history.replaceState(null, '', '#case-' + key);
-		selectCase(i, { tell: false });
-		if (at) {
-			at.classList.add('hl');
-			announce(`${key}: logged at line ${line}, in a helper the case calls`);
-		}
-	}
+	const { key, line, handled } = ev.detail || {};
+	if (handled) return; // the pane selected it already
+	select({ key, lo: line && lineEl(line) ? line : 0 }, { from: 'pane', scroll: true });
 });
 
 // A room's driver selected something; this reader follows.
 document.addEventListener('syncloop:show', (ev) => {
 	const { key, lo, hi } = ev.detail || {};
-	if (lo && lineEl(lo)) {
-		anchorLine = lo;
-		history.replaceState(null, '', lo === hi || !hi ? '#L' + lo : '#L' + lo + '-L' + hi);
-		selectLines(lo, hi || lo, { scroll: false });
-		return;
-	}
-	const i = key ? caseIndex(key) : -1;
-	if (i >= 0) {
-		if (i !== current || !cases[i].classList.contains('selected')) {
-			history.replaceState(null, '', '#case-' + key);
-			selectCase(i, { scroll: false });
-		}
-		return;
-	}
-	if (current >= 0 || document.querySelector('.line.hl')) {
-		clearHighlight();
-		current = -1;
-		history.replaceState(null, '', location.pathname + location.search);
-	}
+	const s = current();
+	const next = lo && lineEl(lo) ? { key, lo, hi: hi || lo } : { key: key && caseIndex(key) >= 0 ? key : '' };
+	if (s.key === (next.key || '') && s.lo === (next.lo || 0) && s.hi === (next.hi || 0)) return;
+	select(next, { from: 'room' });
 });
 
 // A case's code sticks beside its note while the note is read, when the
@@ -250,9 +191,25 @@ function fitCode() {
 }
 fitCode();
 window.addEventListener('resize', fitCode);
+// The code's height changes after load too (the live pane takes its column,
+// fonts arrive, the room bar wraps): measure again whenever it does.
+const sized = new ResizeObserver(() => fitCode());
+for (const pre of document.querySelectorAll('section.case pre.code')) sized.observe(pre);
+
+// Paper shows what is folded: the doc comment and the helpers open for
+// printing, and fold back after.
+let printed = [];
+window.addEventListener('beforeprint', () => {
+	printed = [...document.querySelectorAll('main.reading details:not([open])')].filter((d) => !d.closest('ul.sightings'));
+	for (const d of printed) d.open = true;
+});
+window.addEventListener('afterprint', () => {
+	for (const d of printed) d.open = false;
+	printed = [];
+});
 
 window.addEventListener('hashchange', followHash);
 window.addEventListener('popstate', followHash);
-// Module scripts run after parsing, in order: live.js has registered its
-// listeners by now, so it hears about a case opened by link.
+// Module scripts run after parsing, in order: live.js has subscribed by now,
+// so it hears about a case opened by link.
 followHash();

@@ -83,8 +83,26 @@ let token = '';
 let presented = ''; // the wheel ticket this connection joined with
 let state = null; // the last {"t":"state"}
 // A reader who opened a link to a place (a shared case) stays there: they
-// start not following, and see where the driver is.
+// start not following, and see where the driver is. A reload keeps what
+// this tab was doing: a follower whose address took the driver's #case-…
+// still follows; one who moved on purpose still reads on their own. (A link
+// opened anew, even in this tab, is the link's place.)
+const followName = 'syncloop-room-follow-' + roomID;
 let following = !/^#(case-|L\d)/.test(location.hash);
+try {
+	const nav = performance.getEntriesByType('navigation')[0]?.type;
+	const f = sessionStorage.getItem(followName);
+	if (f && (nav === 'reload' || nav === 'back_forward')) following = f === '1';
+} catch {
+	// no storage: the address decides
+}
+function keepFollowing(on) {
+	try {
+		sessionStorage.setItem(followName, on ? '1' : '0');
+	} catch {
+		// as above
+	}
+}
 let applying = false; // while this script moves the page, it is not the reader moving
 let lastApplied = '';
 let lastSent = '';
@@ -351,6 +369,29 @@ function visibleLines() {
 
 const sections = [...document.querySelectorAll('article.text > section[id], article.text > details[id], main.pod-workers section[id]')];
 
+// readingY is the height in the window where a reader reads: a third of the
+// way down what the bar leaves.
+function readingY() {
+	const top = barHeight();
+	return top + (window.innerHeight - top) / 3;
+}
+
+// reading is what the reader reads: the case block (note or code) across the
+// reading height, else the page's section there, with how far into it
+// (per mille of its height), so a follower reads the same paragraph of a
+// note even where no code line is in view.
+function reading() {
+	const y = readingY();
+	const candidates = [...document.querySelectorAll('section.case[id]'), ...sections];
+	for (const e of candidates) {
+		const r = e.getBoundingClientRect();
+		if (r.top <= y && r.bottom > y && r.height > 0) {
+			return { where: e.id, per: Math.max(0, Math.min(1000, Math.round(((y - r.top) / r.height) * 1000))) };
+		}
+	}
+	return { where: sectionInView(), per: 0 };
+}
+
 function sectionInView() {
 	const top = barHeight() + 8;
 	let id = '';
@@ -362,7 +403,7 @@ function position() {
 	const sel = document.querySelector('section.case.selected');
 	const hl = document.querySelectorAll('.line.hl');
 	const [first, last] = visibleLines();
-	const p = { page, case: sel?.dataset.case || '', first, last, where: sectionInView() };
+	const p = { page, case: sel?.dataset.case || '', first, last, ...reading() };
 	if (hl.length) {
 		p.lo = Number(hl[0].id.slice(1));
 		p.hi = Number(hl[hl.length - 1].id.slice(1));
@@ -420,11 +461,22 @@ function follow(at) {
 	applying = true;
 	try {
 		document.dispatchEvent(new CustomEvent('syncloop:show', { detail: { key: at.case, lo: at.lo, hi: at.hi } }));
-		const top = lineEl(at.first) || (at.where && document.getElementById(at.where));
-		if (top) scrollToEl(top);
-		else if (!at.first && !at.where) window.scrollTo({ top: 0, behavior: 'instant' });
-		const sel = lineEl(at.lo) || (at.case && document.getElementById('case-' + at.case));
-		if (sel && !inView(sel)) scrollToEl(sel);
+		const anchor = at.where && document.getElementById(at.where);
+		if (anchor) {
+			// The same place in the same block (a case's note or code, a
+			// section), at the same fraction of its height, at the reading
+			// height: screens differ, paragraphs stay.
+			const r = anchor.getBoundingClientRect();
+			window.scrollTo({ top: window.scrollY + r.top + (r.height * (at.per || 0)) / 1000 - readingY(), behavior: 'instant' });
+		} else if (lineEl(at.first)) {
+			scrollToEl(lineEl(at.first));
+		} else if (!at.first) {
+			window.scrollTo({ top: 0, behavior: 'instant' });
+		}
+		if (!anchor) {
+			const sel = lineEl(at.lo) || (at.case && document.getElementById('case-' + at.case));
+			if (sel && !inView(sel)) scrollToEl(sel);
+		}
 	} finally {
 		applying = false;
 	}
@@ -433,12 +485,14 @@ function follow(at) {
 function pause() {
 	if (driving() || !following || !state?.driver) return;
 	following = false;
+	keepFollowing(false);
 	send({ t: 'follow', on: false });
 	render();
 }
 
 function resume() {
 	following = true;
+	keepFollowing(true);
 	lastApplied = '';
 	send({ t: 'follow', on: true });
 	render();

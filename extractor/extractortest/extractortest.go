@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"golang.org/x/mod/sumdb/dirhash"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/syncloop/syncloop/extractor"
 )
@@ -218,21 +219,23 @@ func fetch(tag string) (string, error) {
 	return final, nil
 }
 
-// Prefetch finds or downloads the tags' zips, four at a time; errors are
-// reported by Zip when a test asks for the tag.
+// Prefetch finds or downloads the tags' zips, four at a time (each is
+// 15-30 MB; more at once only splits the same bandwidth). A tag that cannot
+// be had fails the test that asks Zip for it. Later calls to Zip for these
+// tags, in any test of the process, return at once; later processes find the
+// zips in the download directory.
 func Prefetch(tags ...string) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 4)
+	var g errgroup.Group
+	g.SetLimit(4)
 	for _, tag := range tags {
 		v, _ := zips.LoadOrStore(tag, &once{})
 		z := v.(*once)
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			z.once.Do(func() { z.path, z.err = findOrFetch(tag) })
+			return nil // reported by Zip, to the test that needs the tag
 		})
 	}
-	wg.Wait()
+	g.Wait()
 }
 
 // Tree unpacks the tag's module zip into a directory of the test's own, laid

@@ -67,14 +67,14 @@ const (
 
 // caseOf is the case key each role's site is taken from.
 var caseOf = map[role]string{
-	roleAdd: "config", roleUpdate: "config",
-	rolePLEGStarted: "pleg", rolePLEGDied: "pleg",
-	roleSync:         "sync",
-	roleHousekeeping: "housekeeping", roleHousekeepingEnd: "housekeeping", roleHousekeepingSkipped: "housekeeping",
-	roleStartupUnhealthy: "startup", roleStartupStarted: "startup",
-	roleReady: "readiness", roleNotReady: "readiness",
-	roleLiveness:  "liveness",
-	roleContainer: "container",
+	roleAdd: extractor.KeyConfig, roleUpdate: extractor.KeyConfig,
+	rolePLEGStarted: extractor.KeyPLEG, rolePLEGDied: extractor.KeyPLEG,
+	roleSync:         extractor.KeySync,
+	roleHousekeeping: extractor.KeyHousekeeping, roleHousekeepingEnd: extractor.KeyHousekeeping, roleHousekeepingSkipped: extractor.KeyHousekeeping,
+	roleStartupUnhealthy: extractor.KeyStartup, roleStartupStarted: extractor.KeyStartup,
+	roleReady: extractor.KeyReadiness, roleNotReady: extractor.KeyReadiness,
+	roleLiveness:  extractor.KeyLiveness,
+	roleContainer: extractor.KeyContainer,
 }
 
 // New returns a demo feed for r; seed makes it deterministic. With a nil

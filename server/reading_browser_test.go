@@ -1,0 +1,365 @@
+package server
+
+// Browser tests for the reading in a person's hands (issue 12): what a reader
+// sees at 1440×900, 1024×768 and 390×844, light and dark, on the demo feed.
+// Each test looks at the page the way a reader does: is the selected case's
+// newest line in view, does the pane hold still when scrolled away, is there
+// a horizontal scroll, is the pane reachable. Screenshots go to artifacts/.
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// viewport is one window a reader reads in.
+type viewport struct {
+	name   string
+	w, h   int64
+	mobile bool
+}
+
+var viewports = []viewport{
+	{"1440", 1440, 900, false},
+	{"1024", 1024, 768, false},
+	{"390", 390, 844, true},
+}
+
+// demoSite serves the default tag's real page with a fast demo feed (and
+// the same Reading under other tags, when asked).
+func demoSite(t *testing.T, others ...string) (*httptest.Server, *extractor.Reading) {
+	t.Helper()
+	r := realReading(t)
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	for _, tag := range others {
+		o := *r
+		o.Tag = tag
+		fl.readings[tag] = &o
+	}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	for _, tag := range append(others, r.Tag) {
+		waitLoaded(t, s, tag)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return ts, r
+}
+
+// setView sizes the window and picks the colour scheme.
+func setView(t *testing.T, ctx context.Context, v viewport, dark bool) {
+	t.Helper()
+	scheme := "light"
+	if dark {
+		scheme = "dark"
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(v.w, v.h, func(p *emulation.SetDeviceMetricsOverrideParams, _ *emulation.SetTouchEmulationEnabledParams) {
+			p.Mobile = v.mobile
+		}),
+		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+			})
+			return err
+		}),
+	); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func themeName(dark bool) string {
+	if dark {
+		return "dark"
+	}
+	return "light"
+}
+
+// TestBrowserShots takes the screenshots a person judges the layout by:
+// every viewport, both themes, the page opened at the pleg case with its
+// lines selected. It asserts what a screenshot shows at a glance: no
+// horizontal page scroll, the selected case's title in view.
+func TestBrowserShots(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	for _, v := range viewports {
+		for _, dark := range []bool{false, true} {
+			setView(t, ctx, v, dark)
+			if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/#case-pleg"), chromedp.WaitReady("section.case")); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, ctx, "pleg lines", `document.querySelectorAll('#live li.ll[data-case="pleg"]').length >= 3`)
+			eval[bool](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), true)`)
+			time.Sleep(300 * time.Millisecond)
+			name := fmt.Sprintf("shot-%s-%s", v.name, themeName(dark))
+			screenshot(t, ctx, name+"-pleg.png", false)
+			if sw := eval[int](t, ctx, fmt.Sprintf(`document.documentElement.scrollWidth - %d`, v.w)); sw > 0 {
+				t.Errorf("%s: the page scrolls sideways by %d px", name, sw)
+			}
+			if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/"), chromedp.WaitReady("section.case")); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			screenshot(t, ctx, name+"-top.png", false)
+		}
+	}
+	watch.check(t)
+}
+
+// openDemo opens the default tag's page on a demo site in v, and waits for
+// lines of key in the pane.
+func openDemo(t *testing.T, ctx context.Context, pageURL string, v viewport, dark bool, key string, atLeast int) {
+	t.Helper()
+	setView(t, ctx, v, dark)
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, fmt.Sprintf("%d %s lines in the pane", atLeast, key),
+		fmt.Sprintf(`document.querySelectorAll('#live li.ll[data-case=%q]').length >= %d`, key, atLeast))
+}
+
+// lineInView says whether a pane line is where a reader sees it: inside the
+// pane's scrolled area and inside the window.
+const lineInView = `((li) => {
+	if (!li || li.offsetParent === null) return false;
+	const r = li.getBoundingClientRect(), l = li.closest('ol').getBoundingClientRect();
+	return r.top >= l.top - 1 && r.bottom <= l.bottom + 1 && r.top >= 0 && r.bottom <= innerHeight;
+})`
+
+// TestBrowserSelectShowsLines: selecting a case brings its newest line in
+// the pane into view at every width, the reader steps through its lines
+// ("3 of 12"), and the counts count what the pane holds and shows.
+func TestBrowserSelectShowsLines(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	for _, v := range viewports {
+		t.Run(v.name, func(t *testing.T) {
+			// config: the pod is added once, early; its lines are far
+			// from the tail, where a pane that only follows never shows them.
+			openDemo(t, ctx, pageURL, v, false, "pleg", 4)
+			waitFor(t, ctx, "a config line", `!!document.querySelector('#live li.ll[data-case="config"]')`)
+			eval[bool](t, ctx, `(document.querySelector('[data-case-select="config"]').scrollIntoView({block: 'center', behavior: 'instant'}), document.querySelector('[data-case-select="config"]').click(), true)`)
+			newest := `(() => { const ls = [...document.querySelectorAll('#live li.ll[data-case="config"]')].filter(li => li.offsetParent !== null); return ls[ls.length - 1]; })()`
+			waitFor(t, ctx, "the newest config line in view", lineInView+`(`+newest+`)`)
+			screenshot(t, ctx, "select-config-"+v.name+".png", false)
+			type sel struct {
+				Info  string
+				Shown int
+			}
+			st := eval[sel](t, ctx, `({Info: document.querySelector('#live .live-sel').textContent,
+				Shown: [...document.querySelectorAll('#live li.ll[data-case="config"]')].filter(li => li.offsetParent !== null).length})`)
+			if want := fmt.Sprintf("line %d of %d", st.Shown, st.Shown); !strings.Contains(st.Info, want) {
+				t.Errorf("selection says %q, want %q", st.Info, want)
+			}
+			// Step back through the case's lines, when there is more than one.
+			pleg := eval[int](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), [...document.querySelectorAll('#live li.ll[data-case="pleg"]')].filter(li => li.offsetParent !== null).length)`)
+			waitFor(t, ctx, "the newest pleg line in view", lineInView+`(document.querySelector('#live li.ll.cur[data-case="pleg"]'))`)
+			eval[bool](t, ctx, `(document.querySelector('#live .live-prev').click(), document.querySelector('#live .live-prev').click(), true)`)
+			waitFor(t, ctx, "two lines back", fmt.Sprintf(`document.querySelector('#live .live-sel').textContent.includes('line %d of ')`, pleg-2))
+			waitFor(t, ctx, "the stepped-to line in view", lineInView+`(document.querySelector('#live li.ll.cur'))`)
+			if c := eval[string](t, ctx, `document.querySelector('#live li.ll.cur').dataset.case`); c != "pleg" {
+				t.Errorf("stepped to a %q line, want pleg", c)
+			}
+			// Counts are what the pane holds and shows: a pod filter that
+			// matches nothing leaves nothing to count.
+			eval[bool](t, ctx, `(() => { const p = document.querySelector('#live .live-pod'); p.value = 'no-such-pod'; p.dispatchEvent(new Event('input')); return true })()`)
+			waitFor(t, ctx, "counters at zero", `[...document.querySelectorAll('[data-case-count]')].every(s => s.textContent === '0') && /no line/.test(document.querySelector('#live .live-sel').textContent)`)
+			eval[bool](t, ctx, `(() => { const p = document.querySelector('#live .live-pod'); p.value = ''; p.dispatchEvent(new Event('input')); return true })()`)
+			mismatch := eval[string](t, ctx, `(() => { for (const s of document.querySelectorAll('[data-case-count]')) {
+				const n = document.querySelectorAll('#live li.ll[data-case="' + s.dataset.caseCount + '"]').length;
+				if (Number(s.textContent) !== n) return s.dataset.caseCount + ': counter ' + s.textContent + ', pane ' + n; } return ''; })()`)
+			if mismatch != "" {
+				t.Errorf("a counter counts lines the pane does not hold: %s", mismatch)
+			}
+		})
+	}
+	watch.check(t)
+}
+
+// TestBrowserPaneHoldsStill: the pane follows the tail only while the reader
+// is at its bottom. A scroll away by the scrollbar (no wheel event) or by
+// PageUp pauses it, with "N new ↓ resume"; back at the bottom, it follows.
+func TestBrowserPaneHoldsStill(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	for _, v := range []viewport{viewports[0], viewports[2]} {
+		t.Run(v.name, func(t *testing.T) {
+			openDemo(t, ctx, pageURL, v, false, "housekeeping", 30)
+			// On a narrow window the pane is a drawer: open it.
+			eval[bool](t, ctx, `(() => { const b = document.querySelector('#live .live-toggle'); if (b && b.getAttribute('aria-expanded') === 'false') b.click(); return true })()`)
+			waitFor(t, ctx, "the lines on view", `document.querySelector('#live .live-lines').clientHeight > 50`)
+			// A scrollbar drag moves scrollTop and fires scroll, no wheel.
+			top := eval[float64](t, ctx, `(() => { const l = document.querySelector('#live .live-lines'); l.scrollTop = l.scrollHeight - l.clientHeight - 300; return l.scrollTop })()`)
+			time.Sleep(1500 * time.Millisecond)
+			type st struct {
+				Top    float64
+				Paused bool
+				More   string
+			}
+			s := eval[st](t, ctx, `({Top: document.querySelector('#live .live-lines').scrollTop, Paused: document.getElementById('live').livePane.paused,
+				More: document.querySelector('#live .live-more').hidden ? '' : document.querySelector('#live .live-more').textContent})`)
+			if !s.Paused || s.Top != top || !regexp.MustCompile(`^\d+ new ↓ resume$`).MatchString(s.More) {
+				t.Fatalf("after a scrollbar drag to %v: %+v; want the pane paused where the reader left it, with \"N new ↓ resume\"", top, s)
+			}
+			screenshot(t, ctx, "pane-paused-"+v.name+".png", false)
+			// Back to the bottom: it follows again.
+			eval[bool](t, ctx, `(() => { const l = document.querySelector('#live .live-lines'); l.scrollTop = l.scrollHeight; return true })()`)
+			waitFor(t, ctx, "following again", `!document.getElementById('live').livePane.paused && document.querySelector('#live .live-more').hidden`)
+			// PageUp in the pane (keyboard users) pauses too.
+			if err := chromedp.Do(ctx, chromedp.Focus(`#live .live-lines`), chromedp.KeyEvent(kb.PageUp)); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			if !eval[bool](t, ctx, `document.getElementById('live').livePane.paused && document.querySelector('#live .live-lines').scrollTop < document.querySelector('#live .live-lines').scrollHeight - document.querySelector('#live .live-lines').clientHeight - 50`) {
+				t.Fatal("PageUp in the pane did not hold it: it went back to the tail")
+			}
+			eval[bool](t, ctx, `(document.querySelector('#live .live-more').click(), true)`)
+			waitFor(t, ctx, "resumed", `!document.getElementById('live').livePane.paused`)
+		})
+	}
+	watch.check(t)
+}
+
+// TestBrowserLayout: a note and its code are read together at every width,
+// the page never scrolls sideways (320–390 px included), the live pane is
+// reachable at every width (a column, or a drawer over the source), and a
+// phone's header is compact.
+func TestBrowserLayout(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	all := append([]viewport{{"320", 320, 640, true}}, viewports...)
+	for _, v := range all {
+		t.Run(v.name, func(t *testing.T) {
+			openDemo(t, ctx, pageURL, v, false, "pleg", 1)
+			if sw := eval[int](t, ctx, `document.documentElement.scrollWidth`); sw > int(v.w) {
+				wide := eval[string](t, ctx, fmt.Sprintf(`[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > %d + 1 && !e.closest('pre, table, .live-lines')).slice(0, 3).map(e => e.tagName + '.' + e.className).join(', ')`, v.w))
+				t.Errorf("the page is %d px wide in a %d px window (%s)", sw, v.w, wide)
+			}
+			// Reading the middle of the pleg note, its code is in view.
+			type rd struct{ NoteMid, CodeTop, CodeBottom, Inner float64 }
+			p := eval[rd](t, ctx, `(() => {
+				const c = document.getElementById('case-pleg'), note = c.querySelector('.margin'), code = c.querySelector('pre.code');
+				const nr = note.getBoundingClientRect();
+				window.scrollBy(0, nr.top + nr.height * 0.6 - innerHeight / 2);
+				const cr = code.getBoundingClientRect(), n2 = note.getBoundingClientRect();
+				return {NoteMid: n2.top + n2.height * 0.6, CodeTop: cr.top, CodeBottom: cr.bottom, Inner: innerHeight};
+			})()`)
+			if p.CodeBottom <= 0 || p.CodeTop >= p.Inner || p.CodeBottom-max(p.CodeTop, 0) < 80 {
+				t.Errorf("reading the pleg note at y=%.0f, its code is at %.0f–%.0f of a %.0f px window", p.NoteMid, p.CodeTop, p.CodeBottom, p.Inner)
+			}
+			screenshot(t, ctx, "layout-note-code-"+v.name+".png", false)
+			// The live pane is reachable: beside the source, or a drawer
+			// whose bar is in view and opens over it.
+			reach := `(() => { const r = document.querySelector('#live .live-lines').getBoundingClientRect(); return r.height > 80 && r.top < innerHeight && r.bottom > 0 && r.left < innerWidth })()`
+			if !eval[bool](t, ctx, reach) {
+				toggle := `(() => { const b = document.querySelector('#live .live-toggle'); const r = b.getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.bottom <= innerHeight })()`
+				if !eval[bool](t, ctx, toggle) {
+					t.Fatal("the live pane is out of reach: neither beside the source nor a drawer in view")
+				}
+				eval[bool](t, ctx, `(document.querySelector('#live .live-toggle').click(), true)`)
+				waitFor(t, ctx, "the drawer open over the source", reach)
+				eval[bool](t, ctx, `(document.querySelector('#live .live-toggle').click(), true)`)
+			}
+			if v.mobile {
+				// Two rows on a 390 px phone, three at most at 320.
+				limit := 100.0
+				if v.w < 360 {
+					limit = 120
+				}
+				if h := eval[float64](t, ctx, `document.querySelector('header.site').getBoundingClientRect().height`); h > limit {
+					t.Errorf("the header is %.0f px tall on a %d px phone", h, v.w)
+				}
+			}
+		})
+	}
+	watch.check(t)
+}
+
+// TestBrowserSelectionAgrees: the source, the pane and the address show one
+// selection. A line selects its case in the pane too; a log line selects its
+// case in the source and highlights its case's lines in the pane; going Back
+// to the bare address selects nothing.
+func TestBrowserSelectionAgrees(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	openDemo(t, ctx, pageURL, viewports[0], false, "sync", 2)
+	var config extractor.Case
+	for _, c := range r.Function.Cases {
+		if c.Key == extractor.KeyConfig {
+			config = c
+		}
+	}
+	type agree struct {
+		Pane, Source, Hash string
+		PaneSel, WrongSel  int
+	}
+	state := `({Pane: document.getElementById('live').livePane.selected,
+		Source: document.querySelector('section.case.selected')?.dataset.case || '',
+		Hash: location.hash,
+		PaneSel: document.querySelectorAll('#live li.ll.sel').length,
+		WrongSel: [...document.querySelectorAll('#live li.ll.sel')].filter(li => li.dataset.case !== document.getElementById('live').livePane.selected).length})`
+
+	eval[bool](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), true)`)
+	line := config.Start + 1
+	eval[bool](t, ctx, fmt.Sprintf(`(document.querySelector('#L%d > a.ln').click(), true)`, line))
+	if s := eval[agree](t, ctx, state); s.Pane != "config" || s.Source != "config" || s.Hash != fmt.Sprintf("#L%d", line) {
+		t.Errorf("pleg selected, then line %d of config clicked: %+v; want config in the pane and the source, #L%d", line, s, line)
+	}
+
+	eval[bool](t, ctx, `(document.querySelector('#live li.ll[data-case="sync"]').click(), true)`)
+	if s := eval[agree](t, ctx, state); s.Pane != "sync" || s.Source != "sync" || s.PaneSel == 0 || s.WrongSel != 0 {
+		t.Errorf("a sync log line clicked: %+v; want sync selected in the source and its lines in the pane", s)
+	}
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case"),
+		chromedp.Navigate(pageURL+"#case-sync"), chromedp.WaitReady("section.case")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "sync selected", `document.getElementById('live').livePane.selected === 'sync'`)
+	eval[bool](t, ctx, `(history.back(), true)`)
+	waitFor(t, ctx, "nothing selected at the bare address", `location.hash === '' && !document.querySelector('section.case.selected') && document.getElementById('live').livePane.selected === ''`)
+	watch.check(t)
+}
+
+// TestBrowserFeedAtAnotherTag: the server's one feed reads the default tag;
+// a page at another tag says so, links no log line to its own source lines
+// (they would point at the wrong code), and the demo starts with the lines
+// without a case hidden.
+func TestBrowserFeedAtAnotherTag(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, _ := demoSite(t, "v1.31.0")
+	watch := watchPage(t, ctx, ts)
+	openDemo(t, ctx, ts.URL+"/k8s/v1.31.0/", viewports[0], false, "pleg", 3)
+	waitFor(t, ctx, "the note that the feed reads another tag", `(() => { const n = document.querySelector('#live .live-version'); return !n.hidden && n.textContent.includes('v1.31.0') })()`)
+	if n := eval[int](t, ctx, `document.querySelectorAll('#live [data-seq][data-line]').length`); n != 0 {
+		t.Errorf("%d log lines of another tag's kubelet link to this page's source lines", n)
+	}
+	if !eval[bool](t, ctx, `document.querySelector('#live [data-hide-none]').checked && [...document.querySelectorAll('#live li.ll-none')].every(li => li.offsetParent === null)`) {
+		t.Error("the demo shows its lines without a case at first")
+	}
+	screenshot(t, ctx, "feed-another-tag.png", false)
+	watch.check(t)
+}

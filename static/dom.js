@@ -1,0 +1,74 @@
+// dom.js: the few things every module of the page needs, once: an element
+// builder (text only, never HTML), announcements to the toast and to screen
+// readers, copying to the clipboard, and reconnecting with jittered backoff.
+
+// el builds an element with a class and text; never HTML.
+export function el(tag, cls, text) {
+	const e = document.createElement(tag);
+	if (cls) e.className = cls;
+	if (text !== undefined) e.textContent = text;
+	return e;
+}
+
+// announce shows text in the page's toast (#toast, a polite live region),
+// which screen readers read out.
+export function announce(text, ms = 1800) {
+	const t = document.getElementById('toast');
+	if (!t) return;
+	t.textContent = text;
+	t.classList.add('show');
+	clearTimeout(announce.timer);
+	announce.timer = setTimeout(() => t.classList.remove('show'), ms);
+}
+
+// copyText puts text on the clipboard and says so; with no clipboard (an
+// insecure origin, a refused permission) it shows the text to copy by hand.
+export async function copyText(text, what = text) {
+	try {
+		await navigator.clipboard.writeText(text);
+		announce('Copied ' + what);
+		return true;
+	} catch {
+		announce(text, 6000);
+		return false;
+	}
+}
+
+// Backoff is the wait before a reconnect: doubling from min to max, with
+// jitter so that a restarted server is not met by every browser at once.
+export class Backoff {
+	constructor(min = 500, max = 15000) {
+		this.min = min;
+		this.max = max;
+		this.cur = min;
+	}
+
+	// next is the wait before the next attempt, in ms.
+	next() {
+		const wait = this.cur / 2 + Math.random() * (this.cur / 2);
+		this.cur = Math.min(this.cur * 2, this.max);
+		return wait;
+	}
+
+	reset() {
+		this.cur = this.min;
+	}
+}
+
+// countdown writes say(seconds left) into node every second until ms have
+// passed, then calls done. It returns a function that stops it.
+export function countdown(node, ms, say, done) {
+	const end = Date.now() + ms;
+	let timer = 0;
+	const tick = () => {
+		const left = end - Date.now();
+		if (left <= 0) {
+			done();
+			return;
+		}
+		node.textContent = say(Math.ceil(left / 1000));
+		timer = setTimeout(tick, Math.min(1000, left));
+	};
+	tick();
+	return () => clearTimeout(timer);
+}
