@@ -13,6 +13,11 @@
 //
 // Whatever a reader wrote reaches other pages as text (textContent), or as
 // the server's safe-mode Markdown HTML; never as markup of its own.
+//
+// The selection a comment is on is the page's one selection (selection.js).
+
+import { announce, el } from './dom.js';
+import { current, onSelect } from './selection.js';
 
 const live = document.getElementById('live');
 const tag = live?.dataset.tag || '';
@@ -26,13 +31,7 @@ const notes = new Map(); // id → view {id, text, rev, author, color, quote, ht
 const editors = new Map(); // id → {input, base, dirty, timer, saving, conflict}
 let readOnly = false;
 
-// --- small helpers (dom.js will hold these once the reading page has one) ---
-function el(tagName, cls, text) {
-	const e = document.createElement(tagName);
-	if (cls) e.className = cls;
-	if (text !== undefined) e.textContent = text;
-	return e;
-}
+// --- small helpers ---
 function stored(name, fallback) {
 	try {
 		return localStorage.getItem(name) ?? fallback;
@@ -52,14 +51,6 @@ function me() {
 		author: stored('syncloop-name', '') || (roomID ? 'a reader' : 'me'),
 		color: Number(stored('syncloop-color', '0')) % COLORS || 0,
 	};
-}
-function announce(text) {
-	const t = document.getElementById('toast');
-	if (!t) return;
-	t.textContent = text;
-	t.classList.add('show');
-	clearTimeout(announce.timer);
-	announce.timer = setTimeout(() => t.classList.remove('show'), 2200);
 }
 function when(iso) {
 	const d = new Date(iso);
@@ -290,7 +281,7 @@ function conflict(id, mine, theirs, msg) {
 			show(theirs);
 		} else save(id);
 	});
-	announce(msg || 'Changed meanwhile');
+	announce(msg || 'Changed meanwhile', 2600);
 }
 
 function goReadOnly(msg) {
@@ -508,14 +499,13 @@ function newID() {
 	return 'comment.' + btoa(String.fromCharCode(...b)).replace(/\+/g, '-').replace(/\//g, '_');
 }
 
-// The selection is the page's #L…-L… (reader.js sets it; room.js follows the
-// driver's). A bar offers to comment on it.
+// selection is the lines selected on the page (by their numbers, or by the
+// room's driver), if any; a bar offers to comment on them.
 function selection() {
-	const m = /^#L(\d+)(?:-L?(\d+))?$/.exec(location.hash);
-	if (!m) return null;
-	const lo = Number(m[1]);
-	const hi = m[2] ? Number(m[2]) : lo;
-	return lineEl(lo) && lineEl(hi) ? { lo: Math.min(lo, hi), hi: Math.max(lo, hi) } : null;
+	const s = current();
+	if (!s.lo) return null;
+	const hi = s.hi || s.lo;
+	return lineEl(s.lo) && lineEl(hi) ? { lo: Math.min(s.lo, hi), hi: Math.max(s.lo, hi) } : null;
 }
 
 const bar = el('div', 'annot-bar');
@@ -789,9 +779,6 @@ if (tag && caseEls.length) {
 			}
 		});
 	}
-	document.addEventListener('click', () => setTimeout(updateBar, 0));
-	window.addEventListener('hashchange', updateBar);
-	window.addEventListener('popstate', updateBar);
-	document.addEventListener('syncloop:show', () => setTimeout(updateBar, 0));
+	onSelect(updateBar);
 	updateBar();
 }
