@@ -247,6 +247,7 @@ function conflict(id, mine, theirs, msg) {
 	const ed = editors.get(id);
 	ed.base = theirs.rev;
 	notes.set(id, theirs);
+	showBy(ed.by, theirs);
 	const c = ed.conflict;
 	c.replaceChildren();
 	c.hidden = false;
