@@ -202,10 +202,17 @@ func serveChild(ctx context.Context, exe, cacheDir, token, tag, logName string) 
 	if err != nil {
 		return "", 0, nil, fmt.Errorf("loadtest: %w", err)
 	}
-	cmd := exec.Command(exe, "serve", "--addr", addr, "--token", token, "--cache-dir", cacheDir, "--tag", tag, "--log-level", "warn",
+	// Feeds and rooms live in a data dir of the run's own (JetStream's files).
+	dataDir, err := os.MkdirTemp("", "syncloop-loadtest-data-")
+	if err != nil {
+		logf.Close()
+		return "", 0, nil, fmt.Errorf("loadtest: %w", err)
+	}
+	cmd := exec.Command(exe, "serve", "--addr", addr, "--token", token, "--cache-dir", cacheDir, "--data-dir", dataDir, "--tag", tag, "--log-level", "warn",
 		"--sockets-per-client", "1000000") // every reader comes from 127.0.0.1
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dataDir)
 		logf.Close()
 		return "", 0, nil, fmt.Errorf("loadtest: start the server: %w", err)
 	}
@@ -219,6 +226,7 @@ func serveChild(ctx context.Context, exe, cacheDir, token, tag, logName string) 
 			cmd.Process.Kill()
 			<-done
 		}
+		os.RemoveAll(dataDir)
 	}
 	url = "http://" + addr
 	if err := waitHealthz(ctx, url, done); err != nil {

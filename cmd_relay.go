@@ -9,13 +9,14 @@ import (
 	"github.com/syncloop/syncloop/server/relay"
 )
 
-const relayUsage = `Usage: syncloop relay --server URL --token T [--feed NAME] [--cmd "…" | --file F [--speed S] | stdin] [--state FILE]
+const relayUsage = `Usage: syncloop relay --server URL[,URL…] --token T [--feed NAME] [--cmd "…" | --file F [--speed S] | stdin] [--state FILE]
 
 Relay a kubelet journal to a syncloop server's feed, over a websocket.
 Lines come from --cmd (run with sh -c and restarted when it exits), from
 --file (a saved journal), or from stdin. Nothing is lost or duplicated when
 the server restarts or the connection drops: the relay keeps what the server
-has not acknowledged and sends it again.
+has not acknowledged and sends it again. Given several servers (replicas of
+one site on a NATS cluster), it goes on to the next when one is down.
 
 Exactly-once needs journald's cursors: use journalctl -o json. With a
 journalctl --cmd, the relay appends --after-cursor=<last cursor> --no-tail
@@ -36,7 +37,7 @@ Flags:
 
 func runRelay(ctx context.Context, s stdio, args []string) error {
 	fs := newFlagSet("relay", s)
-	server := fs.String("server", "", "the syncloop server's base URL (http://host:port or https://host)")
+	server := fs.String("server", "", "the syncloop server's base `URL` (http://host:port or https://host); several, comma-separated, are tried in turn")
 	feed := fs.String("feed", "default", "the feed to send to")
 	token := fs.String("token", "", "the ingest token given to syncloop serve --token")
 	cmd := fs.String("cmd", "", "a command whose output is the journal, run with sh -c (e.g. \"journalctl -u kubelet -f -o json --all\")")

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
@@ -30,7 +31,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	journalFile := fs.String("journal-file", "", "replay a saved journal `FILE` into the default feed")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug (every request), info, warn or error")
 	logFormat := fs.String("log-format", "auto", "log `FORMAT`: text, json, or auto (text on a terminal, JSON otherwise)")
-	dataDir := fs.String("data-dir", "", "keep pair-reading rooms (rooms.json) in `DIR` so they survive a restart (default: the user config dir + /syncloop)")
+	dataDir := fs.String("data-dir", "", "keep feeds and rooms (the embedded NATS JetStream's files) in `DIR` so they survive a restart (default: the user config dir + /syncloop)")
+	natsURLs := fs.String("nats", "", "use the NATS cluster at `URL,…` (nats://h1:4222,nats://h2:4222) for feeds and rooms instead of an embedded server: run any number of replicas on one cluster")
+	natsListen := fs.String("nats-listen", "", "let the embedded NATS server take clients at `ADDR` (host:port), so other replicas can join it with --nats")
 	roomTTL := fs.Duration("room-ttl", 24*time.Hour, "a room with no one in it expires after `DURATION`")
 	maxRooms := fs.Int("max-rooms", 48, "rooms this server holds at most (each room's feed counts against the 64 feeds)")
 	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
@@ -60,7 +63,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		if d, err := os.UserConfigDir(); err == nil {
 			*dataDir = filepath.Join(d, "syncloop")
 		} else {
-			log.Warn("no user config dir: rooms are kept in memory only; set --data-dir to keep them", "err", err)
+			log.Warn("no user config dir: feeds and rooms are kept in memory only; set --data-dir to keep them", "err", err)
 		}
 	}
 	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 || *historyMB <= 0 || *roomsPerClient <= 0 || *socketsPerClient <= 0 {
@@ -71,7 +74,18 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		return usageError{fmt.Errorf("--trusted-proxy: %v", err)}
 	}
 
+	var urls []string
+	for u := range strings.SplitSeq(*natsURLs, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	if len(urls) > 0 && *natsListen != "" {
+		return usageError{fmt.Errorf("--nats-listen opens the embedded server's port; with --nats there is none")}
+	}
 	srv, err := server.NewServer(server.Config{
+		NATS:         urls,
+		NATSListen:   *natsListen,
 		DefaultTag:   *tag,
 		SourceDir:    *sourceDir,
 		CacheDir:     *cacheDir,
@@ -104,6 +118,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if u := srv.NATSURL(); u != "" {
+		log.Info("nats: other replicas can join with --nats "+u, "nats_url", u)
 	}
 	log.Info("serving", "url", "http://"+displayAddr(ln.Addr())+"/", "tag", *tag)
 

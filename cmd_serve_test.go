@@ -57,8 +57,9 @@ func TestServe(t *testing.T) {
 	defer cancel()
 	var stderr lockedBuffer
 	done := make(chan error, 1)
+	dataDir := t.TempDir()
 	go func() {
-		done <- run(ctx, []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir()},
+		done <- run(ctx, []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "--data-dir", dataDir},
 			goEnv(nil), strings.NewReader(""), io.Discard, &stderr)
 	}()
 	// stderr is no terminal, so the log is JSON lines.
@@ -120,6 +121,12 @@ func TestServe(t *testing.T) {
 	if err := health(); err != nil {
 		t.Errorf("syncloop health once the default tag is read: %v", err)
 	}
+	// A second server on the same data dir refuses, saying why.
+	err = run(t.Context(), []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "--data-dir", dataDir},
+		goEnv(nil), strings.NewReader(""), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "is in use by another syncloop serve") {
+		t.Fatalf("a second serve on the same --data-dir: %v; want a refusal that says why", err)
+	}
 	cancel()
 	select {
 	case err := <-done:
@@ -154,7 +161,7 @@ func TestServeBadFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stderr lockedBuffer
-			err := run(t.Context(), append([]string{"syncloop", "serve", "--cache-dir", t.TempDir()}, tc.args...),
+			err := run(t.Context(), append([]string{"syncloop", "serve", "--cache-dir", t.TempDir(), "--data-dir", t.TempDir()}, tc.args...),
 				goEnv(tc.env), strings.NewReader(""), io.Discard, &stderr)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)

@@ -36,7 +36,7 @@ func startSecServer(t *testing.T) string {
 	cache := filepath.Join(t.TempDir(), "cache")
 	copyReadingCache(cache, extractor.DefaultTag)
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	srv := start(t, "serve", bin, "serve", "--addr", addr, "--token", secToken, "--cache-dir", cache, "--log-level", "warn")
+	srv := start(t, "serve", bin, "serve", "--addr", addr, "--token", secToken, "--cache-dir", cache, "--data-dir", filepath.Join(filepath.Dir(cache), "data"), "--log-level", "warn")
 	waitHealthy(t, "http://"+addr, srv)
 	return addr
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,8 +11,8 @@ import (
 
 // handleHealthz answers GET /healthz: 200 "ok" when the server can do its
 // job, else 503 "not ready: " and why: the default tag's Reading (what /
-// shows) has not loaded, or a directory the server writes (rooms under
-// --data-dir, feed histories under the cache dir) cannot be written.
+// shows) has not loaded, rooms cannot be written under --data-dir, or
+// JetStream, where feeds are stored, does not answer.
 // syncloop health prints the reason.
 func (s *Server) handleHealthz() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -42,13 +43,15 @@ func (s *Server) notReady() []string {
 			why = append(why, fmt.Sprintf("the default tag %s is still loading", tag))
 		}
 	}
-	dirs := map[string]string{"rooms": s.cfg.DataDir, "feed history": s.live.storeDir}
-	for _, what := range []string{"rooms", "feed history"} {
-		if dir := dirs[what]; dir != "" {
-			if err := probeWrite(dir); err != nil {
-				why = append(why, fmt.Sprintf("cannot write %s in %s: %v", what, dir, err))
-			}
+	if dir := s.cfg.DataDir; dir != "" {
+		if err := probeWrite(dir); err != nil {
+			why = append(why, fmt.Sprintf("cannot write rooms in %s: %v", dir, err))
 		}
+	}
+	// Feeds are stored in JetStream: storage cannot be written when it
+	// does not answer.
+	if err := s.broker.Healthy(context.Background()); err != nil {
+		why = append(why, fmt.Sprintf("cannot store feeds: %v", err))
 	}
 	return why
 }

@@ -11,11 +11,16 @@ package server
 //	server → relay   {"ack":"<id of the batch's last line>"}
 //
 // A message is at most 1 MiB (larger: closed with 1009, message too big).
-// The server acknowledges a batch once its lines are written to the feed's
-// file, so a server killed before the ack has them, and recognizes the
-// relay's resend: a line whose id the feed has seen recently is skipped, not
+// The server acknowledges a batch once JetStream has stored its lines
+// (live_stream.go), so a server killed before the ack has them, and
+// recognizes the relay's resend: a line already stored is skipped, not
 // stored twice. The relay resends everything unacknowledged after it
-// reconnects.
+// reconnects, to this server or another replica.
+//
+// Export (GET /feeds/{feed}/export[?after=SEQ]): the feed's stored lines
+// as NDJSON, one per line exactly as the relay sent it (a journald entry
+// whole, with __CURSOR), in order, up to the last one stored when the
+// request began; demo lines are left out.
 //
 // Browser protocol (GET /feeds/{feed}/ws[?after=SEQ], websocket, same origin
 // only, server → browser): each websocket message holds one or more JSON
@@ -45,14 +50,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -64,8 +66,10 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/demo"
 	"github.com/syncloop/syncloop/server/hub"
@@ -78,12 +82,7 @@ const (
 	maxFeeds     = 64
 	ingestLimit  = 1 << 20  // bytes per ingest message
 	displayLimit = 64 << 10 // bytes of a line kept for display
-	// idsKept is how many recent ids a feed remembers to recognize a
-	// relay's resend: a relay resends what it sent and did not see
-	// acknowledged, at most its window, so twice that covers two relays
-	// on one feed.
-	idsKept    = 2 * relay.DefaultWindow
-	frameLimit = 64 << 10 // bytes per browser message: the buffer each browser's writer keeps
+	frameLimit   = 64 << 10 // bytes per browser message: the buffer each browser's writer keeps
 	// A browser's writer that sent fewer than coalesceBelow lines waits
 	// coalesceFor before the next message, so lines arriving one by one
 	// share a write; the wait is well under what a reader notices.
@@ -91,7 +90,7 @@ const (
 	coalesceFor   = 10 * time.Millisecond
 )
 
-// feedNameRE is what a feed may be called: it is also a file name.
+// feedNameRE is what a feed may be called: it is also part of a NATS subject.
 var feedNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // live owns the feeds: per-feed hubs, ingest from relays, the demo feed.
@@ -99,11 +98,14 @@ type live struct {
 	cfg         Config
 	reading     func(tag string) *extractor.Reading
 	log         *slog.Logger
-	storeDir    string          // "" keeps feeds in memory only
-	vacantAfter time.Duration   // vacantAfter, shorter in tests
-	sockets     *browserSockets // shared with the rooms' sockets (sockets.go)
-	frames      sync.Pool       // *[]byte: browser message buffers
-	ingestBufs  sync.Pool       // *bytes.Buffer: relays' messages while they are read and decoded
+	b           *broker.Broker
+	closeBroker bool             // Close closes b too (tests that make a live alone)
+	demoHeld    atomic.Bool      // this replica holds the cluster's demo lease (live_stream.go)
+	stream      jetstream.Stream // the feeds' stream (live_stream.go)
+	vacantAfter time.Duration    // vacantAfter, shorter in tests
+	sockets     *browserSockets  // shared with the rooms' sockets (sockets.go)
+	frames      sync.Pool        // *[]byte: browser message buffers
+	ingestBufs  sync.Pool        // *bytes.Buffer: relays' messages while they are read and decoded
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -122,15 +124,21 @@ type feed struct {
 	status    atomic.Uint64 // bumped when statusMsg would change
 	asked     time.Time     // when live.feed last returned it; guarded by live.mu
 
-	mu          sync.Mutex       // serializes ingest; guards the fields below
-	cls         *classify.Stream // per feed: it follows the kubelet's version
-	clsReading  bool             // cls was built with a Reading
-	store       *feedStore
-	storeFailed bool
-	// Recent ids by a 64-bit hash, not the ids themselves: a journald
-	// cursor is ~110 bytes, and a feed remembers idsKept of them.
-	idSeed     maphash.Seed
-	ids        *recentIDs // made on the first id
+	subject    string        // its JetStream subject
+	ready      chan struct{} // closed once the lines stored before this replica followed it are in the hub
+	readyOnce  sync.Once
+	stopFollow func() // stops the consumer; nil until follow succeeds
+
+	// pubMu serializes this replica's publishing to the feed; it guards
+	// tail and the publishing scratch space.
+	pubMu  sync.Mutex
+	tail   feedTail
+	kept   []relay.Line
+	msgBuf []byte
+
+	mu         sync.Mutex       // serializes delivery to the hub; guards the fields below
+	cls        *classify.Stream // per feed: it follows the kubelet's version
+	clsReading bool             // cls was built with a Reading
 	lastCursor string
 	source     string // "none", "demo", "relay", "journal"
 	relays     int
@@ -140,18 +148,18 @@ type feed struct {
 	ingested   uint64
 	byCase     map[string]uint64
 
-	// Scratch space of ingest, reused from batch to batch.
-	batchIDs map[uint64]struct{} // hashes of the batch's ids
-	lines    []classify.Line
-	cuts     []bool
-	entries  [][]byte
-	scratch  []byte
-	arena    []byte // the block ring entries are being cut from
+	// Scratch space of delivery, reused from message to message.
+	decoded []relay.Line
+	lines   []classify.Line
+	cuts    []bool
+	entries [][]byte
+	scratch []byte
+	arena   []byte // the block ring entries are being cut from
 }
 
 // newLive starts the live side; reading returns the Reading for a tag once
 // it is loaded (nil before), so classifiers can be built lazily.
-func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
+func newLive(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Reading) (*live, error) {
 	if cfg.RingSize <= 0 {
 		cfg.RingSize = 5000
 	}
@@ -161,7 +169,7 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 	if reading == nil {
 		reading = func(string) *extractor.Reading { return nil }
 	}
-	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, feeds: make(map[string]*feed), vacantAfter: vacantAfter,
+	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter,
 		sockets: newBrowserSockets(cfg.SocketsPerClient, cfg.PingEvery)}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -169,19 +177,15 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 	l.frames.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	l.ingestBufs.New = func() any { return new(bytes.Buffer) }
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	l.storeDir = cfg.CacheDir
-	if l.storeDir == "" {
-		if d, err := os.UserCacheDir(); err == nil {
-			l.storeDir = filepath.Join(d, "syncloop")
-		}
-	}
-	if l.storeDir != "" {
-		l.storeDir = filepath.Join(l.storeDir, "feeds")
+	if err := l.openStream(l.ctx); err != nil {
+		l.cancel()
+		return nil, err
 	}
 
 	f, err := l.feed(defaultFeed)
-	if err != nil { // cannot happen: the name is valid and there are no feeds yet
-		panic(err)
+	if err != nil {
+		l.Close()
+		return nil, err
 	}
 	switch {
 	case cfg.JournalCmd != "":
@@ -195,7 +199,7 @@ func newLive(cfg Config, reading func(tag string) *extractor.Reading) *live {
 	case cfg.DemoPeriod >= 0: // a negative period turns the demo off (tests)
 		l.startDemo(f)
 	}
-	return l
+	return l, nil
 }
 
 // Close stops every feed goroutine and closes websockets with a proper code.
@@ -210,17 +214,23 @@ func (l *live) Close() {
 	l.mu.Unlock()
 	l.cancel()
 	for _, f := range feeds {
+		f.stop()
 		f.hub.Close()
 	}
 	l.wg.Wait()
-	for _, f := range feeds {
-		f.mu.Lock()
-		if f.store != nil {
-			if err := f.store.close(); err != nil {
-				l.log.Error("live: closing feed store", "feed", f.name, "err", err)
-			}
-		}
-		f.mu.Unlock()
+	if l.closeBroker {
+		l.b.Close()
+	}
+}
+
+// stop stops the feed's consumer.
+func (f *feed) stop() {
+	f.pubMu.Lock()
+	stop := f.stopFollow
+	f.stopFollow = nil
+	f.pubMu.Unlock()
+	if stop != nil {
+		stop()
 	}
 }
 
@@ -237,12 +247,14 @@ func (l *live) enter() bool {
 
 var (
 	errTooManyFeeds = errors.New("too many feeds")
+	errStorage      = errors.New("the feeds' storage (JetStream) is unavailable")
 	errBadBatch     = errors.New("not an ingest message")
 )
 
 // existingFeed returns the named feed if the server has it, nil if not:
-// what a browser asks for. A feed whose history is stored (a relay sent to
-// it before the server restarted) is had, and opened. Browsers never
+// what a browser asks for. A feed with lines in the stream (a relay sent
+// to it before the server restarted, or through another replica) is had,
+// and opened. Browsers never
 // create feeds, so made-up names cannot fill the server's feeds and shut
 // out a room's relay.
 func (l *live) existingFeed(name string) (*feed, error) {
@@ -252,10 +264,12 @@ func (l *live) existingFeed(name string) (*feed, error) {
 		f.asked = time.Now()
 	}
 	l.mu.Unlock()
-	if f != nil || l.storeDir == "" || !feedNameRE.MatchString(name) {
+	if f != nil || !feedNameRE.MatchString(name) {
 		return f, nil
 	}
-	if _, err := os.Stat(filepath.Join(l.storeDir, name+".jsonl")); err != nil {
+	if stored, err := l.hasStored(name); err != nil {
+		return nil, errStorage
+	} else if !stored {
 		return nil, nil
 	}
 	return l.feed(name)
@@ -278,24 +292,20 @@ func (l *live) feed(name string) (*feed, error) {
 		return nil, errTooManyFeeds
 	}
 	f := &feed{
-		name:     name,
-		tag:      l.cfg.DefaultTag,
-		hub:      hub.New(l.cfg.RingSize),
-		idSeed:   maphash.MakeSeed(),
-		asked:    time.Now(),
-		source:   "none",
-		batchIDs: make(map[uint64]struct{}),
-		byCase:   make(map[string]uint64),
+		name:    name,
+		tag:     l.cfg.DefaultTag,
+		hub:     hub.New(l.cfg.RingSize),
+		asked:   time.Now(),
+		source:  "none",
+		byCase:  make(map[string]uint64),
+		subject: feedSubject(name),
+		ready:   make(chan struct{}),
 	}
 	f.cls = classify.New(nil).Stream()
-	if l.storeDir != "" {
-		if _, err := os.Stat(filepath.Join(l.storeDir, name+".jsonl")); err == nil {
-			f.mu.Lock()
-			if err := l.openStore(f); err != nil {
-				l.log.Error("live: feed history not restored", "feed", name, "err", err)
-			}
-			f.mu.Unlock()
-		}
+	if err := l.follow(f); err != nil {
+		f.hub.Close()
+		l.log.Error("live: feed not followed", "feed", name, "err", err)
+		return nil, errStorage
 	}
 	l.feeds[name] = f
 	l.shareHistory()
@@ -321,7 +331,7 @@ func (l *live) evictVacantLocked() bool {
 		}
 		f.mu.Lock()
 		// A relay gone without sending a line leaves source "relay" and nothing else.
-		busy := f.relays > 0 || f.store != nil || f.ingested > 0 || (f.source != "none" && f.source != "relay")
+		busy := f.relays > 0 || f.ingested > 0 || (f.source != "none" && f.source != "relay")
 		f.mu.Unlock()
 		if !busy && (oldest == nil || f.asked.Before(oldest.asked)) {
 			oldest = f
@@ -331,6 +341,7 @@ func (l *live) evictVacantLocked() bool {
 		return false
 	}
 	delete(l.feeds, oldest.name)
+	oldest.stop()
 	oldest.hub.Close()
 	l.log.Info("live: vacant feed let go to make room for another", "feed", oldest.name)
 	return true
@@ -351,34 +362,6 @@ func (l *live) shareHistory() {
 	for _, f := range l.feeds {
 		f.hub.SetByteLimit(share)
 	}
-}
-
-// openStore opens f's file and restores its history. f.mu is held.
-func (l *live) openStore(f *feed) error {
-	st, recs, version, err := openFeedStore(l.storeDir, f.name, l.cfg.RingSize)
-	if err != nil {
-		return err
-	}
-	f.store = st
-	if version != "" && f.version == "" {
-		f.version = version
-		f.cls.SetVersion(version)
-		f.changed()
-	}
-	f.refreshClassifier(l.reading)
-	for _, r := range recs {
-		f.hub.SetNext(r.Seq)
-		line, cut := f.classify(r.Raw)
-		f.publish([]classify.Line{line}, []bool{cut}, false)
-		f.remember(r.ID)
-		if line.Cursor != "" {
-			f.lastCursor = line.Cursor
-		}
-	}
-	if len(recs) > 0 {
-		l.log.Info("live: feed history restored", "feed", f.name, "lines", len(recs), "last_seq", recs[len(recs)-1].Seq)
-	}
-	return nil
 }
 
 func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
@@ -418,25 +401,6 @@ func cutUTF8(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// remember adds id to the feed's bounded set of recent ids. f.mu is held.
-func (f *feed) remember(id string) {
-	if id != "" {
-		f.rememberHash(maphash.String(f.idSeed, id))
-	}
-}
-
-func (f *feed) rememberHash(h uint64) {
-	if f.ids == nil {
-		f.ids = newRecentIDs(idsKept)
-	}
-	f.ids.add(h)
-}
-
-// seenHash reports whether the feed remembers the id hashed to h. f.mu is held.
-func (f *feed) seenHash(h uint64) bool {
-	return f.ids != nil && f.ids.has(h)
 }
 
 // appendEntry appends a line's message for browsers to b:
@@ -502,73 +466,18 @@ func (f *feed) publish(lines []classify.Line, cuts []bool, demo bool) {
 	f.entries = data[:0]
 }
 
-// ingest classifies, stores and publishes lines, skipping ids already seen;
-// it returns the id to acknowledge (the batch's last). Real lines reach the
-// feed's file before they are published or acknowledged.
+// ingest stores lines in the feed's stream, skipping those stored
+// already, and returns the id to acknowledge (the batch's last) once
+// JetStream has them. Browsers get them through the feed's consumer.
 func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.refreshClassifier(l.reading)
-	if !isDemo && f.store == nil && !f.storeFailed && l.storeDir != "" {
-		if err := l.openStore(f); err != nil {
-			l.log.Error("live: feed kept in memory only", "feed", f.name, "err", err)
-			f.storeFailed = true
-		}
-	}
-	var (
-		last    string
-		next    = f.hub.Next()
-		version = f.version
-		out     = f.lines[:0]
-		cuts    = f.cuts[:0]
-		batch   = f.batchIDs
-	)
-	clear(batch)
-	defer func() {
-		clear(out)
-		f.lines, f.cuts = out[:0], cuts[:0]
-	}()
+	var last string
 	for _, in := range lines {
 		if in.ID != "" {
 			last = in.ID
-			h := maphash.String(f.idSeed, in.ID)
-			if _, dup := batch[h]; dup || f.seenHash(h) {
-				continue
-			}
-			batch[h] = struct{}{}
-		}
-		line, cut := f.classify(in.Raw)
-		if !isDemo && f.store != nil {
-			if err := f.store.add(storedLine{Seq: next + uint64(len(out)), ID: in.ID, Raw: in.Raw, Version: line.Version}); err != nil {
-				return "", err
-			}
-		}
-		// The classifier has parsed the entry already: an id that is the
-		// entry's own journald cursor is where a journal command resumes.
-		if in.Cursor || (line.Cursor != "" && line.Cursor == in.ID) {
-			f.lastCursor = in.ID
-		}
-		if line.Version != "" {
-			version = line.Version
-		}
-		out, cuts = append(out, line), append(cuts, cut)
-	}
-	if !isDemo && f.store != nil {
-		if err := f.store.flush(); err != nil {
-			return "", err
 		}
 	}
-	f.publish(out, cuts, isDemo)
-	for i := range out {
-		f.ingested++
-		f.byCase[out[i].Case]++
-	}
-	for h := range batch {
-		f.rememberHash(h)
-	}
-	if version != f.version {
-		f.version = version
-		f.changed()
+	if err := l.store(f, lines, isDemo); err != nil {
+		return "", err
 	}
 	return last, nil
 }
@@ -629,9 +538,10 @@ func (l *live) startDemo(f *feed) {
 			}
 		}
 		d := demo.New(r, time.Now().UnixNano())
+		held := l.demoLease(ctx)
 		for {
 			line, wait := d.Next(time.Now())
-			if len(line) > 0 {
+			if len(line) > 0 && held.Load() {
 				if _, err := l.ingest(f, []relay.Line{{Raw: string(line)}}, true); err != nil {
 					l.log.Error("live: demo feed", "err", err)
 				}
@@ -653,11 +563,18 @@ func (l *live) startJournal(f *feed, what string, run func(ctx context.Context, 
 	}
 	f.mu.Lock()
 	f.source, f.note = "journal", "fed by the server's "+what
-	after := f.lastCursor
 	f.changed()
 	f.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
+		select { // resume after the last entry stored
+		case <-f.ready:
+		case <-l.ctx.Done():
+			return
+		}
+		f.mu.Lock()
+		after := f.lastCursor
+		f.mu.Unlock()
 		err := run(l.ctx, after, func(line relay.Line) error {
 			_, err := l.ingest(f, []relay.Line{line}, false)
 			return err
@@ -680,6 +597,9 @@ func (l *live) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 	case errors.Is(err, errTooManyFeeds):
 		http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
 		return nil
+	case errors.Is(err, errStorage):
+		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
+		return nil
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return nil
@@ -693,6 +613,9 @@ func (l *live) handleFeedSocket() http.Handler {
 		switch {
 		case errors.Is(err, errTooManyFeeds):
 			http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
+			return
+		case errors.Is(err, errStorage):
+			http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
 			return
 		case err != nil || f == nil:
 			http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
@@ -728,6 +651,14 @@ func (l *live) handleFeedSocket() http.Handler {
 		// ctx: a cancelled ctx would drop the connection without a close frame.
 		ctx := conn.CloseRead(r.Context())
 		defer l.sockets.keepAlive(conn)()
+		// The feed's stored lines reach the hub first, so after= means the
+		// same here as on any replica.
+		select {
+		case <-f.ready:
+		case <-time.After(10 * time.Second):
+		case <-ctx.Done():
+			return
+		}
 
 		gen := f.status.Load()
 		hello := f.statusMsg()
@@ -1079,4 +1010,43 @@ func (l *live) handleMetrics() http.Handler {
 func promQuote(s string) string {
 	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 	return `"` + r.Replace(s) + `"`
+}
+
+// handleExport streams the feed's stored lines as NDJSON (see the top of
+// this file).
+func (l *live) handleExport() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var after uint64
+		if s := r.URL.Query().Get("after"); s != "" {
+			var err error
+			if after, err = strconv.ParseUint(s, 10, 64); err != nil {
+				http.Error(w, "after: want a sequence number", http.StatusBadRequest)
+				return
+			}
+		}
+		f, err := l.existingFeed(chi.URLParam(r, "feed"))
+		switch {
+		case err != nil:
+			http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
+			return
+		case f == nil:
+			http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
+		w.Header().Set("Content-Disposition", `attachment; filename="`+f.name+`.ndjson"`)
+		bw := bufio.NewWriterSize(w, 64<<10)
+		err = l.exportFeed(r.Context(), f, after, func(raw string) error {
+			bw.WriteString(raw)
+			return bw.WriteByte('\n')
+		})
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err != nil && r.Context().Err() == nil {
+			l.log.Warn("live: export cut short", "feed", f.name, "err", err)
+			// The body has begun: a reader sees a cut, not a 500.
+			panic(http.ErrAbortHandler)
+		}
+	})
 }

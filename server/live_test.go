@@ -18,6 +18,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -29,19 +31,26 @@ func newLiveServer(t testing.TB, cfg Config) (*live, *httptest.Server) {
 	if cfg.IngestToken == "" {
 		cfg.IngestToken = testToken
 	}
-	if cfg.CacheDir == "" {
-		cfg.CacheDir = t.TempDir()
-	}
 	if cfg.DemoPeriod == 0 {
 		cfg.DemoPeriod = -1 // no demo unless a test asks
 	}
 	if cfg.DefaultTag == "" {
 		cfg.DefaultTag = "v1.31.0"
 	}
-	l := newLive(cfg, nil)
+	b, err := broker.Open(t.Context(), broker.Config{Dir: cfg.DataDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := newLive(cfg, b, nil)
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	l.closeBroker = true
 	r := chi.NewRouter()
 	r.Method("GET", "/feeds/{feed}/ws", l.handleFeedSocket())
 	r.Method("GET", "/feeds/{feed}/ingest", l.handleIngest())
+	r.Method("GET", "/feeds/{feed}/export", l.handleExport())
 	r.Method("GET", "/metrics", l.handleMetrics())
 	ts := httptest.NewServer(r)
 	t.Cleanup(func() { ts.Close(); l.Close() })
@@ -344,14 +353,14 @@ func TestLiveRestartKeepsHistoryAndDedup(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l1, ts1 := newLiveServer(t, Config{CacheDir: dir, RingSize: 4})
+	l1, ts1 := newLiveServer(t, Config{DataDir: dir, RingSize: 4})
 	in := dialIngest(t, ctx, ts1, "lab")
 	send(t, ctx, in, lines("c", 1, 6)...)
 	in.CloseNow() // the relay goes away with the server, before its close frame
 	ts1.Close()
 	l1.Close()
 
-	_, ts2 := newLiveServer(t, Config{CacheDir: dir, RingSize: 4})
+	l2, ts2 := newLiveServer(t, Config{DataDir: dir, RingSize: 4})
 	in2 := dialIngest(t, ctx, ts2, "lab")
 	if ack := send(t, ctx, in2, lines("c", 5, 8)...); ack != "c8" {
 		t.Fatalf("ack %q", ack)
@@ -365,19 +374,37 @@ func TestLiveRestartKeepsHistoryAndDedup(t *testing.T) {
 	if m.Hello == nil || !m.Hello.Reset || m.Hello.Next != 9 {
 		t.Fatalf("hello for a browser ahead of the server: %+v", m.Hello)
 	}
-	// the file compacts but keeps what the ring holds
-	for i := 0; i < 10; i++ {
-		send(t, ctx, in2, lines(fmt.Sprint("d", i, "-"), 1, 3)...)
+	// A resend of everything, with other boundaries, stores nothing.
+	send(t, ctx, in2, lines("c", 1, 3)...)
+	if ack := send(t, ctx, in2, lines("c", 2, 8)...); ack != "c8" {
+		t.Fatalf("ack %q", ack)
 	}
-	f, _ := os.Open(filepath.Join(dir, "feeds", "lab.jsonl"))
-	n := 0
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		n++
+	if got := exportLines(t, ctx, ts2, "lab", 0); strings.Join(got, "|") != raws(lines("c", 1, 8)) {
+		t.Fatalf("stored after the resends: %q", got)
 	}
-	f.Close()
-	if n > 4*4+3 || n < 4 {
-		t.Fatalf("store has %d records; want it compacted to about the ring's 4", n)
+	if got := exportLines(t, ctx, ts2, "lab", 6); strings.Join(got, "|") != raws(lines("c", 7, 8)) {
+		t.Fatalf("export after 6: %q", got)
 	}
+	_ = l2
+}
+
+// exportLines reads the feed's export.
+func exportLines(t *testing.T, ctx context.Context, ts *httptest.Server, feed string, after uint64) []string {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, "GET", fmt.Sprintf("%s/feeds/%s/export?after=%d", ts.URL, feed, after), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/x-ndjson; charset=utf-8" {
+		t.Fatalf("export: %s %q", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	var out []string
+	for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+		out = append(out, sc.Text())
+	}
+	return out
 }
 
 // TestLiveRestartKeepsVersion: the start-up line that named the kubelet's
@@ -387,7 +414,7 @@ func TestLiveRestartKeepsVersion(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l1, ts1 := newLiveServer(t, Config{CacheDir: dir, RingSize: 4, DefaultTag: "v1.37.2"})
+	l1, ts1 := newLiveServer(t, Config{DataDir: dir, RingSize: 4, DefaultTag: "v1.37.2"})
 	in := dialIngest(t, ctx, ts1, "lab")
 	send(t, ctx, in, relay.Line{ID: "v", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`})
 	for i := 0; i < 10; i++ { // far past the ring, and compacted more than once
@@ -397,7 +424,7 @@ func TestLiveRestartKeepsVersion(t *testing.T) {
 	ts1.Close()
 	l1.Close()
 
-	_, ts2 := newLiveServer(t, Config{CacheDir: dir, RingSize: 4, DefaultTag: "v1.37.2"})
+	_, ts2 := newLiveServer(t, Config{DataDir: dir, RingSize: 4, DefaultTag: "v1.37.2"})
 	b := dialBrowser(t, ctx, ts2, "/feeds/lab/ws")
 	m, err := b.next(ctx)
 	if err != nil || m.Hello == nil {
@@ -570,10 +597,9 @@ done
 
 // A journald JSON entry reaches browsers as its MESSAGE (text) and the
 // fields shown (cursor, host, pid), without the entry's JSON, which the
-// feed's file keeps whole.
+// feed's stream keeps whole.
 func TestLiveJournalEntryShownAsText(t *testing.T) {
-	dir := t.TempDir()
-	_, ts := newLiveServer(t, Config{CacheDir: dir})
+	_, ts := newLiveServer(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	msg := `I1130 01:02:03.000000    4242 kubelet.go:2500] "SyncLoop (PLEG): event for pod" pod="default/probe-me" event={"Type":"ContainerStarted"}`
@@ -592,9 +618,8 @@ func TestLiveJournalEntryShownAsText(t *testing.T) {
 	if m.size >= len(entry) {
 		t.Errorf("the browser's message is %d bytes for a %d-byte entry", m.size, len(entry))
 	}
-	stored, err := os.ReadFile(filepath.Join(dir, "feeds", "lab.jsonl"))
-	if err != nil || !strings.Contains(string(stored), `_CMDLINE`) {
-		t.Fatalf("the feed's file lacks the whole entry (%v):\n%s", err, stored)
+	if stored := exportLines(t, ctx, ts, "lab", 0); len(stored) != 1 || stored[0] != string(entry) {
+		t.Fatalf("the feed's export is not the whole entry:\n%q", stored)
 	}
 }
 
@@ -678,5 +703,66 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 		} else if i > maxFeeds {
 			t.Fatal("no 503 past the cap")
 		}
+	}
+}
+
+// TestLiveDemoOnePerCluster: two replicas on one NATS run one demo between
+// them, and the other takes over when the holder stops.
+func TestLiveDemoOnePerCluster(t *testing.T) {
+	b, err := broker.Open(t.Context(), broker.Config{Listen: "127.0.0.1:0", Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	b2, err := broker.Open(t.Context(), broker.Config{URLs: []string{b.ClientURL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	cfg := Config{DefaultTag: "v1.31.0", DemoPeriod: 50 * time.Millisecond}
+	r := func(string) *extractor.Reading { return fixtureReading(t) }
+	l1, err := newLive(cfg, b, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l1.Close()
+	l2, err := newLive(cfg, b2, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	holders := func() int {
+		n := 0
+		for _, l := range []*live{l1, l2} {
+			if l.demoHeld.Load() {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for holders() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d replicas hold the demo lease; want 1", holders())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 20 { // and it stays so
+		if n := holders(); n != 1 {
+			t.Fatalf("%d replicas hold the demo lease; want 1", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	holder, other := l1, l2
+	if !holder.demoHeld.Load() {
+		holder, other = l2, l1
+	}
+	holder.Close()
+	deadline = time.Now().Add(demoLeaseTTL)
+	for !other.demoHeld.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the other replica did not take the demo over")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

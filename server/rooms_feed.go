@@ -6,9 +6,6 @@ package server
 // under the feed's own lock, as live.go does.
 
 import (
-	"os"
-	"path/filepath"
-
 	"github.com/syncloop/syncloop/server/classify"
 )
 
@@ -54,8 +51,8 @@ func (l *live) feedVersion(name string) string {
 	return f.version
 }
 
-// dropFeed forgets the named feed and deletes its file: its browsers are
-// disconnected, a relay still attached feeds nothing that is kept.
+// dropFeed forgets the named feed and deletes its stored lines: its
+// browsers are disconnected, a relay still attached feeds nothing that is kept.
 func (l *live) dropFeed(name string) {
 	l.mu.Lock()
 	f := l.feeds[name]
@@ -64,16 +61,8 @@ func (l *live) dropFeed(name string) {
 	l.mu.Unlock()
 	if f != nil {
 		f.gone.Store(true)
+		f.stop()
 		f.hub.Close()
-		f.mu.Lock()
-		if f.store != nil {
-			f.store.close()
-			f.store = nil
-		}
-		f.storeFailed = true
-		f.mu.Unlock()
 	}
-	if l.storeDir != "" {
-		os.Remove(filepath.Join(l.storeDir, name+".jsonl"))
-	}
+	l.purgeFeed(name)
 }

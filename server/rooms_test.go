@@ -575,7 +575,7 @@ func TestRoomExpiry(t *testing.T) {
 
 func TestRoomSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
-	_, ts := newRoomServer(t, dir, nil)
+	s1, ts := newRoomServer(t, dir, nil)
 	id, key := createRoom(t, ts)
 	ctx := testCtx(t)
 	d := dialRoom(t, ctx, ts, id, key, "Ann")
@@ -586,6 +586,7 @@ func TestRoomSurvivesRestart(t *testing.T) {
 	}
 	d.c.Close(websocket.StatusNormalClosure, "")
 	ts.Close()
+	s1.Close() // one server at a time on a data dir
 
 	data, err := os.ReadFile(filepath.Join(dir, "rooms.json"))
 	if err != nil {

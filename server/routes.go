@@ -30,6 +30,7 @@ import (
 //
 //	GET /feeds/{feed}/ws          browser websocket: history then live tail
 //	GET /feeds/{feed}/ingest      relay websocket, bearer token
+//	GET /feeds/{feed}/export      the stored journal as NDJSON (?after=SEQ)
 //	GET /metrics                  Prometheus metrics (rooms.go adds the rooms' gauges)
 //	GET /healthz                  200 ok, or 503 and why not ready (health.go)
 //
@@ -71,6 +72,7 @@ func (s *Server) routes() chi.Router {
 
 	r.Method("GET", "/feeds/{feed}/ws", s.roomFeedGate(s.live.handleFeedSocket()))
 	r.Method("GET", "/feeds/{feed}/ingest", s.roomFeedGate(s.live.handleIngest()))
+	r.Method("GET", "/feeds/{feed}/export", s.roomFeedGate(s.live.handleExport()))
 	r.Method("GET", "/metrics", s.handleMetrics())
 	r.Method("GET", "/healthz", s.handleHealthz())
 

@@ -13,18 +13,17 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/nats-io/nats.go/jetstream"
 	"golang.org/x/mod/semver"
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
+	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -45,15 +44,26 @@ type Config struct {
 	// HistoryBytes bounds the recent lines all feeds keep together (their
 	// messages to browsers), shared equally by the feeds; 0 means 64 MiB.
 	HistoryBytes int
-	DemoPeriod   time.Duration // pace of the demo feed; 0 means its default
+	// FeedBytes bounds what JetStream keeps of all feeds together; 0 means
+	// DefaultFeedBytes. Each feed keeps at most feedMsgsKept batches, none
+	// older than a week.
+	FeedBytes  int64
+	DemoPeriod time.Duration // pace of the demo feed; 0 means its default
 
 	// FeedToken, when set, names the ingest token of a feed that has its
 	// own (ok true): that feed takes that token instead of IngestToken.
 	// NewServer sets it to the rooms' lookup, replacing any value given.
 	FeedToken func(feed string) (token string, ok bool)
 
+	// Shared state (server/broker): NATS JetStream. With NATS empty an
+	// embedded server keeps it under DataDir ("nats"), or in memory when
+	// DataDir is "" too; NATSListen opens the embedded server's client port.
+	NATS       []string
+	NATSListen string
+	NATSName   string // this replica's name in NATS; "" means "syncloop"
+
 	// Pair-reading rooms (rooms.go).
-	DataDir    string        // rooms.json lives here; "" keeps rooms in memory only
+	DataDir    string        // JetStream's files and rooms.json live here; "" keeps state in memory only
 	RoomTTL    time.Duration // idle time before a room expires; 0 means 24h
 	MaxRooms   int           // rooms per server; 0 means rooms.DefaultMaxRooms
 	MaxReaders int           // readers per room; 0 means 32
@@ -72,11 +82,6 @@ type Config struct {
 	// DefaultPingEvery.
 	PingEvery time.Duration
 
-	// JetStream is where rooms' notes are kept (a KV bucket). Nil starts a
-	// NATS server inside the process: storing under DataDir/nats-notes,
-	// or in memory when DataDir is "".
-	JetStream jetstream.JetStream
-
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
 }
@@ -88,6 +93,7 @@ type Server struct {
 	router chi.Router
 	tmpl   *template.Template
 	static *assets
+	broker *broker.Broker
 	live   *live
 	rooms  *roomSet
 	notes  *annotations.Handlers
@@ -178,13 +184,24 @@ func NewServer(cfg Config) (*Server, error) {
 	if dir, err := extractor.CacheDir(s.options("")); err == nil {
 		s.disk, _ = extractor.CachedTags(dir)
 	}
+	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, Name: cfg.NATSName, Logger: cfg.Logger})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	s.broker = b
 	var rs *roomSet // set before any request can ask for a feed's token
 	cfg.FeedToken = func(feed string) (string, bool) { return rs.feedToken(feed) }
 	s.cfg.FeedToken = cfg.FeedToken
-	s.live = newLive(cfg, s.loadedReading)
+	if s.live, err = newLive(cfg, b, s.loadedReading); err != nil {
+		b.Close()
+		cancel()
+		return nil, err
+	}
 	rs, err = newRoomSet(cfg, s.live, func(tag string) { s.state(tag) })
 	if err != nil {
 		s.live.Close()
+		b.Close()
 		cancel()
 		return nil, err
 	}
@@ -192,6 +209,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := s.openNotes(); err != nil {
 		rs.close()
 		s.live.Close()
+		b.Close()
 		cancel()
 		return nil, err
 	}
@@ -212,8 +230,13 @@ func (s *Server) Close() {
 		s.closeNotes()
 		s.live.Close()
 		s.wg.Wait()
+		s.broker.Close()
 	})
 }
+
+// NATSURL is the embedded NATS server's client URL when it listens
+// (Config.NATSListen), "" otherwise.
+func (s *Server) NATSURL() string { return s.broker.ClientURL() }
 
 // options are the extractor options for tag.
 func (s *Server) options(tag string) extractor.Options {
@@ -347,30 +370,15 @@ func (s *Server) readableTags() ([]string, int) {
 	return slices.Compact(tags), s.gen
 }
 
-// openNotes opens the rooms' notes on cfg.JetStream, or on a NATS server
-// started for them.
+// openNotes opens the rooms' notes: a KV bucket on the server's JetStream.
 func (s *Server) openNotes() error {
-	js, stop := s.cfg.JetStream, func() {}
-	memory := false
-	if js == nil {
-		dir := ""
-		if s.cfg.DataDir != "" {
-			dir = filepath.Join(s.cfg.DataDir, "nats-notes")
-		}
-		memory = dir == ""
-		var err error
-		if js, stop, err = annotations.Embedded(dir); err != nil {
-			return fmt.Errorf("notes: %w", err)
-		}
-	}
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
-	st, err := annotations.Open(ctx, annotations.Config{JS: js, Memory: memory, Logger: s.log})
+	st, err := annotations.Open(ctx, annotations.Config{JS: s.broker.JS, Memory: s.broker.Memory, Replicas: s.broker.Replicas, Logger: s.log})
 	if err != nil {
-		stop()
 		return err
 	}
-	s.closeNotes = func() { st.Close(); stop() }
+	s.closeNotes = st.Close
 	s.notes = annotations.NewHandlers(annotations.HTTPConfig{
 		Store: st,
 		Room: func(id string) (string, error) {

@@ -35,7 +35,10 @@ const DefaultWindow = 8192
 // Client sends lines to one feed of a syncloop server. The zero values of
 // the optional fields are sensible defaults.
 type Client struct {
-	Server string // base URL: http://host:port or https://…
+	// Server is the base URL (http://host:port or https://…), or several
+	// separated by commas: replicas of one site. A relay that cannot reach
+	// one, or loses it, goes on to the next.
+	Server string
 	Feed   string
 	Token  string
 
@@ -51,6 +54,9 @@ type Client struct {
 	MinBackoff, MaxBackoff time.Duration // reconnect backoff; 250 ms … 30 s
 	HTTPClient             *http.Client
 	Logger                 *slog.Logger
+
+	servers []string // Server, split
+	cur     int      // the one in use; only Run's goroutine touches it
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -146,6 +152,15 @@ func (c *Client) defaults() {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	c.cond = sync.NewCond(&c.mu)
+	c.servers = c.servers[:0]
+	for u := range strings.SplitSeq(c.Server, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			c.servers = append(c.servers, u)
+		}
+	}
+	if len(c.servers) == 0 {
+		c.servers = []string{""}
+	}
 }
 
 // Run runs source in its own goroutine and sends what it emits until the
@@ -153,9 +168,12 @@ func (c *Client) defaults() {
 // source's error), or ctx ends, or the server refuses the token.
 func (c *Client) Run(ctx context.Context, source func(ctx context.Context, emit Emit) error) error {
 	c.defaults()
-	if _, err := c.ingestURL(); err != nil {
-		return err
+	for c.cur = range c.servers {
+		if _, err := c.ingestURL(); err != nil {
+			return err
+		}
 	}
+	c.cur = 0
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() {
@@ -201,6 +219,12 @@ func (c *Client) Run(ctx context.Context, source func(ctx context.Context, emit 
 		if c.Acked() > ackedBefore {
 			backoff = c.MinBackoff
 		}
+		// The next replica at once; once each was tried, back off.
+		c.cur = (c.cur + 1) % len(c.servers)
+		if c.cur != 0 {
+			c.Logger.Warn("relay: server lost; trying the next", "err", err, "next", c.servers[c.cur])
+			continue
+		}
 		wait := backoff/2 + rand.N(backoff/2+1)
 		c.Logger.Warn("relay: connection lost; reconnecting", "err", err, "in", wait.Round(time.Millisecond), "unacked", c.unacked())
 		if err := Sleep(ctx, wait); err != nil {
@@ -236,9 +260,10 @@ func (c *Client) push(ctx context.Context, l Line) error {
 
 // ingestURL is the feed's ingest endpoint as a websocket URL.
 func (c *Client) ingestURL() (string, error) {
-	u, err := url.Parse(c.Server)
+	server := c.servers[c.cur]
+	u, err := url.Parse(server)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("server URL %q: want http://host:port or https://host", c.Server)
+		return "", fmt.Errorf("server URL %q: want http://host:port or https://host", server)
 	}
 	switch u.Scheme {
 	case "http", "ws":
@@ -246,7 +271,7 @@ func (c *Client) ingestURL() (string, error) {
 	case "https", "wss":
 		u.Scheme = "wss"
 	default:
-		return "", fmt.Errorf("server URL %q: scheme must be http or https", c.Server)
+		return "", fmt.Errorf("server URL %q: scheme must be http or https", server)
 	}
 	u.Path = strings.TrimRight(u.Path, "/") + "/feeds/" + url.PathEscape(c.Feed) + "/ingest"
 	return u.String(), nil

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -450,4 +451,47 @@ func alive(pid int) bool {
 	// the state follows the command name's closing parenthesis
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// TestFailsOverToTheNextServer: with two replicas of one site (one store
+// behind both), the relay goes on to the second when the first is down
+// from the start, or goes down mid-stream; nothing is lost or duplicated.
+func TestFailsOverToTheNextServer(t *testing.T) {
+	for _, name := range []string{"first down", "first dies"} {
+		t.Run(name, func(t *testing.T) {
+			fs := &fakeServer{t: t, token: "s3cret", seen: map[string]bool{}}
+			var down atomic.Bool
+			down.Store(name == "first down")
+			var served atomic.Int32
+			first := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if down.Load() || served.Add(1) > 1 {
+					down.Store(true)
+					http.Error(w, "down", http.StatusBadGateway)
+					return
+				}
+				fs.ServeHTTP(w, r) // dropped after 3 batches below
+			}))
+			defer first.Close()
+			second := httptest.NewServer(fs)
+			defer second.Close()
+			fs.dropEvery = 3
+			file, want := journalLines(t, 300)
+			c := newClient(first.URL + "," + second.URL)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := c.Run(ctx, func(ctx context.Context, emit Emit) error {
+				return ReplayFile(ctx, file, 0, "", emit)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			fs.mu.Lock()
+			defer fs.mu.Unlock()
+			if strings.Join(fs.stored, "\n") != strings.Join(want, "\n") {
+				t.Fatalf("stored %d lines, want the %d of the journal in order", len(fs.stored), len(want))
+			}
+			if n := served.Load(); (name == "first dies") != (n >= 1) {
+				t.Fatalf("the first server served %d connections", n)
+			}
+		})
+	}
 }

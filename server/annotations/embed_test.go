@@ -14,10 +14,8 @@ import (
 // Embedded starts a NATS server with JetStream inside this process, with no
 // port, storing JetStream's files in dir ("" keeps them in a temporary
 // directory removed by stop), and returns an in-process connection to it.
-//
-// It is the smallest way to give a Store a bucket when syncloop serve has
-// no NATS of its own yet; when the server embeds one (the NATS issue),
-// the Store takes that one's JetStream instead.
+// (The server gives the Store its broker's JetStream; this is for the
+// package's own tests.)
 func Embedded(dir string) (js jetstream.JetStream, stop func(), err error) {
 	memory := dir == ""
 	if memory {

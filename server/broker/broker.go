@@ -1,0 +1,264 @@
+// Package broker connects syncloop to NATS JetStream, where everything
+// more than one replica or restart must see lives: by default a NATS
+// server embedded in this process (JetStream storage under the data dir,
+// an in-process connection, no port unless asked), or an external cluster
+// given by URL. The rest of the server sees one connection either way.
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config says which NATS to use.
+type Config struct {
+	// URLs of an external NATS cluster (nats://h1:4222,…); empty embeds a server.
+	URLs []string
+	// Dir is where the embedded server keeps JetStream's files (a "nats"
+	// directory is made in it); "" keeps them in memory only.
+	Dir string
+	// Listen, when set, opens a client port (host:port) on the embedded
+	// server, so that other replicas can use it.
+	Listen string
+	// Name names this process's connection (it shows in NATS monitoring).
+	Name   string
+	Logger *slog.Logger
+}
+
+// Broker is a connection to NATS with JetStream; Close drains it and stops
+// an embedded server.
+type Broker struct {
+	NC *nats.Conn
+	JS jetstream.JetStream
+	// Memory is true when nothing outlives the process: an embedded
+	// server without a directory. Streams and buckets then use memory storage.
+	Memory bool
+	// Replicas is how many copies JetStream keeps of a stream: 1 embedded,
+	// 3 in a cluster of three or more servers.
+	Replicas int
+
+	ns     *natsserver.Server // nil when external
+	unlock func()
+	tmp    string
+	once   sync.Once
+}
+
+// Open starts an embedded server or connects to cfg.URLs.
+func Open(ctx context.Context, cfg Config) (*Broker, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	opts := []nats.Option{
+		nats.Name(cmp(cfg.Name, "syncloop")),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			if err != nil {
+				log.Warn("nats: disconnected", "err", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("nats: reconnected", "url", nc.ConnectedUrlRedacted()) }),
+	}
+	if len(cfg.URLs) > 0 {
+		nc, err := nats.Connect(strings.Join(cfg.URLs, ","), append(opts, nats.RetryOnFailedConnect(false))...)
+		if err != nil {
+			return nil, fmt.Errorf("nats: connect to %s: %w (check --nats, or omit it to embed a server)", strings.Join(cfg.URLs, ","), err)
+		}
+		b := &Broker{NC: nc, Replicas: 1}
+		if b.JS, err = jetstream.New(nc); err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		if err := b.learnReplicas(ctx); err != nil {
+			nc.Close()
+			return nil, err
+		}
+		log.Info("nats: connected to a cluster", "url", nc.ConnectedUrlRedacted(), "replicas", b.Replicas)
+		return b, nil
+	}
+	return openEmbedded(cfg, opts, log)
+}
+
+// learnReplicas asks JetStream how many servers it has (through the
+// account's info: a server count is not in it, so a probe stream tells).
+func (b *Broker) learnReplicas(ctx context.Context) error {
+	err := Retry(ctx, time.Minute, func(ctx context.Context) error {
+		_, err := b.JS.AccountInfo(ctx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("nats: JetStream is not available on this cluster: %w", err)
+	}
+	servers := len(b.NC.Servers())
+	if servers >= 3 {
+		b.Replicas = 3
+	}
+	return nil
+}
+
+func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, error) {
+	b := &Broker{Replicas: 1, unlock: func() {}}
+	store := ""
+	if cfg.Dir == "" {
+		b.Memory = true
+		dir, err := os.MkdirTemp("", "syncloop-nats-")
+		if err != nil {
+			return nil, fmt.Errorf("nats: %w", err)
+		}
+		b.tmp, store = dir, dir
+	} else {
+		store = filepath.Join(cfg.Dir, "nats")
+		if err := os.MkdirAll(store, 0o755); err != nil {
+			return nil, fmt.Errorf("nats: storage: %w", err)
+		}
+		unlock, err := lockDir(store)
+		if err != nil {
+			return nil, err
+		}
+		b.unlock = unlock
+	}
+	so := &natsserver.Options{
+		ServerName: cmp(cfg.Name, "syncloop"),
+		JetStream:  true,
+		StoreDir:   store,
+		NoSigs:     true,
+		MaxPayload: 8 << 20, // a relay's batch is up to 1 MiB; a journald entry can be large
+		NoLog:      true,
+		DontListen: cfg.Listen == "",
+	}
+	if cfg.Listen != "" {
+		host, port, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("--nats-listen %q: want host:port", cfg.Listen)
+		}
+		so.Host = cmp(host, "0.0.0.0")
+		if so.Port, err = strconv.Atoi(port); err != nil {
+			b.close()
+			return nil, fmt.Errorf("--nats-listen %q: want host:port", cfg.Listen)
+		}
+		if so.Port == 0 {
+			so.Port = natsserver.RANDOM_PORT
+		}
+	}
+	ns, err := natsserver.NewServer(so)
+	if err != nil {
+		b.close()
+		return nil, fmt.Errorf("nats: embedded server: %w", err)
+	}
+	b.ns = ns
+	ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		b.close()
+		return nil, errors.New("nats: the embedded server did not start within 30s")
+	}
+	opts = append(opts, nats.InProcessServer(ns))
+	if b.NC, err = nats.Connect(ns.ClientURL(), opts...); err != nil {
+		b.close()
+		return nil, fmt.Errorf("nats: in-process connection: %w", err)
+	}
+	if b.JS, err = jetstream.New(b.NC); err != nil {
+		b.close()
+		return nil, fmt.Errorf("nats: %w", err)
+	}
+	if cfg.Listen != "" {
+		log.Info("nats: embedded server listening for other replicas", "url", ns.ClientURL())
+	}
+	return b, nil
+}
+
+// ClientURL is the embedded server's client URL ("" when it does not
+// listen, or the broker is external).
+func (b *Broker) ClientURL() string {
+	if b.ns == nil || b.ns.Addr() == nil {
+		return ""
+	}
+	return b.ns.ClientURL()
+}
+
+// Healthy reports whether JetStream answers: what "storage cannot be
+// written" means since state moved onto it.
+func (b *Broker) Healthy(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, err := b.JS.AccountInfo(ctx); err != nil {
+		return fmt.Errorf("JetStream unavailable: %w", err)
+	}
+	return nil
+}
+
+// Close drains the connection (pending publishes and handlers finish),
+// then shuts an embedded server down and releases its directory.
+func (b *Broker) Close() { b.once.Do(b.drain) }
+
+func (b *Broker) drain() {
+	if b.NC != nil {
+		done := make(chan struct{})
+		b.NC.SetClosedHandler(func(*nats.Conn) { close(done) })
+		if err := b.NC.Drain(); err == nil {
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+			}
+		}
+		b.NC.Close()
+	}
+	b.close()
+}
+
+func (b *Broker) close() {
+	if b.ns != nil {
+		b.ns.Shutdown()
+		b.ns.WaitForShutdown()
+	}
+	if b.unlock != nil {
+		b.unlock()
+	}
+	if b.tmp != "" {
+		os.RemoveAll(b.tmp)
+	}
+}
+
+func cmp(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// Retry calls f, each call with 5 s, until it succeeds or within has
+// passed: a cluster that just started answers JetStream requests only once
+// it has elected a leader.
+func Retry(ctx context.Context, within time.Duration, f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
+}

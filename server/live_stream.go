@@ -1,0 +1,550 @@
+package server
+
+// Feeds on JetStream. Every feed's lines live in one stream, a subject per
+// feed; a message is a relay's batch (or part of one) in the ingest wire
+// format, exactly as the relay sent its lines, with the feed's sequence
+// number of its first line in a header. Sequence numbers are the feed's
+// own, consecutive from 1, the same on every replica: a browser resumes
+// with ?after=SEQ on any of them.
+//
+//	relay ──► ingest (any replica) ──► publish, expecting the subject's last
+//	                                   message to be the one it knows; PubAck
+//	                                   ──► ack to the relay
+//	stream ──► each replica's ordered consumer per feed ──► classify ──► hub ──► browsers
+//
+// Resends are recognized two ways:
+//   - a message's Nats-Msg-Id is its feed and the ids of its first and last
+//     line: an exact resend (same boundaries) within dupWindow is dropped by
+//     JetStream itself;
+//   - ingest keeps, per feed, the highest number stored per id family (a
+//     journald cursor's seqnum within its seqnum_id; a relay's "RUN-N"), so
+//     a resend with other boundaries, or after any time, is filtered
+//     before it is published. A replica that is not the last to have
+//     published learns the feed's tail from the stream when its publish
+//     is refused as out of date, and filters again.
+//
+// Publishing expects the subject's last stream sequence to be the one this
+// replica knows: two replicas ingesting one feed at once take turns
+// instead of giving two lines one sequence number.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+const (
+	feedStream        = "SYNCLOOP_FEEDS"
+	feedSubjectPrefix = "syncloop.feed."
+	// feedMsgsKept bounds each feed's messages (relay batches of at most
+	// maxLinesPerMsg lines and msgBytes bytes each).
+	feedMsgsKept = 4096
+	// feedMaxAge is how long a line is kept at most.
+	feedMaxAge = 7 * 24 * time.Hour
+	// dupWindow is how long JetStream remembers a message id. A relay
+	// resends what is unacknowledged as soon as it reconnects; resends
+	// later than this are still recognized by the id check in ingest.
+	dupWindow = 10 * time.Minute
+	// DefaultFeedBytes is Config.FeedBytes's default: all feeds together.
+	DefaultFeedBytes = 1 << 30
+
+	hdrSeq  = "Syncloop-Seq"  // the feed's sequence number of the message's first line
+	hdrDemo = "Syncloop-Demo" // "1": demo lines
+	// maxLinesPerMsg and msgBytes bound a message, so a relay's batch of
+	// any size fits a NATS message (1 MiB by default on a cluster).
+	maxLinesPerMsg = 1000
+	msgBytes       = 900 << 10
+	publishTimeout = 10 * time.Second
+	// idFamilies bounds the id families a feed remembers.
+	idFamilies = 1024
+)
+
+// feedSubject is the feed's subject: '.' separates subject tokens, so it
+// is written %2E (a feed name has no '%').
+func feedSubject(name string) string {
+	return feedSubjectPrefix + strings.ReplaceAll(name, ".", "%2E")
+}
+
+// openStream creates the feeds' stream, or updates its limits.
+func (l *live) openStream(ctx context.Context) error {
+	storage := jetstream.FileStorage
+	if l.b.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	total := l.cfg.FeedBytes
+	if total <= 0 {
+		total = DefaultFeedBytes
+	}
+	cfg := jetstream.StreamConfig{
+		Name:              feedStream,
+		Description:       "syncloop feeds: a subject per feed, a message per relay batch",
+		Subjects:          []string{feedSubjectPrefix + ">"},
+		Storage:           storage,
+		Replicas:          l.b.Replicas,
+		MaxMsgsPerSubject: feedMsgsKept,
+		MaxBytes:          total,
+		MaxAge:            feedMaxAge,
+		Duplicates:        dupWindow,
+		Discard:           jetstream.DiscardOld,
+		MaxMsgSize:        4 << 20,
+	}
+	err := broker.Retry(ctx, time.Minute, func(ctx context.Context) error {
+		s, err := l.b.JS.CreateOrUpdateStream(ctx, cfg)
+		l.stream = s
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("feeds stream: %w", err)
+	}
+	return nil
+}
+
+// feedTail is what ingest knows of a feed's last stored message.
+type feedTail struct {
+	loaded    bool
+	streamSeq uint64            // the subject's last message; 0: none
+	next      uint64            // the feed's sequence number of the next line
+	lastID    string            // the last stored line's id
+	high      map[string]uint64 // per id family, the highest number stored
+}
+
+// idOrder splits an id into its family and its number within it: a
+// journald cursor's seqnum_id and seqnum (s=…;i=HEX;…), or a relay's
+// "RUN-N" (any prefix and trailing decimal number). ok is false for an id
+// of neither shape.
+func idOrder(id string) (family string, n uint64, ok bool) {
+	if strings.HasPrefix(id, "s=") {
+		var s, i string
+		for f := range strings.SplitSeq(id, ";") {
+			if v, found := strings.CutPrefix(f, "s="); found {
+				s = v
+			} else if v, found := strings.CutPrefix(f, "i="); found {
+				i = v
+			}
+		}
+		if s != "" && i != "" {
+			if n, err := strconv.ParseUint(i, 16, 64); err == nil {
+				return "s=" + s, n, true
+			}
+		}
+		return "", 0, false
+	}
+	i := len(id)
+	for i > 0 && id[i-1] >= '0' && id[i-1] <= '9' {
+		i--
+	}
+	if i == len(id) || len(id)-i > 18 {
+		return "", 0, false
+	}
+	n, _ = strconv.ParseUint(id[i:], 10, 64)
+	return id[:i], n, true
+}
+
+// loadTail reads the feed's last message from the stream. f.pubMu is held.
+func (l *live) loadTail(ctx context.Context, f *feed) error {
+	t := feedTail{loaded: true, next: 1, high: make(map[string]uint64)}
+	m, err := l.stream.GetLastMsgForSubject(ctx, f.subject)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return fmt.Errorf("feed %s: reading its last message: %w", f.name, err)
+	default:
+		first, _ := strconv.ParseUint(m.Header.Get(hdrSeq), 10, 64)
+		lines, err := relay.DecodeBatch(m.Data, nil)
+		if err != nil {
+			return fmt.Errorf("feed %s: message %d: %w", f.name, m.Sequence, err)
+		}
+		t.streamSeq, t.next = m.Sequence, first+uint64(len(lines))
+		for _, in := range lines {
+			t.note(in.ID)
+		}
+	}
+	f.tail = t
+	return nil
+}
+
+// note records id as stored.
+func (t *feedTail) note(id string) {
+	if id == "" {
+		return
+	}
+	t.lastID = id
+	if fam, n, ok := idOrder(id); ok {
+		if len(t.high) >= idFamilies {
+			clear(t.high)
+		}
+		t.high[fam] = max(t.high[fam], n)
+	}
+}
+
+// stored reports whether the line with id is known to be stored.
+func (t *feedTail) stored(id string) bool {
+	if id == "" {
+		return false
+	}
+	if id == t.lastID {
+		return true
+	}
+	fam, n, ok := idOrder(id)
+	if !ok {
+		return false
+	}
+	high, has := t.high[fam]
+	return has && n <= high
+}
+
+// store publishes the lines of lines not stored yet, and returns once
+// JetStream has acknowledged them.
+func (l *live) store(f *feed, lines []relay.Line, demo bool) error {
+	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+	defer cancel()
+	f.pubMu.Lock()
+	defer f.pubMu.Unlock()
+	for attempt := 0; ; attempt++ {
+		err := l.publish(ctx, f, lines, demo)
+		if err == nil {
+			return nil
+		}
+		f.tail.loaded = false // learn it anew from the stream
+		if !isWrongLastSeq(err) || attempt >= 8 {
+			return err
+		}
+	}
+}
+
+func isWrongLastSeq(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// publish filters out what is stored and publishes the rest in messages of
+// bounded size. f.pubMu is held.
+func (l *live) publish(ctx context.Context, f *feed, lines []relay.Line, demo bool) error {
+	if !f.tail.loaded {
+		if err := l.loadTail(ctx, f); err != nil {
+			return err
+		}
+	}
+	keep := f.kept[:0]
+	seen := make(map[string]struct{})
+	for _, in := range lines {
+		if f.tail.stored(in.ID) {
+			continue
+		}
+		if in.ID != "" {
+			if _, dup := seen[in.ID]; dup {
+				continue
+			}
+			seen[in.ID] = struct{}{}
+		}
+		keep = append(keep, in)
+	}
+	defer func() { clear(keep); f.kept = keep[:0] }()
+	for len(keep) > 0 {
+		n, size := 0, 0
+		for n < len(keep) && n < maxLinesPerMsg {
+			size += len(keep[n].Raw) + len(keep[n].ID) + 32
+			if size > msgBytes && n > 0 {
+				break
+			}
+			n++
+		}
+		chunk := keep[:n]
+		keep = keep[n:]
+		msg := nats.NewMsg(f.subject)
+		f.msgBuf = relay.AppendBatch(f.msgBuf[:0], chunk)
+		msg.Data = f.msgBuf
+		msg.Header.Set(hdrSeq, strconv.FormatUint(f.tail.next, 10))
+		if demo {
+			msg.Header.Set(hdrDemo, "1")
+		}
+		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq)}
+		if first, last := chunk[0].ID, chunk[len(chunk)-1].ID; first != "" && last != "" {
+			opts = append(opts, jetstream.WithMsgID(f.name+"\x00"+first+"\x00"+last+"\x00"+strconv.Itoa(len(chunk))))
+		}
+		ack, err := l.b.JS.PublishMsg(ctx, msg, opts...)
+		if cap(f.msgBuf) > 2*msgBytes {
+			f.msgBuf = nil
+		}
+		if err != nil {
+			return fmt.Errorf("feed %s: publish: %w", f.name, err)
+		}
+		if ack.Duplicate { // stored before, under the same id: the tail is elsewhere
+			f.tail.loaded = false
+			if err := l.loadTail(ctx, f); err != nil {
+				return err
+			}
+			continue
+		}
+		f.tail.streamSeq = ack.Sequence
+		f.tail.next += uint64(len(chunk))
+		// Counted as stored here, where it is stored: the metric is this
+		// replica's, and up to date once the relay has its ack.
+		f.mu.Lock()
+		f.ingested += uint64(len(chunk))
+		f.mu.Unlock()
+		for _, in := range chunk {
+			f.tail.note(in.ID)
+		}
+	}
+	return nil
+}
+
+// follow starts the replica's ordered consumer of f's subject: it replays
+// the stored lines into the feed's hub, then the live tail. f.ready is
+// closed once the lines stored before it started are in the hub.
+func (l *live) follow(f *feed) error {
+	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+	defer cancel()
+	f.pubMu.Lock()
+	err := l.loadTail(ctx, f)
+	end := f.tail.streamSeq
+	f.pubMu.Unlock()
+	if err != nil {
+		return err
+	}
+	if end == 0 {
+		f.markReady()
+	}
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
+	if err != nil {
+		return fmt.Errorf("feed %s: consumer: %w", f.name, err)
+	}
+	cc, err := cons.Consume(func(m jetstream.Msg) {
+		md, err := m.Metadata()
+		if err != nil {
+			return
+		}
+		l.deliver(f, m.Headers(), m.Data())
+		if md.Sequence.Stream >= end {
+			f.markReady()
+		}
+	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		if l.ctx.Err() == nil && !errors.Is(err, jetstream.ErrConsumerDeleted) {
+			l.log.Debug("live: feed consumer", "feed", f.name, "err", err)
+		}
+	}))
+	if err != nil {
+		return fmt.Errorf("feed %s: consume: %w", f.name, err)
+	}
+	f.stopFollow = cc.Stop
+	return nil
+}
+
+func (f *feed) markReady() { f.readyOnce.Do(func() { close(f.ready) }) }
+
+func (f *feed) isReady() bool {
+	select {
+	case <-f.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// demoLeaseTTL is how long the demo's lease outlives a replica that stops
+// renewing it (killed); it is renewed at a third of that.
+const demoLeaseTTL = 15 * time.Second
+
+// demoLease keeps trying to hold the cluster's demo lease (a key in a KV
+// bucket whose entries expire after demoLeaseTTL) until ctx ends: one
+// replica per cluster runs the demo feed, not one each. The flag says
+// whether this replica holds it.
+func (l *live) demoLease(ctx context.Context) *atomic.Bool {
+	held := &l.demoHeld
+	if !l.enter() {
+		return held
+	}
+	storage := jetstream.FileStorage
+	if l.b.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	go func() {
+		defer l.wg.Done()
+		var kv jetstream.KeyValue
+		var rev uint64
+		for {
+			var err error
+			switch {
+			case kv == nil:
+				kv, err = l.b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+					Bucket: "syncloop_leases", TTL: demoLeaseTTL, Storage: storage, Replicas: l.b.Replicas,
+				})
+				if err != nil {
+					kv = nil
+				}
+			case held.Load():
+				if rev, err = kv.Update(ctx, "demo", []byte(l.cfg.NATSName), rev); err != nil {
+					held.Store(false) // someone else's now, or JetStream is away
+				}
+			default:
+				if rev, err = kv.Create(ctx, "demo", []byte(l.cfg.NATSName)); err == nil {
+					held.Store(true)
+				}
+			}
+			if err != nil && kv == nil && ctx.Err() == nil {
+				l.log.Warn("live: demo lease", "err", err)
+			}
+			if !held.Load() && kv != nil && err == nil {
+				continue // the bucket was just made: try for the lease at once
+			}
+			if relay.Sleep(ctx, demoLeaseTTL/3) != nil {
+				if held.Swap(false) { // let another replica take over at once
+					dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+					kv.Delete(dctx, "demo", jetstream.LastRevision(rev))
+					cancel()
+				}
+				return
+			}
+		}
+	}()
+	// The first answer comes quickly; the demo waits for it.
+	for range 50 {
+		if held.Load() || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return held
+}
+
+// deliver classifies a stored message's lines and publishes them to the
+// feed's hub under their stored sequence numbers.
+func (l *live) deliver(f *feed, h nats.Header, data []byte) {
+	first, err := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
+	if err != nil || first == 0 {
+		l.log.Warn("live: a stored message without its sequence number", "feed", f.name)
+		return
+	}
+	demo := h.Get(hdrDemo) == "1"
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	lines, err := relay.DecodeBatch(data, f.decoded[:0])
+	if err != nil {
+		l.log.Warn("live: a stored message that is not a batch", "feed", f.name, "err", err)
+		return
+	}
+	defer func() { clear(lines); f.decoded = lines[:0] }()
+	f.refreshClassifier(l.reading)
+	f.hub.SetNext(first)
+	next := f.hub.Next()
+	out, cuts := f.lines[:0], f.cuts[:0]
+	defer func() { clear(out); f.lines, f.cuts = out[:0], cuts[:0] }()
+	version := f.version
+	for i, in := range lines {
+		if first+uint64(i) < next { // delivered already
+			continue
+		}
+		line, cut := f.classify(in.Raw)
+		// The classifier has parsed the entry already: an id that is the
+		// entry's own journald cursor is where a journal command resumes.
+		if line.Cursor != "" && line.Cursor == in.ID {
+			f.lastCursor = in.ID
+		}
+		if line.Version != "" {
+			version = line.Version
+		}
+		out, cuts = append(out, line), append(cuts, cut)
+	}
+	if !demo && f.demoStop != nil && f.isReady() {
+		// A relay's lines reached the feed through another replica.
+		f.demoStop()
+		f.demoStop = nil
+		f.source = "relay"
+		f.note = "a relay attached: the demo feed stopped; what follows is a real journal"
+		f.changed()
+	}
+	f.publish(out, cuts, demo)
+	for i := range out {
+		f.byCase[out[i].Case]++
+	}
+	if version != f.version {
+		f.version = version
+		f.changed()
+	}
+}
+
+// exportFeed writes the feed's stored lines after seq, in order, one per
+// line as the relay sent it, up to the last one stored when it began.
+func (l *live) exportFeed(ctx context.Context, f *feed, after uint64, w func(raw string) error) error {
+	m, err := l.stream.GetLastMsgForSubject(ctx, f.subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	end := m.Sequence
+	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
+	if err != nil {
+		return err
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer msgs.Stop()
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	var lines []relay.Line
+	for {
+		m, err := msgs.Next()
+		if err != nil {
+			return err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		first, _ := strconv.ParseUint(m.Headers().Get(hdrSeq), 10, 64)
+		if m.Headers().Get(hdrDemo) != "1" {
+			if lines, err = relay.DecodeBatch(m.Data(), lines[:0]); err != nil {
+				return err
+			}
+			for i, in := range lines {
+				if first+uint64(i) > after {
+					if err := w(in.Raw); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		if md.Sequence.Stream >= end {
+			return nil
+		}
+	}
+}
+
+// hasStored reports whether the named feed has lines in the stream.
+func (l *live) hasStored(name string) (bool, error) {
+	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+	defer cancel()
+	_, err := l.stream.GetLastMsgForSubject(ctx, feedSubject(name))
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// purgeFeed deletes the feed's stored lines.
+func (l *live) purgeFeed(name string) {
+	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+	defer cancel()
+	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(feedSubject(name))); err != nil && l.ctx.Err() == nil {
+		l.log.Warn("live: feed not purged", "feed", name, "err", err)
+	}
+}
