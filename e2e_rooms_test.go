@@ -5,7 +5,9 @@ package main
 // with SIGTERM and killed with SIGKILL, on the same --data-dir, with its
 // driver key, viewer link, ingest token and lent wheel; and a room left
 // idle past --room-ttl must answer 410, and go on answering 410 when the
-// server is killed and started again with a longer TTL.
+// server is killed and started again with a longer TTL. What the readers
+// wrote (their notes, in the embedded NATS under --data-dir) outlives the
+// restarts with the room, and goes with it.
 
 import (
 	"context"
@@ -60,6 +62,11 @@ func TestE2ERoomsSurviveRestart(t *testing.T) {
 	}
 	ann.c.Close(websocket.StatusNormalClosure, "")
 	bob.c.Close(websocket.StatusNormalClosure, "")
+	req, _ := http.NewRequest("PUT", base+"/rooms/"+id+"/notes/case.config", strings.NewReader(`{"text":"written before the restarts","author":"Ann","rev":0}`))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("PUT a note: %v %v", err, resp)
+	}
 
 	// check says the room is whole: its pages, its driver key (with the
 	// same ingest token), the lent wheel, and a viewer who cannot steer.
@@ -78,6 +85,16 @@ func TestE2ERoomsSurviveRestart(t *testing.T) {
 			if status, body := e2eGet(t, base+tc.path); status != tc.status || !strings.Contains(body, tc.want) {
 				t.Errorf("%s: GET %s: %d, want %d with %q", when, tc.path, status, tc.status, tc.want)
 			}
+		}
+		// The notes: 503 while the tag's Reading loads, then the note.
+		deadline := time.Now().Add(time.Minute)
+		status, body := e2eGet(t, base+"/rooms/"+id+"/notes")
+		for status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+			status, body = e2eGet(t, base+"/rooms/"+id+"/notes")
+		}
+		if want := `"text":"written before the restarts","author":"Ann"`; status != 200 || !strings.Contains(body, want) {
+			t.Errorf("%s: the room's notes: %d %.300s, want %s", when, status, body, want)
 		}
 		d := e2eJoinRoom(t, ctx, addr, id, "key", key)
 		if d.welcome["key"] != true || d.welcome["token"] != token {
@@ -136,6 +153,9 @@ func TestE2ERoomsSurviveRestart(t *testing.T) {
 		}
 		if status, _ := e2eGet(t, base+"/feeds/room-"+id+"/ws"); status != http.StatusGone {
 			t.Errorf("%s: the room's feed: %d, want 410", when, status)
+		}
+		if status, _ := e2eGet(t, base+"/rooms/"+id+"/notes"); status != http.StatusGone {
+			t.Errorf("%s: the room's notes: %d, want 410", when, status)
 		}
 	}
 	srv = serve("serve-4", "--room-ttl", "1s")

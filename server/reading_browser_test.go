@@ -133,17 +133,56 @@ func openDemo(t *testing.T, ctx context.Context, pageURL string, v viewport, dar
 		fmt.Sprintf(`document.querySelectorAll('#live li.ll[data-case=%q]').length >= %d`, key, atLeast))
 }
 
-// lineInView says whether a pane line is where a reader sees it: inside the
-// pane's scrolled area and inside the window.
+// lineInView says why a pane line is not where a reader sees all of it, or
+// the empty string when it is: inside the part of the pane's scrolled list on view (the
+// list's box, inside the window), below the stepper bar, and under nothing
+// else (the "N new ↓ resume" button, a sticky bar): each corner and the
+// middle of its edges is the line itself when hit-tested.
 const lineInView = `((li) => {
-	if (!li || li.offsetParent === null) return false;
-	const r = li.getBoundingClientRect(), l = li.closest('ol').getBoundingClientRect();
-	return r.top >= l.top - 1 && r.bottom <= l.bottom + 1 && r.top >= 0 && r.bottom <= innerHeight;
+	if (!li) return 'no such line';
+	if (li.offsetParent === null) return 'the line is not displayed';
+	const l = li.closest('ol'), lr = l.getBoundingClientRect(), r = li.getBoundingClientRect();
+	const top = Math.max(lr.top + l.clientTop, 0), bottom = Math.min(lr.top + l.clientTop + l.clientHeight, innerHeight);
+	const at = 'line [' + Math.round(r.top) + ',' + Math.round(r.bottom) + '], list on view [' + Math.round(top) + ',' + Math.round(bottom) + ']';
+	if (r.top < top - 1 || r.bottom > bottom + 1) return 'not inside the list on view: ' + at;
+	const sel = document.querySelector('#live .live-sel');
+	if (sel && !sel.hidden && sel.getBoundingClientRect().bottom > r.top + 1) return 'under the stepper bar: ' + at;
+	for (const [x, y] of [[r.left + 4, r.top + 2], [r.left + r.width / 2, r.top + 2], [r.right - 4, r.top + 2],
+			[r.left + 4, r.bottom - 2], [r.left + r.width / 2, r.bottom - 2], [r.right - 4, r.bottom - 2]]) {
+		const hit = document.elementFromPoint(x, y);
+		if (!hit || !li.contains(hit)) return 'covered at (' + Math.round(x) + ',' + Math.round(y) + ') by ' + (hit ? hit.tagName + '.' + hit.className : 'nothing') + ': ' + at;
+	}
+	return '';
 })`
 
+// checkHeld checks that the pane's current line is fully on view now (a
+// reader looks right away, not eventually) and stays so for a while as new
+// lines arrive, the pane paused.
+func checkHeld(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	time.Sleep(250 * time.Millisecond) // a frame or two: the pane has placed it
+	before := eval[int](t, ctx, `document.getElementById('live').livePane.heldCount`)
+	for i := 0; i < 6; i++ {
+		if why := eval[string](t, ctx, lineInView+`(document.querySelector('#live li.ll.cur'))`); why != "" {
+			t.Fatalf("%s, after %d ms: the current line is not fully on view: %s (the stepper says %q)", what, 250+i*250, why,
+				eval[string](t, ctx, `document.querySelector('#live .live-sel-info').textContent`))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	type st struct {
+		Paused bool
+		Held   int
+	}
+	s := eval[st](t, ctx, `({Paused: document.getElementById('live').livePane.paused, Held: document.getElementById('live').livePane.heldCount})`)
+	if !s.Paused || s.Held <= before {
+		t.Errorf("%s: the pane held still while no line arrived (%+v, %d held before): the check proves nothing", what, s, before)
+	}
+}
+
 // TestBrowserSelectShowsLines: selecting a case brings its newest line in
-// the pane into view at every width, the reader steps through its lines
-// ("3 of 12"), and the counts count what the pane holds and shows.
+// the pane fully into view at every width, and keeps it there while lines
+// arrive; the reader steps through its lines ("3 of 12") and each stepped-to
+// line is fully on view; the counts count what the pane holds and shows.
 func TestBrowserSelectShowsLines(t *testing.T) {
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
@@ -151,32 +190,66 @@ func TestBrowserSelectShowsLines(t *testing.T) {
 	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
 	for _, v := range viewports {
 		t.Run(v.name, func(t *testing.T) {
+			// A page opened at a case (a shared link, a reload): the case is
+			// selected before its lines arrive, and on a narrow window the
+			// drawer is closed. Clicking the case must show its newest line.
+			if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+				t.Fatal(err)
+			}
+			openDemo(t, ctx, pageURL+"#case-pleg", v, false, "pleg", 4)
+			eval[bool](t, ctx, `(document.querySelector('[data-case-select="pleg"]').scrollIntoView({block: 'center', behavior: 'instant'}), document.querySelector('[data-case-select="pleg"]').click(), true)`)
+			checkHeld(t, ctx, "pleg selected on a page opened at #case-pleg")
+			if c := eval[string](t, ctx, `document.querySelector('#live li.ll.cur').dataset.case`); c != "pleg" {
+				t.Errorf("the current line is a %q line, want pleg", c)
+			}
+			screenshot(t, ctx, "select-pleg-"+v.name+".png", false)
+			if v.mobile {
+				// A phone's drawer is for lines: its chrome (title, controls,
+				// stepper) takes under a third of it, and eight lines or more
+				// are on view (a line other than the current shows two rows).
+				type drawer struct{ Pane, Chrome, Lines float64 }
+				d := eval[drawer](t, ctx, `(() => { const p = document.getElementById('live').getBoundingClientRect(), l = document.querySelector('#live .live-lines'), lr = l.getBoundingClientRect();
+					const bottom = Math.min(lr.bottom, innerHeight);
+					return {Pane: p.height, Chrome: lr.top - p.top, Lines: [...l.children].filter(li => { const r = li.getBoundingClientRect(); return li.offsetParent !== null && r.height > 0 && r.bottom > lr.top + 4 && r.top < bottom - 4; }).length}; })()`)
+				if d.Chrome > d.Pane*0.3 || d.Lines < 8 {
+					t.Errorf("the phone's drawer: %.0f of its %.0f px are chrome, %.0f lines on view; want under 30%% and 8 or more", d.Chrome, d.Pane, d.Lines)
+				}
+			}
+
 			// config: the pod is added once, early; its lines are far
 			// from the tail, where a pane that only follows never shows them.
+			if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+				t.Fatal(err)
+			}
 			openDemo(t, ctx, pageURL, v, false, "pleg", 4)
 			waitFor(t, ctx, "a config line", `!!document.querySelector('#live li.ll[data-case="config"]')`)
 			eval[bool](t, ctx, `(document.querySelector('[data-case-select="config"]').scrollIntoView({block: 'center', behavior: 'instant'}), document.querySelector('[data-case-select="config"]').click(), true)`)
-			newest := `(() => { const ls = [...document.querySelectorAll('#live li.ll[data-case="config"]')].filter(li => li.offsetParent !== null); return ls[ls.length - 1]; })()`
-			waitFor(t, ctx, "the newest config line in view", lineInView+`(`+newest+`)`)
+			checkHeld(t, ctx, "config selected")
 			screenshot(t, ctx, "select-config-"+v.name+".png", false)
 			type sel struct {
 				Info  string
 				Shown int
+				Cur   bool
 			}
-			st := eval[sel](t, ctx, `({Info: document.querySelector('#live .live-sel').textContent,
-				Shown: [...document.querySelectorAll('#live li.ll[data-case="config"]')].filter(li => li.offsetParent !== null).length})`)
-			if want := fmt.Sprintf("line %d of %d", st.Shown, st.Shown); !strings.Contains(st.Info, want) {
-				t.Errorf("selection says %q, want %q", st.Info, want)
+			st := eval[sel](t, ctx, `(() => { const ls = [...document.querySelectorAll('#live li.ll[data-case="config"]')].filter(li => li.offsetParent !== null);
+				return {Info: document.querySelector('#live .live-sel').textContent, Shown: ls.length, Cur: ls.length > 0 && ls[ls.length - 1].classList.contains('cur')} })()`)
+			if want := fmt.Sprintf("line %d of %d", st.Shown, st.Shown); !strings.Contains(st.Info, want) || !st.Cur {
+				t.Errorf("selection says %q (newest config line current: %v), want %q on the newest", st.Info, st.Cur, want)
 			}
 			// Step back through the case's lines, when there is more than one.
 			pleg := eval[int](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), [...document.querySelectorAll('#live li.ll[data-case="pleg"]')].filter(li => li.offsetParent !== null).length)`)
-			waitFor(t, ctx, "the newest pleg line in view", lineInView+`(document.querySelector('#live li.ll.cur[data-case="pleg"]'))`)
+			checkHeld(t, ctx, "pleg selected after config")
 			eval[bool](t, ctx, `(document.querySelector('#live .live-prev').click(), document.querySelector('#live .live-prev').click(), true)`)
 			waitFor(t, ctx, "two lines back", fmt.Sprintf(`document.querySelector('#live .live-sel').textContent.includes('line %d of ')`, pleg-2))
-			waitFor(t, ctx, "the stepped-to line in view", lineInView+`(document.querySelector('#live li.ll.cur'))`)
+			checkHeld(t, ctx, "two pleg lines back")
 			if c := eval[string](t, ctx, `document.querySelector('#live li.ll.cur').dataset.case`); c != "pleg" {
 				t.Errorf("stepped to a %q line, want pleg", c)
 			}
+			// Showing the lines without a case changes the layout above the
+			// current line: it stays on view.
+			eval[bool](t, ctx, `(document.querySelector('#live [data-hide-none]').click(), true)`)
+			checkHeld(t, ctx, "lines without a case shown")
+			eval[bool](t, ctx, `(document.querySelector('#live [data-hide-none]').click(), true)`)
 			// Counts are what the pane holds and shows: a pod filter that
 			// matches nothing leaves nothing to count.
 			eval[bool](t, ctx, `(() => { const p = document.querySelector('#live .live-pod'); p.value = 'no-such-pod'; p.dispatchEvent(new Event('input')); return true })()`)

@@ -71,6 +71,8 @@ type roomSet struct {
 	sockets    *browserSockets // the live side's: one cap for both kinds of socket
 	live       *live
 	loadTag    func(tag string) // starts loading a tag's Reading
+	// onExpire is told of each room that expires (its notes go with it).
+	onExpire func(id string)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -135,6 +137,9 @@ func (rs *roomSet) housekeep(cfg Config) {
 		}
 		for _, id := range gone {
 			rs.live.dropFeed(rooms.FeedPrefix + id)
+			if rs.onExpire != nil {
+				rs.onExpire(id)
+			}
 			cfg.Logger.Info("rooms: expired", "room", id[:6]+"…")
 		}
 	}

@@ -391,7 +391,9 @@ func cleanName(s string) (string, bool) {
 	}
 	out := make([]rune, 0, len(s))
 	for _, c := range s {
-		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) {
+		// Controls, and bidirectional overrides and isolates, which would
+		// make a name read otherwise on the others' pages ("Bob(uoy)").
+		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) {
 			continue
 		}
 		out = append(out, c)

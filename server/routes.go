@@ -41,6 +41,12 @@ import (
 //	GET /rooms/{id}/pod-workers   the room's pod_workers page
 //	GET /rooms/{id}/ws            the room's websocket: presence, following, steering
 //
+// Readers' own notes (package annotations, http.go there):
+//
+//	GET /rooms/{id}/notes, /rooms/{id}/notes/events, PUT|DELETE /rooms/{id}/notes/{note},
+//	GET /rooms/{id}/notes/{note}/history, GET /rooms/{id}/worksheet.md
+//	GET /k8s/{tag}/quote, POST /k8s/{tag}/notes, POST /k8s/{tag}/worksheet.md   (no room: nothing stored)
+//
 // The live endpoints of a room's feed (room-{id}) answer only while the
 // room lives, and its ingest takes the room's own token.
 func (s *Server) routes() chi.Router {
@@ -74,5 +80,15 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/rooms/{id}", s.handleRoomPage(pageIndex))
 	r.Method("GET", "/rooms/{id}/pod-workers", s.handleRoomPage(pagePodWorkers))
 	r.Method("GET", "/rooms/{id}/ws", s.handleRoomSocket())
+
+	r.Method("GET", "/rooms/{id}/notes", s.notes.List())
+	r.Method("GET", "/rooms/{id}/notes/events", s.notes.Events())
+	r.Method("PUT", "/rooms/{id}/notes/{note}", s.notes.Put())
+	r.Method("DELETE", "/rooms/{id}/notes/{note}", s.notes.Delete())
+	r.Method("GET", "/rooms/{id}/notes/{note}/history", s.notes.History())
+	r.Method("GET", "/rooms/{id}/worksheet.md", s.notes.RoomWorksheet())
+	r.Method("GET", "/k8s/{tag}/quote", s.notes.Quote())
+	r.Method("POST", "/k8s/{tag}/notes", s.notes.LocalViews())
+	r.Method("POST", "/k8s/{tag}/worksheet.md", s.notes.LocalWorksheet())
 	return r
 }

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
@@ -21,7 +22,9 @@ import (
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // Config is everything the site needs from its command line.
@@ -93,6 +96,9 @@ type Server struct {
 	broker *broker.Broker
 	live   *live
 	rooms  *roomSet
+	notes  *annotations.Handlers
+	// closeNotes stops the notes' store (and the NATS server started for it).
+	closeNotes func()
 
 	// ctx is cancelled by Close; background loads run under it and wg.
 	ctx    context.Context
@@ -200,6 +206,14 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.rooms = rs
+	if err := s.openNotes(); err != nil {
+		rs.close()
+		s.live.Close()
+		b.Close()
+		cancel()
+		return nil, err
+	}
+	rs.onExpire = s.notes.Expired
 	s.router = s.routes()
 	s.state(cfg.DefaultTag)
 	return s, nil
@@ -213,6 +227,7 @@ func (s *Server) Close() {
 	s.closed.Do(func() {
 		s.cancel()
 		s.rooms.close()
+		s.closeNotes()
 		s.live.Close()
 		s.wg.Wait()
 		s.broker.Close()
@@ -353,4 +368,42 @@ func (s *Server) readableTags() ([]string, int) {
 	}
 	slices.SortFunc(tags, func(a, b string) int { return semver.Compare(b, a) })
 	return slices.Compact(tags), s.gen
+}
+
+// openNotes opens the rooms' notes: a KV bucket on the server's JetStream.
+func (s *Server) openNotes() error {
+	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+	defer cancel()
+	st, err := annotations.Open(ctx, annotations.Config{JS: s.broker.JS, Memory: s.broker.Memory, Replicas: s.broker.Replicas, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	s.closeNotes = st.Close
+	s.notes = annotations.NewHandlers(annotations.HTTPConfig{
+		Store: st,
+		Room: func(id string) (string, error) {
+			room, err := rooms.Room{}, rooms.ErrNotFound
+			if rooms.ValidID(id) {
+				room, err = s.rooms.store.Get(id)
+			}
+			switch {
+			case errors.Is(err, rooms.ErrExpired):
+				return "", annotations.ErrRoomExpired
+			case err != nil:
+				return "", annotations.ErrNoRoom
+			}
+			return room.Tag, nil
+		},
+		Reading: func(tag string) *extractor.Reading {
+			if r := s.loadedReading(tag); r != nil {
+				return r
+			}
+			s.state(tag) // start loading it for the next try
+			return nil
+		},
+		SameOrigin: sameOrigin,
+		ClientIP:   func(r *http.Request) string { return clientAddr(r, s.cfg.TrustedProxies) },
+		Logger:     s.log,
+	})
+	return nil
 }

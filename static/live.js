@@ -86,6 +86,14 @@ class LivePane {
 		this.incoming = []; // lines waiting for the next animation frame
 		this.frame = 0;
 		this.hideNoneSet = false; // the reader chose, the demo default no longer applies
+		// The pane's own scrolls are told from the reader's by where they
+		// land (ownTop), not by timing: a scroll event may come frames later.
+		this.ownTop = -1;
+		this.lastTop = 0;
+		// holdCur: the line the reader stepped to is kept in view (while
+		// lines arrive, the drawer opens, a filter or the window changes)
+		// until the reader scrolls it away.
+		this.holdCur = false;
 		this.backoff = new Backoff(500, 15000);
 		this.build();
 		this.listen();
@@ -132,12 +140,22 @@ class LivePane {
 		this.noneBox = el('input');
 		this.noneBox.type = 'checkbox';
 		this.noneBox.dataset.hideNone = '';
-		noneLabel.append(this.noneBox, ' hide lines without a case');
+		// On a phone the label is short (the long one is display:none there,
+		// so it is not read either).
+		noneLabel.append(this.noneBox, el('span', 'live-long', ' hide lines without a case'), el('span', 'live-short', ' hide no-case'));
 		this.pod = el('input', 'live-pod');
+		this.pod.id = 'live-pod';
 		this.pod.type = 'search';
 		this.pod.placeholder = 'pod filter, e.g. probe-me';
 		this.pod.setAttribute('aria-label', 'Show only lines naming this pod');
-		bar.append(this.pauseBtn, this.filterBtn, noneLabel, this.pod);
+		// On a phone the pod filter folds behind a button, so that the
+		// drawer's controls are one row and its lines have the room.
+		this.podBtn = el('button', 'live-pod-btn', 'Pod…');
+		this.podBtn.type = 'button';
+		this.podBtn.title = 'Show only lines naming a pod';
+		this.podBtn.setAttribute('aria-controls', 'live-pod');
+		this.podBtn.setAttribute('aria-expanded', 'false');
+		bar.append(this.pauseBtn, this.filterBtn, noneLabel, this.podBtn, this.pod);
 		body.append(bar);
 
 		// The selected case: how many of its lines the pane shows, which one
@@ -177,7 +195,7 @@ class LivePane {
 		this.toggle.setAttribute('aria-expanded', String(on || !drawerMode.matches));
 		this.toggle.lastChild.textContent = on ? ' ▾ hide' : ' ▴ show';
 		document.body.classList.toggle('live-open', on);
-		if (on && !this.paused) this.toBottom();
+		if (on) this.keep();
 	}
 
 	listen() {
@@ -199,27 +217,52 @@ class LivePane {
 			this.root.classList.toggle('filter-case', on);
 			this.filterBtn.setAttribute('aria-pressed', String(on));
 			this.refresh();
+			this.keep();
 		});
 		this.noneBox.addEventListener('change', () => {
 			this.hideNoneSet = true;
 			this.setHideNone(this.noneBox.checked);
 		});
-		this.pod.addEventListener('input', () => this.applyPodFilter());
+		this.pod.addEventListener('input', () => {
+			this.applyPodFilter();
+			this.keep();
+		});
+		this.podBtn.addEventListener('click', () => {
+			const on = !this.root.classList.contains('pod-open');
+			this.root.classList.toggle('pod-open', on);
+			this.podBtn.setAttribute('aria-expanded', String(on));
+			if (on) this.pod.focus();
+		});
 		this.prevBtn.addEventListener('click', () => this.step(-1));
 		this.nextBtn.addEventListener('click', () => this.step(1));
-		// Any scroll away from the bottom pauses: the wheel, the scrollbar,
-		// keys, a step to an older line. The pane's own following always
-		// lands at the bottom, so it never pauses itself. Back at the
-		// bottom, a pause the scrolling made ends.
+		// Any scroll of the reader's away from the bottom pauses: the wheel,
+		// the scrollbar, keys. The pane's own scrolls (following, showing a
+		// stepped-to line) never pause or resume it. Scrolled back down to
+		// the bottom, a pause the scrolling made ends: landing there by a
+		// step to the newest line, or staying there, does not.
 		this.list.addEventListener('scroll', () => {
-			const mine = this.stepping;
-			this.stepping = false;
+			const l = this.list;
+			const top = l.scrollTop;
+			const mine = this.ownTop >= 0 && Math.abs(top - this.ownTop) < 2;
+			const down = top > this.lastTop + 1;
+			this.ownTop = -1;
+			this.lastTop = top;
+			if (l.clientHeight === 0) return;
+			if (mine) {
+				// The pane showed a line above the tail (arrow keys): it holds.
+				if (!this.paused && !this.atBottom()) this.pause(true);
+				return;
+			}
+			if (this.holdCur) this.holdCur = this.curInView();
 			if (this.atBottom()) {
-				if (this.paused && this.pausedByScroll && !mine) this.resume();
-			} else if (!this.paused && this.list.clientHeight > 0) {
+				if (this.paused && this.pausedByScroll && down) this.resume();
+			} else if (!this.paused) {
 				this.pause(true);
 			}
 		}, { passive: true });
+		// The list's box changes (the drawer opens, the window or the bars
+		// above it change): the tail or the stepped-to line stays in view.
+		new ResizeObserver(() => this.keep()).observe(this.list);
 		this.list.addEventListener('click', (ev) => {
 			const li = ev.target.closest('li.ll');
 			if (li) this.jump(li);
@@ -234,7 +277,53 @@ class LivePane {
 	}
 
 	toBottom() {
-		this.list.scrollTop = this.list.scrollHeight;
+		this.scrollListTo(this.list.scrollHeight);
+	}
+
+	// scrollListTo scrolls the list (never the page), as the pane's own move.
+	scrollListTo(top) {
+		const l = this.list;
+		const before = l.scrollTop;
+		l.scrollTop = Math.max(0, top);
+		if (Math.abs(l.scrollTop - before) >= 1) this.ownTop = l.scrollTop;
+		this.lastTop = l.scrollTop;
+	}
+
+	// keep puts back what the reader was looking at after the pane's layout
+	// changed: the tail when following, else the stepped-to line.
+	keep() {
+		if (!this.list.clientHeight) return;
+		if (!this.paused) {
+			this.toBottom();
+			return;
+		}
+		const li = this.holdCur && this.curLine();
+		if (li && this.shown(li)) this.bringIntoView(li);
+	}
+
+	curLine() {
+		return this.curSeq ? this.list.querySelector(`li.ll[data-seq="${this.curSeq}"]`) : null;
+	}
+
+	// visibleBox is the part of the list a reader sees: inside the list's
+	// box, inside the window (a column taller than the window, the drawer),
+	// above the "N new ↓ resume" button that floats over its bottom.
+	visibleBox() {
+		const l = this.list;
+		const b = l.getBoundingClientRect();
+		const top = Math.max(b.top + l.clientTop, 0);
+		let bottom = Math.min(b.top + l.clientTop + l.clientHeight, window.innerHeight);
+		if (!this.more.hidden) bottom = Math.min(bottom, this.more.getBoundingClientRect().top - 4);
+		return { top, bottom };
+	}
+
+	// curInView says whether any of the stepped-to line is on view.
+	curInView() {
+		const li = this.curLine();
+		if (!li || !this.shown(li)) return false;
+		const r = li.getBoundingClientRect();
+		const v = this.visibleBox();
+		return r.bottom > v.top && r.top < v.bottom;
 	}
 
 	// jump selects a log line's case and its source line, when it has them.
@@ -381,6 +470,7 @@ class LivePane {
 		this.noneBox.checked = on;
 		this.root.classList.toggle('hide-none', on);
 		this.refresh();
+		this.keep();
 	}
 
 	clear() {
@@ -504,6 +594,7 @@ class LivePane {
 	resume() {
 		this.paused = false;
 		this.pausedByScroll = false;
+		this.holdCur = false;
 		this.root.classList.remove('paused');
 		this.pauseBtn.textContent = 'Pause';
 		this.incoming.push(...this.held);
@@ -595,23 +686,24 @@ class LivePane {
 		li.classList.add('cur');
 		for (const o of this.list.querySelectorAll('li.ll[tabindex="0"]')) o.tabIndex = -1;
 		li.tabIndex = 0;
-		this.bringIntoView(li);
+		this.holdCur = true;
+		// The bars above the lines and the resume button take their place
+		// before the line is placed.
 		this.updateSel();
+		this.updateMore();
+		this.bringIntoView(li);
 	}
 
-	// bringIntoView scrolls the list (not the page) so li is in view; a
-	// line away from the bottom pauses the pane (through the scroll).
+	// bringIntoView scrolls the list (not the page) so that all of li is
+	// on view, in the middle of what the reader sees when it was not.
 	bringIntoView(li) {
-		const l = this.list;
-		const top = li.offsetTop; // the list is the lines' offset parent
-		const covered = this.more.offsetHeight + 16; // "N new ↓ resume" floats over the bottom
-		if (top < l.scrollTop || top + li.offsetHeight > l.scrollTop + l.clientHeight - covered) {
-			// This scroll is the pane's, not the reader's: landing at the
-			// bottom does not resume.
-			this.stepping = true;
-			requestAnimationFrame(() => requestAnimationFrame(() => (this.stepping = false)));
-			l.scrollTop = Math.max(0, top - l.clientHeight / 2 + li.offsetHeight / 2);
-		}
+		if (!this.list.clientHeight || !this.shown(li)) return; // a closed drawer: keep() places it on opening
+		const r = li.getBoundingClientRect();
+		const v = this.visibleBox();
+		if (r.top >= v.top && r.bottom <= v.bottom) return;
+		const room = v.bottom - v.top;
+		const at = r.height >= room ? v.top : v.top + (room - r.height) / 2;
+		this.scrollListTo(this.list.scrollTop + r.top - at);
 	}
 
 	// select follows the page's selection: its case's lines stand out; a
@@ -633,8 +725,14 @@ class LivePane {
 		}
 		if (key && how.from !== 'pane' && drawerMode.matches && how.from !== 'url' && how.from !== 'room') this.setOpen(true);
 		const bySeq = s.seq ? this.list.querySelector(`li.ll[data-seq="${s.seq}"]`) : null;
+		const cur = this.curLine();
 		if (bySeq) {
 			this.setCur(bySeq);
+		} else if (key && !changed && (how.from === 'source' || how.from === 'keys') && cur && this.shown(cur)) {
+			// The reader picks the case again (its chip, j/k): its line comes
+			// back into view. (A room re-applying the driver's case does not
+			// stop a follower's pane.)
+			this.setCur(cur);
 		} else if (key && (changed || !this.curSeq)) {
 			const lines = this.caseLines();
 			if (lines.length) this.setCur(lines[lines.length - 1]);
@@ -645,6 +743,8 @@ class LivePane {
 
 	applyPodFilter() {
 		this.podFilter = this.pod.value.trim();
+		this.root.classList.toggle('pod-on', !!this.podFilter);
+		this.podBtn.textContent = this.podFilter ? `Pod: ${this.podFilter}` : 'Pod…';
 		for (const li of this.list.children) {
 			li.classList.toggle('pod-hidden', !!this.podFilter && !(li.dataset.pods || '').includes(this.podFilter));
 		}

@@ -17,6 +17,8 @@
 // server says when it stops working. Names are text only: they reach the
 // page through textContent.
 
+import { el, copyText, Backoff, countdown } from './dom.js';
+
 const bar = document.getElementById('room');
 const roomID = bar.dataset.room;
 const feed = bar.dataset.feed;
@@ -76,7 +78,9 @@ let myColor = Number(stored('syncloop-color', String(Math.floor(Math.random() * 
 store('syncloop-color', String(myColor));
 
 let ws = null;
-let backoff = 500;
+// Reconnects wait longer each time, with jitter (dom.js), up to 10 s.
+const backoff = new Backoff(500, 10000);
+let stopCountdown = () => {};
 let me = ''; // my reader id
 let holdsKey = false; // the server accepted my driver key
 let token = '';
@@ -108,13 +112,6 @@ let lastApplied = '';
 let lastSent = '';
 let reloading = false;
 
-const el = (tag, cls, text) => {
-	const e = document.createElement(tag);
-	if (cls) e.className = cls;
-	if (text !== undefined) e.textContent = text;
-	return e;
-};
-
 function send(m) {
 	if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m));
 }
@@ -123,7 +120,7 @@ function connect() {
 	const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
 	ws = new WebSocket(`${proto}//${location.host}/rooms/${roomID}/ws`);
 	ws.addEventListener('open', () => {
-		backoff = 500;
+		backoff.reset();
 		const join = { t: 'join', color: myColor };
 		if (myName) join.name = myName;
 		if (key) join.key = key;
@@ -144,11 +141,17 @@ function connect() {
 	ws.addEventListener('close', (ev) => {
 		if (reloading) return;
 		// 4xxx: a permanent refusal (server/sockets.go); retrying cannot help.
-		const refused = { 4410: 'this room expired', 4429: 'room full' }[ev.code];
-		$('[data-room-role]').textContent = refused || 'reconnecting…';
-		if (refused) return;
-		setTimeout(connect, backoff);
-		backoff = Math.min(backoff * 2, 10000);
+		const role = $('[data-room-role]');
+		const refused = { 4404: 'this room is gone', 4410: 'this room expired', 4429: 'room full' }[ev.code];
+		stopCountdown();
+		if (refused) {
+			role.textContent = refused;
+			return;
+		}
+		stopCountdown = countdown(role, backoff.next(), (s) => `reconnecting in ${s} s`, () => {
+			role.textContent = 'reconnecting…';
+			connect();
+		});
 	});
 }
 
@@ -527,23 +530,11 @@ window.addEventListener('resize', () => driving() && reportSoon());
 
 // --- the bar's controls --------------------------------------------------
 
-function announce(text) {
-	const t = document.getElementById('toast');
-	if (!t) return;
-	t.textContent = text;
-	t.classList.add('show');
-	clearTimeout(announce.timer);
-	announce.timer = setTimeout(() => t.classList.remove('show'), 1800);
-}
-
-async function copy(text, what, button) {
+// copy copies text (dom.js: with no clipboard, it shows the text to copy
+// by hand); the button keeps what it copied, for a test to read.
+function copy(text, what, button) {
 	if (button) button.dataset.copied = text;
-	try {
-		await navigator.clipboard.writeText(text);
-		announce('Copied ' + what);
-	} catch {
-		announce(text); // no clipboard here: show it to copy by hand
-	}
+	return copyText(text, what);
 }
 
 function viewerLink(hash) {

@@ -1,0 +1,402 @@
+package server
+
+// Readers' own notes in Chromium (static/annotate.js, server/annotations):
+// two browser contexts (two people's browsers) in one room write, see each
+// other's notes within a second, reload, meet a conflict and merge it,
+// follow the room to another tag where a line comment re-anchors, and
+// download the hand-in; hostile notes stay text on the other's page. Alone,
+// notes survive a reload in localStorage, quiz mode hides the site's notes
+// until the reader has written theirs, and a comment written at v1.30.0
+// shows as changed at v1.36.0.
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/syncloop/syncloop/content"
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/extractortest"
+)
+
+// newAnnotateServer serves the real Readings of v1.30.0 (the default here)
+// and v1.36.0, where the config case's logging calls changed.
+func newAnnotateServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	extractortest.NeedNetwork(t)
+	extractortest.Prefetch("v1.30.0", "v1.36.0")
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{}}
+	for _, tag := range []string{"v1.30.0", "v1.36.0"} {
+		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
+	}
+	s, err := NewServer(Config{DefaultTag: "v1.30.0", CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, "v1.30.0")
+	waitLoaded(t, s, "v1.36.0")
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// The ADD log line of the config case, as the test in
+// server/annotations/anchor read it: v1.30.0 kubelet.go:2423, and at
+// v1.36.0 line 2709, where klog.V(2).InfoS became logger.V(2).Info.
+const (
+	addLine30 = 2423
+	addLine36 = 2709
+)
+
+var enableNetwork = chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+	_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
+	return err
+})
+
+// overflowing lists the elements wider than the window (the first few).
+const overflowing = `document.documentElement.scrollWidth <= innerWidth + 1 ? [] :
+	[...document.querySelectorAll('body *')].filter(e => e.getBoundingClientRect().right > innerWidth + 1 && getComputedStyle(e).position !== 'fixed')
+	.slice(-6).map(e => e.tagName + '.' + e.className + ' in ' + e.parentElement.tagName + '.' + e.parentElement.className + ' ' + (e.textContent || '').slice(0, 30) + ' ' + Math.round(e.getBoundingClientRect().right))`
+
+// jsJSON is s as a JavaScript string literal, newlines and all.
+func jsJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// media emulates a media type or feature.
+func media(p emulation.SetEmulatedMediaParams) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, p)
+		return err
+	})
+}
+
+// allowDownloads saves the browser's downloads in dir.
+func allowDownloads(t *testing.T, ctx context.Context, dir string) {
+	t.Helper()
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// typeInto types text into the field as a reader would.
+func typeInto(t *testing.T, ctx context.Context, sel, text string) {
+	t.Helper()
+	tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := chromedp.Do(tctx, chromedp.ScrollIntoView(sel), chromedp.Click(sel), chromedp.SendKeys(sel, text)); err != nil {
+		screenshot(t, ctx, "annotate-failed-typing.png", false)
+		t.Fatalf("type into %s: %v", sel, err)
+	}
+}
+
+func setName(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	eval[bool](t, ctx, `(() => { localStorage.setItem('syncloop-name', `+jsString(name)+`); const i = document.querySelector('[data-room-name]'); if (i) { i.value = `+jsString(name)+`; i.dispatchEvent(new Event('change')) } return true })()`)
+}
+
+// commentOn selects lines lo..hi by their numbers and comments on them.
+func commentOn(t *testing.T, ctx context.Context, lo, hi int, text string) {
+	t.Helper()
+	sel := func(n int) string { return `#L` + itoa(n) + ` a.ln` }
+	if err := chromedp.Do(ctx, chromedp.ScrollIntoView(sel(lo)), chromedp.Click(sel(lo))); err != nil {
+		t.Fatal(err)
+	}
+	if hi != lo {
+		if err := chromedp.Do(ctx, chromedp.Click(sel(hi), chromedp.NodeVisible), chromedp.KeyEvent("")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, ctx, "the comment bar", `!document.querySelector('.annot-bar').hidden`)
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-annot-comment]`)); err != nil {
+		t.Fatal(err)
+	}
+	typeInto(t, ctx, `[data-annot-new-comment]`, text)
+	if err := chromedp.Do(ctx, chromedp.Click(`form.annot-new button[type=submit]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the comment in the margin", `[...document.querySelectorAll('.annot-comment')].some(c => c.textContent.includes(`+jsString(text)+`))`)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestBrowserAnnotateRoom(t *testing.T) {
+	ts := newAnnotateServer(t) // first: the browser's time starts with it
+	driver := newBrowser(t)
+	watchD := watchPage(t, driver, ts)
+	if err := chromedp.Do(driver, enableNetwork, chromedp.Navigate(ts.URL+"/k8s/v1.30.0/"), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+		t.Fatal(err)
+	}
+	setName(t, driver, "Ann")
+	if err := chromedp.Do(driver, chromedp.Click("form.pair-start button")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, driver, "the room", `location.pathname.startsWith('/rooms/') && document.body.classList.contains('annot-live')`)
+	id := eval[string](t, driver, `document.getElementById('room').dataset.room`)
+	key := eval[string](t, driver, `sessionStorage.getItem('syncloop-room-key-`+id+`')`)
+
+	viewer, cancelV := chromedp.NewContext(driver, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancelV)
+	watchV := watchPage(t, viewer, ts)
+	if err := chromedp.Do(viewer, enableNetwork, chromedp.Navigate(ts.URL+"/rooms/"+id), chromedp.WaitReady("#room")); err != nil {
+		t.Fatal(err)
+	}
+	// A name with a right-to-left override, which must not reorder what
+	// the others read.
+	setName(t, viewer, "Bob\u202e")
+	waitFor(t, viewer, "the viewer's notes live", `document.body.classList.contains('annot-live')`)
+
+	t.Run("what one writes, the other sees within a second", func(t *testing.T) {
+		text := "Pod specs from the sources, merged by **podStorage**"
+		typeInto(t, driver, `[data-annotate="config"]`, text)
+		start := time.Now()
+		waitFor(t, viewer, "Ann's note", `document.querySelector('[data-annotate="config"]').value === `+jsString(text))
+		took := time.Since(start)
+		// The clock starts when the last key is typed: the page waits
+		// 350 ms for more typing, then saves; the bucket's watcher sends it.
+		if took > time.Second {
+			t.Errorf("the viewer saw it after %v, want within a second", took)
+		}
+		t.Logf("the viewer saw Ann's note %v after her last key", took.Round(time.Millisecond))
+		waitFor(t, viewer, "its author", `document.querySelector('[data-annot-field="case.config"] .annot-author')?.textContent === 'Ann'`)
+		waitFor(t, viewer, "rendered", `document.querySelector('[data-annot-field="case.config"] .annot-view strong')?.textContent === 'podStorage'`)
+	})
+
+	t.Run("hostile notes stay text on the other's page", func(t *testing.T) {
+		long := strings.Repeat("x", 3000)
+		text := `<img src=x onerror="window.__pwned=1"> [click me](javascript:window.__pwned=1) <script>window.__pwned=1</script> ` + long
+		eval[bool](t, viewer, `(() => { const i = document.querySelector('[data-annotate="pleg"]'); i.value = `+jsString(text)+`; i.dispatchEvent(new Event('input')); return true })()`)
+		waitFor(t, driver, "Bob's note", `document.querySelector('[data-annotate="pleg"]').value.includes('onerror')`)
+		waitFor(t, driver, "rendered", `!document.querySelector('[data-annot-field="case.pleg"] .annot-view').hidden`)
+		eval[bool](t, driver, `(() => { document.querySelector('[data-annot-field="case.pleg"]').scrollIntoView(); scrollBy(0, -60); return true })()`)
+		for _, js := range []string{
+			`document.querySelectorAll('.annot-case img, .annot-case script, .annot-view img').length === 0`,
+			`![...document.querySelectorAll('.annot-case a')].some(a => /^\s*javascript:/i.test(a.getAttribute('href') || ''))`,
+			`window.__pwned === undefined`,
+			`document.documentElement.scrollWidth <= window.innerWidth + 1`,
+			`!document.querySelector('[data-annot-field="case.pleg"] .annot-author').textContent.includes('\u202e')`,
+			`document.querySelector('[data-annot-field="case.pleg"] .annot-author').textContent === 'Bob'`,
+		} {
+			if !eval[bool](t, driver, js) {
+				t.Errorf("on Ann's page: %s is false", js)
+			}
+		}
+		screenshot(t, driver, "annotate-room-hostile.png", false)
+	})
+
+	t.Run("a comment on a line, in the margin beside it", func(t *testing.T) {
+		commentOn(t, viewer, addLine30, addLine30, "the ADD log: V(2)")
+		waitFor(t, driver, "Bob's comment beside L2423", `[...document.querySelectorAll('#case-config .annot-comment')].some(c => c.textContent.includes('the ADD log') && c.querySelector('.annot-lines').textContent === 'L`+itoa(addLine30)+`')`)
+		if !eval[bool](t, driver, `document.getElementById('L`+itoa(addLine30)+`').classList.contains('commented')`) {
+			t.Error("the commented line is not marked")
+		}
+	})
+
+	t.Run("reload", func(t *testing.T) {
+		if err := chromedp.Do(viewer, chromedp.Reload(), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "the notes again", `document.querySelector('[data-annotate="config"]').value.startsWith('Pod specs') && document.querySelectorAll('.annot-comment').length === 1`)
+	})
+
+	t.Run("a conflict is merged, not lost", func(t *testing.T) {
+		typeInto(t, driver, `[data-annot-field="sentence"] textarea`, "Each case re-reads the state.")
+		waitFor(t, viewer, "Ann's sentence", `document.querySelector('[data-annot-field="sentence"] textarea').value === 'Each case re-reads the state.'`)
+		// Bob types; before his save goes out, Dana's lands from elsewhere.
+		eval[bool](t, viewer, `(() => { const i = document.querySelector('[data-annot-field="sentence"] textarea'); i.focus(); i.value += ' Bob adds this.'; i.dispatchEvent(new Event('input')); return true })()`)
+		rev := eval[float64](t, driver, `fetch(location.pathname + '/notes').then(r => r.json()).then(b => b.views.find(v => v.id === 'sentence').rev)`)
+		code, m := notesReq(t, "PUT", ts.URL+"/rooms/"+id+"/notes/sentence", map[string]any{"text": "Dana's own sentence.", "rev": rev, "author": "Dana", "color": 5})
+		if code != 200 {
+			t.Fatalf("Dana's PUT: %d %v", code, m)
+		}
+		waitFor(t, viewer, "the merge prompt", `(() => { const c = document.querySelector('[data-annot-field="sentence"] .annot-conflict'); return !c.hidden && c.textContent.includes('Changed by Dana meanwhile — merge') && c.textContent.includes("Dana's own sentence.") })()`)
+		if v := eval[string](t, viewer, `document.querySelector('[data-annot-field="sentence"] textarea').value`); v != "Each case re-reads the state. Bob adds this." {
+			t.Errorf("Bob's box holds %q, want his text kept", v)
+		}
+		screenshot(t, viewer, "annotate-room-conflict.png", false)
+		eval[bool](t, viewer, `(() => { document.querySelector('[data-annot-field="sentence"] [data-merge="both"]').click(); return true })()`)
+		want := "Dana's own sentence.\n\nEach case re-reads the state. Bob adds this."
+		waitFor(t, viewer, "the merge saved", `document.querySelector('[data-annot-field="sentence"] .annot-conflict').hidden`)
+		waitFor(t, driver, "both texts on Ann's page", `document.querySelector('[data-annot-field="sentence"] textarea').value === `+jsJSON(want))
+	})
+
+	t.Run("the hand-in downloads with its authors", func(t *testing.T) {
+		dir := t.TempDir()
+		allowDownloads(t, driver, dir)
+		if err := chromedp.Do(driver, chromedp.ScrollIntoView(`[data-annot-export]`)); err != nil {
+			t.Fatal(err)
+		}
+		eval[bool](t, driver, `(() => { document.querySelector('[data-annot-export]').click(); return true })()`)
+		var md []byte
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			files, _ := filepath.Glob(filepath.Join(dir, "*.md"))
+			if len(files) == 1 {
+				md, _ = os.ReadFile(files[0])
+				if len(md) > 0 {
+					break
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for _, want := range []string{"Written by: Ann, Bob, Dana", "> Pod specs from the sources", "(Ann, ", "the ADD log: V(2)", "kubelet.go:2423 (Bob", "Dana's own sentence."} {
+			if !strings.Contains(string(md), want) {
+				t.Errorf("the downloaded worksheet lacks %q:\n%.600s", want, md)
+			}
+		}
+		screenshot(t, driver, "annotate-room-sheet.png", false)
+	})
+
+	t.Run("the room moves to v1.36.0: the comment re-anchors as changed", func(t *testing.T) {
+		ctx := testCtx(t)
+		d := dialRoom(t, ctx, ts, id, key, "Ann's other tab")
+		d.send(t, ctx, map[string]any{"t": "take"})
+		d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.36.0"})
+		for _, p := range []context.Context{driver, viewer} {
+			waitFor(t, p, "the page at v1.36.0", `document.getElementById('live')?.dataset.tag === 'v1.36.0' && document.body.classList.contains('annot-live')`)
+			waitFor(t, p, "the comment at L2709, changed", `(() => { const c = document.querySelector('#case-config .annot-comment.changed'); return !!c && c.querySelector('.annot-lines').textContent === 'L`+itoa(addLine36)+`' && c.textContent.includes('changed since v1.30.0') })()`)
+		}
+		if err := chromedp.Do(viewer, chromedp.ScrollIntoView(`#L`+itoa(addLine36))); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, viewer, "annotate-room-v1.36.0.png", false)
+	})
+	watchD.check(t)
+	watchV.check(t)
+}
+
+func TestBrowserAnnotateAlone(t *testing.T) {
+	ts := newAnnotateServer(t)
+	ctx := newBrowser(t)
+	watch := watchPage(t, ctx, ts)
+	if err := chromedp.Do(ctx, enableNetwork, chromedp.Navigate(ts.URL+"/k8s/v1.30.0/"), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("quiz mode hides the site's note until mine is written", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`[data-annot-quiz]`), chromedp.Click(`[data-annot-quiz]`)); err != nil {
+			t.Fatal(err)
+		}
+		if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('#case-config .prose.note')).display === 'none'`) {
+			t.Error("quiz mode shows the site's note")
+		}
+		if !eval[bool](t, ctx, `document.querySelector('[data-annot-reveal="config"]').disabled`) {
+			t.Error("the reveal button works before the reader wrote")
+		}
+		typeInto(t, ctx, `[data-annotate="config"]`, "Config updates: ADD, UPDATE, REMOVE…")
+		waitFor(t, ctx, "reveal enabled", `!document.querySelector('[data-annot-reveal="config"]').disabled`)
+		if err := chromedp.Do(ctx, chromedp.Click(`[data-annot-reveal="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "side by side", `(() => {
+			const mine = document.querySelector('#case-config .annot-case').getBoundingClientRect();
+			const site = document.querySelector('#case-config .prose.note').getBoundingClientRect();
+			return site.width > 300 && mine.width > 300 && Math.abs(mine.top - site.top) < 100 && site.left > mine.right - 1 })()`)
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`#case-config`)); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, "annotate-quiz-revealed.png", false)
+		if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('#case-pleg .prose.note')).display === 'none'`) {
+			t.Error("revealing config showed pleg's note")
+		}
+	})
+
+	t.Run("a comment at v1.30.0, kept in this browser, changed at v1.36.0", func(t *testing.T) {
+		commentOn(t, ctx, addLine30, addLine30, "klog here")
+		typeInto(t, ctx, `[data-annot-field="set.desired"] input`, "volumemanager/cache/desired_state_of_world.go:1")
+		waitFor(t, ctx, "the check", `document.querySelector('[data-annot-field="set.desired"] .annot-check.warn')?.textContent.startsWith('At v1.30.0 that is line')`)
+		if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "kept after a reload", `document.querySelector('[data-annotate="config"]').value.startsWith('Config updates') && document.querySelectorAll('.annot-comment').length === 1`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/v1.36.0/#L"+itoa(addLine36)), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "changed at v1.36.0", `(() => { const c = document.querySelector('#case-config .annot-comment.changed'); return !!c && c.querySelector('.annot-lines').textContent === 'L`+itoa(addLine36)+`' })()`)
+		screenshot(t, ctx, "annotate-alone-v1.36.0.png", false)
+	})
+
+	t.Run("screens", func(t *testing.T) {
+		for _, sc := range []struct {
+			name          string
+			width, height int64
+			dark          bool
+		}{
+			{"annotate-1440-light.png", 1440, 900, false},
+			{"annotate-1440-dark.png", 1440, 900, true},
+			{"annotate-390-light.png", 390, 844, false},
+			{"annotate-390-dark.png", 390, 844, true},
+		} {
+			scheme := "light"
+			if sc.dark {
+				scheme = "dark"
+			}
+			if err := chromedp.Do(ctx,
+				chromedp.EmulateViewport(sc.width, sc.height),
+				media(emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}),
+			); err != nil {
+				t.Fatal(err)
+			}
+			if wide := eval[[]string](t, ctx, overflowing); len(wide) > 0 {
+				t.Errorf("%s: the page scrolls sideways: %v", sc.name, wide)
+			}
+			eval[bool](t, ctx, `(() => { document.querySelector('#case-config').scrollIntoView(); return true })()`)
+			screenshot(t, ctx, sc.name, false)
+			eval[bool](t, ctx, `(() => { document.getElementById('your-worksheet').scrollIntoView(); return true })()`)
+			screenshot(t, ctx, strings.Replace(sc.name, "annotate-", "annotate-sheet-", 1), false)
+		}
+		if err := chromedp.Do(ctx, media(emulation.SetEmulatedMediaParams{Media: "print"}), chromedp.EmulateViewport(1100, 1400),
+			chromedp.ScrollIntoView(`#case-config`)); err != nil {
+			t.Fatal(err)
+		}
+		eval[bool](t, ctx, `document.body.classList.add('annot-print') || true`)
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`#case-config`)); err != nil {
+			t.Fatal(err)
+		}
+		if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('#case-config .prose.note')).display === 'none' && (() => { const p = document.querySelector('[data-annot-field="case.config"] .annot-print-text'); return getComputedStyle(p).display === 'block' && p.textContent.startsWith('Config updates') })()`) {
+			t.Error("printing my annotation: the site's note shows, or mine does not")
+		}
+		screenshot(t, ctx, "annotate-print.png", false)
+		eval[bool](t, ctx, `document.body.classList.remove('annot-print') || true`)
+		if err := chromedp.Do(ctx, media(emulation.SetEmulatedMediaParams{}), chromedp.EmulateViewport(1440, 900)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("export", func(t *testing.T) {
+		md := eval[string](t, ctx, `fetch('/k8s/v1.36.0/worksheet.md', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({notes: Object.values(JSON.parse(localStorage.getItem('syncloop-notes-v1')))})}).then(r => r.text())`)
+		for _, want := range []string{"My notes.", "> Config updates: ADD, UPDATE, REMOVE…", "kubelet.go:2709 (changed since v1.30.0, where it was line 2423)", "check: At v1.36.0 that is line"} {
+			if !strings.Contains(md, want) {
+				t.Errorf("my worksheet lacks %q:\n%s", want, md)
+			}
+		}
+		dir := t.TempDir()
+		allowDownloads(t, ctx, dir)
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`[data-annot-export]`), chromedp.Click(`[data-annot-export]`)); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		var got []byte
+		for len(got) == 0 && time.Now().Before(deadline) {
+			got, _ = os.ReadFile(filepath.Join(dir, "syncloop-worksheet-v1.36.0-mine.md"))
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !strings.Contains(string(got), "Config updates") {
+			t.Errorf("the downloaded worksheet: %q", got)
+		}
+	})
+	watch.check(t)
+}

@@ -1,0 +1,461 @@
+package annotations
+
+// The HTTP side. A room's notes:
+//
+//	GET    /rooms/{id}/notes?tag=T           every note, as views at tag T (default the room's)
+//	PUT    /rooms/{id}/notes/{note}?tag=T    write a note: {"text","rev","author","color","quote":{"tag","start","end"}}
+//	                                         200 the view; when rev is stale, 200 {"conflict":true,
+//	                                         "error","current"} (not 409: a conflict is an answer the
+//	                                         page expects, not a failed request it would log);
+//	                                         410 when the room expired (its page is then read-only)
+//	DELETE /rooms/{id}/notes/{note}?rev=N    delete a comment
+//	GET    /rooms/{id}/notes/{note}/history  its versions, newest first
+//	GET    /rooms/{id}/notes/events?tag=T    server-sent events: "snapshot" (all views), then
+//	                                         "note" per change, "expired" when the room is gone
+//	GET    /rooms/{id}/worksheet.md          the room's hand-in, from what its readers wrote
+//
+// And, for a reader without a room, whose notes stay in the browser, the
+// same rendering, checks, anchoring and hand-in with nothing stored:
+//
+//	POST /k8s/{tag}/notes          {"notes":[…]} → {"views":[…]}
+//	POST /k8s/{tag}/worksheet.md   {"notes":[…]} → the worksheet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/annotations/anchor"
+	"github.com/syncloop/syncloop/server/rooms"
+)
+
+// Room errors the Room lookup returns.
+var (
+	ErrNoRoom      = errors.New("no such room")
+	ErrRoomExpired = errors.New("the room expired")
+)
+
+// HTTPConfig is what the handlers need from the rest of the server.
+type HTTPConfig struct {
+	Store *Store
+	// Room returns a live room's tag, ErrRoomExpired or ErrNoRoom.
+	Room func(id string) (tag string, err error)
+	// Reading returns a tag's Reading once it is loaded, nil before.
+	Reading func(tag string) *extractor.Reading
+	// SameOrigin reports whether a browser sent r from this site's pages.
+	SameOrigin func(r *http.Request) bool
+	// ClientIP is the address writes are rate-limited by.
+	ClientIP func(r *http.Request) string
+	Logger   *slog.Logger
+}
+
+// Write limits: per room and client address.
+const (
+	writeRate  = 8  // writes a second, after a burst of writeBurst
+	writeBurst = 40 // a paste, a conflict resolved, a flurry of typing
+	maxBody    = 32 << 10
+	keepalive  = 20 * time.Second
+)
+
+// Handlers serves the routes above.
+type Handlers struct {
+	cfg    HTTPConfig
+	writes *rooms.KeyLimiter
+	purged sync.Map // room ids whose notes were purged after they expired
+}
+
+// NewHandlers returns the handlers.
+func NewHandlers(cfg HTTPConfig) *Handlers {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(writeRate, writeBurst, 10000)}
+}
+
+// Expired purges a room's notes once it is gone; the server calls it when
+// a room expires, and the handlers when they meet an expired room.
+func (h *Handlers) Expired(id string) {
+	if _, done := h.purged.LoadOrStore(id, true); done {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.cfg.Store.DeleteRoom(ctx, id); err != nil {
+		h.cfg.Logger.Warn("annotations: purge an expired room's notes", "room", id[:min(6, len(id))]+"…", "err", err)
+		h.purged.Delete(id)
+	}
+}
+
+func jsonError(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
+
+// room resolves {id} and the tag the views are for (?tag=, else the
+// room's); it answers the request itself when it cannot. A write does not
+// wait for the tag's Reading (optional): its view then has no checks.
+func (h *Handlers) room(w http.ResponseWriter, r *http.Request, optional ...bool) (id string, reading *extractor.Reading, ok bool) {
+	id = chi.URLParam(r, "id")
+	tag, err := h.cfg.Room(id)
+	switch {
+	case errors.Is(err, ErrRoomExpired):
+		go h.Expired(id)
+		jsonError(w, http.StatusGone, "this room expired: its notes are read-only on pages still open, and gone from the server; download the worksheet you have, or start a new pair session")
+		return "", nil, false
+	case err != nil:
+		jsonError(w, http.StatusNotFound, "no such room")
+		return "", nil, false
+	}
+	if t := r.URL.Query().Get("tag"); t != "" {
+		if extractor.CheckTag(t) != nil {
+			jsonError(w, http.StatusBadRequest, "tag: not a Kubernetes tag")
+			return "", nil, false
+		}
+		tag = t
+	}
+	reading = h.cfg.Reading(tag)
+	if reading == nil && len(optional) == 0 {
+		w.Header().Set("Retry-After", "2")
+		jsonError(w, http.StatusServiceUnavailable, "the source at "+tag+" is still being fetched: try again in a moment")
+		return "", nil, false
+	}
+	return id, reading, true
+}
+
+// List serves a room's notes.
+func (h *Handlers) List() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, reading, ok := h.room(w, r)
+		if !ok {
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"views": Views(reading, h.cfg.Store.Notes(id))})
+	})
+}
+
+// putBody is a write from a page.
+type putBody struct {
+	Text   string `json:"text"`
+	Rev    uint64 `json:"rev"`
+	Author string `json:"author"`
+	Color  int    `json:"color"`
+	// Quote names the lines a new comment is on, at the page's tag; the
+	// server quotes them from the source, never from the client.
+	Quote *struct {
+		Tag   string `json:"tag"`
+		Start int    `json:"start"`
+		End   int    `json:"end"`
+	} `json:"quote,omitempty"`
+}
+
+// quote makes a comment's quote from the source at the tag the page shows.
+func (h *Handlers) quote(b *putBody) (*anchor.Quote, error) {
+	if b.Quote == nil {
+		return nil, nil
+	}
+	if extractor.CheckTag(b.Quote.Tag) != nil {
+		return nil, fmt.Errorf("%w: the quote's tag", ErrInvalid)
+	}
+	r := h.cfg.Reading(b.Quote.Tag)
+	if r == nil {
+		return nil, fmt.Errorf("%w: the source at %s is not loaded", ErrInvalid, b.Quote.Tag)
+	}
+	q, err := anchor.New(r, b.Quote.Start, b.Quote.End)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return &q, nil
+}
+
+// Put writes one note, compare-and-set.
+func (h *Handlers) Put() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.cfg.SameOrigin != nil && !h.cfg.SameOrigin(r) {
+			jsonError(w, http.StatusForbidden, "cross-site write refused")
+			return
+		}
+		id, reading, ok := h.room(w, r, true)
+		if !ok {
+			return
+		}
+		if !h.writes.Allow(id+" "+h.cfg.ClientIP(r), time.Now()) {
+			w.Header().Set("Retry-After", "2")
+			jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("too many changes at once (at most %d a second): your text is kept, and sent again in a moment", writeRate))
+			return
+		}
+		var b putBody
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&b); err != nil {
+			jsonError(w, http.StatusBadRequest, "the note is not JSON of the expected shape, or over 32 KB")
+			return
+		}
+		q, err := h.quote(&b)
+		if err != nil {
+			jsonError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		n, err := h.cfg.Store.Put(r.Context(), id, Note{ID: chi.URLParam(r, "note"), Text: b.Text, Author: b.Author, Color: b.Color, Quote: q}, b.Rev)
+		var c *ConflictError
+		switch {
+		case errors.As(err, &c):
+			writeJSON(w, http.StatusOK, map[string]any{
+				"conflict": true,
+				"error":    fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)),
+				"current":  ViewAt(reading, c.Current),
+			})
+		case errors.Is(err, ErrTooLarge):
+			jsonError(w, http.StatusRequestEntityTooLarge, err.Error())
+		case errors.Is(err, ErrInvalid):
+			jsonError(w, http.StatusBadRequest, err.Error())
+		case err != nil:
+			h.cfg.Logger.Error("annotations: put", "err", err)
+			jsonError(w, http.StatusInternalServerError, "could not save the note: your text is kept in the page; try again")
+		default:
+			writeJSON(w, http.StatusOK, ViewAt(reading, n))
+		}
+	})
+}
+
+func orSomeone(s string) string {
+	if s == "" {
+		return "someone"
+	}
+	return s
+}
+
+// Delete removes a comment.
+func (h *Handlers) Delete() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.cfg.SameOrigin != nil && !h.cfg.SameOrigin(r) {
+			jsonError(w, http.StatusForbidden, "cross-site write refused")
+			return
+		}
+		id, reading, ok := h.room(w, r)
+		if !ok {
+			return
+		}
+		if !h.writes.Allow(id+" "+h.cfg.ClientIP(r), time.Now()) {
+			jsonError(w, http.StatusTooManyRequests, "too many changes at once")
+			return
+		}
+		rev, _ := strconv.ParseUint(r.URL.Query().Get("rev"), 10, 64)
+		err := h.cfg.Store.Delete(r.Context(), id, chi.URLParam(r, "note"), rev)
+		var c *ConflictError
+		switch {
+		case errors.As(err, &c):
+			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)), "current": ViewAt(reading, c.Current)})
+		case errors.Is(err, ErrInvalid):
+			jsonError(w, http.StatusBadRequest, err.Error())
+		case err != nil:
+			jsonError(w, http.StatusInternalServerError, "could not delete the comment")
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+}
+
+// History serves a note's versions.
+func (h *Handlers) History() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, _, ok := h.room(w, r)
+		if !ok {
+			return
+		}
+		note := chi.URLParam(r, "note")
+		if !ValidID(note) {
+			jsonError(w, http.StatusNotFound, "no such note")
+			return
+		}
+		vs, err := h.cfg.Store.History(r.Context(), id, note)
+		if err != nil {
+			jsonError(w, http.StatusInternalServerError, "could not read the history")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"versions": vs})
+	})
+}
+
+// Events streams a room's notes to a page: all of them, then each change
+// within the watcher's latency (milliseconds), as server-sent events.
+func (h *Handlers) Events() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, reading, ok := h.room(w, r)
+		if !ok {
+			return
+		}
+		rc := http.NewResponseController(w)
+		_ = rc.SetWriteDeadline(time.Time{})
+		notes, ch, cancel := h.cfg.Store.Subscribe(id)
+		defer cancel()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Accel-Buffering", "no")
+		send := func(event string, v any) error {
+			b, err := json.Marshal(v)
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+				return err
+			}
+			return rc.Flush()
+		}
+		if send("snapshot", map[string]any{"views": Views(reading, notes)}) != nil {
+			return
+		}
+		t := time.NewTicker(keepalive)
+		defer t.Stop()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-t.C:
+				if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
+					return
+				}
+			case n, open := <-ch:
+				if !open {
+					// Fallen behind, or the server closes: the page reconnects
+					// and gets a fresh snapshot.
+					return
+				}
+				if n.Gone {
+					send("expired", map[string]string{"error": "this room expired"})
+					return
+				}
+				if send("note", ViewAt(reading, n)) != nil {
+					return
+				}
+			}
+		}
+	})
+}
+
+// RoomWorksheet is the room's hand-in.
+func (h *Handlers) RoomWorksheet() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, reading, ok := h.room(w, r)
+		if !ok {
+			return
+		}
+		md := Worksheet(reading, "Pair session "+id[:6]+"…", h.cfg.Store.Notes(id))
+		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", "syncloop-worksheet-"+reading.Tag+"-room-"+id[:6]+".md"))
+		w.Write(md)
+	})
+}
+
+// localBody is a reader's own notes, sent to be rendered or handed in.
+type localBody struct {
+	Notes []struct {
+		ID     string `json:"id"`
+		Text   string `json:"text"`
+		Author string `json:"author"`
+		// A local comment keeps the quote made when it was written.
+		Quote *anchor.Quote `json:"quote,omitempty"`
+		At    time.Time     `json:"at"`
+	} `json:"notes"`
+}
+
+// local decodes and checks a reader's own notes for the tag in the URL.
+func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Reading, []Note, bool) {
+	if h.cfg.SameOrigin != nil && !h.cfg.SameOrigin(r) {
+		jsonError(w, http.StatusForbidden, "cross-site request refused")
+		return nil, nil, false
+	}
+	tag := chi.URLParam(r, "tag")
+	if extractor.CheckTag(tag) != nil {
+		jsonError(w, http.StatusNotFound, "not a Kubernetes tag")
+		return nil, nil, false
+	}
+	reading := h.cfg.Reading(tag)
+	if reading == nil {
+		jsonError(w, http.StatusServiceUnavailable, "the source at "+tag+" is still being fetched: try again in a moment")
+		return nil, nil, false
+	}
+	var b localBody
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRoomBytes*2)).Decode(&b); err != nil {
+		jsonError(w, http.StatusBadRequest, "the notes are not JSON of the expected shape, or too large")
+		return nil, nil, false
+	}
+	var notes []Note
+	for _, n := range b.Notes {
+		if !ValidID(n.ID) || len(notes) >= MaxRoomNotes {
+			continue
+		}
+		note := Note{ID: n.ID, Text: CleanText(n.Text), Rev: 1, At: n.At}
+		note.Author, _ = CleanName(n.Author)
+		if Kind(n.ID) == "comment" {
+			if n.Quote == nil || n.Quote.Valid() != nil {
+				continue
+			}
+			note.Quote = n.Quote
+		}
+		notes = append(notes, note)
+	}
+	return reading, notes, true
+}
+
+// Quote makes the quote of lines at a tag, for a reader's own comment:
+//
+//	GET /k8s/{tag}/quote?start=N&end=M
+func (h *Handlers) Quote() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tag := chi.URLParam(r, "tag")
+		reading := h.cfg.Reading(tag)
+		if extractor.CheckTag(tag) != nil || reading == nil {
+			jsonError(w, http.StatusNotFound, "the source at this tag is not loaded")
+			return
+		}
+		start, _ := strconv.Atoi(r.URL.Query().Get("start"))
+		end, _ := strconv.Atoi(r.URL.Query().Get("end"))
+		q, err := anchor.New(reading, start, end)
+		if err != nil {
+			jsonError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, q)
+	})
+}
+
+// LocalViews renders a reader's own notes at the tag.
+func (h *Handlers) LocalViews() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reading, notes, ok := h.local(w, r)
+		if !ok {
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"views": Views(reading, notes)})
+	})
+}
+
+// LocalWorksheet is a reader's own hand-in at the tag.
+func (h *Handlers) LocalWorksheet() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reading, notes, ok := h.local(w, r)
+		if !ok {
+			return
+		}
+		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(Worksheet(reading, "My notes", notes))
+	})
+}

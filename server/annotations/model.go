@@ -1,0 +1,427 @@
+package annotations
+
+// What a reader's notes look like on a page and in a hand-in: Markdown
+// rendered in safe mode, checks against the source at the page's tag (never
+// against the site's own notes), comments re-anchored to the tag, and the
+// worksheet.md built from it all.
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/annotations/anchor"
+)
+
+// markdown renders readers' notes: GFM tables and lists, safe mode (raw
+// HTML is omitted and javascript:, vbscript:, file: and data: links are
+// dropped; html.WithUnsafe is never set). Readers' notes are someone
+// else's text on every other reader's page.
+var markdown = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify))
+
+// Render is a note's text as safe HTML.
+func Render(text string) string {
+	var b bytes.Buffer
+	if err := markdown.Convert([]byte(CleanText(text)), &b); err != nil {
+		return ""
+	}
+	return b.String()
+}
+
+// Check is what the source says about an answer.
+type Check struct {
+	Level string `json:"level"` // "ok", "warn" or "empty"
+	Text  string `json:"text"`
+}
+
+// View is a note as a page shows it at one tag.
+type View struct {
+	Note
+	HTML   string         `json:"html,omitempty"`
+	Checks []Check        `json:"checks,omitempty"`
+	Anchor *anchor.Result `json:"anchor,omitempty"` // a comment's lines at this tag
+}
+
+// ViewAt renders n for a page at r's tag.
+func ViewAt(r *extractor.Reading, n Note) View {
+	v := View{Note: n}
+	switch Kind(n.ID) {
+	case "case", "comment", "sentence":
+		v.HTML = Render(n.Text)
+	}
+	if n.Quote != nil && r != nil {
+		res := anchor.Find(r, *n.Quote)
+		v.Anchor = &res
+	}
+	if r != nil {
+		v.Checks = CheckNote(r, n.ID, n.Text)
+	}
+	return v
+}
+
+// Expected is the ids of the notes a worksheet asks for at r's tag: a note
+// and a writer per case, the two sets, the sentence.
+func Expected(r *extractor.Reading) []string {
+	var ids []string
+	for _, c := range r.Function.Cases {
+		ids = append(ids, "case."+c.Key)
+	}
+	for _, c := range r.Function.Cases {
+		ids = append(ids, "writer."+c.Key)
+	}
+	return append(ids, "set.desired", "set.actual", "sentence")
+}
+
+// Views is every note of notes at r's tag, with the expected ones not yet
+// written as empty notes (Rev 0), so that their checks show.
+func Views(r *extractor.Reading, notes []Note) []View {
+	have := map[string]bool{}
+	var out []View
+	for _, n := range notes {
+		have[n.ID] = true
+		out = append(out, ViewAt(r, n))
+	}
+	if r != nil {
+		for _, id := range Expected(r) {
+			if !have[id] {
+				out = append(out, ViewAt(r, Note{ID: id}))
+			}
+		}
+	}
+	sortViews(r, out)
+	return out
+}
+
+// sortViews puts views in the worksheet's order: cases in the function's
+// order, then the writers, the sets, the sentence, the comments by line.
+func sortViews(r *extractor.Reading, vs []View) {
+	order := map[string]int{}
+	if r != nil {
+		for i, id := range Expected(r) {
+			order[id] = i
+		}
+	}
+	rank := func(v View) (int, int, string) {
+		if i, ok := order[v.ID]; ok {
+			return 0, i, ""
+		}
+		if Kind(v.ID) == "comment" {
+			line := 1 << 30
+			if v.Anchor != nil && v.Anchor.Status != anchor.Orphan {
+				line = v.Anchor.Start
+			} else if v.Quote != nil {
+				line = 1<<29 + v.Quote.Start
+			}
+			return 2, line, v.ID
+		}
+		return 1, 0, v.ID
+	}
+	sort.SliceStable(vs, func(i, j int) bool {
+		a1, a2, a3 := rank(vs[i])
+		b1, b2, b3 := rank(vs[j])
+		if a1 != b1 {
+			return a1 < b1
+		}
+		if a2 != b2 {
+			return a2 < b2
+		}
+		return a3 < b3
+	})
+}
+
+var fileLineRE = regexp.MustCompile(`([A-Za-z0-9_./-]+\.go):(\d+)`)
+
+// symbolRE matches a symbol as the notes write them, with or without the
+// package path: pkg/kubelet/config.(*PodConfig).Updates, (*PodConfig).Updates,
+// podStorage.Merge, results.(*manager).Set.
+var symbolRE = regexp.MustCompile(`(?:sym:)?((?:[a-z0-9_./-]+\.)?(?:\(\*?[A-Za-z_][A-Za-z0-9_]*\)|[A-Za-z_][A-Za-z0-9_]*)\.[A-Za-z_][A-Za-z0-9_]*)`)
+
+// CheckNote is what the source at r's tag says about a note's text.
+func CheckNote(r *extractor.Reading, id, text string) []Check {
+	kind, key, _ := strings.Cut(id, ".")
+	text = strings.TrimSpace(text)
+	switch kind {
+	case "case":
+		if _, ok := r.Function.CaseByKey(key); !ok {
+			return []Check{{"warn", fmt.Sprintf("The select has no %s case at %s.", key, r.Tag)}}
+		}
+		if text == "" {
+			return []Check{{"empty", "This case is still empty."}}
+		}
+	case "writer":
+		if text == "" {
+			return []Check{{"empty", "Who writes this channel?"}}
+		}
+		return checkWriter(r, text)
+	case "set":
+		name := map[string]string{"desired": "DesiredStateOfWorld", "actual": "ActualStateOfWorld"}[key]
+		if text == "" {
+			return []Check{{"empty", "Where is " + name + " declared? file:line"}}
+		}
+		return checkSet(r, name, text)
+	case "sentence":
+		if text == "" {
+			return []Check{{"empty", "The sentence is still to write."}}
+		}
+	}
+	return nil
+}
+
+func checkSet(r *extractor.Reading, name, text string) []Check {
+	var decls []extractor.SetDecl
+	for _, d := range r.TwoSets {
+		if d.Name == name {
+			decls = append(decls, d)
+		}
+	}
+	if len(decls) == 0 {
+		return []Check{{"warn", fmt.Sprintf("At %s no type %s is declared under pkg/.", r.Tag, name)}}
+	}
+	ms := fileLineRE.FindAllStringSubmatch(text, -1)
+	if len(ms) == 0 {
+		return []Check{{"warn", "Give it as file:line, e.g. some_file.go:123, so it can be checked."}}
+	}
+	var out []Check
+	for _, m := range ms {
+		file := m[1]
+		line, _ := strconv.Atoi(m[2])
+		i := slices.IndexFunc(decls, func(d extractor.SetDecl) bool {
+			return d.File == file || strings.HasSuffix(d.File, "/"+strings.TrimPrefix(file, "/"))
+		})
+		switch {
+		case i < 0:
+			// Not the answer: how many places to look, not where.
+			out = append(out, Check{"warn", fmt.Sprintf("At %s %s is not declared in %s (it is declared in %d files under pkg/).", r.Tag, name, file, len(decls))})
+		case decls[i].Line != line:
+			out = append(out, Check{"warn", fmt.Sprintf("At %s that is line %d (%s:%d).", r.Tag, decls[i].Line, decls[i].File, decls[i].Line)})
+		default:
+			out = append(out, Check{"ok", fmt.Sprintf("%s is declared at %s:%d at %s.", name, decls[i].File, decls[i].Line, r.Tag)})
+		}
+	}
+	return out
+}
+
+// checkWriter resolves the symbols an answer names against the symbols the
+// Reading located (those the site's notes link to). A symbol the Reading
+// located nowhere is said not to resolve; one it never looked for is left
+// unchecked rather than guessed.
+func checkWriter(r *extractor.Reading, text string) []Check {
+	var out []Check
+	seen := map[string]bool{}
+	for _, m := range symbolRE.FindAllStringSubmatch(text, -1) {
+		s := m[1]
+		if seen[s] || strings.HasSuffix(s, ".go") {
+			continue
+		}
+		seen[s] = true
+		name, sym, ok := resolve(r, s)
+		switch {
+		case !ok:
+			continue
+		case sym.Found:
+			out = append(out, Check{"ok", fmt.Sprintf("%s is at %s:%d at %s.", s, sym.File, sym.Line, r.Tag)})
+		default:
+			out = append(out, Check{"warn", fmt.Sprintf("%s does not resolve at %s (looked for %s).", s, r.Tag, name)})
+		}
+	}
+	return out
+}
+
+// resolve finds s among the Reading's symbols: by its full name, or by its
+// receiver and name when the package path is left out.
+func resolve(r *extractor.Reading, s string) (string, extractor.Symbol, bool) {
+	s = strings.TrimPrefix(s, "sym:")
+	if sym, ok := r.Symbols[s]; ok {
+		return s, sym, true
+	}
+	short := func(full string) string {
+		// pkg/kubelet/config.(*PodConfig).Updates → PodConfig.Updates
+		if i := strings.LastIndex(full, "/"); i >= 0 {
+			full = full[i+1:]
+		}
+		full = strings.NewReplacer("(*", "", "(", "", ")", "").Replace(full)
+		parts := strings.Split(full, ".")
+		if len(parts) >= 2 {
+			return strings.Join(parts[len(parts)-2:], ".")
+		}
+		return full
+	}
+	want := short(s)
+	var names []string
+	for name := range r.Symbols {
+		if short(name) == want {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "", extractor.Symbol{}, false
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if r.Symbols[n].Found {
+			return n, r.Symbols[n], true
+		}
+	}
+	return names[0], r.Symbols[names[0]], true
+}
+
+// Worksheet is the hand-in built from what readers wrote, at r's tag: a
+// section per case with the reader's note and the writer they named, the
+// two sets, the sentence, and the comments on lines, each with its author
+// and what the source says about it. title names whose it is (a room, or
+// "my notes").
+func Worksheet(r *extractor.Reading, title string, notes []Note) []byte {
+	vs := Views(r, notes)
+	by := map[string]View{}
+	authors := []string{}
+	for _, v := range vs {
+		by[v.ID] = v
+		for _, a := range []string{v.Author, prevAuthor(v.Note)} {
+			if a != "" && !slices.Contains(authors, a) {
+				authors = append(authors, a)
+			}
+		}
+	}
+	slices.Sort(authors)
+	f := &r.Function
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# syncloop worksheet: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
+	fmt.Fprintf(&b, "%s. Source: [%s:%d-%d](%s)\n\n", title, f.File, f.Start, f.End, upstream(r.Tag, f.File, f.Start, f.End))
+	if len(authors) > 0 {
+		fmt.Fprintf(&b, "Written by: %s\n\n", strings.Join(authors, ", "))
+	} else {
+		fmt.Fprintf(&b, "Written by: nobody yet\n\n")
+	}
+	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(f.Cases))
+	for _, c := range f.Cases {
+		fmt.Fprintf(&b, "### %s\n\n", c.Key)
+		fmt.Fprintf(&b, "[%s:%d](%s): channel `%s`, element type `%s`\n\n", f.File, c.Start, upstream(r.Tag, f.File, c.Start, c.End), c.Channel, orNone(c.Type))
+		w := by["writer."+c.Key]
+		fmt.Fprintf(&b, "- Written by: %s%s\n", answer(w.Text), byline(w.Note))
+		writeChecks(&b, w.Checks, "  ")
+		n := by["case."+c.Key]
+		if strings.TrimSpace(n.Text) == "" {
+			fmt.Fprintf(&b, "- Note: (left empty)\n\n")
+			continue
+		}
+		fmt.Fprintf(&b, "- Note%s:\n\n%s\n\n", byline(n.Note), quoteBlock(n.Text))
+	}
+	fmt.Fprintf(&b, "## The two sets\n\n")
+	for _, s := range []struct{ id, name string }{{"set.desired", "DesiredStateOfWorld"}, {"set.actual", "ActualStateOfWorld"}} {
+		v := by[s.id]
+		fmt.Fprintf(&b, "- **%s**: %s%s\n", s.name, answer(v.Text), byline(v.Note))
+		writeChecks(&b, v.Checks, "  ")
+	}
+	fmt.Fprintf(&b, "\n## The pattern, in one sentence\n\n")
+	if v := by["sentence"]; strings.TrimSpace(v.Text) != "" {
+		fmt.Fprintf(&b, "%s\n\n— %s\n", quoteBlock(v.Text), strings.TrimPrefix(byline(v.Note), " "))
+	} else {
+		fmt.Fprintf(&b, "> (left empty)\n")
+	}
+	var comments []View
+	for _, v := range vs {
+		if Kind(v.ID) == "comment" {
+			comments = append(comments, v)
+		}
+	}
+	if len(comments) > 0 {
+		fmt.Fprintf(&b, "\n## Comments on lines\n\n")
+		for _, v := range comments {
+			fmt.Fprintf(&b, "### %s%s\n\n", where(r, v), byline(v.Note))
+			fmt.Fprintf(&b, "```go\n%s\n```\n\n%s\n\n", strings.ReplaceAll(v.Quote.Exact, "```", "ʼʼʼ"), quoteBlock(v.Text))
+		}
+	}
+	return b.Bytes()
+}
+
+// where says where a comment's lines are at the tag, and what became of them.
+func where(r *extractor.Reading, v View) string {
+	q, a := v.Quote, v.Anchor
+	lines := func(s, e int) string {
+		if s == e {
+			return fmt.Sprintf("%s:%d", r.Function.File, s)
+		}
+		return fmt.Sprintf("%s:%d-%d", r.Function.File, s, e)
+	}
+	switch a.Status {
+	case anchor.Same:
+		return lines(a.Start, a.End)
+	case anchor.Moved:
+		if q.Tag == r.Tag {
+			return lines(a.Start, a.End)
+		}
+		return fmt.Sprintf("%s (moved: written at %s on line %d)", lines(a.Start, a.End), q.Tag, q.Start)
+	case anchor.Changed:
+		return fmt.Sprintf("%s (changed since %s, where it was line %d)", lines(a.Start, a.End), q.Tag, q.Start)
+	}
+	return fmt.Sprintf("not at %s (written at %s on line %d)", r.Tag, q.Tag, q.Start)
+}
+
+func writeChecks(b *bytes.Buffer, cs []Check, indent string) {
+	for _, c := range cs {
+		if c.Level == "warn" {
+			fmt.Fprintf(b, "%s- check: %s\n", indent, c.Text)
+		}
+	}
+}
+
+// byline credits a note's last author, and the one whose text it replaced
+// (a merge keeps both texts under the merger's name).
+func byline(n Note) string {
+	if n.Author == "" {
+		return ""
+	}
+	also := ""
+	if p := prevAuthor(n); p != "" {
+		also = "; changed from a text by " + p
+	}
+	return fmt.Sprintf(" (%s, %s%s)", n.Author, n.At.UTC().Format("2006-01-02 15:04 UTC"), also)
+}
+
+func prevAuthor(n Note) string {
+	if n.Prev == nil || n.Prev.Author == n.Author {
+		return ""
+	}
+	return n.Prev.Author
+}
+
+func answer(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if s == "" {
+		return "(left empty)"
+	}
+	return s
+}
+
+// quoteBlock keeps a reader's Markdown as a block quote, so that a heading
+// in it cannot pose as one of the worksheet's own.
+func quoteBlock(s string) string {
+	var b strings.Builder
+	for l := range strings.Lines(strings.TrimSpace(s)) {
+		b.WriteString("> " + strings.TrimRight(l, "\n") + "\n")
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
+
+func upstream(tag, file string, a, b int) string {
+	u := fmt.Sprintf("https://github.com/kubernetes/kubernetes/blob/%s/%s#L%d", tag, file, a)
+	if b > a {
+		u += fmt.Sprintf("-L%d", b)
+	}
+	return u
+}

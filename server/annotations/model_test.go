@@ -1,0 +1,134 @@
+package annotations
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncloop/syncloop/content"
+	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/server/annotations/anchor"
+)
+
+// TestRenderHostile: what one reader writes can never become an element or
+// active content on another reader's page.
+func TestRenderHostile(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		never   []string
+		present []string
+	}{
+		{`<img src=x onerror="alert(1)">`, []string{"<img", "onerror=\"alert"}, nil},
+		{"<script>alert(1)</script>", []string{"<script"}, nil},
+		{"[click](javascript:alert(1))", []string{"javascript:"}, []string{"click"}},
+		{"[x](JaVaScRiPt:alert(1)) [y](vbscript:x) [z](data:text/html,<b>)", []string{"avascri", "vbscript:", "data:text"}, nil},
+		{"<a href=\"javascript:alert(1)\">a</a>", []string{"<a href=\"javascript"}, nil},
+		{"![i](x \"t\" onerror=alert(1))", []string{"<img"}, nil},
+		{"**bold** and `code`", nil, []string{"<strong>bold</strong>", "<code>code</code>"}},
+		{"abc\u202eevil\u2067", []string{"\u202e", "\u2067"}, []string{"abcevil"}},
+	} {
+		got := Render(tc.in)
+		for _, s := range tc.never {
+			if strings.Contains(strings.ToLower(got), strings.ToLower(s)) {
+				t.Errorf("Render(%q) = %q: has %q", tc.in, got, s)
+			}
+		}
+		for _, s := range tc.present {
+			if !strings.Contains(got, s) {
+				t.Errorf("Render(%q) = %q: lacks %q", tc.in, got, s)
+			}
+		}
+	}
+}
+
+func checksOf(t *testing.T, tag, id, text string) []Check {
+	t.Helper()
+	return CheckNote(extractortest.Reading(t, tag, content.Symbols()), id, text)
+}
+
+func TestChecksAgainstSource(t *testing.T) {
+	extractortest.NeedNetwork(t)
+	// At v1.37.2 the volume manager's DesiredStateOfWorld interface is at
+	// pkg/kubelet/volumemanager/cache/desired_state_of_world.go:53 and its
+	// ActualStateOfWorld at actual_state_of_world.go:48 (as read there).
+	for _, tc := range []struct {
+		id, text string
+		level    string
+		says     string
+	}{
+		{"set.desired", "volumemanager/cache/desired_state_of_world.go:60", "warn", "At v1.37.2 that is line 53"},
+		{"set.actual", "pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48", "ok", "declared at pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48"},
+		{"set.actual", "kubelet.go:10", "warn", "is not declared in kubelet.go"},
+		{"set.desired", "the volume manager's", "warn", "Give it as file:line"},
+		{"set.desired", "", "empty", "Where is DesiredStateOfWorld declared"},
+		{"case.config", "", "empty", "still empty"},
+		{"case.nosuch", "text", "warn", "no nosuch case at v1.37.2"},
+		{"writer.config", "pkg/kubelet/config.(*PodConfig).Updates", "ok", "is at pkg/kubelet/config/config.go:"},
+		{"writer.config", "podStorage.Merge, one per source", "ok", "is at pkg/kubelet/config/config.go:"},
+		{"writer.pleg", "", "empty", "Who writes"},
+	} {
+		cs := checksOf(t, "v1.37.2", tc.id, tc.text)
+		if !slices.ContainsFunc(cs, func(c Check) bool { return c.Level == tc.level && strings.Contains(c.Text, tc.says) }) {
+			t.Errorf("%s %q: %+v, want %s %q", tc.id, tc.text, cs, tc.level, tc.says)
+		}
+	}
+	if cs := checksOf(t, "v1.37.2", "writer.config", "the config sources, through a mux"); len(cs) != 0 {
+		t.Errorf("words without a symbol: %+v, want no check", cs)
+	}
+
+	// A writer named by a symbol that does not resolve at an older tag.
+	r := extractortest.Reading(t, "v1.20.0", content.Symbols())
+	var missing string
+	for name, s := range r.Symbols {
+		if !s.Found && strings.Contains(name, ").") {
+			missing = name
+			break
+		}
+	}
+	if missing == "" {
+		t.Fatal("every method the notes link to resolves at v1.20.0: pick an older tag for this test")
+	}
+	cs := CheckNote(r, "writer.pleg", "it is "+missing)
+	if len(cs) != 1 || cs[0].Level != "warn" || !strings.Contains(cs[0].Text, "does not resolve at v1.20.0") {
+		t.Errorf("writer %s at v1.20.0: %+v", missing, cs)
+	}
+}
+
+// TestWorksheet: the hand-in has every case, the answers with their
+// authors and checks, and comments where their lines are at the tag.
+func TestWorksheet(t *testing.T) {
+	extractortest.NeedNetwork(t)
+	r30 := extractortest.Reading(t, "v1.30.0", nil)
+	r36 := extractortest.Reading(t, "v1.36.0", content.Symbols())
+	q, err := anchor.New(r30, 2423, 2423)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 3, 0, 0, 0, time.UTC)
+	notes := []Note{
+		{ID: "case.config", Text: "# Not a heading\nPod specs from the sources.", Author: "Ann", At: at},
+		{ID: "writer.config", Text: "podStorage.Merge", Author: "Dana", At: at},
+		{ID: "set.desired", Text: "volumemanager/cache/desired_state_of_world.go:1", Author: "Dana", At: at},
+		{ID: "sentence", Text: "Each case re-reads the state.", Author: "Ann", At: at},
+		{ID: "comment.abcdef", Text: "the ADD log", Author: "Ann", At: at, Quote: &q},
+	}
+	md := string(Worksheet(r36, "Room 0123ab", notes))
+	for _, want := range []string{
+		"at k8s.io/kubernetes v1.36.0",
+		"Written by: Ann, Dana",
+		"### config\n",
+		"> # Not a heading\n> Pod specs from the sources.",
+		"- Written by: podStorage.Merge (Dana, 2026-12-01 03:00 UTC)",
+		"### pleg\n", "- Note: (left empty)",
+		"- **DesiredStateOfWorld**: volumemanager/cache/desired_state_of_world.go:1 (Dana",
+		"check: At v1.36.0 that is line",
+		"- **ActualStateOfWorld**: (left empty)",
+		"> Each case re-reads the state.",
+		"pkg/kubelet/kubelet.go:2709 (changed since v1.30.0, where it was line 2423) (Ann",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("worksheet lacks %q:\n%s", want, md)
+		}
+	}
+}

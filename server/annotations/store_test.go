@@ -1,0 +1,163 @@
+package annotations
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncloop/syncloop/server/annotations/anchor"
+)
+
+// open starts an embedded NATS with JetStream in dir and a Store on it.
+func open(t *testing.T, dir string) (*Store, func()) {
+	t.Helper()
+	js, stop, err := Embedded(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(context.Background(), Config{JS: js})
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return s, func() { s.Close(); stop() }
+}
+
+const room = "0123456789abcdef0123456789abcdef"
+
+func TestPutConflictHistory(t *testing.T) {
+	ctx := context.Background()
+	s, stop := open(t, t.TempDir())
+	defer stop()
+
+	_, ch, cancel := s.Subscribe(room)
+	defer cancel()
+
+	ann, err := s.Put(ctx, room, Note{ID: "case.config", Text: "Ann's first", Author: "Ann", Color: 1}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ann.Rev == 0 {
+		t.Fatal("no revision")
+	}
+	select {
+	case n := <-ch:
+		if n.ID != "case.config" || n.Text != "Ann's first" || n.Rev != ann.Rev {
+			t.Fatalf("live event %+v", n)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("no live event within a second")
+	}
+
+	// Dana edits from the same revision: fine. Ann, still on the first, is
+	// refused and told what Dana wrote.
+	dana, err := s.Put(ctx, room, Note{ID: "case.config", Text: "Dana's", Author: "Dana", Color: 2}, ann.Rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dana.Prev == nil || dana.Prev.Text != "Ann's first" || dana.Prev.Author != "Ann" {
+		t.Errorf("Prev = %+v, want Ann's first text", dana.Prev)
+	}
+	_, err = s.Put(ctx, room, Note{ID: "case.config", Text: "Ann's second", Author: "Ann"}, ann.Rev)
+	var c *ConflictError
+	if !errors.As(err, &c) || c.Current.Text != "Dana's" || c.Current.Author != "Dana" || c.Current.Rev != dana.Rev {
+		t.Fatalf("stale edit: %v, want a conflict with Dana's text", err)
+	}
+	// A create of a note that exists is a conflict too.
+	if _, err := s.Put(ctx, room, Note{ID: "case.config", Text: "x", Author: "Eve"}, 0); !errors.As(err, &c) {
+		t.Fatalf("create over an existing note: %v", err)
+	}
+
+	h, err := s.History(ctx, room, "case.config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h) != 2 || h[0].Text != "Dana's" || h[1].Text != "Ann's first" || h[1].Author != "Ann" {
+		t.Fatalf("history %+v", h)
+	}
+}
+
+func TestLimitsAndCleaning(t *testing.T) {
+	ctx := context.Background()
+	s, stop := open(t, "")
+	defer stop()
+	for _, tc := range []struct {
+		n    Note
+		want error
+	}{
+		{Note{ID: "case.config", Text: strings.Repeat("x", MaxNoteBytes+1), Author: "A"}, ErrTooLarge},
+		{Note{ID: "nonsense", Text: "x", Author: "A"}, ErrInvalid},
+		{Note{ID: "case.config", Text: "x", Author: ""}, ErrInvalid},
+		{Note{ID: "comment.abcdef", Text: "x", Author: "A"}, ErrInvalid}, // no quote
+		{Note{ID: "comment.abcdef", Text: "x", Author: "A", Quote: &anchor.Quote{Exact: "a\nb", Start: 3, End: 3}}, ErrInvalid},
+	} {
+		if _, err := s.Put(ctx, room, tc.n, 0); !errors.Is(err, tc.want) {
+			t.Errorf("%s %.20q by %q: %v, want %v", tc.n.ID, tc.n.Text, tc.n.Author, err, tc.want)
+		}
+	}
+	n, err := s.Put(ctx, room, Note{ID: "sentence", Text: "abc\u202edef\u2066", Author: " \u202eDana\x07 ", Color: 99}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.Text != "abcdef" || n.Author != "Dana" || n.Color != 0 {
+		t.Errorf("cleaned %q by %q colour %d", n.Text, n.Author, n.Color)
+	}
+	// The room's total: fill it with notes just under the per-note limit.
+	big := strings.Repeat("y", MaxNoteBytes)
+	var err2 error
+	for i := 0; i < MaxRoomBytes/MaxNoteBytes+2 && err2 == nil; i++ {
+		q := &anchor.Quote{Exact: "x", Start: 1, End: 1}
+		_, err2 = s.Put(ctx, room, Note{ID: "comment.c" + strings.Repeat("0", 5) + string(rune('a'+i%26)) + string(rune('a'+i/26)), Text: big, Author: "A", Quote: q}, 0)
+		time.Sleep(5 * time.Millisecond) // the copy the limit reads is the watcher's
+	}
+	if !errors.Is(err2, ErrTooLarge) {
+		t.Errorf("filling a room: %v, want ErrTooLarge", err2)
+	}
+}
+
+// TestRestartAndDeleteRoom: notes outlive the process (the bucket is on
+// disk under the data dir), and go with their room.
+func TestRestartAndDeleteRoom(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, stop := open(t, dir)
+	q := &anchor.Quote{Exact: "kl.sourcesReady.AddSource(u.Source)", Start: 2449, End: 2449, Tag: "v1.30.0", Case: "config"}
+	c, err := s.Put(ctx, room, Note{ID: "comment.abc123", Text: "marks the source seen", Author: "Ann", Quote: q}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := strings.Repeat("f", 32)
+	if _, err := s.Put(ctx, other, Note{ID: "sentence", Text: "another room's", Author: "Bo"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+
+	s, stop = open(t, dir)
+	defer stop()
+	notes := s.Notes(room)
+	if len(notes) != 1 || notes[0].Text != "marks the source seen" || notes[0].Rev != c.Rev || notes[0].Quote == nil || notes[0].Quote.Start != 2449 {
+		t.Fatalf("after restart: %+v", notes)
+	}
+	// Deleting a comment needs its revision too.
+	if err := s.Delete(ctx, room, "comment.abc123", c.Rev+100); err == nil {
+		t.Error("delete at a wrong revision succeeded")
+	}
+	if err := s.DeleteRoom(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Second)
+	for len(s.Notes(room)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := s.Notes(room); len(n) != 0 {
+		t.Errorf("after DeleteRoom: %+v", n)
+	}
+	if n := s.Notes(other); len(n) != 1 {
+		t.Errorf("the other room lost its notes: %+v", n)
+	}
+	if h, _ := s.History(ctx, room, "comment.abc123"); len(h) != 0 {
+		t.Errorf("history kept after the room went: %+v", h)
+	}
+}

@@ -1,0 +1,785 @@
+// annotate.js: what the reader writes. Beside each case, the reader's own
+// note ([data-annotate="{key}"], Markdown); below the two sets, the
+// worksheet's other answers (the writer of each channel, where the two sets
+// are declared, the one sentence); on any line or range selected by its
+// line numbers (#L…-L…), a comment shown in the margin beside those lines.
+//
+// Alone, the notes are kept in this browser (localStorage) and the server
+// only renders, checks and hands them in (POST /k8s/{tag}/notes and
+// /worksheet.md: nothing is stored there). In a room they are the room's
+// (GET/PUT /rooms/{id}/notes…), live through server-sent events: every edit
+// names the revision it started from, and an edit that crossed another
+// reader's gets "changed by Dana meanwhile — merge" instead of losing text.
+//
+// Whatever a reader wrote reaches other pages as text (textContent), or as
+// the server's safe-mode Markdown HTML; never as markup of its own.
+//
+// The selection a comment is on is the page's one selection (selection.js).
+
+import { announce, el } from './dom.js';
+import { current, onSelect } from './selection.js';
+
+const live = document.getElementById('live');
+const tag = live?.dataset.tag || '';
+const roomID = document.getElementById('room')?.dataset.room || '';
+const caseEls = [...document.querySelectorAll('section.case[data-case]')];
+const COLORS = 8;
+const SAVE_DELAY = 350; // ms after the last keystroke; a peer sees it well within a second
+const STORE_KEY = 'syncloop-notes-v1';
+
+const notes = new Map(); // id → view {id, text, rev, author, color, quote, html, checks, anchor, prev}
+const editors = new Map(); // id → {input, base, dirty, timer, saving, conflict}
+let readOnly = false;
+
+// --- small helpers ---
+function stored(name, fallback) {
+	try {
+		return localStorage.getItem(name) ?? fallback;
+	} catch {
+		return fallback;
+	}
+}
+function store(name, value) {
+	try {
+		localStorage.setItem(name, value);
+	} catch {
+		// private mode: kept for this page only
+	}
+}
+function me() {
+	return {
+		author: stored('syncloop-name', '') || (roomID ? 'a reader' : 'me'),
+		color: Number(stored('syncloop-color', '0')) % COLORS || 0,
+	};
+}
+function when(iso) {
+	const d = new Date(iso);
+	return isNaN(d) || d.getFullYear() < 2000 ? '' : d.toLocaleString();
+}
+
+// --- the editors --------------------------------------------------------------
+
+// field makes an editor for note id: a textarea (or an input), its rendered
+// view, the checks the source makes of it, and who changed it last.
+function field(id, { label, multiline = true, placeholder = '', attr = null }) {
+	const box = el('div', 'annot-field');
+	box.dataset.annotField = id;
+	const lab = el('label', 'annot-label');
+	const span = el('span', 'annot-label-text', label);
+	lab.append(span);
+	const input = el(multiline ? 'textarea' : 'input', 'annot-input');
+	if (multiline) input.rows = 3;
+	else input.type = 'text';
+	input.placeholder = placeholder;
+	input.spellcheck = multiline;
+	input.maxLength = 8192;
+	if (attr) input.setAttribute(attr[0], attr[1]);
+	input.dataset.noteId = id;
+	lab.append(input);
+	const view = el('div', 'annot-view prose');
+	view.hidden = true;
+	const by = el('p', 'annot-by');
+	const checks = el('ul', 'annot-checks');
+	const conflict = el('div', 'annot-conflict');
+	conflict.hidden = true;
+	conflict.setAttribute('role', 'alert');
+	const paper = el('div', 'annot-print-text'); // the text on paper (annotate.css)
+	box.append(lab, view, paper, conflict, checks, by);
+	const ed = { input, view, paper, by, checks, conflict, box, base: 0, dirty: false, timer: 0, saving: false };
+	editors.set(id, ed);
+	input.addEventListener('input', () => {
+		ed.dirty = true;
+		paper.textContent = input.value;
+		// "still empty" is stale from the first letter; the source's other
+		// checks come back with the save.
+		for (const li of checks.querySelectorAll('.empty')) if (input.value.trim()) li.remove();
+		clearTimeout(ed.timer);
+		ed.timer = setTimeout(() => save(id), SAVE_DELAY);
+		if (id.startsWith('case.')) quizState(id.slice(5));
+	});
+	input.addEventListener('blur', () => {
+		if (ed.dirty) {
+			clearTimeout(ed.timer);
+			save(id);
+		}
+	});
+	return box;
+}
+
+// show puts a note's view into its editor, unless the reader is typing in
+// it (their text wins on their page; the save that follows will be
+// compared with what came in).
+function show(v) {
+	notes.set(v.id, v);
+	if (v.id.startsWith('comment.')) {
+		placeComment(v);
+		return;
+	}
+	const ed = editors.get(v.id);
+	if (!ed) return;
+	if (!ed.dirty && !ed.saving) {
+		if (ed.input.value !== v.text) ed.input.value = v.text || '';
+		ed.base = v.rev || 0;
+	}
+	ed.paper.textContent = ed.input.value;
+	ed.view.replaceChildren();
+	ed.view.hidden = true;
+	if (v.html && v.text) {
+		// Safe-mode Markdown from the server: no raw HTML, no javascript:
+		// links. Shown under the box only when it formats something: plain
+		// paragraphs would only repeat the box.
+		ed.view.innerHTML = v.html;
+		ed.view.hidden = !ed.view.querySelector(':not(p)');
+	}
+	showBy(ed.by, v);
+	showChecks(ed.checks, v.checks);
+	if (v.id.startsWith('case.')) quizState(v.id.slice(5));
+}
+
+function showBy(p, v) {
+	p.replaceChildren();
+	if (!roomID) {
+		const at = v.text ? when(v.at) : '';
+		if (at) p.append('kept in this browser · ' + at);
+		return;
+	}
+	if (!v.author || !v.text) return;
+	const who = el('span', 'annot-author rc-' + ((v.color || 0) % COLORS), v.author);
+	p.append('last changed by ', who);
+	const at = when(v.at);
+	if (at) p.append(' · ' + at);
+	if (v.prev && roomID) {
+		const d = el('details', 'annot-prev');
+		const s = el('summary', '', 'previous text');
+		const pre = el('pre', 'annot-prev-text', v.prev.text || '(empty)');
+		d.append(s, el('span', 'annot-prev-by', 'by ' + (v.prev.author || 'someone')), pre);
+		p.append(' · ', d);
+	}
+}
+
+function showChecks(ul, checks) {
+	ul.replaceChildren();
+	for (const c of checks || []) {
+		const li = el('li', 'annot-check ' + c.level, c.text);
+		ul.append(li);
+	}
+}
+
+// --- saving ---------------------------------------------------------------------
+
+function localNotes() {
+	try {
+		const all = JSON.parse(stored(STORE_KEY, '{}'));
+		return all && typeof all === 'object' ? all : {};
+	} catch {
+		return {};
+	}
+}
+
+async function save(id) {
+	const ed = editors.get(id);
+	const text = ed ? ed.input.value : notes.get(id)?.text || '';
+	if (ed) ed.dirty = false;
+	if (!roomID) {
+		const all = localNotes();
+		const prev = all[id];
+		if (text === '' && !id.startsWith('comment.')) delete all[id];
+		else all[id] = { ...prev, id, text, author: me().author, at: new Date().toISOString() };
+		store(STORE_KEY, JSON.stringify(all));
+		renderLocalSoon();
+		return;
+	}
+	if (readOnly) return;
+	if (ed) ed.saving = true;
+	const { author, color } = me();
+	const base = ed ? ed.base : notes.get(id)?.rev || 0;
+	let resp;
+	try {
+		resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
+			method: 'PUT',
+			headers: { 'Content-Type': 'application/json' },
+			body: JSON.stringify({ text, rev: base, author, color }),
+		});
+	} catch {
+		if (ed) {
+			ed.saving = false;
+			ed.dirty = true;
+			ed.timer = setTimeout(() => save(id), 2000);
+		}
+		status('Offline: your text is kept here and sent when the server answers.');
+		return;
+	}
+	if (ed) ed.saving = false;
+	const body = await resp.json().catch(() => ({}));
+	if (resp.ok && body.conflict && body.current && ed) {
+		conflict(id, text, body.current, body.error);
+		return;
+	}
+	if (resp.ok) {
+		if (ed) ed.base = body.rev;
+		if (ed && ed.input.value !== text) {
+			// typed on while it was saved: save again from the new revision
+			ed.dirty = true;
+			clearTimeout(ed.timer);
+			ed.timer = setTimeout(() => save(id), SAVE_DELAY);
+			notes.set(id, body);
+			return;
+		}
+		show(body);
+		status('');
+		return;
+	}
+	if (resp.status === 410) {
+		goReadOnly(body.error);
+		return;
+	}
+	if ((resp.status === 429 || resp.status === 503) && ed) {
+		ed.dirty = true;
+		ed.timer = setTimeout(() => save(id), 2000);
+		return;
+	}
+	status(body.error || 'Could not save: ' + resp.status);
+	if (ed) ed.dirty = true;
+}
+
+// conflict shows both texts: the reader decides, nothing is dropped.
+function conflict(id, mine, theirs, msg) {
+	const ed = editors.get(id);
+	ed.base = theirs.rev;
+	notes.set(id, theirs);
+	showBy(ed.by, theirs);
+	const c = ed.conflict;
+	c.replaceChildren();
+	c.hidden = false;
+	const who = el('strong', 'annot-author rc-' + ((theirs.color || 0) % COLORS), theirs.author || 'someone');
+	c.append(el('p', 'annot-conflict-head'));
+	c.firstChild.append('Changed by ', who, ' meanwhile — merge: their text is below, yours stays in the box.');
+	c.append(el('pre', 'annot-theirs', theirs.text || '(they emptied it)'));
+	const row = el('p', 'annot-conflict-actions');
+	const both = el('button', '', 'Keep both');
+	both.type = 'button';
+	both.dataset.merge = 'both';
+	const mineB = el('button', '', 'Keep mine');
+	mineB.type = 'button';
+	mineB.dataset.merge = 'mine';
+	const theirsB = el('button', '', 'Take theirs');
+	theirsB.type = 'button';
+	theirsB.dataset.merge = 'theirs';
+	row.append(both, mineB, theirsB);
+	c.append(row);
+	row.addEventListener('click', (ev) => {
+		const b = ev.target.closest('button');
+		if (!b) return;
+		const t = theirs.text || '';
+		if (b.dataset.merge === 'both') ed.input.value = t && mine !== t ? t + '\n\n' + mine : mine;
+		else if (b.dataset.merge === 'theirs') ed.input.value = t;
+		else ed.input.value = mine;
+		ed.paper.textContent = ed.input.value;
+		c.hidden = true;
+		c.replaceChildren();
+		if (b.dataset.merge === 'theirs') {
+			ed.dirty = false;
+			show(theirs);
+		} else save(id);
+	});
+	announce(msg || 'Changed meanwhile', 2600);
+}
+
+function goReadOnly(msg) {
+	readOnly = true;
+	document.body.classList.add('annot-readonly');
+	for (const ed of editors.values()) ed.input.readOnly = true;
+	status(msg || 'This room expired: what you see is read-only.');
+	if (events) events.close();
+}
+
+function status(text) {
+	const s = document.querySelector('[data-annot-status]');
+	if (s) {
+		s.textContent = text;
+		s.hidden = !text;
+	}
+}
+
+// --- alone: this browser's notes, rendered and checked by the server ----------
+
+let renderTimer = 0;
+function renderLocalSoon() {
+	clearTimeout(renderTimer);
+	renderTimer = setTimeout(renderLocal, 200);
+}
+async function renderLocal() {
+	const all = Object.values(localNotes());
+	try {
+		const resp = await fetch(`/k8s/${encodeURIComponent(tag)}/notes`, {
+			method: 'POST',
+			headers: { 'Content-Type': 'application/json' },
+			body: JSON.stringify({ notes: all }),
+		});
+		if (!resp.ok) return;
+		const body = await resp.json();
+		const seen = new Set();
+		for (const v of body.views || []) {
+			seen.add(v.id);
+			show(v);
+		}
+		for (const id of [...notes.keys()]) {
+			if (!seen.has(id) && id.startsWith('comment.')) removeComment(id);
+		}
+	} catch {
+		// the server is away: the notes are kept here regardless
+	}
+}
+
+// --- in a room: live ----------------------------------------------------------
+
+let events = null;
+function connectRoom() {
+	events = new EventSource(`/rooms/${roomID}/notes/events?tag=${encodeURIComponent(tag)}`);
+	events.addEventListener('snapshot', (ev) => {
+		const body = JSON.parse(ev.data);
+		const seen = new Set();
+		for (const v of body.views || []) {
+			seen.add(v.id);
+			show(v);
+		}
+		for (const id of [...notes.keys()]) {
+			if (!seen.has(id) && id.startsWith('comment.')) removeComment(id);
+		}
+		document.body.classList.add('annot-live');
+	});
+	events.addEventListener('note', (ev) => {
+		const v = JSON.parse(ev.data);
+		if (v.deleted) {
+			removeComment(v.id);
+			return;
+		}
+		const ed = editors.get(v.id);
+		if (ed && (ed.dirty || ed.saving) && v.rev !== ed.base && v.text !== ed.input.value) {
+			// Someone else's change while this reader types: keep typing;
+			// their save will meet the conflict and offer the merge.
+			notes.set(v.id, v);
+			return;
+		}
+		show(v);
+	});
+	events.addEventListener('expired', (ev) => {
+		goReadOnly(JSON.parse(ev.data || '{}').error);
+	});
+	events.addEventListener('error', () => {
+		// EventSource reconnects by itself; a 410 ends it for good.
+		if (events.readyState === EventSource.CLOSED && !readOnly) {
+			fetch(`/rooms/${roomID}/notes?tag=${encodeURIComponent(tag)}`).then((r) => {
+				if (r.status === 410) goReadOnly();
+				else setTimeout(connectRoom, 2000);
+			});
+		}
+	});
+}
+
+// --- comments on lines -------------------------------------------------------
+
+function lineEl(n) {
+	return document.getElementById('L' + n);
+}
+
+// marginFor is where a comment on line n is shown: the margin of the
+// segment holding the line, or after a helper's code.
+function marginFor(n) {
+	const line = lineEl(n);
+	if (!line) return null;
+	const seg = line.closest('.seg');
+	if (seg) {
+		const m = seg.querySelector(':scope > .margin');
+		let list = m.querySelector(':scope > .annot-comments');
+		if (!list) {
+			list = el('div', 'annot-comments');
+			// In a case, right under the reader's note: near the top of the
+			// case, not below the site's long note.
+			const mine = m.querySelector(':scope > .annot-case');
+			if (mine) mine.after(list);
+			else m.append(list);
+		}
+		seg.classList.add('has-comments');
+		return list;
+	}
+	const helper = line.closest('details.helper');
+	if (helper) {
+		let list = helper.querySelector(':scope > .annot-comments');
+		if (!list) {
+			list = el('div', 'annot-comments');
+			helper.append(list);
+		}
+		return list;
+	}
+	return null;
+}
+
+function removeComment(id) {
+	notes.delete(id);
+	for (const c of document.querySelectorAll('[data-comment]')) if (c.dataset.comment === id) c.remove();
+	markLines();
+}
+
+function placeComment(v) {
+	for (const c of document.querySelectorAll('[data-comment]')) if (c.dataset.comment === v.id) c.remove();
+	const a = v.anchor || { status: 'orphan' };
+	const card = el('article', 'annot-comment ' + a.status);
+	card.dataset.comment = v.id;
+	const head = el('p', 'annot-comment-head');
+	const q = v.quote || {};
+	if (a.status !== 'orphan') {
+		const link = el('a', 'annot-lines', a.start === a.end ? 'L' + a.start : `L${a.start}–${a.end}`);
+		link.href = a.start === a.end ? '#L' + a.start : `#L${a.start}-L${a.end}`;
+		head.append(link);
+	}
+	const badge = {
+		same: '',
+		moved: q.tag && q.tag !== tag ? `moved: line ${q.start} at ${q.tag}` : '',
+		changed: `changed since ${q.tag} (line ${q.start} there)`,
+		orphan: `not at this tag (written at ${q.tag}, line ${q.start})`,
+	}[a.status];
+	if (badge) head.append(' ', el('span', 'annot-badge ' + a.status, badge));
+	if (v.author && roomID) head.append(' ', el('span', 'annot-author rc-' + ((v.color || 0) % COLORS), v.author));
+	const del = el('button', 'annot-del', 'delete');
+	del.type = 'button';
+	del.title = 'Delete this comment';
+	del.addEventListener('click', () => deleteComment(v.id));
+	head.append(' ', del);
+	card.append(head);
+	if (a.status === 'changed' || a.status === 'orphan') {
+		const was = el('pre', 'annot-quote', dedent(q.exact || ''));
+		was.title = 'The lines as they were at ' + q.tag;
+		card.append(was);
+	}
+	const body = el('div', 'annot-comment-body prose');
+	body.innerHTML = v.html || ''; // safe-mode Markdown from the server
+	card.append(body);
+	const list = a.status === 'orphan' ? document.querySelector('[data-annot-orphans]') : marginFor(a.start);
+	(list || document.querySelector('[data-annot-orphans]'))?.append(card);
+	const orphans = document.querySelector('[data-annot-orphans]');
+	if (orphans) orphans.closest('.annot-orphans').hidden = !orphans.children.length;
+	markLines();
+}
+
+// dedent drops the indentation the quoted lines share.
+function dedent(s) {
+	const lines = s.split('\n');
+	const ind = Math.min(...lines.filter((l) => l.trim()).map((l) => /^[\t ]*/.exec(l)[0].length));
+	return lines.map((l) => l.slice(ind)).join('\n');
+}
+
+// markLines marks the lines that have comments.
+function markLines() {
+	for (const l of document.querySelectorAll('.line.commented')) l.classList.remove('commented');
+	for (const v of notes.values()) {
+		const a = v.anchor;
+		if (!v.id.startsWith('comment.') || !a || a.status === 'orphan') continue;
+		for (let n = a.start; n <= a.end; n++) lineEl(n)?.classList.add('commented');
+	}
+}
+
+async function deleteComment(id) {
+	const v = notes.get(id);
+	if (!v || readOnly) return;
+	if (!roomID) {
+		const all = localNotes();
+		delete all[id];
+		store(STORE_KEY, JSON.stringify(all));
+		removeComment(id);
+		return;
+	}
+	const resp = await fetch(`/rooms/${roomID}/notes/${id}?rev=${v.rev}`, { method: 'DELETE' });
+	if (resp.status === 410) goReadOnly();
+	else if (resp.ok && resp.status !== 204) announce('Changed meanwhile: look again before deleting');
+}
+
+function newID() {
+	const b = new Uint8Array(9);
+	crypto.getRandomValues(b);
+	return 'comment.' + btoa(String.fromCharCode(...b)).replace(/\+/g, '-').replace(/\//g, '_');
+}
+
+// selection is the lines selected on the page (by their numbers, or by the
+// room's driver), if any; a bar offers to comment on them.
+function selection() {
+	const s = current();
+	if (!s.lo) return null;
+	const hi = s.hi || s.lo;
+	return lineEl(s.lo) && lineEl(hi) ? { lo: Math.min(s.lo, hi), hi: Math.max(s.lo, hi) } : null;
+}
+
+const bar = el('div', 'annot-bar');
+bar.hidden = true;
+const barText = el('span', 'annot-bar-text');
+const barBtn = el('button', 'annot-bar-btn', 'Comment');
+barBtn.type = 'button';
+barBtn.dataset.annotComment = '';
+bar.append(barText, barBtn);
+
+function updateBar() {
+	const s = selection();
+	const editing = document.querySelector('.annot-new');
+	bar.hidden = !s || readOnly || !!editing;
+	if (s) barText.textContent = s.lo === s.hi ? `Line ${s.lo}` : `Lines ${s.lo}–${s.hi}`;
+}
+
+barBtn.addEventListener('click', () => {
+	const s = selection();
+	if (!s) return;
+	const list = marginFor(s.lo);
+	if (!list) return;
+	const form = el('form', 'annot-new');
+	const lab = el('label', 'annot-label');
+	lab.append(el('span', 'annot-label-text', s.lo === s.hi ? `Your comment on line ${s.lo}` : `Your comment on lines ${s.lo}–${s.hi}`));
+	const ta = el('textarea', 'annot-input');
+	ta.rows = 3;
+	ta.maxLength = 8192;
+	ta.dataset.annotNewComment = '';
+	lab.append(ta);
+	const ok = el('button', '', 'Add comment');
+	ok.type = 'submit';
+	const cancel = el('button', '', 'Cancel');
+	cancel.type = 'button';
+	const row = el('p', 'annot-conflict-actions');
+	row.append(ok, cancel);
+	form.append(lab, row);
+	list.append(form);
+	ta.focus();
+	updateBar();
+	cancel.addEventListener('click', () => {
+		form.remove();
+		updateBar();
+	});
+	form.addEventListener('submit', async (ev) => {
+		ev.preventDefault();
+		const text = ta.value.trim();
+		if (!text) return;
+		ok.disabled = true;
+		const id = newID();
+		if (await addComment(id, text, s)) {
+			form.remove();
+			updateBar();
+		} else ok.disabled = false;
+	});
+});
+
+async function addComment(id, text, s) {
+	const { author, color } = me();
+	if (!roomID) {
+		const r = await fetch(`/k8s/${encodeURIComponent(tag)}/quote?start=${s.lo}&end=${s.hi}`);
+		if (!r.ok) {
+			announce((await r.json().catch(() => ({}))).error || 'Could not quote those lines');
+			return false;
+		}
+		const quote = await r.json();
+		const all = localNotes();
+		all[id] = { id, text, author, quote, at: new Date().toISOString() };
+		store(STORE_KEY, JSON.stringify(all));
+		renderLocalSoon();
+		return true;
+	}
+	const resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
+		method: 'PUT',
+		headers: { 'Content-Type': 'application/json' },
+		body: JSON.stringify({ text, rev: 0, author, color, quote: { tag, start: s.lo, end: s.hi } }),
+	});
+	const body = await resp.json().catch(() => ({}));
+	if (resp.ok) {
+		show(body);
+		return true;
+	}
+	if (resp.status === 410) goReadOnly(body.error);
+	else announce(body.error || 'Could not add the comment');
+	return false;
+}
+
+// --- quiz mode: the site's notes hidden until the reader wrote theirs ------------
+
+function quizOn() {
+	return document.body.classList.contains('annot-quiz');
+}
+function revealed() {
+	try {
+		return new Set(JSON.parse(stored('syncloop-revealed', '[]')));
+	} catch {
+		return new Set();
+	}
+}
+function quizState(key) {
+	const sec = caseEls.find((c) => c.dataset.case === key);
+	if (!sec) return;
+	const ed = editors.get('case.' + key);
+	const written = !!ed?.input.value.trim();
+	const shown = revealed().has(tag + ' ' + key);
+	sec.classList.toggle('annot-revealed', shown);
+	const btn = sec.querySelector('[data-annot-reveal]');
+	if (btn) {
+		btn.disabled = !written;
+		btn.hidden = shown || !quizOn();
+		btn.textContent = written ? "Compare with the site's note" : "Write yours first to see the site's note";
+	}
+}
+function setQuiz(on) {
+	document.body.classList.toggle('annot-quiz', on);
+	store('syncloop-quiz', on ? '1' : '');
+	for (const c of caseEls) quizState(c.dataset.case);
+}
+
+// --- hand-in ------------------------------------------------------------------------
+
+async function exportLocal() {
+	const resp = await fetch(`/k8s/${encodeURIComponent(tag)}/worksheet.md`, {
+		method: 'POST',
+		headers: { 'Content-Type': 'application/json' },
+		body: JSON.stringify({ notes: Object.values(localNotes()) }),
+	});
+	if (!resp.ok) {
+		announce('Could not build the worksheet: ' + resp.status);
+		return;
+	}
+	const blob = new Blob([await resp.text()], { type: 'text/markdown' });
+	const a = el('a');
+	a.href = URL.createObjectURL(blob);
+	a.download = `syncloop-worksheet-${tag}-mine.md`;
+	document.body.append(a);
+	a.click();
+	a.remove();
+	setTimeout(() => URL.revokeObjectURL(a.href), 5000);
+}
+
+function printMine() {
+	document.body.classList.add('annot-print');
+	window.print();
+}
+window.addEventListener('afterprint', () => document.body.classList.remove('annot-print'));
+
+// --- building the page -----------------------------------------------------------
+
+function build() {
+	for (const sec of caseEls) {
+		const key = sec.dataset.case;
+		const margin = sec.querySelector(':scope > .margin');
+		const box = el('div', 'annot-case');
+		box.append(
+			field('case.' + key, {
+				label: roomID ? 'Our note' : 'Your note',
+				placeholder: 'In your words: what flows here, who writes it, what the handler does with a pod it has never seen (Markdown)',
+				attr: ['data-annotate', key],
+			}),
+		);
+		const reveal = el('button', 'annot-reveal');
+		reveal.type = 'button';
+		reveal.dataset.annotReveal = key;
+		reveal.hidden = true;
+		reveal.addEventListener('click', () => {
+			const r = revealed();
+			r.add(tag + ' ' + key);
+			store('syncloop-revealed', JSON.stringify([...r]));
+			quizState(key);
+		});
+		box.append(reveal);
+		// The reader's note goes first: in quiz mode it stands where the
+		// site's note will be, and beside it once revealed.
+		const facts = margin.querySelector('dl.facts');
+		(facts || margin.firstElementChild).after(box);
+	}
+
+	const sheet = el('section', 'annot-sheet');
+	sheet.id = 'your-worksheet';
+	sheet.setAttribute('aria-labelledby', 'your-worksheet-h');
+	const h = el('h2', '', roomID ? "The room's worksheet" : 'Your worksheet');
+	h.id = 'your-worksheet-h';
+	const where = el(
+		'p',
+		'annot-where',
+		roomID
+			? 'What you write here is shared with everyone in this room as you type, and kept with the room.'
+			: 'Kept in this browser only: the server renders and checks it, and keeps nothing. It survives a reload, and you can download it.',
+	);
+	const tools = el('p', 'annot-tools');
+	const name = el('label', 'annot-name');
+	name.append('Your name ');
+	const nameIn = el('input');
+	nameIn.type = 'text';
+	nameIn.maxLength = 32;
+	nameIn.value = stored('syncloop-name', '');
+	nameIn.placeholder = 'shown with what you write';
+	nameIn.autocomplete = 'nickname';
+	nameIn.addEventListener('change', () => {
+		const n = nameIn.value.trim().slice(0, 32);
+		if (n) store('syncloop-name', n);
+	});
+	name.append(nameIn);
+	const quiz = el('label', 'annot-quiz-toggle');
+	const quizIn = el('input');
+	quizIn.type = 'checkbox';
+	quizIn.dataset.annotQuiz = '';
+	quizIn.checked = stored('syncloop-quiz', '') === '1';
+	quizIn.addEventListener('change', () => setQuiz(quizIn.checked));
+	quiz.append(quizIn, " Quiz mode: hide the site's notes until I have written mine");
+	const dl = roomID ? el('a', 'button annot-export', 'Download worksheet.md') : el('button', 'annot-export', 'Download my worksheet.md');
+	dl.dataset.annotExport = '';
+	if (roomID) {
+		dl.href = `/rooms/${roomID}/worksheet.md?tag=${encodeURIComponent(tag)}`;
+		dl.download = '';
+	} else {
+		dl.type = 'button';
+		dl.addEventListener('click', exportLocal);
+	}
+	const pr = el('button', 'annot-print-btn', 'Print with my annotation');
+	pr.type = 'button';
+	pr.addEventListener('click', printMine);
+	tools.append(name, quiz, dl, pr);
+	const st = el('p', 'annot-status');
+	st.dataset.annotStatus = '';
+	st.hidden = true;
+	st.setAttribute('role', 'status');
+
+	const writers = el('div', 'annot-writers');
+	writers.append(el('h3', '', 'Who writes each channel'));
+	for (const sec of caseEls) {
+		const key = sec.dataset.case;
+		const ch = sec.querySelector('dl.facts dd code')?.textContent || key;
+		writers.append(field('writer.' + key, { label: `${key} (${ch})`, multiline: false, placeholder: 'a symbol, as pkg/path.(*Type).Method, or words' }));
+	}
+	const sets = el('div', 'annot-sets');
+	sets.append(el('h3', '', 'The two sets'));
+	sets.append(field('set.desired', { label: 'DesiredStateOfWorld is declared at', multiline: false, placeholder: 'file.go:line' }));
+	sets.append(field('set.actual', { label: 'ActualStateOfWorld is declared at', multiline: false, placeholder: 'file.go:line' }));
+	const sentence = el('div', 'annot-sentence');
+	sentence.append(el('h3', '', 'The pattern, in one sentence'));
+	sentence.append(field('sentence', { label: 'How does the loop make level-triggered reconcile?', placeholder: 'One sentence connecting the select to “compare desired with actual, close the gap”' }));
+	const orphans = el('div', 'annot-orphans');
+	orphans.hidden = true;
+	orphans.append(el('h3', '', 'Comments not at this tag'));
+	const ol = el('div', 'annot-orphan-list');
+	ol.dataset.annotOrphans = '';
+	orphans.append(ol);
+	sheet.append(h, where, tools, st, writers, sets, sentence, orphans);
+	const after = document.getElementById('two-sets');
+	if (after) after.after(sheet);
+	else document.querySelector('article.text')?.append(sheet);
+
+	document.body.append(bar);
+	document.body.classList.add('annot-on');
+	setQuiz(quizIn.checked);
+}
+
+if (tag && caseEls.length) {
+	build();
+	if (roomID) connectRoom();
+	else {
+		for (const n of Object.values(localNotes())) if (!n.id.startsWith('comment.')) show({ ...n, rev: 0 });
+		renderLocal();
+		// another tab of this browser wrote
+		window.addEventListener('storage', (ev) => {
+			if (ev.key === STORE_KEY) {
+				for (const ed of editors.values()) ed.dirty = false;
+				renderLocal();
+			}
+		});
+	}
+	onSelect(updateBar);
+	updateBar();
+}
