@@ -372,9 +372,14 @@ func (s *Server) readableTags() ([]string, int) {
 
 // openNotes opens the rooms' notes: a KV bucket on the server's JetStream.
 func (s *Server) openNotes() error {
-	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
-	defer cancel()
-	st, err := annotations.Open(ctx, annotations.Config{JS: s.broker.JS, Memory: s.broker.Memory, Replicas: s.broker.Replicas, Logger: s.log})
+	// A cluster that just started times out JetStream requests until it has
+	// a leader: retry as the feeds' stream does.
+	var st *annotations.Store
+	err := broker.Retry(s.ctx, time.Minute, func(ctx context.Context) error {
+		var err error
+		st, err = annotations.Open(ctx, annotations.Config{JS: s.broker.JS, Memory: s.broker.Memory, Replicas: s.broker.Replicas, Logger: s.log})
+		return err
+	})
 	if err != nil {
 		return err
 	}
