@@ -305,10 +305,13 @@ func TestLiveIngestDedupHistoryAndTail(t *testing.T) {
 		t.Fatalf("ack %q, want a5", ack)
 	}
 
+	// The ack means JetStream stored the lines; this replica's hub follows the
+	// stream and may not have them all yet, so the hello's Next is at most 6
+	// and whatever it lacks arrives as live lines, which lines() reads alike.
 	late := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
 	hello, err := late.next(ctx)
-	if err != nil || hello.Hello == nil || hello.Hello.Feed != "lab" || hello.Hello.Source != "relay" || hello.Hello.Next != 6 {
-		t.Fatalf("first message %+v, %v; want a hello for lab", hello.Hello, err)
+	if err != nil || hello.Hello == nil || hello.Hello.Feed != "lab" || hello.Hello.Source != "relay" || hello.Hello.Next < 1 || hello.Hello.Next > 6 {
+		t.Fatalf("first message %+v, %v; want a hello for lab with Next in 1..6", hello.Hello, err)
 	}
 	resumed := dialBrowser(t, ctx, ts, "/feeds/lab/ws?after=3")
 	want := raws(lines("a", 1, 5))

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -214,7 +215,7 @@ func (p *proc) exited() bool {
 
 func (e *e2e) startServer() {
 	e.t.Helper()
-	e.server = e.start("serve", "serve", "--addr", e.addr, "--tag", labTag, "--token", "T", "--cache-dir", e.cache)
+	e.server = e.start("serve", "serve", "--addr", e.addr, "--tag", labTag, "--token", "T", "--cache-dir", e.cache, "--data-dir", filepath.Join(e.cache, "data"))
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(e.base + "/healthz")
@@ -296,36 +297,44 @@ func childrenOf(pid int) []int {
 	return kids
 }
 
-// storedLine is a record of the server's feed file (server/live_store.go).
+// storedLine is one entry of the feed's export: what the server stored (on
+// JetStream), in stream order.
 type storedLine struct {
-	Seq uint64 `json:"seq"`
-	ID  string `json:"id"`
-	Raw string `json:"raw"`
+	Seq uint64 // its place in the export, from 1
+	ID  string // the journal entry's __CURSOR
+	Raw string // the entry exactly as the relay sent it
 }
 
-// stored reads the feed's file, the server's durable record of what it received.
-// A torn last record (a server killed mid-write) is left out, as the server does.
+// stored reads the feed's export (GET /feeds/default/export), the server's
+// durable record of what it received, in stream order. The server must be up.
 func (e *e2e) stored() []storedLine {
 	e.t.Helper()
-	f, err := os.Open(filepath.Join(e.cache, "feeds", "default.jsonl"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
+	resp, err := http.Get(e.base + "/feeds/default/export")
 	if err != nil {
-		e.t.Fatal(err)
+		e.t.Fatalf("export: %v", err)
 	}
-	defer f.Close()
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil // no relay has sent to it yet
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		e.t.Fatalf("export: %s: %s", resp.Status, b)
+	}
 	var out []storedLine
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
 	for sc.Scan() {
-		var r storedLine
-		if json.Unmarshal(sc.Bytes(), &r) == nil && r.Seq > 0 {
-			out = append(out, r)
+		var j struct {
+			Cursor string `json:"__CURSOR"`
 		}
+		if err := json.Unmarshal(sc.Bytes(), &j); err != nil {
+			e.t.Fatalf("export line %d is not a journal entry: %v: %q", len(out)+1, err, sc.Bytes())
+		}
+		out = append(out, storedLine{Seq: uint64(len(out) + 1), ID: j.Cursor, Raw: sc.Text()})
 	}
 	if err := sc.Err(); err != nil {
-		e.t.Fatal(err)
+		e.t.Fatalf("export: %v", err)
 	}
 	return out
 }
@@ -775,8 +784,8 @@ func (e *e2e) restarts() {
 	n := len(e.waitStored(1, time.Second))
 	e.waitStored(max(n+200, ringSize+500), 150*time.Second)
 	e.st.done("past the ring")
+	killedAt := len(e.stored()) // at least what it had when killed
 	e.server.signal(t, syscall.SIGKILL)
-	killedAt := len(e.stored())
 	e.startServer()
 	e.st.done("server killed+back")
 	e.waitStored(killedAt+200, 60*time.Second) // the relay came back to it
@@ -812,7 +821,13 @@ func (e *e2e) restarts() {
 func (e *e2e) compare() {
 	t := e.t
 	recs := e.stored()
-	copyFile(t, filepath.Join(e.cache, "feeds", "default.jsonl"), filepath.Join(e.art, "e2e-feed.jsonl"))
+	var export strings.Builder
+	for _, r := range recs {
+		export.WriteString(r.Raw + "\n")
+	}
+	if err := os.WriteFile(filepath.Join(e.art, "e2e-feed.ndjson"), []byte(export.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	es, err := parseJournal(journal(t, e.kv["cursor"], "json"))
 	if err != nil {
 		t.Fatal(err)
