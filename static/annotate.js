@@ -16,7 +16,7 @@
 //
 // The selection a comment is on is the page's one selection (selection.js).
 
-import { announce, el } from './dom.js';
+import { announce, el, store, stored } from './dom.js';
 import { current, onSelect } from './selection.js';
 
 const live = document.getElementById('live');
@@ -32,20 +32,6 @@ const editors = new Map(); // id → {input, base, dirty, timer, saving, conflic
 let readOnly = false;
 
 // --- small helpers ---
-function stored(name, fallback) {
-	try {
-		return localStorage.getItem(name) ?? fallback;
-	} catch {
-		return fallback;
-	}
-}
-function store(name, value) {
-	try {
-		localStorage.setItem(name, value);
-	} catch {
-		// private mode: kept for this page only
-	}
-}
 function me() {
 	return {
 		author: stored('syncloop-name', '') || (roomID ? 'a reader' : 'me'),

@@ -72,3 +72,21 @@ export function countdown(node, ms, say, done) {
 	tick();
 	return () => clearTimeout(timer);
 }
+
+// stored reads a localStorage item, or fallback where storage is refused
+// (private mode, a blocked third-party frame); store writes one, and where
+// refused the value lasts only this page.
+export function stored(name, fallback) {
+	try {
+		return localStorage.getItem(name) ?? fallback;
+	} catch {
+		return fallback;
+	}
+}
+export function store(name, value) {
+	try {
+		localStorage.setItem(name, value);
+	} catch {
+		// refused: kept for this page only
+	}
+}

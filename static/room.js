@@ -17,7 +17,7 @@
 // server says when it stops working. Names are text only: they reach the
 // page through textContent.
 
-import { el, copyText, Backoff, countdown } from './dom.js';
+import { el, copyText, Backoff, countdown, store, stored } from './dom.js';
 
 const bar = document.getElementById('room');
 const roomID = bar.dataset.room;
@@ -58,20 +58,6 @@ function setWheel(ticket) {
 	}
 }
 
-function stored(name, fallback) {
-	try {
-		return localStorage.getItem(name) ?? fallback;
-	} catch {
-		return fallback;
-	}
-}
-function store(name, value) {
-	try {
-		localStorage.setItem(name, value);
-	} catch {
-		// private mode: the name lasts this page
-	}
-}
 
 let myName = stored('syncloop-name', '');
 let myColor = Number(stored('syncloop-color', String(Math.floor(Math.random() * COLORS)))) % COLORS;
