@@ -26,6 +26,7 @@ package content
 
 import (
 	"bytes"
+	"cmp"
 	"embed"
 	"fmt"
 	"html"
@@ -34,7 +35,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -227,16 +227,10 @@ func sortNotes(notes []Note) {
 		}
 		return 2, 0, n.Key
 	}
-	sort.SliceStable(notes, func(i, j int) bool {
-		ai, bi, ci := rank(notes[i])
-		aj, bj, cj := rank(notes[j])
-		if ai != aj {
-			return ai < aj
-		}
-		if bi != bj {
-			return bi < bj
-		}
-		return ci < cj
+	slices.SortStableFunc(notes, func(a, b Note) int {
+		a1, a2, a3 := rank(a)
+		b1, b2, b3 := rank(b)
+		return cmp.Or(cmp.Compare(a1, b1), cmp.Compare(a2, b2), cmp.Compare(a3, b3))
 	})
 }
 

@@ -7,10 +7,10 @@ package annotations
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -124,16 +124,10 @@ func sortViews(r *extractor.Reading, vs []View) {
 		}
 		return 1, 0, v.ID
 	}
-	sort.SliceStable(vs, func(i, j int) bool {
-		a1, a2, a3 := rank(vs[i])
-		b1, b2, b3 := rank(vs[j])
-		if a1 != b1 {
-			return a1 < b1
-		}
-		if a2 != b2 {
-			return a2 < b2
-		}
-		return a3 < b3
+	slices.SortStableFunc(vs, func(a, b View) int {
+		a1, a2, a3 := rank(a)
+		b1, b2, b3 := rank(b)
+		return cmp.Or(cmp.Compare(a1, b1), cmp.Compare(a2, b2), cmp.Compare(a3, b3))
 	})
 }
 
