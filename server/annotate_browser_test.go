@@ -22,7 +22,6 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/syncloop/syncloop/content"
@@ -59,11 +58,6 @@ const (
 	addLine30 = 2423
 	addLine36 = 2709
 )
-
-var enableNetwork = chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-	_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
-	return err
-})
 
 // overflowing lists the elements wider than the window (the first few).
 const overflowing = `document.documentElement.scrollWidth <= innerWidth + 1 ? [] :

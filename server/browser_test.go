@@ -402,16 +402,20 @@ func TestBrowserReadingPage(t *testing.T) {
 	watch.check(t)
 }
 
+// enableNetwork turns on the CDP network domain for the page (its request
+// and response events), as several browser tests do before they navigate.
+var enableNetwork = chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+	_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
+	return err
+})
+
 func TestBrowserOtherPages(t *testing.T) {
 	ctx := newBrowser(t)
 	s := newRealServer(t)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	watch := watchPage(t, ctx, ts)
-	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
-		return err
-	})); err != nil {
+	if err := chromedp.Do(ctx, enableNetwork); err != nil {
 		t.Fatal(err)
 	}
 	tag := s.cfg.DefaultTag

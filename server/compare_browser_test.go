@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -20,10 +19,7 @@ func TestBrowserComparePage(t *testing.T) {
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	watch := watchPage(t, ctx, ts)
-	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
-		return err
-	})); err != nil {
+	if err := chromedp.Do(ctx, enableNetwork); err != nil {
 		t.Fatal(err)
 	}
 

@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/coder/websocket"
@@ -122,10 +121,6 @@ func TestBrowserRoom(t *testing.T) {
 	tag := s.cfg.DefaultTag
 
 	watchD := watchPage(t, driver, ts)
-	enableNetwork := chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-		_, err := chromedp.Call(ctx, network.Enable, network.EnableParams{})
-		return err
-	})
 	// The driver starts a pair session from the reading page, whose
 	// header (two tags cached, and the pair and help buttons) is one row
 	// on a wide screen.
