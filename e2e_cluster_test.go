@@ -9,8 +9,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,13 +19,7 @@ import (
 // natsServerBin builds nats-server at the version go.mod requires.
 func natsServerBin(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "nats-server")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/nats-io/nats-server/v2")
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build nats-server: %v\n%s", err, out)
-	}
-	return bin
+	return goBuild(t, "nats-server", "github.com/nats-io/nats-server/v2")
 }
 
 // natsCluster starts n clustered nats-server processes with JetStream and

@@ -33,10 +33,18 @@ import (
 // go build cache makes every build after the first one quick).
 func syncloopBin(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "syncloop")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	return goBuild(t, "syncloop", ".")
+}
+
+// goBuild builds pkg into the test's temporary directory as name, with the
+// local toolchain, and returns its path.
+func goBuild(t *testing.T, name, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
 	return bin
 }
