@@ -55,11 +55,7 @@ func runClassify(ctx context.Context, s stdio, args []string) error {
 	sourceDir := fl.String("source-dir", "", "read the Kubernetes checkout in `DIR` instead of fetching a tag")
 	cacheDir := fl.String("cache-dir", "", "cache Readings in `DIR` (default: the user cache directory)")
 	format := fl.String("format", "text", "output `FORMAT`: text or json")
-	fl.Usage = func() {
-		fmt.Fprint(fl.Output(), classifyHelp)
-		fl.PrintDefaults()
-		fmt.Fprint(fl.Output(), "\nExit status: 0 on success, 2 for a usage error, 1 for any other error.\n")
-	}
+	setUsage(fl, classifyHelp)
 	if err := parseFlags(fl, args, s.getenv); err != nil {
 		return err
 	}

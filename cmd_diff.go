@@ -41,11 +41,7 @@ func runDiff(ctx context.Context, s stdio, args []string) error {
 	cacheDir := fl.String("cache-dir", "", "cache Readings and checksum data in `DIR` (default: as syncloop extract)")
 	format := fl.String("format", "text", "output `FORMAT`: text or json")
 	verbose := fl.Bool("v", false, "log where the source comes from to stderr")
-	fl.Usage = func() {
-		fmt.Fprint(fl.Output(), diffHelp)
-		fl.PrintDefaults()
-		fmt.Fprint(fl.Output(), "\nExit status: 0 on success, 2 for a usage error, 1 for any other error.\n")
-	}
+	setUsage(fl, diffHelp)
 	if err := parseFlags(fl, args, s.getenv); err != nil {
 		return err
 	}

@@ -47,11 +47,7 @@ func runExtract(ctx context.Context, s stdio, args []string) error {
 	cacheDir := fl.String("cache-dir", "", "cache Readings and checksum data in `DIR` (default "+defaultCache+")")
 	format := fl.String("format", "table", "output `FORMAT`: table (one row per case) or json (the Reading)")
 	verbose := fl.Bool("v", false, "log where the source comes from to stderr")
-	fl.Usage = func() {
-		fmt.Fprint(fl.Output(), extractHelp)
-		fl.PrintDefaults()
-		fmt.Fprint(fl.Output(), "\nExit status: 0 on success, 2 for a usage error, 1 for any other error.\n")
-	}
+	setUsage(fl, extractHelp)
 	if err := parseFlags(fl, args, s.getenv); err != nil {
 		return err
 	}

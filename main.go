@@ -111,6 +111,16 @@ func newFlagSet(name string, s stdio) *flag.FlagSet {
 // parseFlags parses args into fs after taking each flag's default from the
 // environment variable SYNCLOOP_<NAME> (dashes become underscores), so every
 // flag can be set either way; the command line wins.
+// setUsage makes fl's usage the command's help, its flags, and the exit
+// statuses the commands that print data share.
+func setUsage(fl *flag.FlagSet, help string) {
+	fl.Usage = func() {
+		fmt.Fprint(fl.Output(), help)
+		fl.PrintDefaults()
+		fmt.Fprint(fl.Output(), "\nExit status: 0 on success, 2 for a usage error, 1 for any other error.\n")
+	}
+}
+
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
