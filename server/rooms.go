@@ -37,8 +37,10 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -50,7 +52,6 @@ const (
 	roomMsgBurst      = 40
 	createRate        = 1.0 / 6 // rooms a second per client IP, after a burst of createBurst
 	createBurst       = 10
-	flushEvery        = 30 * time.Second // how often LastActive is written and idle rooms expire
 )
 
 // roomView is what a room's page needs beyond the reading.
@@ -62,6 +63,8 @@ type roomView struct {
 // roomSet owns the rooms: the store and the rooms with readers present.
 type roomSet struct {
 	store      *rooms.Store
+	nc         *nats.Conn // to the other replicas (rooms_wire.go)
+	replica    string     // ends this replica's reader ids: unique in the cluster
 	maxReaders int
 	msgRate    float64       // roomMsgRate; benchmarks raise it
 	wheelGrace time.Duration // wheelGrace; tests shorten it
@@ -83,18 +86,40 @@ type roomSet struct {
 	closed bool
 }
 
-func newRoomSet(cfg Config, l *live, loadTag func(string)) (*roomSet, error) {
-	path := ""
-	if cfg.DataDir != "" {
-		path = filepath.Join(cfg.DataDir, "rooms.json")
-	}
-	st, err := rooms.Open(rooms.Config{Path: path, TTL: cfg.RoomTTL, MaxRooms: cfg.MaxRooms,
-		PerOwner: cfg.RoomsPerClient, UnjoinedTTL: cfg.RoomUnjoinedTTL})
+func newRoomSet(ctx context.Context, cfg Config, b *broker.Broker, l *live, loadTag func(string)) (*roomSet, error) {
+	// A cluster that just started times out JetStream requests until it
+	// has a leader: retry as the feeds' stream does.
+	var st *rooms.Store
+	err := broker.Retry(ctx, time.Minute, func(ctx context.Context) error {
+		var err error
+		st, err = rooms.Open(ctx, rooms.Config{JS: b.JS, Memory: b.Memory, Replicas: b.Replicas,
+			TTL: cfg.RoomTTL, MaxRooms: cfg.MaxRooms, PerOwner: cfg.RoomsPerClient, UnjoinedTTL: cfg.RoomUnjoinedTTL, Logger: cfg.Logger})
+		return err
+	})
 	if err != nil {
+		return nil, err
+	}
+	if cfg.DataDir != "" {
+		// Rooms of a version that kept them in a file come along once.
+		path := filepath.Join(cfg.DataDir, "rooms.json")
+		n, err := st.Import(path)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		if n > 0 {
+			cfg.Logger.Info("rooms: imported the rooms of an older version", "rooms", n, "from", path, "renamed", path+".imported")
+		}
+	}
+	replica, err := rooms.NewSecret()
+	if err != nil {
+		st.Close()
 		return nil, err
 	}
 	rs := &roomSet{
 		store:      st,
+		nc:         b.NC,
+		replica:    "-" + strings.ToLower(replica[:5]),
 		maxReaders: cfg.MaxReaders,
 		msgRate:    roomMsgRate,
 		wheelGrace: wheelGrace,
@@ -110,6 +135,11 @@ func newRoomSet(cfg Config, l *live, loadTag func(string)) (*roomSet, error) {
 		rs.maxReaders = defaultMaxReaders
 	}
 	rs.ctx, rs.cancel = context.WithCancel(context.Background())
+	st.OnChange(func(id string) {
+		// Not on the watcher's goroutine: a room's lock may be held by a
+		// writer waiting for the bucket.
+		go rs.changed(id)
+	})
 	rs.wg.Add(1)
 	go rs.housekeep(cfg)
 	return rs, nil
@@ -119,14 +149,11 @@ func newRoomSet(cfg Config, l *live, loadTag func(string)) (*roomSet, error) {
 // their feeds.
 func (rs *roomSet) housekeep(cfg Config) {
 	defer rs.wg.Done()
-	t := time.NewTicker(flushEvery)
+	t := time.NewTicker(rooms.FlushEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-rs.ctx.Done():
-			if err := rs.store.Flush(); err != nil {
-				cfg.Logger.Error("rooms: flush", "err", err)
-			}
 			return
 		case <-t.C:
 		}
@@ -163,7 +190,10 @@ func (rs *roomSet) close() {
 	rs.closed = true
 	rs.mu.Unlock()
 	rs.cancel()
-	rs.wg.Wait()
+	rs.wg.Wait() // the sockets leave their rooms, writing to the store
+	if err := rs.store.Close(); err != nil {
+		rs.log.Error("rooms: flush", "err", err)
+	}
 }
 
 // enter registers a websocket handler; false once closed.

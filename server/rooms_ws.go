@@ -40,6 +40,7 @@ package server
 // a room whose readers all reconnect after a restart of the server).
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,29 +93,49 @@ func (p position) valid() bool {
 		ok(p.Lo) && ok(p.Hi) && ok(p.First) && ok(p.Last) && p.Per >= 0 && p.Per <= 1000
 }
 
-// roomLive is a room with readers present.
+// roomLive is a room with readers present on this replica. Readers on other
+// replicas are known from their presence (presence.go's messages on NATS);
+// who drives is the room's record (rooms.Store), changed only by
+// compare-and-set.
 type roomLive struct {
 	id string
 
 	mu      sync.Mutex
-	readers []*roomReader // in order of arrival
-	driver  *roomReader
+	readers []*roomReader // here, in order of arrival
+	remote  map[string]*remoteReplica
+	rec     rooms.Room // the record as last seen
 	at      *position
 	version string // the kubelet version its feed's journal reports
 	next    int
 	// awaitWheel: until then the wheel, lent and its holder gone, waits for
 	// them to join again; zero when it does not wait.
 	awaitWheel time.Time
-	stop       context.CancelFunc // ends the watcher when the last reader leaves
+	activated  time.Time // when this replica began to hold the room
+	// missing is the driver the record names whom no replica says is
+	// present, since missingSince (driverGone).
+	missing      string
+	missingSince time.Time
+	sent         []byte // the last state sent to the readers here
+	stop         context.CancelFunc
+	unsub        func()
+	ended        bool
+}
+
+// remoteReplica is what another replica said of its readers in the room.
+type remoteReplica struct {
+	readers []wireReader
+	seen    time.Time
 }
 
 // roomReader is one browser connection in a room.
 type roomReader struct {
-	id        string
-	name      string
-	color     int
-	key       bool // presented the driver key
-	wheel     bool // holds the ticket of the lent wheel
+	id    string
+	name  string
+	color int
+	key   bool // presented the driver key
+	// wheelHash is the hash of the lent wheel's ticket this reader holds
+	// (rooms.TicketHash), "" when it holds none.
+	wheelHash string
 	following bool
 
 	// What the writer sends next: the latest room state (a newer one
@@ -197,35 +218,109 @@ type readerJSON struct {
 	Following bool   `json:"following"`
 }
 
+// who is a reader present here or on another replica, as the wheel needs it.
+type who struct {
+	id    string
+	key   bool
+	wheel bool // holds the lent wheel's ticket
+	local *roomReader
+}
+
+// present is everyone in the room, here first. rl.mu is held.
+func (rl *roomLive) present() []who {
+	out := make([]who, 0, len(rl.readers))
+	for _, r := range rl.readers {
+		out = append(out, who{r.id, r.key, r.wheelHash != "", r})
+	}
+	for _, rep := range rl.sortedRemote() {
+		for _, r := range rep.readers {
+			out = append(out, who{id: r.ID, key: r.Key, wheel: r.Wheel})
+		}
+	}
+	return out
+}
+
+func (rl *roomLive) sortedRemote() []*remoteReplica {
+	names := make([]string, 0, len(rl.remote))
+	for n := range rl.remote {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	out := make([]*remoteReplica, 0, len(names))
+	for _, n := range names {
+		out = append(out, rl.remote[n])
+	}
+	return out
+}
+
+// find is the reader present with id. rl.mu is held.
+func (rl *roomLive) find(id string) (who, bool) {
+	for _, w := range rl.present() {
+		if w.id == id {
+			return w, true
+		}
+	}
+	return who{}, false
+}
+
+// driver is who drives, "" when the wheel is with no one present. rl.mu is held.
+func (rl *roomLive) driver() string {
+	if _, ok := rl.find(rl.rec.Driver); ok && rl.rec.Driver != "" {
+		return rl.rec.Driver
+	}
+	return ""
+}
+
+// driverGone reports whether the wheel is with no one present: no one
+// holds it, or its holder has not been present for presenceSettle (a
+// reader who just joined another replica may not have been heard of yet).
+// rl.mu is held.
+func (rl *roomLive) driverGone(now time.Time) bool {
+	d := rl.rec.Driver
+	if d == "" {
+		return true
+	}
+	if _, ok := rl.find(d); ok {
+		return false
+	}
+	if rl.missing != d {
+		rl.missing, rl.missingSince = d, now
+	}
+	return now.Sub(rl.missingSince) >= presenceSettle && now.Sub(rl.activated) >= presenceSettle
+}
+
+// local is the reader here with id, or nil. rl.mu is held.
+func (rl *roomLive) local(id string) *roomReader {
+	return rl.first(func(x *roomReader) bool { return x.id == id })
+}
+
 // stateMsg is the room as everyone sees it. rl.mu is held.
-func (rl *roomLive) stateMsg(tag string) []byte {
+func (rl *roomLive) stateMsg() []byte {
+	driver := rl.driver()
 	rs := make([]readerJSON, 0, len(rl.readers))
 	for _, r := range rl.readers {
-		rs = append(rs, readerJSON{r.id, r.name, r.color, r.key, r == rl.driver, r.following && r != rl.driver})
+		rs = append(rs, readerJSON{r.id, r.name, r.color, r.key, r.id == driver, r.following && r.id != driver})
 	}
-	driver := ""
-	if rl.driver != nil {
-		driver = rl.driver.id
+	for _, rep := range rl.sortedRemote() {
+		for _, r := range rep.readers {
+			j := r.readerJSON
+			j.Driving, j.Following = r.ID == driver, r.Following && r.ID != driver
+			rs = append(rs, j)
+		}
 	}
-	return mustJSON(map[string]any{"t": "state", "tag": tag, "driver": driver, "at": rl.at, "kubelet_version": rl.version, "readers": rs})
+	return mustJSON(map[string]any{"t": "state", "tag": rl.rec.Tag, "driver": driver, "at": rl.at, "kubelet_version": rl.version, "readers": rs})
 }
 
-// broadcast sends the room's state to every reader. rl.mu is held.
-func (rl *roomLive) broadcast(tag string) {
-	msg := rl.stateMsg(tag)
+// broadcast sends the room's state to every reader here, when it changed.
+// rl.mu is held.
+func (rl *roomLive) broadcast() {
+	msg := rl.stateMsg()
+	if bytes.Equal(msg, rl.sent) {
+		return
+	}
+	rl.sent = msg
 	for _, r := range rl.readers {
 		r.pushState(msg)
-	}
-}
-
-// endLoan tells the readers who held the lent wheel's ticket that it no
-// longer works. rl.mu is held.
-func (rl *roomLive) endLoan() {
-	for _, r := range rl.readers {
-		if r.wheel {
-			r.wheel = false
-			r.push(wheelMsg(""))
-		}
 	}
 }
 
@@ -242,21 +337,66 @@ func errMsg(format string, args ...any) []byte {
 	return mustJSON(map[string]string{"t": "error", "error": fmt.Sprintf(format, args...)})
 }
 
+// sync takes the room's record as it is now: who drives, the tag, the
+// loan. rl.mu is held.
+func (rs *roomSet) sync(rl *roomLive) {
+	rec, err := rs.store.Get(rl.id)
+	if err != nil {
+		return
+	}
+	old := rl.rec
+	rl.rec = rec
+	if rec.Driver != old.Driver {
+		if d := rl.local(rec.Driver); d != nil {
+			d.following = false
+		}
+		if _, ok := rl.find(rec.Driver); ok {
+			rl.awaitWheel = time.Time{}
+		}
+	}
+	if rec.WheelHash != old.WheelHash {
+		// The ticket lent before no longer works (a stale copy of the
+		// record changes nothing: only a change of the loan ends one).
+		for _, r := range rl.readers {
+			if r.wheelHash != "" && r.wheelHash != rec.WheelHash {
+				r.wheelHash = ""
+				r.push(wheelMsg(""))
+			}
+		}
+	}
+}
+
+// setDriver hands the wheel from the reader the room's record names
+// (compare-and-set: ErrWheelMoved when another replica moved it first) and
+// takes the new record. rl.mu is held.
+func (rs *roomSet) setDriver(rl *roomLive, to string, lend bool) (string, error) {
+	_, ticket, err := rs.store.SetDriver(rl.id, rl.rec.Driver, to, lend)
+	if err != nil && !errors.Is(err, rooms.ErrWheelMoved) {
+		rs.log.Error("rooms: moving the wheel", "room", rl.id[:6]+"…", "err", err)
+	}
+	rs.sync(rl)
+	return ticket, err
+}
+
 // join adds a reader to room id, making the room active; nil when full.
 func (rs *roomSet) join(id string) (*roomLive, *roomReader) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rl := rs.active[id]
 	if rl == nil {
-		rl = &roomLive{id: id}
-		if room, err := rs.store.Get(id); err == nil && room.WheelHash != "" {
-			// Its readers may all be reconnecting (the server restarted):
-			// the wheel waits for the one it was lent to.
-			rl.awaitWheel = time.Now().Add(rs.wheelGrace)
+		rl = &roomLive{id: id, remote: map[string]*remoteReplica{}, activated: time.Now()}
+		if room, err := rs.store.Get(id); err == nil {
+			rl.rec = room
+			if room.WheelHash != "" {
+				// Its readers may all be reconnecting (the server restarted):
+				// the wheel waits for the one it was lent to.
+				rl.awaitWheel = time.Now().Add(rs.wheelGrace)
+			}
 		}
 		rs.active[id] = rl
 		ctx, stop := context.WithCancel(rs.ctx)
 		rl.stop = stop
+		rl.unsub = rs.subscribe(rl)
 		rs.wg.Add(1)
 		go rs.watch(ctx, rl)
 	}
@@ -266,41 +406,51 @@ func (rs *roomSet) join(id string) (*roomLive, *roomReader) {
 		return rl, nil
 	}
 	rl.next++
-	r := &roomReader{id: "r" + strconv.Itoa(rl.next), name: "reader " + strconv.Itoa(rl.next), color: (rl.next - 1) % roomColors,
+	n := strconv.Itoa(rl.next)
+	r := &roomReader{id: "r" + n + rs.replica, name: "reader " + n, color: (rl.next - 1) % roomColors,
 		following: true, wake: make(chan struct{}, 1), gone: make(chan struct{})}
 	rl.readers = append(rl.readers, r)
+	rs.announce(rl)
 	return rl, r
 }
 
 // leave removes a reader. The wheel passes to a key holder, if one is
 // present; a lent wheel goes to another page of its holder, or waits for
 // them to come back.
-func (rs *roomSet) leave(rl *roomLive, r *roomReader, tag func() string) {
+func (rs *roomSet) leave(rl *roomLive, r *roomReader) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
 	rl.readers = slices.DeleteFunc(rl.readers, func(x *roomReader) bool { return x == r })
-	if rl.driver == r {
-		rl.driver = nil
-		if r.wheel {
-			rl.driver = rl.first(func(x *roomReader) bool { return x.wheel })
-			if rl.driver == nil {
+	if rl.rec.Driver == r.id {
+		if r.wheelHash != "" {
+			if x := rl.first(func(x *roomReader) bool { return x.wheelHash != "" }); x != nil {
+				rs.setDriver(rl, x.id, false)
+			} else {
 				rl.awaitWheel = time.Now().Add(rs.wheelGrace)
 			}
 		} else {
-			rl.driver = rl.first(func(x *roomReader) bool { return x.key })
+			next := ""
+			if i := slices.IndexFunc(rl.present(), func(w who) bool { return w.key }); i >= 0 {
+				next = rl.present()[i].id
+			}
+			rs.setDriver(rl, next, false)
 		}
 	}
 	if len(rl.readers) == 0 {
+		rl.ended = true
+		rs.publish(rl, "presence", wireMsg{Bye: true})
+		rl.unsub()
 		rl.stop()
 		delete(rs.active, rl.id)
 		return
 	}
-	rl.broadcast(tag())
+	rl.broadcast()
+	rs.announce(rl)
 }
 
-// first is the first reader present for whom ok is true, or nil. rl.mu is held.
+// first is the first reader here for whom ok is true, or nil. rl.mu is held.
 func (rl *roomLive) first(ok func(*roomReader) bool) *roomReader {
 	if i := slices.IndexFunc(rl.readers, ok); i >= 0 {
 		return rl.readers[i]
@@ -308,9 +458,10 @@ func (rl *roomLive) first(ok func(*roomReader) bool) *roomReader {
 	return nil
 }
 
-// watch follows the room's feed for the kubelet version its journal reports,
-// and gives a key holder the lent wheel whose holder did not come back in
-// time, while the room has readers.
+// watch follows the room's feed for the kubelet version its journal
+// reports, tells the other replicas who is here, forgets the readers of
+// replicas that went quiet, and gives a key holder the wheel whose holder
+// is gone (a lent wheel after wheelGrace), while the room has readers here.
 func (rs *roomSet) watch(ctx context.Context, rl *roomLive) {
 	defer rs.wg.Done()
 	t := time.NewTicker(time.Second)
@@ -327,42 +478,57 @@ func (rs *roomSet) watch(ctx context.Context, rl *roomLive) {
 		}
 		v := rs.live.feedVersion(room.Feed())
 		rl.mu.Lock()
-		changed := v != rl.version
+		if rl.ended {
+			rl.mu.Unlock()
+			return
+		}
 		rl.version = v
-		if now := time.Now(); rl.driver == nil && !rl.awaitWheel.IsZero() && !rl.awaiting(now) {
-			rl.awaitWheel = time.Time{}
-			// With no key holder present the loan stands: its holder may
-			// still come back, and a key holder who joins takes the wheel.
-			if k := rl.first(func(x *roomReader) bool { return x.key }); k != nil {
-				rs.endLoan(rl)
-				rl.driver = k
-				changed = true
+		now := time.Now()
+		for name, rep := range rl.remote {
+			if now.Sub(rep.seen) > presenceTTL {
+				delete(rl.remote, name)
 			}
 		}
-		if changed {
-			rl.broadcast(room.Tag)
-		}
+		rs.sync(rl)
+		rs.rescueWheel(rl, now)
+		rl.broadcast()
+		rs.announce(rl)
 		rl.mu.Unlock()
 	}
 }
 
-// endLoan ends the room's loan of the wheel, if there is one. rl.mu is held.
-func (rs *roomSet) endLoan(rl *roomLive) {
-	if err := rs.store.EndLoan(rl.id); err != nil {
-		rs.log.Error("rooms: ending the loan of the wheel", "room", rl.id[:6]+"…", "err", err)
+// rescueWheel gives a key holder here the wheel when its holder is not
+// present: at once when no one holds it, after wheelGrace when it was lent.
+// With no key holder here the wheel waits: its holder may come back, a key
+// holder may join. rl.mu is held.
+func (rs *roomSet) rescueWheel(rl *roomLive, now time.Time) {
+	if !rl.driverGone(now) {
+		return
 	}
-	rl.endLoan()
+	if rl.rec.Driver != "" && rl.rec.WheelHash != "" {
+		if rl.awaitWheel.IsZero() {
+			rl.awaitWheel = now.Add(rs.wheelGrace)
+		}
+		if rl.awaiting(now) {
+			return
+		}
+	}
+	if k := rl.first(func(x *roomReader) bool { return x.key }); k != nil {
+		rs.setDriver(rl, k.id, false)
+		rl.awaitWheel = time.Time{}
+	}
 }
 
-// counts are the readers and followers in all rooms, for /metrics.
+// counts are the readers and followers here in all rooms, for /metrics.
 func (rs *roomSet) counts() (readers, followers int) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	for _, rl := range rs.active {
 		rl.mu.Lock()
+		driver := rl.rec.Driver
 		for _, r := range rl.readers {
 			readers++
-			if r.following && r != rl.driver {
+			if r.following && r.id != driver {
 				followers++
 			}
 		}
@@ -451,14 +617,10 @@ func (s *Server) handleRoomSocket() http.Handler {
 			conn.Close(CloseRoomFull, "room full")
 			return
 		}
-		rs.store.MarkJoined(room.ID)
-		tag := func() string {
-			if rm, err := rs.store.Get(room.ID); err == nil {
-				return rm.Tag
-			}
-			return room.Tag
+		if err := rs.store.MarkJoined(room.ID); err != nil {
+			s.log.Warn("rooms: marking joined", "room", room.ID[:6]+"…", "err", err)
 		}
-		defer rs.leave(rl, me, tag)
+		defer rs.leave(rl, me)
 
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
@@ -524,6 +686,7 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 	}
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
+	rs.sync(rl)
 	refuse := func(format string, args ...any) { me.push(errMsg(format, args...)) }
 	switch m.T {
 	case "join":
@@ -533,6 +696,17 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 		if m.Color >= 0 && m.Color < roomColors {
 			me.color = m.Color
 		}
+		// The record may name a driver this replica has not heard of
+		// yet (on a replica that has not told us): wait to know.
+		for range 2 {
+			if rl.driver() != "" || rl.driverGone(time.Now()) {
+				break
+			}
+			rl.mu.Unlock()
+			time.Sleep(presenceSettle)
+			rl.mu.Lock()
+			rs.sync(rl)
+		}
 		welcome := map[string]any{"t": "welcome", "you": me.id, "feed": room.Feed(), "key": false, "wheel": false}
 		switch {
 		case m.Key != "" && !rs.store.IsDriver(id, m.Key):
@@ -540,20 +714,21 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 		case m.Key != "":
 			me.key = true
 			welcome["key"], welcome["token"] = true, room.IngestToken
-			if rl.driver == nil && !rl.awaiting(time.Now()) {
-				rs.endLoan(rl)
-				rl.driver = me
+			if now := time.Now(); rl.driverGone(now) && !rl.awaiting(now) {
+				rs.setDriver(rl, me.id, false) // ends a loan
 			}
 		case m.Wheel != "" && !rs.store.HoldsWheel(id, m.Wheel):
 			refuse("the wheel you were handed was taken back or handed on: you joined as a viewer")
 		case m.Wheel != "":
-			me.wheel = true
+			me.wheelHash = rooms.TicketHash(m.Wheel)
 			welcome["wheel"] = true
 			// The loan stands, so whoever drives holds the same ticket (an
 			// older page of this reader's): the newest page drives.
-			if rl.driver == nil || rl.driver.wheel {
-				rl.driver = me
-				rl.awaitWheel = time.Time{}
+			if d, ok := rl.find(rl.rec.Driver); !ok || d.wheel {
+				if _, err := rs.store.SetWheelHolder(id, rl.rec.Driver, me.id); err == nil {
+					rl.awaitWheel = time.Time{}
+				}
+				rs.sync(rl)
 			}
 		}
 		me.push(mustJSON(welcome))
@@ -570,7 +745,7 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 	case "follow":
 		me.following = m.On
 	case "at":
-		if rl.driver != me {
+		if rl.rec.Driver != me.id {
 			refuse("only the driver can steer: you are following")
 			return
 		}
@@ -585,43 +760,50 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 		for _, r := range rl.readers {
 			r.pushAt(at)
 		}
+		rs.publish(rl, "at", wireMsg{At: &p})
 		return
 	case "hand":
-		if rl.driver != me {
+		if rl.rec.Driver != me.id {
 			refuse("only the driver can hand the wheel")
 			return
 		}
-		to := rl.first(func(x *roomReader) bool { return x.id == m.To })
-		if to == nil {
+		to, ok := rl.find(m.To)
+		if !ok {
 			refuse("no reader %q in this room", m.To)
 			return
 		}
-		if to.key {
-			rs.endLoan(rl)
-		} else {
-			ticket, err := rs.store.Lend(id)
-			if err != nil {
-				refuse("could not hand the wheel: %v", err)
-				return
-			}
-			rl.endLoan() // the ticket lent before no longer works
-			to.wheel = true
-			to.push(wheelMsg(ticket))
+		ticket, err := rs.setDriver(rl, to.id, !to.key)
+		if err != nil {
+			refuse("could not hand the wheel: %v", err)
+			rl.broadcast()
+			return
 		}
-		rl.driver = to
+		if ticket != "" {
+			if to.local != nil {
+				to.local.wheelHash = rooms.TicketHash(ticket)
+				to.local.push(wheelMsg(ticket))
+			} else {
+				rs.publish(rl, "to", wireMsg{To: to.id, Ticket: ticket})
+			}
+		}
 		rl.awaitWheel = time.Time{}
-		to.following = false
+		if to.local != nil {
+			to.local.following = false
+		}
 		me.following = true
 	case "take":
 		if !me.key {
 			refuse("only a driver link can take the wheel")
 			return
 		}
-		rs.endLoan(rl)
-		rl.driver = me
+		if _, err := rs.store.TakeWheel(id, me.id); err != nil {
+			refuse("could not take the wheel: %v", err)
+			return
+		}
+		rs.sync(rl)
 		rl.awaitWheel = time.Time{}
 	case "tag":
-		if rl.driver != me {
+		if rl.rec.Driver != me.id {
 			refuse("only the driver can switch the room's tag")
 			return
 		}
@@ -645,11 +827,13 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 				me.push(errMsg("could not switch the tag: %v", err))
 				return
 			}
+			rs.sync(rl)
 			s.live.setFeedTag(room.Feed(), tag)
 			reload := mustJSON(map[string]string{"t": "reload", "tag": tag})
 			for _, r := range rl.readers {
 				r.push(reload)
 			}
+			rs.publish(rl, "all", wireMsg{Msg: reload, Tag: tag})
 		}(m.Tag)
 		return
 	case "rotate":
@@ -668,12 +852,14 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 				r.push(tok)
 			}
 		}
+		rs.publish(rl, "all", wireMsg{Msg: tok, Keys: true})
 		return
 	default:
 		refuse("unknown message type %q", m.T)
 		return
 	}
-	rl.broadcast(room.Tag)
+	rl.broadcast()
+	rs.announce(rl)
 }
 
 // tagReady waits until tag's Reading is loaded, or says why it cannot be.

@@ -198,7 +198,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cancel()
 		return nil, err
 	}
-	rs, err = newRoomSet(cfg, s.live, func(tag string) { s.state(tag) })
+	rs, err = newRoomSet(ctx, cfg, b, s.live, func(tag string) { s.state(tag) })
 	if err != nil {
 		s.live.Close()
 		b.Close()

@@ -1,15 +1,25 @@
-// Package rooms is the durable side of pair-reading rooms: a room's id, its
-// tag, its driver key (kept as a hash) and its ingest token, when it was made
-// and last used; their persistence in one JSON file written atomically; idle
-// expiry; the limit on how many rooms a server holds; and the token buckets
-// that rate-limit room creation and room messages. It knows nothing of HTTP
-// or websockets: who is present in a room lives in the server.
+// Package rooms is pair-reading rooms: the durable records (this file), the
+// token buckets that rate-limit them (limit.go), and who is present and who
+// drives, across replicas (presence.go).
+//
+// A room's record lives in a JetStream KV bucket (syncloop_rooms), one key
+// per room id: its tag, its driver key (kept as a hash), its ingest token,
+// when it was made and last used, and who holds the wheel. Every replica
+// keeps a copy fed by a watcher; every write is a compare-and-set on the
+// key's revision, so two replicas never both apply a change made from the
+// same old record (two hand-overs of one wheel: one wins, the other is
+// refused). Expiry is the bucket's: its TTL is the idle TTL (plus a margin,
+// the record is written again while the room is used), a room no reader
+// joined is made with a per-key TTL of UnjoinedTTL; the store checks the
+// times itself too, so a room ends on time whatever the bucket's timing. An
+// expired room's key keeps a delete marker for the bucket's TTL: its links
+// say "expired" rather than "no such room".
 //
 // Capabilities are random strings of 128 bits (crypto/rand, base64url):
 //
 //   - the room id is the viewer link (/rooms/{id}): whoever holds it reads along;
 //   - the driver key (/rooms/{id}?k=KEY) lets its holder steer; only its
-//     SHA-256 is stored, so the store file does not hand out the wheel;
+//     SHA-256 is stored, so the bucket does not hand out the wheel;
 //   - the wheel ticket is what a reader who was handed the wheel holds, so
 //     that the wheel outlasts their reload and their moves between the
 //     room's pages: there is at most one, it ends when the wheel is taken
@@ -19,6 +29,7 @@
 package rooms
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -27,12 +38,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Defaults for Config's zero values.
@@ -46,7 +59,11 @@ const (
 	// joined (opened its socket): a pair who start a session join within
 	// seconds, so only unused rooms are cut short.
 	DefaultUnjoinedTTL = 10 * time.Minute
-	maxTombstones      = 10000
+	// DefaultBucket is the KV bucket that holds the rooms.
+	DefaultBucket = "syncloop_rooms"
+	// FlushEvery is how often a used room's LastActive is written (and
+	// idle rooms are expired): the bucket's TTL is the room's plus twice this.
+	FlushEvery = 30 * time.Second
 )
 
 // Errors a caller turns into pages.
@@ -55,9 +72,12 @@ var (
 	ErrExpired   = errors.New("the room expired")
 	ErrFull      = errors.New("too many rooms on this server")
 	ErrOwnerFull = errors.New("this address holds as many rooms as it may")
+	// ErrWheelMoved: the wheel is not where the caller saw it (another
+	// replica handed it, or it was taken, in between).
+	ErrWheelMoved = errors.New("the wheel moved in the meantime")
 )
 
-// Room is what is remembered of a room across restarts.
+// Room is the record of a room.
 type Room struct {
 	ID          string    `json:"id"`
 	Tag         string    `json:"tag"`
@@ -73,6 +93,9 @@ type Room struct {
 	// after UnjoinedTTL from its creation. (Negative, so that rooms written
 	// before it existed count as joined.)
 	NeverJoined bool `json:"never_joined,omitempty"`
+	// Driver is the reader who holds the wheel (a reader id, unique in the
+	// cluster: presence.go), "" when no one does.
+	Driver string `json:"driver,omitempty"`
 }
 
 // Feed is the name of the room's live feed.
@@ -83,7 +106,10 @@ const FeedPrefix = "room-"
 
 // Config says where rooms are kept and how many, for how long.
 type Config struct {
-	Path     string        // the JSON file; "" keeps rooms in memory only
+	JS       jetstream.JetStream
+	Bucket   string        // "" means DefaultBucket
+	Memory   bool          // keep the bucket in memory (nothing outlives the NATS server)
+	Replicas int           // copies of the bucket in a cluster; 0 means 1
 	TTL      time.Duration // idle time after which a room expires; 0 means DefaultTTL
 	MaxRooms int           // 0 means DefaultMaxRooms
 	PerOwner int           // rooms one owner holds at once; 0 means DefaultPerOwner
@@ -91,28 +117,32 @@ type Config struct {
 	// creation; 0 means DefaultUnjoinedTTL. (It is at most TTL.)
 	UnjoinedTTL time.Duration
 	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+type entry struct {
+	room Room
+	rev  uint64
 }
 
 // Store holds the rooms. Its methods are safe for concurrent use.
 type Store struct {
-	cfg Config
+	cfg    Config
+	kv     jetstream.KeyValue
+	ctx    context.Context // the store's life: writes end with it
+	cancel context.CancelFunc
+	done   chan struct{}
 
-	mu      sync.Mutex
-	rooms   map[string]*Room
-	expired map[string]time.Time // tombstones: expired ids, so their links say so
-	dirty   bool                 // LastActive changed since the last write
+	mu       sync.Mutex
+	rooms    map[string]entry
+	expired  map[string]uint64    // ids whose key holds a delete marker, and its revision
+	touched  map[string]time.Time // LastActive not yet written
+	gone     []string             // ids expired since the last Sweep
+	onChange func(id string)
 }
 
-// file is the store's format on disk.
-type file struct {
-	Version int                  `json:"version"`
-	Rooms   []*Room              `json:"rooms"`
-	Expired map[string]time.Time `json:"expired,omitempty"`
-}
-
-// Open reads the store's file, if there is one. A missing file is an empty
-// store; an unreadable one is an error (rooms must not vanish silently).
-func Open(cfg Config) (*Store, error) {
+// Open makes (or updates) the bucket and starts following it.
+func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = DefaultTTL
 	}
@@ -129,36 +159,135 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	s := &Store{cfg: cfg, rooms: map[string]*Room{}, expired: map[string]time.Time{}}
-	if cfg.Path == "" {
-		return s, nil
+	if cfg.Bucket == "" {
+		cfg.Bucket = DefaultBucket
 	}
-	data, err := os.ReadFile(cfg.Path)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 1
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	storage := jetstream.FileStorage
+	if cfg.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	kv, err := cfg.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:      cfg.Bucket,
+		Description: "syncloop: pair-reading rooms, a key per room id",
+		History:     1,
+		TTL:         cfg.TTL + 2*FlushEvery,
+		// Markers make the per-key TTL of unjoined rooms possible, and
+		// keep an expired room's key saying so.
+		LimitMarkerTTL: cfg.TTL + 2*FlushEvery,
+		Storage:        storage,
+		Replicas:       cfg.Replicas,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("rooms: %w", err)
+		return nil, fmt.Errorf("rooms: bucket %s: %w", cfg.Bucket, err)
 	}
-	var f file
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("rooms: %s is not a rooms file (%v); move it aside to start with no rooms", cfg.Path, err)
+	s := &Store{cfg: cfg, kv: kv, done: make(chan struct{}),
+		rooms: map[string]entry{}, expired: map[string]uint64{}, touched: map[string]time.Time{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	w, err := kv.WatchAll(s.ctx)
+	if err != nil {
+		s.cancel()
+		return nil, fmt.Errorf("rooms: watch %s: %w", cfg.Bucket, err)
 	}
-	for _, r := range f.Rooms {
-		if r != nil && ValidID(r.ID) {
-			s.rooms[r.ID] = r
+	ready := make(chan struct{})
+	go s.watch(w, ready)
+	select {
+	case <-ready:
+		return s, nil
+	case <-ctx.Done():
+		s.cancel()
+		<-s.done
+		return nil, ctx.Err()
+	}
+}
+
+// OnChange sets f to be told of each room another write changed (from
+// this replica or another), after the initial state. Set it before use.
+func (s *Store) OnChange(f func(id string)) {
+	s.mu.Lock()
+	s.onChange = f
+	s.mu.Unlock()
+}
+
+// watch applies the bucket's changes to the copy.
+func (s *Store) watch(w jetstream.KeyWatcher, ready chan struct{}) {
+	defer close(s.done)
+	defer w.Stop()
+	initial := true
+	for e := range w.Updates() {
+		if e == nil {
+			if initial {
+				initial = false
+				close(ready)
+			}
+			continue
+		}
+		id := e.Key()
+		if e.Operation() != jetstream.KeyValuePut {
+			s.mu.Lock()
+			_, had := s.rooms[id]
+			s.applyDelete(id, e.Revision())
+			if had && !initial {
+				s.gone = append(s.gone, id)
+			}
+			f := s.onChange
+			s.mu.Unlock()
+			if f != nil && !initial {
+				f(id)
+			}
+			continue
+		}
+		var r Room
+		if err := json.Unmarshal(e.Value(), &r); err != nil || r.ID != id {
+			s.cfg.Logger.Warn("rooms: a record that is not a room", "key", id, "err", err)
+			continue
+		}
+		s.mu.Lock()
+		changed := s.apply(r, e.Revision())
+		f := s.onChange
+		s.mu.Unlock()
+		if f != nil && changed && !initial {
+			f(id)
 		}
 	}
-	for id, t := range f.Expired {
-		s.expired[id] = t
+}
+
+// apply keeps r at rev if it is newer than the copy. s.mu is held.
+func (s *Store) apply(r Room, rev uint64) bool {
+	if e, ok := s.rooms[r.ID]; ok && e.rev >= rev {
+		return false
 	}
-	if len(s.sweep()) > 0 {
-		// Written now, not at the next Flush: a server killed before then
-		// and started with a longer TTL would bring the rooms back. A
-		// failed write is tried again with the next Flush.
-		s.save()
+	if x, ok := s.expired[r.ID]; ok && x >= rev {
+		return false
 	}
-	return s, nil
+	delete(s.expired, r.ID)
+	s.rooms[r.ID] = entry{r, rev}
+	return true
+}
+
+// applyDelete records that id's key was deleted at rev. s.mu is held.
+func (s *Store) applyDelete(id string, rev uint64) {
+	if e, ok := s.rooms[id]; ok && e.rev > rev {
+		return
+	}
+	delete(s.rooms, id)
+	delete(s.touched, id)
+	if s.expired[id] < rev {
+		s.expired[id] = rev
+	}
+}
+
+// Close writes what is pending and stops following the bucket.
+func (s *Store) Close() error {
+	err := s.Flush()
+	s.cancel()
+	<-s.done
+	return err
 }
 
 // TTL is how long an idle room lives.
@@ -173,9 +302,15 @@ func (s *Store) PerOwner() int { return s.cfg.PerOwner }
 // UnjoinedTTL is how long a room no reader joined lives.
 func (s *Store) UnjoinedTTL() time.Duration { return s.cfg.UnjoinedTTL }
 
+func (s *Store) opCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, 10*time.Second)
+}
+
 // Create makes a room reading tag for owner (a client address). It returns
 // the room and its driver key, which is not stored and cannot be recovered.
-// The room counts as never joined until MarkJoined.
+// The room counts as never joined until MarkJoined. (The caps are checked
+// against this replica's copy: two replicas creating the last room at once
+// may both succeed.)
 func (s *Store) Create(tag, owner string) (Room, string, error) {
 	id, err := NewSecret()
 	if err != nil {
@@ -189,58 +324,116 @@ func (s *Store) Create(tag, owner string) (Room, string, error) {
 	if err != nil {
 		return Room{}, "", err
 	}
+	now := s.cfg.Now()
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sweep()
-	if len(s.rooms) >= s.cfg.MaxRooms {
-		return Room{}, "", ErrFull
-	}
-	held := 0
-	for _, r := range s.rooms {
-		if r.Owner == owner {
+	held, n := 0, 0
+	for _, e := range s.rooms {
+		if s.over(e.room, now) {
+			continue
+		}
+		n++
+		if e.room.Owner == owner {
 			held++
 		}
+	}
+	s.mu.Unlock()
+	if n >= s.cfg.MaxRooms {
+		return Room{}, "", ErrFull
 	}
 	if held >= s.cfg.PerOwner {
 		return Room{}, "", ErrOwnerFull
 	}
-	now := s.cfg.Now()
-	r := &Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now, Owner: owner, NeverJoined: true}
-	s.rooms[id] = r
-	if err := s.save(); err != nil {
-		delete(s.rooms, id)
+	r := Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now, Owner: owner, NeverJoined: true}
+	data, err := json.Marshal(r)
+	if err != nil {
 		return Room{}, "", err
 	}
-	return *r, key, nil
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	rev, err := s.kv.Create(ctx, id, data, jetstream.KeyTTL(s.cfg.UnjoinedTTL+2*FlushEvery))
+	if err != nil {
+		return Room{}, "", fmt.Errorf("rooms: create: %w", err)
+	}
+	s.mu.Lock()
+	s.apply(r, rev)
+	s.mu.Unlock()
+	return r, key, nil
 }
 
 // Get returns the room id names: ErrExpired when it lived and expired,
-// ErrNotFound when it never was (or its tombstone was forgotten).
+// ErrNotFound when it never was (or its marker was forgotten).
 func (s *Store) Get(id string) (Room, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.get(id)
-	if err != nil {
-		return Room{}, err
-	}
-	return *r, nil
+	e, err := s.entry(id)
+	return e.room, err
 }
 
-// get is Get with s.mu held; it expires the room when its time is up.
-func (s *Store) get(id string) (*Room, error) {
-	r, ok := s.rooms[id]
-	if !ok {
-		if _, gone := s.expired[id]; gone {
-			return nil, ErrExpired
+// entry is Get with the record's revision. A room this replica has not
+// heard of yet (made on another replica a moment ago) is asked of the bucket.
+func (s *Store) entry(id string) (entry, error) {
+	s.mu.Lock()
+	e, ok := s.rooms[id]
+	_, gone := s.expired[id]
+	if ok {
+		if t, ok := s.touched[id]; ok && t.After(e.room.LastActive) {
+			e.room.LastActive = t
 		}
-		return nil, ErrNotFound
 	}
-	if s.over(r, s.cfg.Now()) {
-		s.expire(id)
-		s.save()
-		return nil, ErrExpired
+	s.mu.Unlock()
+	if !ok && !gone && ValidID(id) {
+		e, ok, gone = s.fetch(id)
 	}
-	return r, nil
+	switch {
+	case gone:
+		return entry{}, ErrExpired
+	case !ok:
+		return entry{}, ErrNotFound
+	}
+	if s.over(e.room, s.cfg.Now()) {
+		s.expire(id, e.rev)
+		return entry{}, ErrExpired
+	}
+	return e, nil
+}
+
+// fetch reads id from the bucket into the copy.
+func (s *Store) fetch(id string) (e entry, ok, gone bool) {
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	kve, err := s.kv.Get(ctx, id)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyDeleted):
+		s.mu.Lock()
+		s.applyDelete(id, kve.Revision())
+		s.mu.Unlock()
+		return entry{}, false, true
+	case err != nil:
+		return entry{}, false, false
+	}
+	var r Room
+	if json.Unmarshal(kve.Value(), &r) != nil || r.ID != id {
+		return entry{}, false, false
+	}
+	s.mu.Lock()
+	s.apply(r, kve.Revision())
+	s.mu.Unlock()
+	return entry{r, kve.Revision()}, true, false
+}
+
+// expire deletes the room's key (if it is still at rev: a replica that
+// wrote it since knows better) and marks it expired here.
+func (s *Store) expire(id string, rev uint64) {
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev))
+	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+		s.cfg.Logger.Warn("rooms: expiring", "room", id[:6]+"…", "err", err)
+	}
+	s.mu.Lock()
+	if e, ok := s.rooms[id]; ok && e.rev == rev {
+		s.applyDelete(id, rev)
+		s.gone = append(s.gone, id)
+	}
+	s.mu.Unlock()
 }
 
 // IsDriver reports whether key is the room's driver key, in constant time.
@@ -252,32 +445,61 @@ func (s *Store) IsDriver(id, key string) bool {
 	return subtle.ConstantTimeCompare([]byte(hashKey(key)), []byte(r.DriverHash)) == 1
 }
 
-// Lend starts a loan of the wheel and returns its ticket, which is not
-// stored and cannot be recovered. A ticket lent before stops working.
-func (s *Store) Lend(id string) (string, error) {
-	ticket, err := NewSecret()
-	if err != nil {
-		return "", err
+// SetDriver hands the wheel of room id from reader from to reader to, if
+// from still holds it (compare-and-set on the record: of two replicas
+// handing the same wheel at once, one is refused with ErrWheelMoved). With
+// lend, the wheel is lent: the ticket returned is to's, and a ticket lent
+// before stops working; without, a loan ends. from "" takes a wheel no one
+// holds; to "" leaves it with no one.
+func (s *Store) SetDriver(id, from, to string, lend bool) (Room, string, error) {
+	ticket := ""
+	if lend {
+		var err error
+		if ticket, err = NewSecret(); err != nil {
+			return Room{}, "", err
+		}
 	}
-	if _, err := s.update(id, func(r *Room) error { r.WheelHash = hashKey(ticket); return nil }); err != nil {
-		return "", err
-	}
-	return ticket, nil
+	r, err := s.update(id, func(r *Room) error {
+		if r.Driver != from {
+			return ErrWheelMoved
+		}
+		r.Driver = to
+		r.WheelHash = ""
+		if lend {
+			r.WheelHash = hashKey(ticket)
+		}
+		return nil
+	})
+	return r, ticket, err
+}
+
+// TakeWheel gives reader to the wheel whoever holds it (a driver key's
+// right), ending a loan.
+func (s *Store) TakeWheel(id, to string) (Room, error) {
+	return s.update(id, func(r *Room) error { r.Driver, r.WheelHash = to, ""; return nil })
+}
+
+// SetWheelHolder makes reader to drive if they hold ticket of the lent
+// wheel and the wheel is with no one present, i.e. with from (what the
+// caller saw), or with a reader holding the same ticket.
+func (s *Store) SetWheelHolder(id, from, to string) (Room, error) {
+	return s.update(id, func(r *Room) error {
+		if r.Driver != from || r.WheelHash == "" {
+			return ErrWheelMoved
+		}
+		r.Driver = to
+		return nil
+	})
 }
 
 // EndLoan ends the wheel's loan, if there is one: its ticket stops working.
-// It stops working even when the store cannot be written (the error says
-// so): the write is tried again with the next Flush.
 func (s *Store) EndLoan(id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.get(id)
+	r, err := s.Get(id)
 	if err != nil || r.WheelHash == "" {
 		return err
 	}
-	r.WheelHash = ""
-	s.dirty = true
-	return s.save()
+	_, err = s.update(id, func(r *Room) error { r.WheelHash = ""; return nil })
+	return err
 }
 
 // HoldsWheel reports whether ticket is the ticket of the room's lent wheel,
@@ -301,11 +523,11 @@ func (s *Store) Token(id string) (string, bool) {
 
 // Touch marks the room used now. It is written with the next Flush.
 func (s *Store) Touch(id string) {
+	now := s.cfg.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if r, err := s.get(id); err == nil {
-		r.LastActive = s.cfg.Now()
-		s.dirty = true
+	if _, ok := s.rooms[id]; ok {
+		s.touched[id] = now
 	}
 }
 
@@ -323,85 +545,111 @@ func (s *Store) RotateToken(id string) (Room, error) {
 	})
 }
 
+// MarkJoined records that a reader joined the room: from now on it lives
+// until TTL after its last use (and its key loses its short TTL).
+func (s *Store) MarkJoined(id string) error {
+	r, err := s.Get(id)
+	if err != nil || !r.NeverJoined {
+		return err
+	}
+	_, err = s.update(id, func(r *Room) error { r.NeverJoined = false; return nil })
+	return err
+}
+
+// update applies change to the room's record by compare-and-set on its
+// revision, reading it again and retrying when another write came first.
+// An error from change leaves the record as it was.
 func (s *Store) update(id string, change func(*Room) error) (Room, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r, err := s.get(id)
+	e, err := s.entry(id)
 	if err != nil {
 		return Room{}, err
 	}
-	old := *r
-	if err := change(r); err != nil {
-		*r = old
-		return Room{}, err
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	for range 10 {
+		r := e.room
+		if err := change(&r); err != nil {
+			return Room{}, err
+		}
+		s.mu.Lock()
+		if t, ok := s.touched[id]; ok && t.After(r.LastActive) {
+			r.LastActive = t
+		}
+		s.mu.Unlock()
+		if now := s.cfg.Now(); now.After(r.LastActive) {
+			r.LastActive = now
+		}
+		data, err := json.Marshal(r)
+		if err != nil {
+			return Room{}, err
+		}
+		rev, err := s.kv.Update(ctx, id, data, e.rev)
+		if err == nil {
+			s.mu.Lock()
+			s.apply(r, rev)
+			if t, ok := s.touched[id]; ok && !t.After(r.LastActive) {
+				delete(s.touched, id)
+			}
+			s.mu.Unlock()
+			return r, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+			return Room{}, fmt.Errorf("rooms: saving %s…: %w", id[:6], err)
+		}
+		// Another write came first: start from it.
+		fresh, ok, gone := s.fetch(id)
+		switch {
+		case gone:
+			return Room{}, ErrExpired
+		case !ok:
+			return Room{}, ErrNotFound
+		}
+		e = fresh
 	}
-	r.LastActive = s.cfg.Now()
-	if err := s.save(); err != nil {
-		*r = old
-		return Room{}, err
-	}
-	return *r, nil
+	return Room{}, fmt.Errorf("rooms: saving %s…: too many concurrent writes", id[:6])
 }
 
-// Sweep expires idle rooms and returns their ids.
+// Sweep writes the rooms' LastActive, expires idle rooms and returns the
+// ids of rooms that expired since the last Sweep (here or on another replica).
 func (s *Store) Sweep() ([]string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	gone := s.sweep()
-	if len(gone) == 0 && !s.dirty {
-		return nil, nil
-	}
-	return gone, s.save()
-}
-
-func (s *Store) sweep() []string {
-	var gone []string
+	err := s.Flush()
 	now := s.cfg.Now()
-	for id, r := range s.rooms {
-		if s.over(r, now) {
-			s.expire(id)
-			gone = append(gone, id)
+	s.mu.Lock()
+	var over []entry
+	for _, e := range s.rooms {
+		if s.over(e.room, now) {
+			over = append(over, e)
 		}
 	}
+	s.mu.Unlock()
+	for _, e := range over {
+		s.expire(e.room.ID, e.rev)
+	}
+	s.mu.Lock()
+	gone := s.gone
+	s.gone = nil
+	s.mu.Unlock()
 	sort.Strings(gone)
-	return gone
+	return slicesCompact(gone), err
+}
+
+func slicesCompact(ids []string) []string {
+	out := ids[:0]
+	for i, id := range ids {
+		if i == 0 || id != ids[i-1] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // over reports whether r's time is up at now: TTL after its last use, or
 // UnjoinedTTL after its creation when no reader ever joined it.
-func (s *Store) over(r *Room, now time.Time) bool {
+func (s *Store) over(r Room, now time.Time) bool {
 	if r.NeverJoined && now.Sub(r.Created) > s.cfg.UnjoinedTTL {
 		return true
 	}
 	return now.Sub(r.LastActive) > s.cfg.TTL
-}
-
-// MarkJoined records that a reader joined the room: from now on it lives
-// until TTL after its last use. It is written with the next Flush.
-func (s *Store) MarkJoined(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, err := s.get(id); err == nil && r.NeverJoined {
-		r.NeverJoined = false
-		r.LastActive = s.cfg.Now()
-		s.dirty = true
-	}
-}
-
-// expire replaces a room with its tombstone; s.mu is held.
-func (s *Store) expire(id string) {
-	delete(s.rooms, id)
-	s.expired[id] = s.cfg.Now()
-	if len(s.expired) > maxTombstones {
-		oldest, at := "", time.Time{}
-		for id, t := range s.expired {
-			if oldest == "" || t.Before(at) {
-				oldest, at = id, t
-			}
-		}
-		delete(s.expired, oldest)
-	}
-	s.dirty = true
 }
 
 // Len is the number of live rooms.
@@ -411,68 +659,96 @@ func (s *Store) Len() int {
 	return len(s.rooms)
 }
 
-// Flush writes the store when something changed since the last write.
+// Flush writes the LastActive of rooms touched since the last write.
 func (s *Store) Flush() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.dirty {
-		return nil
+	ids := make([]string, 0, len(s.touched))
+	for id := range s.touched {
+		ids = append(ids, id)
 	}
-	return s.save()
+	s.mu.Unlock()
+	var errs []error
+	for _, id := range ids {
+		_, err := s.update(id, func(*Room) error { return nil })
+		if err != nil && !errors.Is(err, ErrExpired) && !errors.Is(err, ErrNotFound) {
+			errs = append(errs, err)
+		}
+		s.mu.Lock()
+		if errors.Is(err, ErrExpired) || errors.Is(err, ErrNotFound) {
+			delete(s.touched, id)
+		}
+		s.mu.Unlock()
+	}
+	return errors.Join(errs...)
 }
 
-// save writes the whole store atomically: a temporary file in the same
-// directory, synced, then renamed over the old one. s.mu is held.
-func (s *Store) save() error {
-	if s.cfg.Path == "" {
-		s.dirty = false
-		return nil
-	}
-	f := file{Version: 1, Rooms: make([]*Room, 0, len(s.rooms)), Expired: s.expired}
-	for _, r := range s.rooms {
-		f.Rooms = append(f.Rooms, r)
-	}
-	sort.Slice(f.Rooms, func(i, j int) bool { return f.Rooms[i].Created.Before(f.Rooms[j].Created) })
-	data, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return fmt.Errorf("rooms: %w", err)
-	}
-	if err := writeAtomic(s.cfg.Path, append(data, '\n')); err != nil {
-		return fmt.Errorf("rooms: saving %s: %w", s.cfg.Path, err)
-	}
-	s.dirty = false
-	return nil
+// legacyFile is the rooms.json of versions that kept rooms in a file.
+type legacyFile struct {
+	Version int                  `json:"version"`
+	Rooms   []*Room              `json:"rooms"`
+	Expired map[string]time.Time `json:"expired,omitempty"`
 }
 
-func writeAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
+// Import brings the rooms of an older version's rooms.json at path into
+// the bucket, once: the file is renamed to path+".imported" after. Rooms
+// the bucket holds already are left as they are; rooms whose time is up
+// are not brought. A missing file is nothing to import.
+func (s *Store) Import(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
 	}
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("rooms: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
+	var f legacyFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return 0, fmt.Errorf("rooms: %s is not a rooms file (%v); move it aside to start without its rooms", path, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
+	ctx, cancel := s.opCtx()
+	defer cancel()
+	now, n := s.cfg.Now(), 0
+	for _, r := range f.Rooms {
+		if r == nil || !ValidID(r.ID) || s.over(*r, now) {
+			continue
+		}
+		r.Driver = "" // no one is present yet
+		val, err := json.Marshal(r)
+		if err != nil {
+			return n, err
+		}
+		var opts []jetstream.KVCreateOpt
+		if r.NeverJoined {
+			opts = append(opts, jetstream.KeyTTL(s.cfg.UnjoinedTTL-now.Sub(r.Created)+2*FlushEvery))
+		}
+		rev, err := s.kv.Create(ctx, r.ID, val, opts...)
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("rooms: importing %s: %w", path, err)
+		}
+		s.mu.Lock()
+		s.apply(*r, rev)
+		s.mu.Unlock()
+		n++
 	}
-	if err := tmp.Close(); err != nil {
-		return err
+	// Expired rooms keep saying so: a key with a delete marker.
+	for id := range f.Expired {
+		if !ValidID(id) {
+			continue
+		}
+		if _, err := s.kv.Create(ctx, id, []byte("{}")); err != nil {
+			continue // it is there already, alive or expired
+		}
+		if err := s.kv.Delete(ctx, id); err != nil {
+			return n, fmt.Errorf("rooms: importing %s: %w", path, err)
+		}
 	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
+	if err := os.Rename(path, path+".imported"); err != nil {
+		return n, fmt.Errorf("rooms: imported %s, but could not rename it: %w", path, err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
-	return nil
+	return n, nil
 }
 
 // NewSecret returns 128 random bits from crypto/rand, base64url without padding.
@@ -488,6 +764,9 @@ var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
 
 // ValidID reports whether id could be a room id (or a key, or a token).
 func ValidID(id string) bool { return idRE.MatchString(id) }
+
+// TicketHash is what the record keeps of a wheel ticket (Room.WheelHash).
+func TicketHash(ticket string) string { return hashKey(ticket) }
 
 func hashKey(key string) string {
 	sum := sha256.Sum256([]byte(key))

@@ -1,6 +1,8 @@
 package rooms
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/syncloop/syncloop/server/broker"
 )
 
 // clock is a settable time for expiry tests.
@@ -20,6 +24,32 @@ func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return 
 func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 func newClock() *clock { return &clock{t: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)} }
+
+// newBroker starts an embedded NATS with JetStream: under dir, or in memory
+// when dir is "".
+func newBroker(t testing.TB, dir string) *broker.Broker {
+	t.Helper()
+	b, err := broker.Open(context.Background(), broker.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// openStore opens the rooms on b; it is closed at the end of the test.
+func openStore(t testing.TB, b *broker.Broker, cfg Config) *Store {
+	t.Helper()
+	cfg.JS, cfg.Memory = b.JS, cfg.Memory || b.Memory
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := Open(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
 
 func TestSecrets(t *testing.T) {
 	seen := map[string]bool{}
@@ -44,10 +74,7 @@ func TestSecrets(t *testing.T) {
 }
 
 func TestRoles(t *testing.T) {
-	s, err := Open(Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, newBroker(t, ""), Config{})
 	r, key, err := s.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
@@ -85,18 +112,31 @@ func TestRoles(t *testing.T) {
 	}
 }
 
-func TestPersistenceRoundTrip(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sub", "rooms.json")
-	c := newClock()
-	s, err := Open(Config{Path: path, Now: c.now})
+// rawRecord is the room's record as the bucket holds it.
+func rawRecord(t *testing.T, s *Store, id string) string {
+	t.Helper()
+	e, err := s.kv.Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return string(e.Value())
+}
+
+// TestPersistenceRoundTrip: what a store writes, a store opened after a
+// restart of the NATS server (its files kept) reads back; the bucket never
+// holds the driver key.
+func TestPersistenceRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	c := newClock()
+	b := newBroker(t, dir)
+	s := openStore(t, b, Config{Now: c.now})
 	r, key, err := s.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.MarkJoined(r.ID)
+	if err := s.MarkJoined(r.ID); err != nil {
+		t.Fatal(err)
+	}
 	if r, err = s.RotateToken(r.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -108,30 +148,18 @@ func TestPersistenceRoundTrip(t *testing.T) {
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	if raw := rawRecord(t, s, r.ID); strings.Contains(raw, key) || !strings.Contains(raw, hashKey(key)) {
+		t.Errorf("the bucket holds the driver key itself, or not its hash: %s", raw)
 	}
-	if strings.Contains(string(data), key) {
-		t.Error("the file holds the driver key itself")
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm()&0o077 != 0 {
-		t.Errorf("rooms file mode %v: readable by others", fi.Mode())
-	}
-	matches, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.tmp-*"))
-	if len(matches) > 0 {
-		t.Errorf("temporary files left: %v", matches)
-	}
+	s.Close()
+	b.Close()
 
-	s2, err := Open(Config{Path: path, Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := openStore(t, newBroker(t, dir), Config{Now: c.now})
 	got, err := s2.Get(r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Tag != "v1.31.0" || got.IngestToken != r.IngestToken || !got.Created.Equal(r.Created) || !got.LastActive.Equal(c.now()) {
+	if got.Tag != "v1.31.0" || got.IngestToken != r.IngestToken || !got.Created.Equal(r.Created) || !got.LastActive.Equal(c.now()) || got.NeverJoined {
 		t.Errorf("after reopening: %+v, want %+v with last active %v", got, r, c.now())
 	}
 	if !s2.IsDriver(r.ID, key) {
@@ -143,14 +171,11 @@ func TestPersistenceRoundTrip(t *testing.T) {
 }
 
 // TestWheelLoan: one ticket at a time opens the lent wheel; lending again or
-// ending the loan closes the old one; the file keeps only its hash, and a
-// reopened store honours it.
+// ending the loan closes the old one; the bucket keeps only its hash, and
+// another store on the bucket (another replica) honours it.
 func TestWheelLoan(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rooms.json")
-	s, err := Open(Config{Path: path})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBroker(t, "")
+	s := openStore(t, b, Config{})
 	r, key, err := s.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
@@ -162,21 +187,18 @@ func TestWheelLoan(t *testing.T) {
 	if s.HoldsWheel(r.ID, "") || s.HoldsWheel(r.ID, key) {
 		t.Fatal("a wheel not lent is held")
 	}
-	first, err := s.Lend(r.ID)
+	if _, _, err := s.SetDriver(r.ID, "", "ann", false); err != nil {
+		t.Fatal(err)
+	}
+	_, first, err := s.SetDriver(r.ID, "ann", "bob", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	second, err := s.Lend(r.ID)
-	if err != nil {
-		t.Fatal(err)
+	got, second, err := s.SetDriver(r.ID, "bob", "cy", true)
+	if err != nil || got.Driver != "cy" {
+		t.Fatalf("second loan: %+v, %v", got, err)
 	}
-	reopened := func() *Store {
-		s2, err := Open(Config{Path: path})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s2
-	}
+	replica := openStore(t, b, Config{})
 	tests := []struct {
 		name, id, ticket string
 		want             bool
@@ -193,7 +215,7 @@ func TestWheelLoan(t *testing.T) {
 	for _, st := range []struct {
 		name string
 		s    *Store
-	}{{"open", s}, {"reopened", reopened()}} {
+	}{{"here", s}, {"another replica", replica}} {
 		for _, tt := range tests {
 			if got := st.s.HoldsWheel(tt.id, tt.ticket); got != tt.want {
 				t.Errorf("%s: %s: HoldsWheel = %v, want %v", st.name, tt.name, got, tt.want)
@@ -203,43 +225,169 @@ func TestWheelLoan(t *testing.T) {
 	if s.IsDriver(r.ID, second) {
 		t.Error("the ticket is a driver key")
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	if raw := rawRecord(t, s, r.ID); strings.Contains(raw, second) || !strings.Contains(raw, hashKey(second)) {
+		t.Error("the bucket holds the ticket itself, or not its hash")
 	}
-	if strings.Contains(string(data), second) || !strings.Contains(string(data), hashKey(second)) {
-		t.Error("the file holds the ticket itself, or not its hash")
+	if _, _, err := s.SetDriver(r.ID, "ann", "dan", false); !errors.Is(err, ErrWheelMoved) {
+		t.Errorf("handing a wheel its giver no longer holds: %v, want ErrWheelMoved", err)
 	}
 	if err := s.EndLoan(r.ID); err != nil {
 		t.Fatal(err)
 	}
-	if s.HoldsWheel(r.ID, second) || reopened().HoldsWheel(r.ID, second) {
+	if s.HoldsWheel(r.ID, second) {
 		t.Error("the ticket still holds the wheel after the loan ended")
 	}
+	waitFor(t, "the other replica to see the loan end", func() bool { return !replica.HoldsWheel(r.ID, second) })
 	if err := s.EndLoan(r.ID); err != nil {
 		t.Errorf("ending no loan: %v", err)
 	}
-	if _, err := s.Lend("AAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, ErrNotFound) {
+	if _, _, err := s.SetDriver("AAAAAAAAAAAAAAAAAAAAAA", "", "x", true); !errors.Is(err, ErrNotFound) {
 		t.Errorf("lending in no room: %v", err)
 	}
 }
 
-func TestOpenBadFile(t *testing.T) {
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestConcurrentHandOver: two replicas (two NATS connections, two stores)
+// hand the same wheel at the same moment, each from its own copy of the
+// record: exactly one hand-over takes, the other is refused, and both
+// replicas end up agreeing on the one driver.
+func TestConcurrentHandOver(t *testing.T) {
+	b1, err := broker.Open(context.Background(), broker.Config{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b1.Close)
+	b2, err := broker.Open(context.Background(), broker.Config{URLs: []string{b1.ClientURL()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b2.Close)
+	s1 := openStore(t, b1, Config{})
+	s2 := openStore(t, b2, Config{Memory: b1.Memory}) // the bucket is in b1's memory
+	r, _, err := s1.Create("v1.37.2", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 30 {
+		if _, err := s1.TakeWheel(r.ID, "d"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "replica 2 to see the wheel back", func() bool { got, _ := s2.Get(r.ID); return got.Driver == "d" })
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i, s := range []*Store{s1, s2} {
+			wg.Go(func() { _, _, errs[i] = s.SetDriver(r.ID, "d", []string{"a", "b"}[i], i == 1) })
+		}
+		wg.Wait()
+		won := ""
+		for i, err := range errs {
+			switch {
+			case err == nil && won == "":
+				won = []string{"a", "b"}[i]
+			case err == nil:
+				t.Fatalf("round %d: both replicas handed the wheel", round)
+			case !errors.Is(err, ErrWheelMoved):
+				t.Fatalf("round %d: replica %d: %v", round, i+1, err)
+			}
+		}
+		if won == "" {
+			t.Fatalf("round %d: neither hand-over took: %v", round, errs)
+		}
+		for i, s := range []*Store{s1, s2} {
+			waitFor(t, "the replicas to agree", func() bool { got, _ := s.Get(r.ID); return got.Driver == won })
+			if got, _ := s.Get(r.ID); (won == "b") != (got.WheelHash != "") {
+				t.Errorf("round %d: replica %d: driver %s, loan %q", round, i+1, won, got.WheelHash)
+			}
+		}
+	}
+}
+
+// TestImport: the rooms.json of an older version comes into the bucket
+// once: live rooms with their keys, tokens and times, expired ones saying
+// so; the file is renamed, and a second start imports nothing.
+func TestImport(t *testing.T) {
+	c := newClock()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rooms.json")
+	key, _ := NewSecret()
+	ticket, _ := NewSecret()
+	id := func() string { s, _ := NewSecret(); return s }
+	live := &Room{ID: id(), Tag: "v1.31.0", DriverHash: hashKey(key), WheelHash: hashKey(ticket), IngestToken: id(),
+		Created: c.now().Add(-2 * time.Hour), LastActive: c.now().Add(-time.Hour), Owner: "192.0.2.1"}
+	unjoined := &Room{ID: id(), Tag: "v1.37.2", DriverHash: hashKey(id()), IngestToken: id(), Created: c.now().Add(-time.Minute),
+		LastActive: c.now().Add(-time.Minute), NeverJoined: true}
+	idle := &Room{ID: id(), Tag: "v1.37.2", DriverHash: hashKey(id()), IngestToken: id(), Created: c.now().Add(-48 * time.Hour),
+		LastActive: c.now().Add(-25 * time.Hour)}
+	tomb := id()
+	data, _ := json.Marshal(legacyFile{Version: 1, Rooms: []*Room{live, unjoined, idle}, Expired: map[string]time.Time{tomb: c.now().Add(-time.Hour)}})
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := newBroker(t, dir)
+	s := openStore(t, b, Config{Now: c.now})
+	n, err := s.Import(path)
+	if err != nil || n != 2 {
+		t.Fatalf("Import = %d, %v; want the 2 live rooms", n, err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("rooms.json is still there: %v", err)
+	}
+	if _, err := os.Stat(path + ".imported"); err != nil {
+		t.Errorf("rooms.json.imported: %v", err)
+	}
+	// A replica that did not import sees the rooms too.
+	other := openStore(t, b, Config{Now: c.now})
+	for _, st := range []*Store{s, other} {
+		got, err := st.Get(live.ID)
+		if err != nil || got.Tag != live.Tag || got.IngestToken != live.IngestToken || !got.LastActive.Equal(live.LastActive) {
+			t.Errorf("imported room: %+v, %v", got, err)
+		}
+		if !st.IsDriver(live.ID, key) || !st.HoldsWheel(live.ID, ticket) {
+			t.Error("the imported room's driver key or lent wheel does not work")
+		}
+		if got, err := st.Get(unjoined.ID); err != nil || !got.NeverJoined {
+			t.Errorf("imported unjoined room: %+v, %v", got, err)
+		}
+		if _, err := st.Get(idle.ID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("a room whose time was up in the file: %v, want ErrNotFound", err)
+		}
+		if _, err := st.Get(tomb); !errors.Is(err, ErrExpired) {
+			t.Errorf("a room the file knew expired: %v, want ErrExpired", err)
+		}
+	}
+	c.add(10 * time.Minute)
+	if _, err := s.Get(unjoined.ID); !errors.Is(err, ErrExpired) {
+		t.Errorf("the imported unjoined room 11 min on: %v, want ErrExpired", err)
+	}
+	if n, err := s.Import(path); n != 0 || err != nil {
+		t.Errorf("second Import = %d, %v; want nothing", n, err)
+	}
+}
+
+func TestImportBadFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "rooms.json")
 	os.WriteFile(path, []byte("{not json"), 0o600)
-	_, err := Open(Config{Path: path})
-	if err == nil || !strings.Contains(err.Error(), "move it aside") {
-		t.Errorf("Open of a corrupt file: %v", err)
+	s := openStore(t, newBroker(t, ""), Config{})
+	if _, err := s.Import(path); err == nil || !strings.Contains(err.Error(), "move it aside") {
+		t.Errorf("Import of a corrupt file: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("a corrupt file must stay where it is: %v", err)
 	}
 }
 
 func TestExpiry(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rooms.json")
 	c := newClock()
-	s, err := Open(Config{Path: path, TTL: time.Hour, Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := newBroker(t, "")
+	s := openStore(t, b, Config{TTL: time.Hour, Now: c.now})
 	idle, _, _ := s.Create("v1.37.2", "192.0.2.1")
 	busy, _, _ := s.Create("v1.37.2", "192.0.2.1")
 	s.MarkJoined(idle.ID) // rooms nobody joined expire sooner: TestUnjoinedRoomExpiresSoon
@@ -258,49 +406,39 @@ func TestExpiry(t *testing.T) {
 	}
 	c.add(time.Hour)
 	gone, err := s.Sweep()
-	if err != nil || len(gone) != 1 || gone[0] != busy.ID {
-		t.Errorf("Sweep = %v, %v; want [%s]", gone, err, busy.ID)
+	if err != nil || len(gone) != 2 || !strings.Contains(strings.Join(gone, " "), busy.ID) {
+		t.Errorf("Sweep = %v, %v; want both rooms", gone, err)
 	}
 	if s.Len() != 0 {
 		t.Errorf("%d rooms left", s.Len())
 	}
-	// Tombstones survive a restart: the link still says "expired".
-	s2, err := Open(Config{Path: path, TTL: time.Hour, Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The expired keys keep saying so, to a store opened later.
+	s2 := openStore(t, b, Config{TTL: time.Hour, Now: c.now})
 	for _, id := range []string{idle.ID, busy.ID} {
 		if _, err := s2.Get(id); !errors.Is(err, ErrExpired) {
-			t.Errorf("after restart %s: %v, want ErrExpired", id, err)
+			t.Errorf("a store opened later: %s: %v, want ErrExpired", id, err)
 		}
 	}
 	if _, err := s2.SetTag(idle.ID, "v1.31.0"); !errors.Is(err, ErrExpired) {
 		t.Errorf("SetTag on an expired room: %v", err)
 	}
 
-	// A room Open finds expired stays expired, though nothing else writes
-	// before the next start (a server killed), with a longer TTL.
+	// A room swept expired stays expired for a store with a longer TTL.
 	late, _, _ := s2.Create("v1.37.2", "192.0.2.1")
 	s2.MarkJoined(late.ID)
 	c.add(2 * time.Hour)
-	if _, err := Open(Config{Path: path, TTL: time.Hour, Now: c.now}); err != nil {
+	if _, err := s2.Sweep(); err != nil {
 		t.Fatal(err)
 	}
-	s3, err := Open(Config{Path: path, TTL: 48 * time.Hour, Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s3 := openStore(t, b, Config{TTL: 48 * time.Hour, Now: c.now})
 	if _, err := s3.Get(late.ID); !errors.Is(err, ErrExpired) {
-		t.Errorf("a room expired at Open, opened again with a longer TTL: %v, want ErrExpired", err)
+		t.Errorf("a room expired, opened again with a longer TTL: %v, want ErrExpired", err)
 	}
 }
 
 func TestMaxRooms(t *testing.T) {
 	c := newClock()
-	s, err := Open(Config{MaxRooms: 3, TTL: time.Hour, Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 3, TTL: time.Hour, Now: c.now})
 	for i := range 3 {
 		if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 			t.Fatalf("room %d: %v", i, err)
@@ -319,10 +457,7 @@ func TestMaxRooms(t *testing.T) {
 // that expires frees its place.
 func TestPerOwner(t *testing.T) {
 	c := newClock()
-	s, err := Open(Config{MaxRooms: 48, PerOwner: 4, TTL: time.Hour, Now: c.now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 48, PerOwner: 4, TTL: time.Hour, Now: c.now})
 	for i := range 4 {
 		if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 			t.Fatalf("room %d: %v", i, err)
@@ -342,27 +477,37 @@ func TestPerOwner(t *testing.T) {
 
 // A room no reader joined lives UnjoinedTTL from its creation, though its
 // page be opened (Touch); a joined one lives TTL from its last use. The
-// mark survives a restart.
+// mark is in the record (another store sees it), and the key of a room no
+// one joined carries the short TTL itself.
 func TestUnjoinedRoomExpiresSoon(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "rooms.json")
 	c := newClock()
-	cfg := Config{Path: path, TTL: 24 * time.Hour, UnjoinedTTL: 10 * time.Minute, Now: c.now}
-	s, err := Open(cfg)
+	b := newBroker(t, "")
+	cfg := Config{TTL: 24 * time.Hour, UnjoinedTTL: 10 * time.Minute, Now: c.now}
+	s := openStore(t, b, cfg)
+	unjoined, _, _ := s.Create("v1.37.2", "192.0.2.1")
+	joined, _, _ := s.Create("v1.37.2", "192.0.2.1")
+	e, err := s.kv.Get(context.Background(), unjoined.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unjoined, _, _ := s.Create("v1.37.2", "192.0.2.1")
-	joined, _, _ := s.Create("v1.37.2", "192.0.2.1")
+	msg, err := b.JS.Stream(context.Background(), "KV_"+DefaultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := msg.GetMsg(context.Background(), e.Revision())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ttl := raw.Header.Get("Nats-TTL"); ttl == "" {
+		t.Errorf("the unjoined room's key has no TTL of its own (headers %v)", raw.Header)
+	}
 	c.add(time.Minute)
 	s.MarkJoined(joined.ID)
 	s.Touch(unjoined.ID)
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s = openStore(t, b, cfg)
 	c.add(10 * time.Minute)
 	if _, err := s.Get(unjoined.ID); !errors.Is(err, ErrExpired) {
 		t.Errorf("a room nobody joined, 11 min on: %v, want ErrExpired", err)

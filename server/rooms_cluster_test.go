@@ -1,0 +1,194 @@
+package server
+
+import (
+	"encoding/json"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/server/rooms"
+)
+
+// TestRoomImportsRoomsJSON: a data dir from a version that kept rooms in
+// rooms.json starts with those rooms (their driver keys, tokens, tags),
+// once: the file is renamed, and the rooms outlive a second restart
+// without it.
+func TestRoomImportsRoomsJSON(t *testing.T) {
+	dir := t.TempDir()
+	secret := func() string { s, _ := rooms.NewSecret(); return s }
+	id, key, tok := secret(), secret(), secret()
+	gone := secret()
+	sum := func(s string) string { return rooms.TicketHash(s) }
+	now := time.Now().UTC()
+	old := map[string]any{
+		"version": 1,
+		"rooms": []map[string]any{{"id": id, "tag": "v1.31.0", "driver_key_sha256": sum(key), "ingest_token": tok,
+			"created": now.Add(-time.Hour), "last_active": now.Add(-time.Minute), "owner": "192.0.2.1"}},
+		"expired": map[string]any{gone: now.Add(-time.Hour)},
+	}
+	data, _ := json.Marshal(old)
+	if err := os.WriteFile(filepath.Join(dir, "rooms.json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for start := range 2 {
+		s, ts := newRoomServer(t, dir, nil)
+		status, body := httpGet(t, ts.URL+"/rooms/"+id+"?k="+key)
+		for end := time.Now().Add(10 * time.Second); status == http.StatusAccepted && time.Now().Before(end); { // its tag loading
+			time.Sleep(50 * time.Millisecond)
+			status, body = httpGet(t, ts.URL+"/rooms/"+id+"?k="+key)
+		}
+		if status != 200 || !strings.Contains(body, "v1.31.0") {
+			t.Fatalf("start %d: the imported room's driver link: %d %.200s", start, status, body)
+		}
+		if status, _ := httpGet(t, ts.URL+"/rooms/"+gone); status != http.StatusGone {
+			t.Errorf("start %d: a room the file knew expired: %d, want 410", start, status)
+		}
+		ctx := testCtx(t)
+		d := dialRoom(t, ctx, ts, id, key, "Ann")
+		if !d.key || d.token != tok {
+			t.Errorf("start %d: joined with key %v, token %q; want the file's %q", start, d.key, d.token, tok)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "rooms.json")); !os.IsNotExist(err) {
+			t.Errorf("start %d: rooms.json is still there (%v)", start, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "rooms.json.imported")); err != nil {
+			t.Errorf("start %d: %v", start, err)
+		}
+		d.c.Close(websocket.StatusNormalClosure, "")
+		ts.Close()
+		s.Close()
+	}
+}
+
+// twoReplicas starts two servers on one JetStream: the first embeds NATS
+// and listens, the second uses it as an external cluster.
+func twoReplicas(t *testing.T) (ts1, ts2 *httptest.Server) {
+	t.Helper()
+	s1, t1 := newRoomServer(t, t.TempDir(), func(c *Config) { c.NATSListen = "127.0.0.1:0"; c.NATSName = "replica-1"; c.RoomsPerClient = 10 })
+	_, t2 := newRoomServer(t, "", func(c *Config) { c.NATS = []string{s1.NATSURL()}; c.NATSName = "replica-2"; c.RoomsPerClient = 10 })
+	return t1, t2
+}
+
+// TestRoomAcrossReplicas: a room made on one replica opens on the other;
+// readers of one room on two replicas see each other, a follower on
+// replica 2 follows the driver on replica 1, the wheel handed across
+// replicas (lent with a ticket) is seen on both, and the ticket holder
+// steers the reader on the first replica.
+func TestRoomAcrossReplicas(t *testing.T) {
+	ts1, ts2 := twoReplicas(t)
+	id, key := createRoom(t, ts1)
+	if status, _ := httpGet(t, ts2.URL+"/rooms/"+id+"?k="+key); status != 200 {
+		t.Fatalf("the room made on replica 1, on replica 2: %d", status)
+	}
+	ctx := testCtx(t)
+	d := dialRoom(t, ctx, ts1, id, key, "Ann")
+	f := dialRoom(t, ctx, ts2, id, "", "Bob")
+	if !d.key || f.key {
+		t.Fatalf("roles: driver key %v, follower key %v", d.key, f.key)
+	}
+	both := func(m map[string]any) bool {
+		rs, _ := m["readers"].([]any)
+		return m["driver"] == d.id && len(rs) == 2
+	}
+	f.until(t, ctx, "replica 2 to see Ann drive, and both readers", stateWith(both))
+	d.until(t, ctx, "replica 1 to see both readers", stateWith(both))
+
+	var took []time.Duration
+	for i := range 9 {
+		start := time.Now()
+		d.send(t, ctx, map[string]any{"t": "at", "page": "index", "case": "pleg", "first": 120 + i, "last": 160})
+		f.until(t, ctx, "the follower on replica 2 to see the driver's move", positionAt(float64(120+i)))
+		took = append(took, time.Since(start))
+	}
+	slices.Sort(took)
+	t.Logf("follow latency across replicas, 9 moves: median %v, max %v", took[4], took[8])
+	if took[4] > time.Second {
+		t.Errorf("a follower on another replica follows in %v (median), want within a second", took[4])
+	}
+
+	// The wheel, lent across replicas.
+	d.send(t, ctx, map[string]any{"t": "hand", "to": f.id})
+	ticket := f.until(t, ctx, "the wheel's ticket on replica 2", func(m map[string]any) bool { return m["t"] == "wheel" })["wheel"].(string)
+	if ticket == "" {
+		t.Fatal("an empty ticket")
+	}
+	d.until(t, ctx, "replica 1 to see Bob drive", stateWith(func(m map[string]any) bool { return m["driver"] == f.id }))
+	f.until(t, ctx, "replica 2 to see Bob drive", stateWith(func(m map[string]any) bool { return m["driver"] == f.id }))
+	f.send(t, ctx, map[string]any{"t": "at", "page": "index", "case": "sync", "first": 300, "last": 340})
+	d.until(t, ctx, "Ann on replica 1 to follow Bob on replica 2", positionAt(300))
+
+	// Ann steering now is refused; taking the wheel back ends the loan on replica 2.
+	d.send(t, ctx, map[string]any{"t": "take"})
+	f.until(t, ctx, "the ticket to end on replica 2", func(m map[string]any) bool { return m["t"] == "wheel" && m["wheel"] == "" })
+	f.until(t, ctx, "replica 2 to see Ann drive again", stateWith(func(m map[string]any) bool { return m["driver"] == d.id }))
+}
+
+// TestRoomWheelRaceAcrossReplicas: two driver-key holders join a room with
+// no driver at the same moment, on two replicas: exactly one drives, and
+// both replicas say the same one.
+func TestRoomWheelRaceAcrossReplicas(t *testing.T) {
+	ts1, ts2 := twoReplicas(t)
+	ctx := testCtx(t)
+	for round := range 5 {
+		id, key := createRoom(t, ts1)
+		// Both replicas hold the room before the race, so that presence is settled.
+		v1 := dialRoom(t, ctx, ts1, id, "", "viewer 1")
+		v2 := dialRoom(t, ctx, ts2, id, "", "viewer 2")
+		v1.until(t, ctx, "the viewers to see each other", stateWith(func(m map[string]any) bool { rs, _ := m["readers"].([]any); return len(rs) == 2 }))
+		var wg sync.WaitGroup
+		ks := make([]*roomClient, 2)
+		for i, ts := range []*httptest.Server{ts1, ts2} {
+			wg.Go(func() { ks[i] = dialRoom(t, ctx, ts, id, key, "key holder") })
+		}
+		wg.Wait()
+		// Every state any reader is sent from now on names one driver:
+		// the hand-over that lost was never applied anywhere.
+		drivers := map[string]bool{}
+		var mu sync.Mutex
+		// (A read whose context ends closes the socket, and a reader who
+		// leaves moves the wheel: the readers read on, only the first
+		// second and a half counts.)
+		until := time.Now().Add(1500 * time.Millisecond)
+		for _, c := range []*roomClient{v1, v2, ks[0], ks[1]} {
+			go func() {
+				for {
+					_, b, err := c.c.Read(ctx)
+					if err != nil || time.Now().After(until) {
+						return
+					}
+					var m map[string]any
+					json.Unmarshal(b, &m)
+					if d, _ := m["driver"].(string); m["t"] == "state" && d != "" {
+						mu.Lock()
+						drivers[d] = true
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		time.Sleep(time.Until(until))
+		mu.Lock()
+		seen := maps.Clone(drivers)
+		mu.Unlock()
+		if len(seen) != 1 {
+			t.Fatalf("round %d: the readers were told of %d drivers: %v", round, len(seen), seen)
+		}
+		for d := range seen {
+			if d != ks[0].id && d != ks[1].id {
+				t.Fatalf("round %d: driver %s is not a key holder", round, d)
+			}
+		}
+		for _, c := range []*roomClient{v1, v2, ks[0], ks[1]} {
+			c.c.Close(websocket.StatusNormalClosure, "")
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package server
+
+// Rooms across replicas: what a replica tells the others of a room, on core
+// NATS subjects (no JetStream: presence and steering are of the moment).
+//
+//	syncloop.rooms.{id}.presence   who is here (every second, and on a change); Bye when the last leaves
+//	syncloop.rooms.{id}.at         the driver moved (the position, as the "at" message to browsers)
+//	syncloop.rooms.{id}.to         the wheel's ticket, for a reader on the replica that holds them
+//	syncloop.rooms.{id}.all        a message for every reader (a reload after a tag switch), or every key holder (a rotated token)
+//
+// Each replica subscribes while it has readers in the room. Who drives is
+// not said here: it is the room's record (rooms.Store), and every replica
+// sees it change through the bucket's watcher.
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/syncloop/syncloop/server/rooms"
+)
+
+const (
+	// presenceTTL: a replica's readers are forgotten when it said nothing
+	// for this long (it says who is there every second).
+	presenceTTL = 3500 * time.Millisecond
+	// presenceSettle is how long a replica that just began to hold a room
+	// waits to hear the others before it judges the driver absent.
+	presenceSettle = 300 * time.Millisecond
+)
+
+// wireReader is a reader as presence tells of it.
+type wireReader struct {
+	readerJSON
+	Wheel bool `json:"wheel,omitempty"`
+}
+
+// wireMsg is every message between replicas.
+type wireMsg struct {
+	From    string          `json:"from"`
+	Readers []wireReader    `json:"readers,omitempty"`
+	Bye     bool            `json:"bye,omitempty"`
+	At      *position       `json:"at,omitempty"`
+	To      string          `json:"to,omitempty"`
+	Ticket  string          `json:"ticket,omitempty"`
+	Msg     json.RawMessage `json:"msg,omitempty"`
+	Keys    bool            `json:"keys,omitempty"` // Msg is for key holders only
+	Tag     string          `json:"tag,omitempty"`  // Msg is a reload to this tag
+}
+
+func roomSubject(id, kind string) string { return "syncloop.rooms." + id + "." + kind }
+
+// publish sends m about rl to the other replicas.
+func (rs *roomSet) publish(rl *roomLive, kind string, m wireMsg) {
+	if rs.nc == nil {
+		return
+	}
+	m.From = rs.replica
+	if err := rs.nc.Publish(roomSubject(rl.id, kind), mustJSON(m)); err != nil {
+		rs.log.Warn("rooms: telling the other replicas", "room", rl.id[:6]+"…", "err", err)
+	}
+}
+
+// announce tells the other replicas who is here. rl.mu is held.
+func (rs *roomSet) announce(rl *roomLive) {
+	m := wireMsg{Readers: make([]wireReader, 0, len(rl.readers))}
+	for _, r := range rl.readers {
+		m.Readers = append(m.Readers, wireReader{readerJSON{ID: r.id, Name: r.name, Color: r.color, Key: r.key, Following: r.following}, r.wheelHash != ""})
+	}
+	if rl.local(rl.rec.Driver) != nil {
+		m.At = rl.at
+	}
+	rs.publish(rl, "presence", m)
+}
+
+// subscribe follows what the other replicas say of rl; the func returned stops.
+func (rs *roomSet) subscribe(rl *roomLive) func() {
+	if rs.nc == nil {
+		return func() {}
+	}
+	sub, err := rs.nc.Subscribe(roomSubject(rl.id, "*"), func(msg *nats.Msg) {
+		var m wireMsg
+		if json.Unmarshal(msg.Data, &m) != nil || m.From == rs.replica {
+			return
+		}
+		rl.mu.Lock()
+		defer rl.mu.Unlock()
+		if rl.ended {
+			return
+		}
+		switch strings.TrimPrefix(msg.Subject, roomSubject(rl.id, "")) {
+		case "presence":
+			rep, known := rl.remote[m.From]
+			if m.Bye {
+				delete(rl.remote, m.From)
+			} else {
+				if !known {
+					rep = &remoteReplica{}
+					rl.remote[m.From] = rep
+					rs.announce(rl) // a newcomer: tell it who is here
+				}
+				rep.readers, rep.seen = m.Readers, time.Now()
+				if m.At != nil {
+					rl.at = m.At
+				}
+			}
+			rs.sync(rl)
+		case "at":
+			if m.At == nil || !m.At.valid() {
+				return
+			}
+			rl.at = m.At
+			at := mustJSON(map[string]any{"t": "at", "at": m.At})
+			for _, r := range rl.readers {
+				r.pushAt(at)
+			}
+			return
+		case "to":
+			r := rl.local(m.To)
+			if r == nil || m.Ticket == "" {
+				return
+			}
+			r.wheelHash = rooms.TicketHash(m.Ticket)
+			r.following = false
+			r.push(wheelMsg(m.Ticket))
+			rs.sync(rl)
+		case "all":
+			if m.Tag != "" {
+				rs.live.setFeedTag(rooms.FeedPrefix+rl.id, m.Tag)
+			}
+			for _, r := range rl.readers {
+				if r.key || !m.Keys {
+					r.push(m.Msg)
+				}
+			}
+			rs.sync(rl)
+		}
+		rl.broadcast()
+	})
+	if err != nil {
+		rs.log.Warn("rooms: following the other replicas", "room", rl.id[:6]+"…", "err", err)
+		return func() {}
+	}
+	return func() { sub.Unsubscribe() }
+}
+
+// changed is told by the store of a room's record changed (here or on
+// another replica): readers here see the new driver, tag, loan.
+func (rs *roomSet) changed(id string) {
+	rs.mu.Lock()
+	rl := rs.active[id]
+	rs.mu.Unlock()
+	if rl == nil {
+		return
+	}
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if rl.ended {
+		return
+	}
+	rs.sync(rl)
+	rl.broadcast()
+}
