@@ -4,7 +4,9 @@ package main
 // module version in go.mod, clustered on loopback; two `syncloop serve
 // --nats …` replicas; a relay given both. One replica and one NATS node are
 // killed with SIGKILL mid-stream; every journal entry must be stored once,
-// in order, and reach a browser on the surviving replica exactly once.
+// in order, and reach a browser on the surviving replica exactly once. A
+// room with browsers on both replicas must follow across them and outlive
+// the killed replica (e2e_cluster_rooms_test.go).
 
 import (
 	"context"
@@ -75,6 +77,11 @@ func TestE2ECluster(t *testing.T) {
 		waitHealthy(t, r.base, r.p)
 	}
 
+	// A room across the replicas, with a browser on each, before the
+	// relay starts (e2e_cluster_rooms_test.go).
+	room := clusterRoomOpen(t, reps[0].base, reps[1].base)
+	room.followAndHand(t)
+
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	// A browser on each replica; the first's goes when its replica does.
@@ -93,6 +100,7 @@ func TestE2ECluster(t *testing.T) {
 	waitFor(t, 60*time.Second, "a quarter of the journal on the second replica", func() bool { return survivor.count() >= n/4 })
 	sigkill(t, reps[0].p) // the relay's replica
 	t.Logf("replica 0 killed at %d lines", survivor.count())
+	room.afterKill(t)
 	waitFor(t, 60*time.Second, "half of the journal on the second replica", func() bool { return survivor.count() >= n/2 })
 	sigkill(t, nodes[2])
 	t.Logf("nats node 2 killed at %d lines", survivor.count())

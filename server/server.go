@@ -63,7 +63,7 @@ type Config struct {
 	NATSName   string // this replica's name in NATS; "" means "syncloop"
 
 	// Pair-reading rooms (rooms.go).
-	DataDir    string        // JetStream's files and rooms.json live here; "" keeps state in memory only
+	DataDir    string        // JetStream's files live here (an older rooms.json is imported); "" keeps state in memory only
 	RoomTTL    time.Duration // idle time before a room expires; 0 means 24h
 	MaxRooms   int           // rooms per server; 0 means rooms.DefaultMaxRooms
 	MaxReaders int           // readers per room; 0 means 32
