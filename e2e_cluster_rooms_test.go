@@ -76,9 +76,9 @@ func clusterRoomOpen(t *testing.T, base1, base2 string) *clusterRoom {
 		}
 	}
 	ann := browsertest.New(t, browsertest.Path(t), 3*time.Minute)
-	bob, cancel := chromedp.NewContext(ann, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
 	pageDo(t, ann, chromedp.Navigate(base1+"/rooms/"+id+"?k="+key), chromedp.WaitReady("#room"))
+	bob, cancel := chromedp.NewContext(ann, chromedp.WithNewBrowserContext()) // the browser runs now
+	t.Cleanup(cancel)
 	pageWait(t, ann, 20*time.Second, "Ann drives on replica 1", isDriving)
 	setName(t, ann, "Ann")
 	pageDo(t, bob, chromedp.Navigate(base2+"/rooms/"+id), chromedp.WaitReady("#room"))
@@ -106,6 +106,10 @@ func (r *clusterRoom) followAndHand(t *testing.T) {
 	}
 
 	pageWait(t, r.ann, 10*time.Second, "the hand-over control names Bob", `!document.querySelector('[data-room-hand]').hidden && document.querySelector('[data-room-hand-to]').selectedOptions[0]?.textContent === 'Bob'`)
+	if closed, _ := chromedp.Run(r.ann, chromedp.Evaluate[bool](`document.getElementById('room-panel').hidden`)); closed {
+		pageDo(t, r.ann, chromedp.Click(`[data-room-more]`)) // the hand-over control is in the room's panel
+	}
+	pageWait(t, r.ann, 5*time.Second, "the room's panel open", `!document.getElementById('room-panel').hidden`)
 	pageDo(t, r.ann, chromedp.Click(`[data-room-hand-go]`))
 	pageWait(t, r.bob, 10*time.Second, "Bob drives on replica 2", isDriving)
 	pageWait(t, r.ann, 10*time.Second, "Ann on replica 1 sees Bob drive", `document.querySelector('[data-room-role]')?.textContent === 'You follow Bob.'`)

@@ -63,14 +63,16 @@ func TestClientAddr(t *testing.T) {
 	}
 }
 
+// fastCreates lifts the rate of room creation: the rate is not what is tested.
+func fastCreates(c *rooms.ServiceConfig) { c.CreateRate, c.CreateBurst = 1000, 1000 }
+
 // One address holds at most RoomsPerClient rooms at once, even at a
 // creation rate that would let it fill --max-rooms (before: all 48). The
 // address is the socket's, unless a trusted proxy names the client.
 func TestRoomsPerClient(t *testing.T) {
 	fill := func(t *testing.T, s *Server, ts *httptest.Server, header ...string) int {
-		s.rooms.creates = rooms.NewKeyLimiter(1000, 1000, 100) // the rate is not what is tested
 		made := 0
-		for range s.rooms.store.MaxRooms() {
+		for range s.rooms.Store().MaxRooms() {
 			switch code := postRoom(t, ts, header...).StatusCode; code {
 			case http.StatusSeeOther:
 				made++
@@ -82,9 +84,9 @@ func TestRoomsPerClient(t *testing.T) {
 		return made
 	}
 	t.Run("one address", func(t *testing.T) {
-		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms = 48 })
+		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms = 48; c.roomsTune = fastCreates })
 		if n := fill(t, s, ts); n != rooms.DefaultPerOwner {
-			t.Errorf("one address made %d of %d rooms, want %d", n, s.rooms.store.MaxRooms(), rooms.DefaultPerOwner)
+			t.Errorf("one address made %d of %d rooms, want %d", n, s.rooms.Store().MaxRooms(), rooms.DefaultPerOwner)
 		}
 		// X-Forwarded-For from a peer that is not a trusted proxy changes nothing.
 		if n := fill(t, s, ts, "X-Forwarded-For", "198.51.100.7"); n != 0 {
@@ -94,6 +96,7 @@ func TestRoomsPerClient(t *testing.T) {
 	t.Run("behind a trusted proxy", func(t *testing.T) {
 		s, ts := newRoomServer(t, "", func(c *Config) {
 			c.MaxRooms, c.RoomsPerClient = 48, 2
+			c.roomsTune = fastCreates
 			c.TrustedProxies, _ = ParseTrustedProxies("127.0.0.0/8,::1/128")
 		})
 		a := fill(t, s, ts, "X-Forwarded-For", "198.51.100.7")
@@ -236,11 +239,11 @@ func TestPingClosesSilentSockets(t *testing.T) {
 		return s.live.feeds[defaultFeed].hub.Stats().Subscribers
 	}
 	waitUntil(t, "the silent sockets to be counted", func() bool {
-		readers, _ := s.rooms.counts()
+		_, readers, _ := s.rooms.Counts()
 		return subscribers() == 1 && readers == 1
 	})
 	waitUntil(t, "the silent sockets to be closed", func() bool {
-		readers, _ := s.rooms.counts()
+		_, readers, _ := s.rooms.Counts()
 		return subscribers() == 0 && readers == 0
 	})
 	if n := s.live.sockets.unanswered.Load(); n != 2 {

@@ -11,6 +11,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/diff"
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // compareView is the compare page.
@@ -329,12 +331,14 @@ type historyStep struct {
 	Compare string // the compare with the tag before, at this case
 }
 
+var caseKeyRE = regexp.MustCompile(rooms.CaseKeyPattern)
+
 // handleHistory serves /k8s/history/KEY: the case at every minor release
 // from extractor.MinTag to the default tag's minor, fetched on demand.
 func (s *Server) handleHistory() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := chi.URLParam(r, "key")
-		if !caseKeyRE.MatchString(key) { // what a room may select, too (rooms_ws.go)
+		if !caseKeyRE.MatchString(key) { // what a room may select, too
 			s.statusPage(w, r, http.StatusNotFound, pageData{
 				Heading: fmt.Sprintf("%q is not a case key", key),
 				Message: "Case keys are config, pleg, sync, housekeeping, liveness, readiness, startup, container.",

@@ -49,6 +49,11 @@ func newRoomServer(t testing.TB, dataDir string, edit func(*Config)) (*Server, *
 	return s, ts
 }
 
+// wheelGrace sets how long a lent wheel waits for its holder.
+func wheelGrace(d time.Duration) func(*Config) {
+	return func(c *Config) { c.roomsTune = func(rc *rooms.ServiceConfig) { rc.WheelGrace = d } }
+}
+
 var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // createRoom posts to /rooms as the site's own page would and returns the
@@ -159,12 +164,12 @@ func TestRoomCreateIsSameOriginOnly(t *testing.T) {
 		{"own form under no-referrer (Origin: null)", []string{"Origin", "null", "Sec-Fetch-Site", "same-origin"}, 303},
 	}
 	for _, tt := range tests {
-		before := s.rooms.store.Len()
+		before := s.rooms.Store().Len()
 		resp := postRoom(t, ts, tt.header...)
 		if resp.StatusCode != tt.status {
 			t.Errorf("%s: status %d, want %d", tt.name, resp.StatusCode, tt.status)
 		}
-		if grew := s.rooms.store.Len() - before; (tt.status == 303) != (grew == 1) {
+		if grew := s.rooms.Store().Len() - before; (tt.status == 303) != (grew == 1) {
 			t.Errorf("%s: %d rooms made", tt.name, grew)
 		}
 	}
@@ -179,13 +184,13 @@ func TestRoomLimits(t *testing.T) {
 			codes[postRoom(t, ts).StatusCode]++
 		}
 		// The bucket refills while the posts run (slowly, under -race on
-		// a loaded machine): one more room per 1/createRate elapsed.
-		most := createBurst + int(time.Since(start).Seconds()*createRate)
-		if codes[303] < createBurst || codes[303] > most || codes[303]+codes[429] != 1000 {
-			t.Errorf("1000 creations from one client: %v, want %d to %d made and the rest 429", codes, createBurst, most)
+		// a loaded machine): one more room per 1/rooms.DefaultCreateRate elapsed.
+		most := rooms.DefaultCreateBurst + int(time.Since(start).Seconds()*rooms.DefaultCreateRate)
+		if codes[303] < rooms.DefaultCreateBurst || codes[303] > most || codes[303]+codes[429] != 1000 {
+			t.Errorf("1000 creations from one client: %v, want %d to %d made and the rest 429", codes, rooms.DefaultCreateBurst, most)
 		}
-		if s.rooms.store.Len() != codes[303] {
-			t.Errorf("%d rooms held", s.rooms.store.Len())
+		if s.rooms.Store().Len() != codes[303] {
+			t.Errorf("%d rooms held", s.rooms.Store().Len())
 		}
 	})
 	t.Run("rooms per server", func(t *testing.T) {
@@ -234,7 +239,7 @@ func TestRoomLimits(t *testing.T) {
 				refused++
 			}
 		}
-		big := `{"t":"name","name":"` + strings.Repeat("x", roomMsgLimit) + `"}`
+		big := `{"t":"name","name":"` + strings.Repeat("x", 4<<10) + `"}`
 		if err := d.c.Write(ctx, websocket.MessageText, []byte(big)); err != nil {
 			t.Fatal(err)
 		}
@@ -423,8 +428,7 @@ func TestRoomRoles(t *testing.T) {
 // the loan outlasts a restart of the server.
 func TestRoomWheelLoan(t *testing.T) {
 	dir := t.TempDir()
-	s, ts := newRoomServer(t, dir, nil)
-	s.rooms.wheelGrace = 300 * time.Millisecond
+	s, ts := newRoomServer(t, dir, wheelGrace(300*time.Millisecond))
 	id, key := createRoom(t, ts)
 	ctx := testCtx(t)
 	ann := dialRoom(t, ctx, ts, id, key, "Ann")
@@ -534,8 +538,7 @@ func TestRoomWheelLoan(t *testing.T) {
 	t4, _ := carol.until(t, ctx, "Carol's new ticket", ticketMsg)["wheel"].(string)
 	ts.Close()
 	s.Close()
-	s2, ts2 := newRoomServer(t, dir, nil)
-	s2.rooms.wheelGrace = 5 * time.Second
+	_, ts2 := newRoomServer(t, dir, wheelGrace(5*time.Second))
 	ann2 := dialRoom(t, ctx, ts2, id, key, "Ann")
 	ann2.until(t, ctx, "the room without a driver", stateWith(func(st map[string]any) bool { return st["driver"] == "" }))
 	carol2 := dialRoomAs(t, ctx, ts2, id, "wheel", t4, "Carol")
@@ -631,7 +634,7 @@ func TestRoomFeed(t *testing.T) {
 	other, _ := createRoom(t, ts)
 	ctx := testCtx(t)
 	d := dialRoom(t, ctx, ts, id, key, "Ann")
-	otherTok, _ := s.rooms.store.Token(other)
+	otherTok, _ := s.rooms.Store().Token(other)
 	feed := "room-" + id
 
 	for _, tc := range []struct{ name, token string }{
@@ -702,12 +705,12 @@ func TestRoomFeed(t *testing.T) {
 	d.until(t, ctx, "a refusal to switch to a tag that does not load", func(m map[string]any) bool {
 		return m["t"] == "error" && strings.Contains(fmt.Sprint(m["error"]), "stays at "+fixtureTag)
 	})
-	if r, _ := s.rooms.store.Get(id); r.Tag != fixtureTag {
+	if r, _ := s.rooms.Store().Get(id); r.Tag != fixtureTag {
 		t.Errorf("room tag %q after a failed switch", r.Tag)
 	}
 	d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.31.0"})
 	d.until(t, ctx, "reload", func(m map[string]any) bool { return m["t"] == "reload" && m["tag"] == "v1.31.0" })
-	if r, _ := s.rooms.store.Get(id); r.Tag != "v1.31.0" {
+	if r, _ := s.rooms.Store().Get(id); r.Tag != "v1.31.0" {
 		t.Errorf("room tag %q after the switch", r.Tag)
 	}
 
@@ -781,8 +784,9 @@ func TestRoomSocketSameOriginOnly(t *testing.T) {
 func BenchmarkRoomSteer(b *testing.B) {
 	for _, n := range []int{1, 31} {
 		b.Run(fmt.Sprintf("followers=%d", n), func(b *testing.B) {
-			s, ts := newRoomServer(b, "", nil)
-			s.rooms.msgRate = 1e9 // measure the fan-out, not the rate limit
+			_, ts := newRoomServer(b, "", func(c *Config) {
+				c.roomsTune = func(rc *rooms.ServiceConfig) { rc.MsgRate = 1e9 } // measure the fan-out, not the rate limit
+			})
 			id, key := createRoom(b, ts)
 			ctx := testCtx(b)
 			d := dialRoom(b, ctx, ts, id, key, "driver")

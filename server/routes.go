@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // routes lists every route of the site, and only here.
@@ -34,7 +36,7 @@ import (
 //	GET /metrics                  Prometheus metrics (rooms.go adds the rooms' gauges)
 //	GET /healthz                  200 ok, or 503 and why not ready (health.go)
 //
-// Pair-reading rooms (rooms.go, rooms_ws.go):
+// Pair-reading rooms (package rooms, wired in rooms.go):
 //
 //	POST /rooms                   create a room; 303 to its driver link /rooms/{id}?k=KEY
 //	GET /rooms/{id}               the room: the reading at its tag, presence, the wheel, its feed
@@ -70,16 +72,16 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/history/{key}", s.handleHistory())
 	r.Method("GET", "/static/*", s.static.handler(notFound))
 
-	r.Method("GET", "/feeds/{feed}/ws", s.roomFeedGate(s.live.handleFeedSocket()))
-	r.Method("GET", "/feeds/{feed}/ingest", s.roomFeedGate(s.live.handleIngest()))
-	r.Method("GET", "/feeds/{feed}/export", s.roomFeedGate(s.live.handleExport()))
+	r.Method("GET", "/feeds/{feed}/ws", s.rooms.FeedGate(s.live.handleFeedSocket()))
+	r.Method("GET", "/feeds/{feed}/ingest", s.rooms.FeedGate(s.live.handleIngest()))
+	r.Method("GET", "/feeds/{feed}/export", s.rooms.FeedGate(s.live.handleExport()))
 	r.Method("GET", "/metrics", s.handleMetrics())
 	r.Method("GET", "/healthz", s.handleHealthz())
 
-	r.Method("POST", "/rooms", s.handleCreateRoom())
-	r.Method("GET", "/rooms/{id}", s.handleRoomPage(pageIndex))
-	r.Method("GET", "/rooms/{id}/pod-workers", s.handleRoomPage(pagePodWorkers))
-	r.Method("GET", "/rooms/{id}/ws", s.handleRoomSocket())
+	r.Method("POST", "/rooms", s.rooms.Create())
+	r.Method("GET", "/rooms/{id}", s.rooms.Page(rooms.PageIndex))
+	r.Method("GET", "/rooms/{id}/pod-workers", s.rooms.Page(rooms.PagePodWorkers))
+	r.Method("GET", "/rooms/{id}/ws", s.rooms.Socket())
 
 	r.Method("GET", "/rooms/{id}/notes", s.notes.List())
 	r.Method("GET", "/rooms/{id}/notes/events", s.notes.Events())

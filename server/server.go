@@ -62,7 +62,7 @@ type Config struct {
 	NATSListen string
 	NATSName   string // this replica's name in NATS; "" means "syncloop"
 
-	// Pair-reading rooms (rooms.go).
+	// Pair-reading rooms (package rooms, wired in rooms.go).
 	DataDir    string        // JetStream's files live here (an older rooms.json is imported); "" keeps state in memory only
 	RoomTTL    time.Duration // idle time before a room expires; 0 means 24h
 	MaxRooms   int           // rooms per server; 0 means rooms.DefaultMaxRooms
@@ -84,6 +84,9 @@ type Config struct {
 
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
+	// roomsTune lets tests change the rooms' own settings (their rates,
+	// the wheel's grace) before they start.
+	roomsTune func(*rooms.ServiceConfig)
 }
 
 // Server is the whole site as an http.Handler. Close stops its goroutines.
@@ -95,7 +98,7 @@ type Server struct {
 	static *assets
 	broker *broker.Broker
 	live   *live
-	rooms  *roomSet
+	rooms  *rooms.Service
 	notes  *annotations.Handlers
 	// closeNotes stops the notes' store (and the NATS server started for it).
 	closeNotes func()
@@ -190,30 +193,34 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.broker = b
-	var rs *roomSet // set before any request can ask for a feed's token
-	cfg.FeedToken = func(feed string) (string, bool) { return rs.feedToken(feed) }
+	var rs *rooms.Service // set before any request can ask for a feed's token
+	cfg.FeedToken = func(feed string) (string, bool) { return rs.FeedToken(feed) }
 	s.cfg.FeedToken = cfg.FeedToken
 	if s.live, err = newLive(cfg, b, s.loadedReading); err != nil {
 		b.Close()
 		cancel()
 		return nil, err
 	}
-	rs, err = newRoomSet(ctx, cfg, b, s.live, func(tag string) { s.state(tag) })
+	if err := s.openNotes(); err != nil {
+		s.live.Close()
+		b.Close()
+		cancel()
+		return nil, err
+	}
+	rs, err = s.openRooms(ctx, b, func(c *rooms.ServiceConfig) {
+		c.OnExpire = s.notes.Expired
+		if cfg.roomsTune != nil {
+			cfg.roomsTune(c)
+		}
+	})
 	if err != nil {
+		s.closeNotes()
 		s.live.Close()
 		b.Close()
 		cancel()
 		return nil, err
 	}
 	s.rooms = rs
-	if err := s.openNotes(); err != nil {
-		rs.close()
-		s.live.Close()
-		b.Close()
-		cancel()
-		return nil, err
-	}
-	rs.onExpire = s.notes.Expired
 	s.router = s.routes()
 	s.state(cfg.DefaultTag)
 	return s, nil
@@ -226,7 +233,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 func (s *Server) Close() {
 	s.closed.Do(func() {
 		s.cancel()
-		s.rooms.close()
+		s.rooms.Close()
 		s.closeNotes()
 		s.live.Close()
 		s.wg.Wait()
@@ -387,10 +394,7 @@ func (s *Server) openNotes() error {
 	s.notes = annotations.NewHandlers(annotations.HTTPConfig{
 		Store: st,
 		Room: func(id string) (string, error) {
-			room, err := rooms.Room{}, rooms.ErrNotFound
-			if rooms.ValidID(id) {
-				room, err = s.rooms.store.Get(id)
-			}
+			room, err := s.rooms.Get(id)
 			switch {
 			case errors.Is(err, rooms.ErrExpired):
 				return "", annotations.ErrRoomExpired

@@ -1,6 +1,6 @@
 package server
 
-// What browser sockets (feed sockets, live.go; room sockets, rooms_ws.go)
+// What browser sockets (feed sockets, live.go; room sockets, package rooms)
 // share: the close codes of permanent refusals, a cap on the sockets one
 // client holds open, and the pings that find half-open connections.
 
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // Websocket close codes for permanent refusals, in the 4000-4999 range the
@@ -25,9 +27,9 @@ const (
 	// CloseFeedGone: the feed socket's feed was let go (its room expired).
 	CloseFeedGone websocket.StatusCode = 4404
 	// CloseRoomGone: the room expired.
-	CloseRoomGone websocket.StatusCode = 4410
+	CloseRoomGone = rooms.CloseGone
 	// CloseRoomFull: the room holds as many readers as it may (serve --max-readers).
-	CloseRoomFull websocket.StatusCode = 4429
+	CloseRoomFull = rooms.CloseFull
 )
 
 // isWebsocket reports whether r asks for a websocket.

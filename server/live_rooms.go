@@ -1,9 +1,10 @@
 package server
 
-// What rooms need of the live side (live.go): a room's feed reads the room's
-// tag, the room shows the kubelet version its journal reports, and an
-// expired room's feed goes away with it. These reach into the feed's fields
-// under the feed's own lock, as live.go does.
+// What rooms ask of the live side (live.go), through these methods only
+// (package rooms gets them as func values, rooms.Site): a room's feed reads
+// the room's tag, the room shows the kubelet version its journal reports,
+// and an expired room's feed goes away with it. They are the feed engine's
+// own code: they take the feed's lock as live.go does.
 
 import (
 	"github.com/syncloop/syncloop/server/classify"

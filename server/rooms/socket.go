@@ -1,4 +1,4 @@
-package server
+package rooms
 
 // The room websocket (GET /rooms/{id}/ws, same origin only): presence, the
 // wheel, and the driver's position. Every message is one JSON object with a
@@ -57,16 +57,19 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/extractor"
-	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // roomColors is how many reader colours room.css defines (.rc-0 …).
 const roomColors = 8
 
-// wheelGrace is how long a lent wheel waits for its holder's page to join
+// DefaultWheelGrace is how long a lent wheel waits for its holder's page to join
 // again (a reload, a move to the room's other page) before a key holder
 // present gets it.
-const wheelGrace = 10 * time.Second
+const DefaultWheelGrace = 10 * time.Second
+
+// CaseKeyPattern is what a case key may be (the site's history page checks
+// its keys against it too).
+const CaseKeyPattern = `^[a-z][a-z0-9_]{0,31}$`
 
 // position is where the driver is: the selected case and lines, and the
 // lines in view (not pixels: screens differ).
@@ -82,13 +85,13 @@ type position struct {
 }
 
 var (
-	caseKeyRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+	caseKeyRE = regexp.MustCompile(CaseKeyPattern)
 	whereRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{0,64}$`) // an element id: "two-sets", "type-podWorkers"
 )
 
 func (p position) valid() bool {
 	ok := func(n int) bool { return n >= 0 && n < 1e7 }
-	return (p.Page == "" || p.Page == pageIndex || p.Page == pagePodWorkers) &&
+	return (p.Page == "" || p.Page == PageIndex || p.Page == PagePodWorkers) &&
 		(p.Case == "" || caseKeyRE.MatchString(p.Case)) && whereRE.MatchString(p.Where) &&
 		ok(p.Lo) && ok(p.Hi) && ok(p.First) && ok(p.Last) && p.Per >= 0 && p.Per <= 1000
 }
@@ -103,7 +106,7 @@ type roomLive struct {
 	mu      sync.Mutex
 	readers []*roomReader // here, in order of arrival
 	remote  map[string]*remoteReplica
-	rec     rooms.Room // the record as last seen
+	rec     Room // the record as last seen
 	at      *position
 	version string // the kubelet version its feed's journal reports
 	next    int
@@ -134,7 +137,7 @@ type roomReader struct {
 	color int
 	key   bool // presented the driver key
 	// wheelHash is the hash of the lent wheel's ticket this reader holds
-	// (rooms.TicketHash), "" when it holds none.
+	// (TicketHash), "" when it holds none.
 	wheelHash string
 	following bool
 
@@ -339,7 +342,7 @@ func errMsg(format string, args ...any) []byte {
 
 // sync takes the room's record as it is now: who drives, the tag, the
 // loan. rl.mu is held.
-func (rs *roomSet) sync(rl *roomLive) {
+func (rs *Service) sync(rl *roomLive) {
 	rec, err := rs.store.Get(rl.id)
 	if err != nil {
 		return
@@ -369,9 +372,9 @@ func (rs *roomSet) sync(rl *roomLive) {
 // setDriver hands the wheel from the reader the room's record names
 // (compare-and-set: ErrWheelMoved when another replica moved it first) and
 // takes the new record. rl.mu is held.
-func (rs *roomSet) setDriver(rl *roomLive, to string, lend bool) (string, error) {
+func (rs *Service) setDriver(rl *roomLive, to string, lend bool) (string, error) {
 	_, ticket, err := rs.store.SetDriver(rl.id, rl.rec.Driver, to, lend)
-	if err != nil && !errors.Is(err, rooms.ErrWheelMoved) {
+	if err != nil && !errors.Is(err, ErrWheelMoved) {
 		rs.log.Error("rooms: moving the wheel", "room", rl.id[:6]+"…", "err", err)
 	}
 	rs.sync(rl)
@@ -379,7 +382,7 @@ func (rs *roomSet) setDriver(rl *roomLive, to string, lend bool) (string, error)
 }
 
 // join adds a reader to room id, making the room active; nil when full.
-func (rs *roomSet) join(id string) (*roomLive, *roomReader) {
+func (rs *Service) join(id string) (*roomLive, *roomReader) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rl := rs.active[id]
@@ -417,7 +420,7 @@ func (rs *roomSet) join(id string) (*roomLive, *roomReader) {
 // leave removes a reader. The wheel passes to a key holder, if one is
 // present; a lent wheel goes to another page of its holder, or waits for
 // them to come back.
-func (rs *roomSet) leave(rl *roomLive, r *roomReader) {
+func (rs *Service) leave(rl *roomLive, r *roomReader) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rl.mu.Lock()
@@ -462,7 +465,7 @@ func (rl *roomLive) first(ok func(*roomReader) bool) *roomReader {
 // reports, tells the other replicas who is here, forgets the readers of
 // replicas that went quiet, and gives a key holder the wheel whose holder
 // is gone (a lent wheel after wheelGrace), while the room has readers here.
-func (rs *roomSet) watch(ctx context.Context, rl *roomLive) {
+func (rs *Service) watch(ctx context.Context, rl *roomLive) {
 	defer rs.wg.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -476,7 +479,7 @@ func (rs *roomSet) watch(ctx context.Context, rl *roomLive) {
 		if err != nil {
 			continue
 		}
-		v := rs.live.feedVersion(room.Feed())
+		v := rs.site.FeedVersion(room.Feed())
 		rl.mu.Lock()
 		if rl.ended {
 			rl.mu.Unlock()
@@ -501,7 +504,7 @@ func (rs *roomSet) watch(ctx context.Context, rl *roomLive) {
 // present: at once when no one holds it, after wheelGrace when it was lent.
 // With no key holder here the wheel waits: its holder may come back, a key
 // holder may join. rl.mu is held.
-func (rs *roomSet) rescueWheel(rl *roomLive, now time.Time) {
+func (rs *Service) rescueWheel(rl *roomLive, now time.Time) {
 	if !rl.driverGone(now) {
 		return
 	}
@@ -517,24 +520,6 @@ func (rs *roomSet) rescueWheel(rl *roomLive, now time.Time) {
 		rs.setDriver(rl, k.id, false)
 		rl.awaitWheel = time.Time{}
 	}
-}
-
-// counts are the readers and followers here in all rooms, for /metrics.
-func (rs *roomSet) counts() (readers, followers int) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	for _, rl := range rs.active {
-		rl.mu.Lock()
-		driver := rl.rec.Driver
-		for _, r := range rl.readers {
-			readers++
-			if r.following && r.id != driver {
-				followers++
-			}
-		}
-		rl.mu.Unlock()
-	}
-	return readers, followers
 }
 
 // roomIn is any message from a browser.
@@ -571,30 +556,30 @@ func cleanName(s string) (string, bool) {
 	return name, true
 }
 
-func (s *Server) handleRoomSocket() http.Handler {
-	rs := s.rooms
+// Socket is GET /rooms/{id}/ws.
+func (rs *Service) Socket() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "id")
-		room, err := rooms.Room{}, rooms.ErrNotFound
-		if rooms.ValidID(id) {
+		room, err := Room{}, ErrNotFound
+		if ValidID(id) {
 			room, err = rs.store.Get(id)
 		}
 		// An expired room's socket is upgraded only to be closed with
 		// CloseRoomGone: a page cannot read the status of a refused
 		// upgrade, and would retry for ever. A plain GET gets the page.
-		if errors.Is(err, rooms.ErrExpired) && isWebsocket(r) {
-			refuseSocket(w, r, CloseRoomGone, "this room expired")
+		if errors.Is(err, ErrExpired) && isWebsocket(r) {
+			refuseSocket(w, r, CloseGone, "this room expired")
 			return
 		}
 		if err != nil {
-			s.roomOr404(w, r, id) // the page that says why
+			rs.roomOr404(w, r, id) // the page that says why
 			return
 		}
-		client := clientAddr(r, rs.trusted)
-		if !rs.sockets.acquire(w, client) {
+		client := rs.site.ClientIP(r)
+		if !rs.site.AcquireSocket(w, client) {
 			return
 		}
-		defer rs.sockets.release(client)
+		defer rs.site.ReleaseSocket(client)
 		if !rs.enter() {
 			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
@@ -603,28 +588,28 @@ func (s *Server) handleRoomSocket() http.Handler {
 		// The default options refuse an Origin other than this host.
 		conn, err := websocket.Accept(w, r, nil)
 		if err != nil {
-			s.log.Info("rooms: websocket refused", "err", err)
+			rs.log.Info("rooms: websocket refused", "err", err)
 			return
 		}
 		defer conn.CloseNow()
-		conn.SetReadLimit(roomMsgLimit)
+		conn.SetReadLimit(msgLimit)
 		stop := context.AfterFunc(rs.ctx, func() { conn.Close(websocket.StatusGoingAway, "server shutting down") })
 		defer stop()
 
 		rl, me := rs.join(room.ID)
 		if me == nil {
 			writeFrame(r.Context(), conn, errMsg("this room is full: %d readers at most (serve --max-readers)", rs.maxReaders))
-			conn.Close(CloseRoomFull, "room full")
+			conn.Close(CloseFull, "room full")
 			return
 		}
 		if err := rs.store.MarkJoined(room.ID); err != nil {
-			s.log.Warn("rooms: marking joined", "room", room.ID[:6]+"…", "err", err)
+			rs.log.Warn("rooms: marking joined", "room", room.ID[:6]+"…", "err", err)
 		}
 		defer rs.leave(rl, me)
 
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		defer rs.sockets.keepAlive(conn)()
+		defer rs.site.KeepAlive(conn)()
 		go func() { // the writer: one per connection, ends with it
 			for {
 				select {
@@ -645,19 +630,19 @@ func (s *Server) handleRoomSocket() http.Handler {
 			}
 		}()
 
-		bucket := rooms.NewBucket(rs.msgRate, roomMsgBurst, time.Now())
+		bucket := NewBucket(rs.msgRate, msgBurst, time.Now())
 		joined := false
 		for {
 			_, data, err := conn.Read(ctx)
 			if err != nil {
 				var ce websocket.CloseError
 				if errors.As(err, &ce) && ce.Code == websocket.StatusMessageTooBig {
-					s.log.Info("rooms: message too big", "room", room.ID[:6]+"…")
+					rs.log.Info("rooms: message too big", "room", room.ID[:6]+"…")
 				}
 				return
 			}
 			if !bucket.Allow(time.Now()) {
-				me.push(errMsg("too many messages: at most %d a second; this one was dropped", roomMsgRate))
+				me.push(errMsg("too many messages: at most %v a second; this one was dropped", rs.msgRate))
 				continue
 			}
 			var m roomIn
@@ -670,15 +655,14 @@ func (s *Server) handleRoomSocket() http.Handler {
 				continue
 			}
 			joined = true
-			s.roomMessage(rl, me, room.ID, m)
+			rs.message(rl, me, room.ID, m)
 		}
 	})
 }
 
 // roomMessage applies one message from reader me. A refused message
 // changes nothing and earns an error reply.
-func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) {
-	rs := s.rooms
+func (rs *Service) message(rl *roomLive, me *roomReader, id string, m roomIn) {
 	room, err := rs.store.Get(id)
 	if err != nil {
 		me.push(errMsg("this room is gone: %v", err))
@@ -720,7 +704,7 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 		case m.Wheel != "" && !rs.store.HoldsWheel(id, m.Wheel):
 			refuse("the wheel you were handed was taken back or handed on: you joined as a viewer")
 		case m.Wheel != "":
-			me.wheelHash = rooms.TicketHash(m.Wheel)
+			me.wheelHash = TicketHash(m.Wheel)
 			welcome["wheel"] = true
 			// The loan stands, so whoever drives holds the same ticket (an
 			// older page of this reader's): the newest page drives.
@@ -732,6 +716,9 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 			}
 		}
 		me.push(mustJSON(welcome))
+		// The state after the welcome, though the room looked the same
+		// before it (broadcast sends only a change).
+		defer func() { me.pushState(rl.stateMsg()) }()
 	case "name":
 		name, ok := cleanName(m.Name)
 		if !ok {
@@ -780,7 +767,7 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 		}
 		if ticket != "" {
 			if to.local != nil {
-				to.local.wheelHash = rooms.TicketHash(ticket)
+				to.local.wheelHash = TicketHash(ticket)
 				to.local.push(wheelMsg(ticket))
 			} else {
 				rs.publish(rl, "to", wireMsg{To: to.id, Ticket: ticket})
@@ -817,7 +804,7 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 		rs.wg.Add(1) // this handler's own count is held: rs is not closed yet
 		go func(tag string) {
 			defer rs.wg.Done()
-			if err := s.tagReady(rs.ctx, tag); err != nil {
+			if err := rs.site.TagReady(rs.ctx, tag); err != nil {
 				me.push(errMsg("the room stays at %s: %v", room.Tag, err))
 				return
 			}
@@ -828,7 +815,7 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 				return
 			}
 			rs.sync(rl)
-			s.live.setFeedTag(room.Feed(), tag)
+			rs.site.SetFeedTag(room.Feed(), tag)
 			reload := mustJSON(map[string]string{"t": "reload", "tag": tag})
 			for _, r := range rl.readers {
 				r.push(reload)
@@ -860,20 +847,4 @@ func (s *Server) roomMessage(rl *roomLive, me *roomReader, id string, m roomIn) 
 	}
 	rl.broadcast()
 	rs.announce(rl)
-}
-
-// tagReady waits until tag's Reading is loaded, or says why it cannot be.
-func (s *Server) tagReady(ctx context.Context, tag string) error {
-	st := s.state(tag)
-	if st == nil {
-		return fmt.Errorf("this server holds too many tags to load %s now", tag)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	select {
-	case <-st.done:
-		return st.err
-	case <-ctx.Done():
-		return fmt.Errorf("%s did not load in time; try again", tag)
-	}
 }

@@ -1,4 +1,4 @@
-package server
+package rooms
 
 // Rooms across replicas: what a replica tells the others of a room, on core
 // NATS subjects (no JetStream: presence and steering are of the moment).
@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-
-	"github.com/syncloop/syncloop/server/rooms"
 )
 
 const (
@@ -53,7 +51,7 @@ type wireMsg struct {
 func roomSubject(id, kind string) string { return "syncloop.rooms." + id + "." + kind }
 
 // publish sends m about rl to the other replicas.
-func (rs *roomSet) publish(rl *roomLive, kind string, m wireMsg) {
+func (rs *Service) publish(rl *roomLive, kind string, m wireMsg) {
 	if rs.nc == nil {
 		return
 	}
@@ -64,7 +62,7 @@ func (rs *roomSet) publish(rl *roomLive, kind string, m wireMsg) {
 }
 
 // announce tells the other replicas who is here. rl.mu is held.
-func (rs *roomSet) announce(rl *roomLive) {
+func (rs *Service) announce(rl *roomLive) {
 	m := wireMsg{Readers: make([]wireReader, 0, len(rl.readers))}
 	for _, r := range rl.readers {
 		m.Readers = append(m.Readers, wireReader{readerJSON{ID: r.id, Name: r.name, Color: r.color, Key: r.key, Following: r.following}, r.wheelHash != ""})
@@ -76,7 +74,7 @@ func (rs *roomSet) announce(rl *roomLive) {
 }
 
 // subscribe follows what the other replicas say of rl; the func returned stops.
-func (rs *roomSet) subscribe(rl *roomLive) func() {
+func (rs *Service) subscribe(rl *roomLive) func() {
 	if rs.nc == nil {
 		return func() {}
 	}
@@ -122,13 +120,13 @@ func (rs *roomSet) subscribe(rl *roomLive) func() {
 			if r == nil || m.Ticket == "" {
 				return
 			}
-			r.wheelHash = rooms.TicketHash(m.Ticket)
+			r.wheelHash = TicketHash(m.Ticket)
 			r.following = false
 			r.push(wheelMsg(m.Ticket))
 			rs.sync(rl)
 		case "all":
 			if m.Tag != "" {
-				rs.live.setFeedTag(rooms.FeedPrefix+rl.id, m.Tag)
+				rs.site.SetFeedTag(FeedPrefix+rl.id, m.Tag)
 			}
 			for _, r := range rl.readers {
 				if r.key || !m.Keys {
@@ -148,7 +146,7 @@ func (rs *roomSet) subscribe(rl *roomLive) func() {
 
 // changed is told by the store of a room's record changed (here or on
 // another replica): readers here see the new driver, tag, loan.
-func (rs *roomSet) changed(id string) {
+func (rs *Service) changed(id string) {
 	rs.mu.Lock()
 	rl := rs.active[id]
 	rs.mu.Unlock()

@@ -1,0 +1,431 @@
+package rooms
+
+// The rooms' HTTP side. A room is the reading page at the room's tag, plus
+// a room bar (templates/room.html, static/room.js) and a live pane on the
+// room's own feed, "room-<id>". The page itself is the site's to render
+// (Site.Page); the records, who is present and who drives are this
+// package's.
+//
+//	POST /rooms               create a room (same-origin only, rate-limited and capped per client address);
+//	                          303 to the driver link /rooms/{id}?k=KEY
+//	GET  /rooms/{id}          the room's page (410 once it expired); ?k=KEY checks the driver key
+//	GET  /rooms/{id}/pod-workers   the room's pod_workers page
+//	GET  /rooms/{id}/ws       the room's websocket (socket.go)
+//
+// Roles. The page is the same for everyone: the role is decided on the room
+// websocket, where the browser presents the driver key it was given in the
+// driver link (room.js keeps it in sessionStorage and takes it out of the
+// address bar, so a copied address is a viewer link). Only a connection that
+// presented the key may take the wheel, see and rotate the ingest token. A
+// reader handed the wheel is given a wheel ticket, which room.js keeps in
+// sessionStorage too, so that the wheel stays with them when their page
+// loads again (socket.go).
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// Room limits and their defaults.
+const (
+	DefaultMaxReaders = 32
+	msgLimit          = 4 << 10 // bytes per message from a browser
+	// DefaultMsgRate is how many messages a second a room socket may send,
+	// after a burst of msgBurst (per replica: each replica counts its own).
+	DefaultMsgRate = 20
+	msgBurst       = 40
+	// DefaultCreateRate is how many rooms a second one client address may
+	// create on a replica, after a burst of DefaultCreateBurst.
+	DefaultCreateRate  = 1.0 / 6
+	DefaultCreateBurst = 10
+)
+
+// The kinds of room page.
+const (
+	PageIndex      = "index"
+	PagePodWorkers = "pod-workers"
+)
+
+// Websocket close codes of permanent refusals (4000 plus the HTTP status
+// that says the same): a page that sees one stops reconnecting.
+const (
+	CloseGone websocket.StatusCode = 4410 // the room expired
+	CloseFull websocket.StatusCode = 4429 // the room holds as many readers as it may
+)
+
+// Site is what rooms need of the site around them; server/ fills it in.
+type Site struct {
+	// Page writes the reading page of kind (PageIndex, PagePodWorkers) for
+	// room, and reports whether it did (else it answered with why not, e.g.
+	// the tag still loading).
+	Page func(w http.ResponseWriter, r *http.Request, kind string, room Room) bool
+	// Status writes the site's page that says why a request got code.
+	Status func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string)
+	// LoadTag starts loading a tag's Reading; TagReady waits until it is
+	// loaded, or says why it cannot be.
+	LoadTag  func(tag string)
+	TagReady func(ctx context.Context, tag string) error
+	// The live feeds: a room's feed reads the room's tag; the room shows
+	// the kubelet version its journal reports; it goes with the room.
+	SetFeedTag  func(feed, tag string)
+	FeedVersion func(feed string) string
+	DropFeed    func(feed string)
+	// The cap on open browser sockets per client, shared with the feeds'
+	// sockets, and their pings.
+	AcquireSocket func(w http.ResponseWriter, client string) bool
+	ReleaseSocket func(client string)
+	KeepAlive     func(conn *websocket.Conn) (stop func())
+	ClientIP      func(r *http.Request) string
+	SameOrigin    func(r *http.Request) bool
+}
+
+// ServiceConfig is the rooms' own configuration.
+type ServiceConfig struct {
+	Store      *Store
+	NC         *nats.Conn // to the other replicas; nil for one replica alone
+	Site       Site
+	DefaultTag string
+	MaxReaders int // readers per room; 0 means DefaultMaxReaders
+	// MsgRate, CreateRate and CreateBurst: 0 means their defaults.
+	MsgRate     float64
+	CreateRate  float64
+	CreateBurst float64
+	// WheelGrace: how long a lent wheel waits for its holder; 0 means DefaultWheelGrace.
+	WheelGrace time.Duration
+	// OnExpire is told of each room that expires (its notes go with it).
+	OnExpire func(id string)
+	Logger   *slog.Logger
+}
+
+// Service owns the rooms: the store and the rooms with readers present.
+type Service struct {
+	store      *Store
+	site       Site
+	defaultTag string
+	maxReaders int
+	msgRate    float64
+	wheelGrace time.Duration
+	log        *slog.Logger
+	creates    *KeyLimiter
+	createRate float64
+	nc         *nats.Conn // to the other replicas (wire.go)
+	replica    string     // ends this replica's reader ids: unique in the cluster
+	onExpire   func(id string)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex
+	active map[string]*roomLive // rooms with readers here
+	closed bool
+}
+
+// NewService starts the rooms on store; Close stops them (and closes the store).
+func NewService(cfg ServiceConfig) (*Service, error) {
+	replica, err := NewSecret()
+	if err != nil {
+		return nil, err
+	}
+	rs := &Service{
+		store:      cfg.Store,
+		site:       cfg.Site,
+		defaultTag: cfg.DefaultTag,
+		nc:         cfg.NC,
+		replica:    "-" + strings.ToLower(replica[:5]),
+		maxReaders: cmp(cfg.MaxReaders, DefaultMaxReaders),
+		msgRate:    cmp(cfg.MsgRate, DefaultMsgRate),
+		wheelGrace: cmp(cfg.WheelGrace, DefaultWheelGrace),
+		createRate: cmp(cfg.CreateRate, DefaultCreateRate),
+		log:        cfg.Logger,
+		onExpire:   cfg.OnExpire,
+		active:     map[string]*roomLive{},
+	}
+	rs.creates = NewKeyLimiter(rs.createRate, cmp(cfg.CreateBurst, DefaultCreateBurst), 10000)
+	if rs.log == nil {
+		rs.log = slog.New(slog.DiscardHandler)
+	}
+	rs.ctx, rs.cancel = context.WithCancel(context.Background())
+	rs.store.OnChange(func(id string) {
+		// Not on the watcher's goroutine: a room's lock may be held by a
+		// writer waiting for the bucket.
+		go rs.changed(id)
+	})
+	rs.wg.Add(1)
+	go rs.housekeep()
+	return rs, nil
+}
+
+func cmp[T int | float64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Store is the rooms' records.
+func (rs *Service) Store() *Store { return rs.store }
+
+// Get returns the room id names (ErrNotFound, ErrExpired when there is none).
+func (rs *Service) Get(id string) (Room, error) {
+	if !ValidID(id) {
+		return Room{}, ErrNotFound
+	}
+	return rs.store.Get(id)
+}
+
+// housekeep writes LastActive now and then and expires idle rooms, dropping
+// their feeds.
+func (rs *Service) housekeep() {
+	defer rs.wg.Done()
+	t := time.NewTicker(FlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-rs.ctx.Done():
+			return
+		case <-t.C:
+		}
+		rs.touchActive()
+		gone, err := rs.store.Sweep()
+		if err != nil {
+			rs.log.Error("rooms: saving", "err", err)
+		}
+		for _, id := range gone {
+			rs.site.DropFeed(FeedPrefix + id)
+			if rs.onExpire != nil {
+				rs.onExpire(id)
+			}
+			rs.log.Info("rooms: expired", "room", id[:6]+"…")
+		}
+	}
+}
+
+// touchActive marks every room with readers as used now.
+func (rs *Service) touchActive() {
+	rs.mu.Lock()
+	ids := make([]string, 0, len(rs.active))
+	for id := range rs.active {
+		ids = append(ids, id)
+	}
+	rs.mu.Unlock()
+	for _, id := range ids {
+		rs.store.Touch(id)
+	}
+}
+
+// Close ends the rooms' sockets and writes what is pending.
+func (rs *Service) Close() {
+	rs.mu.Lock()
+	rs.closed = true
+	rs.mu.Unlock()
+	rs.cancel()
+	rs.wg.Wait() // the sockets leave their rooms, writing to the store
+	if err := rs.store.Close(); err != nil {
+		rs.log.Error("rooms: flush", "err", err)
+	}
+}
+
+// enter registers a websocket handler; false once closed.
+func (rs *Service) enter() bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.closed {
+		return false
+	}
+	rs.wg.Add(1)
+	return true
+}
+
+// Create is POST /rooms.
+func (rs *Service) Create() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !rs.site.SameOrigin(r) {
+			http.Error(w, "cross-site request refused: start a pair session from this site's own page", http.StatusForbidden)
+			return
+		}
+		client := rs.site.ClientIP(r)
+		if !rs.creates.Allow(client, time.Now()) {
+			w.Header().Set("Retry-After", "60")
+			rs.site.Status(w, r, http.StatusTooManyRequests, "Too many rooms from your address",
+				fmt.Sprintf("This server lets one address start %d rooms at once and one more every %v.", int(rs.creates.burst), time.Duration(float64(time.Second)/rs.createRate)),
+				"Use a room you already have, or try again in a minute.")
+			return
+		}
+		tag := rs.defaultTag
+		if t := strings.TrimSpace(r.PostFormValue("tag")); t != "" {
+			if err := extractor.CheckTag(t); err != nil {
+				http.Error(w, "tag: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			tag = t
+		}
+		room, key, err := rs.store.Create(tag, client)
+		if errors.Is(err, ErrOwnerFull) {
+			w.Header().Set("Retry-After", "600")
+			rs.site.Status(w, r, http.StatusTooManyRequests, "Your address holds as many rooms as it may",
+				fmt.Sprintf("One address holds at most %d rooms at once (serve --rooms-per-client), so that no one can take every room. A room no one joined ends after %v; an idle one after %v.",
+					rs.store.PerOwner(), rs.store.UnjoinedTTL(), rs.store.TTL()),
+				"Use a room you already have, or wait for an unused one to end.")
+			return
+		}
+		if errors.Is(err, ErrFull) {
+			w.Header().Set("Retry-After", "300")
+			rs.site.Status(w, r, http.StatusServiceUnavailable, "This server has no room for another room",
+				fmt.Sprintf("It holds %d rooms, its limit (serve --max-rooms). An idle room expires after %v.", rs.store.MaxRooms(), rs.store.TTL()),
+				"Join a room already open, or ask whoever runs this server to raise the limit.")
+			return
+		}
+		if err != nil {
+			rs.log.Error("rooms: create", "err", err)
+			rs.site.Status(w, r, http.StatusInternalServerError, "Could not start a room", err.Error(), "")
+			return
+		}
+		rs.log.Info("rooms: created", "room", room.ID[:6]+"…", "tag", tag, "remote", client)
+		rs.site.LoadTag(tag)
+		http.Redirect(w, r, "/rooms/"+room.ID+"?k="+url.QueryEscape(key), http.StatusSeeOther)
+	})
+}
+
+// roomOr404 returns the room the URL names, or answers with a page that
+// says why there is none.
+func (rs *Service) roomOr404(w http.ResponseWriter, r *http.Request, id string) (Room, bool) {
+	room, err := rs.Get(id)
+	switch {
+	case errors.Is(err, ErrExpired):
+		rs.site.Status(w, r, http.StatusGone, "This room expired",
+			fmt.Sprintf("A room ends after %v with no one in it, and this one did; its feed and tokens are gone.", rs.store.TTL()),
+			"Start a new pair session from the reading page and share its new links.")
+		return room, false
+	case err != nil:
+		rs.site.Status(w, r, http.StatusNotFound, "No such room",
+			"There is no room at this address. Check that the link was copied whole.",
+			"Start a new pair session from the reading page.")
+		return room, false
+	}
+	return room, true
+}
+
+// Page serves a room's page of the kind (PageIndex or PagePodWorkers).
+func (rs *Service) Page(kind string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		room, ok := rs.roomOr404(w, r, chi.URLParam(r, "id"))
+		if !ok {
+			return
+		}
+		if k := r.URL.Query().Get("k"); k != "" && !rs.store.IsDriver(room.ID, k) {
+			rs.site.Status(w, r, http.StatusForbidden, "This driver link is not valid",
+				"The key in this link is not this room's driver key: it was cut short, or it belongs to another room.",
+				"Open the room as a viewer at /rooms/"+room.ID+", or ask the driver for the link again.")
+			return
+		}
+		if rs.site.Page(w, r, kind, room) {
+			rs.store.Touch(room.ID)
+		}
+	})
+}
+
+// FeedGate guards the live endpoints of room feeds: the room must be
+// alive, and its feed reads the room's tag. Other feeds pass through.
+func (rs *Service) FeedGate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, ok := strings.CutPrefix(chi.URLParam(r, "feed"), FeedPrefix)
+		if !ok {
+			next.ServeHTTP(w, r)
+			return
+		}
+		room, err := rs.Get(id)
+		switch {
+		case errors.Is(err, ErrExpired) && isWebsocket(r) && strings.HasSuffix(r.URL.Path, "/ws"):
+			refuseSocket(w, r, CloseGone, "this room expired") // a reader's live pane stops reconnecting
+			return
+		case errors.Is(err, ErrExpired):
+			http.Error(w, "this room expired: start a new pair session and use its relay command", http.StatusGone)
+			return
+		case err != nil:
+			http.Error(w, "no such room: copy the relay command from the room's page (driver link)", http.StatusNotFound)
+			return
+		}
+		rs.site.SetFeedTag(room.Feed(), room.Tag)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// FeedToken is the live side's lookup of a feed's own ingest token: a
+// room's feed takes the room's token (and only it); ok is false for a feed
+// that is not a room's.
+func (rs *Service) FeedToken(feed string) (string, bool) {
+	id, ok := strings.CutPrefix(feed, FeedPrefix)
+	if !ok {
+		return "", false
+	}
+	tok, ok := rs.store.Token(id)
+	if !ok {
+		return "", true // a room feed, but no room: no token opens it
+	}
+	return tok, true
+}
+
+// Counts are the rooms held (in the cluster), and the readers and
+// followers connected to this replica, for /metrics.
+func (rs *Service) Counts() (held, readers, followers int) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, rl := range rs.active {
+		rl.mu.Lock()
+		driver := rl.rec.Driver
+		for _, r := range rl.readers {
+			readers++
+			if r.following && r.id != driver {
+				followers++
+			}
+		}
+		rl.mu.Unlock()
+	}
+	return rs.store.Len(), readers, followers
+}
+
+// isWebsocket reports whether r asks for a websocket.
+func isWebsocket(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
+}
+
+// refuseSocket upgrades r only to close it with a permanent refusal's
+// code: a page can read a close code, not the status of a refused upgrade.
+func refuseSocket(w http.ResponseWriter, r *http.Request, code websocket.StatusCode, reason string) {
+	conn, err := websocket.Accept(w, r, nil)
+	if err != nil {
+		return
+	}
+	conn.Close(code, reason)
+}
+
+// mustJSON marshals what cannot fail to marshal.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// writeFrame writes one text message, giving up after 10 s.
+func writeFrame(ctx context.Context, conn *websocket.Conn, b []byte) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return conn.Write(ctx, websocket.MessageText, b)
+}
