@@ -49,6 +49,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -101,7 +102,8 @@ func (p position) valid() bool {
 // who drives is the room's record (rooms.Store), changed only by
 // compare-and-set.
 type roomLive struct {
-	id string
+	id      string
+	replica string // this replica's reader ids end with it
 
 	mu      sync.Mutex
 	readers []*roomReader // here, in order of arrival
@@ -140,6 +142,10 @@ type roomReader struct {
 	// (TicketHash), "" when it holds none.
 	wheelHash string
 	following bool
+	// welcomed: the reader was sent its welcome. Until then it is sent
+	// no state and no position: its page, not knowing who it is, would
+	// follow them.
+	welcomed bool
 
 	// What the writer sends next: the latest room state (a newer one
 	// replaces an unsent one: only the latest matters) and other messages
@@ -286,6 +292,9 @@ func (rl *roomLive) driverGone(now time.Time) bool {
 	if _, ok := rl.find(d); ok {
 		return false
 	}
+	if strings.HasSuffix(d, rl.replica) {
+		return true // one of this replica's readers, who left
+	}
 	if rl.missing != d {
 		rl.missing, rl.missingSince = d, now
 	}
@@ -323,7 +332,9 @@ func (rl *roomLive) broadcast() {
 	}
 	rl.sent = msg
 	for _, r := range rl.readers {
-		r.pushState(msg)
+		if r.welcomed {
+			r.pushState(msg)
+		}
 	}
 }
 
@@ -387,7 +398,7 @@ func (rs *Service) join(id string) (*roomLive, *roomReader) {
 	defer rs.mu.Unlock()
 	rl := rs.active[id]
 	if rl == nil {
-		rl = &roomLive{id: id, remote: map[string]*remoteReplica{}, activated: time.Now()}
+		rl = &roomLive{id: id, replica: rs.replica, remote: map[string]*remoteReplica{}, activated: time.Now()}
 		if room, err := rs.store.Get(id); err == nil {
 			rl.rec = room
 			if room.WheelHash != "" {
@@ -716,6 +727,7 @@ func (rs *Service) message(rl *roomLive, me *roomReader, id string, m roomIn) {
 			}
 		}
 		me.push(mustJSON(welcome))
+		me.welcomed = true
 		// The state after the welcome, though the room looked the same
 		// before it (broadcast sends only a change).
 		defer func() { me.pushState(rl.stateMsg()) }()
@@ -745,7 +757,9 @@ func (rs *Service) message(rl *roomLive, me *roomReader, id string, m roomIn) {
 		// Only the position changed: send it alone, not the whole room.
 		at := mustJSON(map[string]any{"t": "at", "at": p})
 		for _, r := range rl.readers {
-			r.pushAt(at)
+			if r.welcomed {
+				r.pushAt(at)
+			}
 		}
 		rs.publish(rl, "at", wireMsg{At: &p})
 		return

@@ -112,7 +112,9 @@ func (rs *Service) subscribe(rl *roomLive) func() {
 			rl.at = m.At
 			at := mustJSON(map[string]any{"t": "at", "at": m.At})
 			for _, r := range rl.readers {
-				r.pushAt(at)
+				if r.welcomed {
+					r.pushAt(at)
+				}
 			}
 			return
 		case "to":
