@@ -1,4 +1,4 @@
-// room.js: a pair-reading room (see server/rooms_ws.go for the protocol).
+// room.js: a pair-reading room (see server/rooms/socket.go for the protocol).
 // Everyone in the room reads the same page; one reader drives. The driver's
 // selected case or lines and the source lines in view (not pixels: screens
 // differ) go to the server; followers' pages show the same. A follower who

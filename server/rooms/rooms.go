@@ -1,6 +1,9 @@
-// Package rooms is pair-reading rooms: the durable records (this file), the
-// token buckets that rate-limit them (limit.go), and who is present and who
-// drives, across replicas (presence.go).
+// Package rooms is pair-reading rooms, whole: the durable records (this
+// file), the rooms' HTTP side (service.go), their websocket, presence and
+// the wheel (socket.go), what replicas tell each other of a room (wire.go),
+// and the token buckets that rate-limit them (limit.go). What a room needs
+// of the site around it (its page, tags, the live feeds) it asks through
+// Site, which server/ fills in.
 //
 // A room's record lives in a JetStream KV bucket (syncloop_rooms), one key
 // per room id: its tag, its driver key (kept as a hash), its ingest token,
@@ -94,7 +97,7 @@ type Room struct {
 	// before it existed count as joined.)
 	NeverJoined bool `json:"never_joined,omitempty"`
 	// Driver is the reader who holds the wheel (a reader id, unique in the
-	// cluster: presence.go), "" when no one does.
+	// cluster: socket.go), "" when no one does.
 	Driver string `json:"driver,omitempty"`
 }
 

@@ -98,7 +98,7 @@ func (p position) valid() bool {
 }
 
 // roomLive is a room with readers present on this replica. Readers on other
-// replicas are known from their presence (presence.go's messages on NATS);
+// replicas are known from their presence (wire.go's messages on NATS);
 // who drives is the room's record (rooms.Store), changed only by
 // compare-and-set.
 type roomLive struct {
