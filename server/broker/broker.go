@@ -34,6 +34,12 @@ type Config struct {
 	// Listen, when set, opens a client port (host:port) on the embedded
 	// server, so that other replicas can use it.
 	Listen string
+	// SyncInterval is how often the embedded server fsyncs JetStream's
+	// files; 0 fsyncs each write before it is acknowledged, so a line a
+	// relay saw acknowledged survives a host crash. (A process crash loses
+	// nothing either way: the write has reached the kernel.) A cluster
+	// keeps acknowledged writes by replication, and its own setting.
+	SyncInterval time.Duration
 	// Name names this process's connection (it shows in NATS monitoring).
 	Name   string
 	Logger *slog.Logger
@@ -147,6 +153,10 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 		MaxPayload: 8 << 20, // a relay's batch is up to 1 MiB; a journald entry can be large
 		NoLog:      true,
 		DontListen: cfg.Listen == "",
+		SyncAlways: cfg.SyncInterval <= 0,
+	}
+	if cfg.SyncInterval > 0 {
+		so.SyncInterval = cfg.SyncInterval
 	}
 	if cfg.Listen != "" {
 		host, port, err := net.SplitHostPort(cfg.Listen)
