@@ -772,15 +772,9 @@ func (w writeBuffered) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // its connection is given up as stalled.
 const writeTimeout = 10 * time.Second
 
-func writeFrame(ctx context.Context, conn *websocket.Conn, b []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
-	defer cancel()
-	return conn.Write(ctx, websocket.MessageText, b)
-}
-
 // socketWriter writes a websocket's messages on its hot path: each write
-// has writeTimeout, and the connection closes when ctx ends, as with
-// writeFrame, but without a context per write: for every browser and every
+// has writeTimeout, and the connection closes when ctx ends, as with a
+// context per write, but without one: for every browser and every
 // batch, that cost the websocket library three allocations and a goroutine
 // handoff. A watchdog timer, reset around each write, closes a stalled
 // connection instead.

@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,22 +30,6 @@ const (
 	// CloseRoomFull: the room holds as many readers as it may (serve --max-readers).
 	CloseRoomFull = rooms.CloseFull
 )
-
-// isWebsocket reports whether r asks for a websocket.
-func isWebsocket(r *http.Request) bool {
-	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-}
-
-// refuseSocket upgrades r only to close it with a permanent refusal's
-// code: a page can read a close code, not the status of a refused upgrade,
-// and keeps reconnecting without one.
-func refuseSocket(w http.ResponseWriter, r *http.Request, code websocket.StatusCode, reason string) {
-	conn, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return
-	}
-	conn.Close(code, reason)
-}
 
 // DefaultSocketsPerClient is Config.SocketsPerClient's default: a reader's
 // tabs (a reading page holds one socket, a room page two), or a small class
