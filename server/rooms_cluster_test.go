@@ -82,7 +82,8 @@ func twoReplicas(t *testing.T) (ts1, ts2 *httptest.Server) {
 // readers of one room on two replicas see each other, a follower on
 // replica 2 follows the driver on replica 1, the wheel handed across
 // replicas (lent with a ticket) is seen on both, and the ticket holder
-// steers the reader on the first replica.
+// steers the reader on the first replica; a tag switched on one replica
+// reloads the pages on the other.
 func TestRoomAcrossReplicas(t *testing.T) {
 	ts1, ts2 := twoReplicas(t)
 	id, key := createRoom(t, ts1)
@@ -130,6 +131,19 @@ func TestRoomAcrossReplicas(t *testing.T) {
 	d.send(t, ctx, map[string]any{"t": "take"})
 	f.until(t, ctx, "the ticket to end on replica 2", func(m map[string]any) bool { return m["t"] == "wheel" && m["wheel"] == "" })
 	f.until(t, ctx, "replica 2 to see Ann drive again", stateWith(func(m map[string]any) bool { return m["driver"] == d.id }))
+
+	// Ann switches the room's tag on replica 1: Bob's page on replica 2
+	// is told to load again, and replica 2 serves the room at the new tag.
+	d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.31.0"})
+	f.until(t, ctx, "a reload to v1.31.0 on replica 2", func(m map[string]any) bool { return m["t"] == "reload" && m["tag"] == "v1.31.0" })
+	status, body := httpGet(t, ts2.URL+"/rooms/"+id)
+	for end := time.Now().Add(10 * time.Second); status == http.StatusAccepted && time.Now().Before(end); { // the tag loading there
+		time.Sleep(50 * time.Millisecond)
+		status, body = httpGet(t, ts2.URL+"/rooms/"+id)
+	}
+	if status != 200 || !strings.Contains(body, `data-tag="v1.31.0"`) {
+		t.Errorf("the room on replica 2 after the switch: %d", status)
+	}
 }
 
 // TestRoomWheelRaceAcrossReplicas: two driver-key holders join a room with
