@@ -9,6 +9,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -19,7 +20,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/extractortest"
 )
 
 // viewport is one window a reader reads in.
@@ -417,22 +420,131 @@ func TestBrowserSelectionAgrees(t *testing.T) {
 	watch.check(t)
 }
 
-// TestBrowserFeedAtAnotherTag: the server's one feed reads the default tag;
-// a page at another tag says so, links no log line to its own source lines
-// (they would point at the wrong code), and the demo starts with the lines
-// without a case hidden.
+// TestBrowserFeedAtAnotherTag: a server whose feed is a real journal (here
+// a journal file of the default tag's log sites) has one feed, read at the
+// default tag; a page at another tag says so and links no log line to its
+// own source lines (they would point at the wrong code).
 func TestBrowserFeedAtAnotherTag(t *testing.T) {
 	ctx := newBrowser(t)
-	ts, _ := demoSite(t, "v1.31.0")
+	r := realReading(t)
+	o := *r
+	o.Tag = "v1.31.0"
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r, o.Tag: &o}}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+		Getenv: func(string) string { return "" }, JournalFile: siteJournal(t, r)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	waitLoaded(t, s, o.Tag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
 	watch := watchPage(t, ctx, ts)
 	openDemo(t, ctx, ts.URL+"/k8s/v1.31.0/", viewports[0], false, "pleg", 3)
 	waitFor(t, ctx, "the note that the feed reads another tag", `(() => { const n = document.querySelector('#live .live-version'); return !n.hidden && n.textContent.includes('v1.31.0') })()`)
 	if n := eval[int](t, ctx, `document.querySelectorAll('#live [data-seq][data-line]').length`); n != 0 {
 		t.Errorf("%d log lines of another tag's kubelet link to this page's source lines", n)
 	}
-	if !eval[bool](t, ctx, `document.querySelector('#live [data-hide-none]').checked && [...document.querySelectorAll('#live li.ll-none')].every(li => li.offsetParent === null)`) {
-		t.Error("the demo shows its lines without a case at first")
+	if eval[bool](t, ctx, `document.getElementById('live').livePane.served !== 'default'`) {
+		t.Error("a page at another tag was given another feed than the server's journal")
 	}
 	screenshot(t, ctx, "feed-another-tag.png", false)
+	watch.check(t)
+}
+
+// realDemoSite serves the real Readings of the default tag and of others,
+// with a fast demo feed; a tag's own demo is let go after idle.
+func realDemoSite(t *testing.T, idle time.Duration, others ...string) (*httptest.Server, *Server, map[string]*extractor.Reading) {
+	t.Helper()
+	r := realReading(t)
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	for _, tag := range others {
+		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
+	}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if idle > 0 {
+		s.live.demoIdle = idle
+	}
+	for tag := range fl.readings {
+		waitLoaded(t, s, tag)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return ts, s, fl.readings
+}
+
+// logCallRE is a log call in kubelet.go: klog's, or a contextual logger's.
+var logCallRE = regexp.MustCompile(`\b(klog|logger)\.(V\(\d+\)\.)?(Info|Error|Warning)`)
+
+// TestBrowserDemoAtTag (issue 12, item 9): the demo feed follows the
+// page's tag. At v1.20.0 (five cases, printf-style klog) and at the default
+// tag, the pane's demo lines are only that tag's cases, each with the
+// source line of its log call at that tag (checked against the tag's real
+// kubelet.go, not the Reading), and clicking one selects its case and
+// line. Before, every tag showed the default tag's demo: readiness lines at
+// v1.20.0, and no data-line at all.
+func TestBrowserDemoAtTag(t *testing.T) {
+	ctx := newBrowser(t)
+	def := extractor.DefaultTag
+	ts, _, readings := realDemoSite(t, 0, "v1.20.0")
+	watch := watchPage(t, ctx, ts)
+	for _, tag := range []string{"v1.20.0", def} {
+		t.Run(tag, func(t *testing.T) {
+			r := readings[tag]
+			b, err := fs.ReadFile(extractortest.FS(t, tag), r.Function.File)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(b)
+			keys := map[string]bool{}
+			for _, c := range r.Function.Cases {
+				keys[c.Key] = true
+			}
+			if tag == "v1.20.0" && (keys["readiness"] || keys["startup"] || keys["container"] || !keys["liveness"]) {
+				t.Fatalf("the v1.20.0 Reading has cases %v; the check below assumes liveness and no readiness, startup or container", keys)
+			}
+			openDemo(t, ctx, ts.URL+"/k8s/"+tag+"/", viewports[0], false, "liveness", 2)
+			waitFor(t, ctx, "config, pleg and housekeeping lines too", `['config', 'pleg', 'housekeeping'].every(k => document.querySelector('#live li.ll[data-case="'+k+'"]'))`)
+			type line struct {
+				Case string
+				Line int
+				Text string
+			}
+			lines := eval[[]line](t, ctx, `[...document.querySelectorAll('#live [data-seq]')].filter(li => li.dataset.case).map(li => ({Case: li.dataset.case, Line: Number(li.dataset.line || 0), Text: li.textContent}))`)
+			if len(lines) < 5 {
+				t.Fatalf("%d lines with a case in the pane", len(lines))
+			}
+			srcLines := strings.Split(src, "\n")
+			for _, l := range lines {
+				if !keys[l.Case] {
+					t.Errorf("a %s line at %s, which has no such case: %q", l.Case, tag, l.Text)
+					continue
+				}
+				if l.Line == 0 {
+					t.Errorf("a %s line without its source line: %q", l.Case, l.Text)
+					continue
+				}
+				if l.Line > len(srcLines) || !logCallRE.MatchString(srcLines[l.Line-1]) {
+					t.Errorf("a %s line points at %s:%d, which is no log call there: %q", l.Case, r.Function.File, l.Line, srcLines[min(l.Line, len(srcLines))-1])
+				}
+			}
+			note := eval[string](t, ctx, `document.querySelector('#live .live-version').hidden ? '' : document.querySelector('#live .live-version').textContent`)
+			if note != "" {
+				t.Errorf("the pane says the feed reads another tag: %q", note)
+			}
+			screenshot(t, ctx, "demo-at-"+tag+".png", false)
+
+			// Clicking a liveness line selects its case and shows its line.
+			want := eval[int](t, ctx, `(() => { const li = [...document.querySelectorAll('#live li.ll[data-case="liveness"]')].pop(); li.click(); return Number(li.dataset.line); })()`)
+			waitFor(t, ctx, "the liveness case selected at its log line",
+				fmt.Sprintf(`document.querySelector('section.case.selected')?.dataset.case === 'liveness' && location.hash === '#L%d' && !!document.querySelector('#L%d')`, want, want))
+		})
+	}
 	watch.check(t)
 }

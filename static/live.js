@@ -76,6 +76,7 @@ class LivePane {
 		// hue: the colour slot the server gave each case key.
 		this.hue = new Map(cases.map((c) => [c.key, c.hue]));
 		this.lastSeq = 0;
+		this.served = ''; // the feed the server gave (hello.feed): lastSeq counts in it
 		this.version = '';
 		this.selected = '';
 		this.curSeq = 0; // the log line the reader stepped to, or clicked
@@ -378,8 +379,16 @@ class LivePane {
 	// connect opens the feed's socket, resuming after the last line seen.
 	connect() {
 		const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+		const q = new URLSearchParams();
+		// The server's own feed, while it is the demo, gives a page at
+		// another tag that tag's demo (its log sites, its cases).
+		if (this.feed === 'default' && this.tag) q.set('tag', this.tag);
+		if (this.lastSeq) {
+			q.set('after', String(this.lastSeq));
+			if (this.served) q.set('of', this.served);
+		}
 		let url = `${proto}//${location.host}/feeds/${encodeURIComponent(this.feed)}/ws`;
-		if (this.lastSeq) url += `?after=${this.lastSeq}`;
+		if (q.size) url += `?${q}`;
 		const ws = new WebSocket(url);
 		this.ws = ws;
 		ws.addEventListener('message', (ev) => {
@@ -419,6 +428,7 @@ class LivePane {
 			this.backoff.reset();
 			this.setConn('connected', 'up');
 			if (m.hello.reset) this.clear();
+			this.served = m.hello.feed || ''; // the feed lastSeq counts in
 			this.status(m.hello);
 		} else if (m.status) {
 			this.status(m.status);
