@@ -242,8 +242,17 @@ func TestBrowserSelectShowsLines(t *testing.T) {
 			// Step back through the case's lines, when there is more than one.
 			pleg := eval[int](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), [...document.querySelectorAll('#live li.ll[data-case="pleg"]')].filter(li => li.offsetParent !== null).length)`)
 			checkHeld(t, ctx, "pleg selected after config")
-			eval[bool](t, ctx, `(document.querySelector('#live .live-prev').click(), document.querySelector('#live .live-prev').click(), true)`)
-			waitFor(t, ctx, "two lines back", fmt.Sprintf(`document.querySelector('#live .live-sel').textContent.includes('line %d of ')`, pleg-2))
+			// (New pleg lines may join the list meanwhile: the line two back
+			// is named by its sequence number.)
+			back := eval[int](t, ctx, `(() => { const p = document.getElementById('live').livePane, ls = p.caseLines();
+				const i = ls.findIndex(li => Number(li.dataset.seq) === p.curSeq);
+				document.querySelector('#live .live-prev').click(); document.querySelector('#live .live-prev').click();
+				return i >= 2 ? Number(ls[i - 2].dataset.seq) : -1; })()`)
+			if pleg >= 3 && back < 0 {
+				t.Fatal("the current pleg line is not the newest")
+			}
+			waitFor(t, ctx, "two lines back", fmt.Sprintf(`(() => { const p = document.getElementById('live').livePane, i = p.caseLines().findIndex(li => Number(li.dataset.seq) === %d);
+				return p.curSeq === %d && document.querySelector('#live .live-sel').textContent.includes('line ' + (i + 1) + ' of ') })()`, back, back))
 			checkHeld(t, ctx, "two pleg lines back")
 			if c := eval[string](t, ctx, `document.querySelector('#live li.ll.cur').dataset.case`); c != "pleg" {
 				t.Errorf("stepped to a %q line, want pleg", c)
@@ -544,6 +553,53 @@ func TestBrowserDemoAtTag(t *testing.T) {
 			want := eval[int](t, ctx, `(() => { const li = [...document.querySelectorAll('#live li.ll[data-case="liveness"]')].pop(); li.click(); return Number(li.dataset.line); })()`)
 			waitFor(t, ctx, "the liveness case selected at its log line",
 				fmt.Sprintf(`document.querySelector('section.case.selected')?.dataset.case === 'liveness' && location.hash === '#L%d' && !!document.querySelector('#L%d')`, want, want))
+		})
+	}
+	watch.check(t)
+}
+
+// TestBrowserSelectedCaseLinesArrive (issue 12): a reader who selected a
+// case sees its new lines arrive. At its newest line, the pane moves on to
+// each new one and keeps it fully on view; stepped back to an older one,
+// the pane holds still there while the case's new lines still join the
+// list. Before, selecting a case paused the pane and its new lines waited
+// behind "N new ↓ resume".
+func TestBrowserSelectedCaseLinesArrive(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	for _, v := range []viewport{viewports[0], viewports[1], viewports[2]} {
+		t.Run(v.name, func(t *testing.T) {
+			openDemo(t, ctx, pageURL, v, false, "pleg", 3)
+			eval[bool](t, ctx, `(document.querySelector('[data-case-select="pleg"]').scrollIntoView({block: 'center', behavior: 'instant'}), document.querySelector('[data-case-select="pleg"]').click(), true)`)
+			waitFor(t, ctx, "a current pleg line", `!!document.querySelector('#live li.ll.cur[data-case="pleg"]')`)
+			first := eval[int](t, ctx, `document.getElementById('live').livePane.curSeq`)
+			for i, seen := 0, first; i < 2; i++ {
+				waitFor(t, ctx, fmt.Sprintf("pleg line %d after the one at selection in the pane, current", i+1),
+					fmt.Sprintf(`(() => { const ls = [...document.querySelectorAll('#live li.ll[data-case="pleg"]')]; const last = ls[ls.length - 1];
+						return Number(last.dataset.seq) > %d && last.classList.contains('cur') })()`, seen))
+				time.Sleep(100 * time.Millisecond)
+				if why := eval[string](t, ctx, lineInView+`(document.querySelector('#live li.ll.cur'))`); why != "" {
+					t.Fatalf("the new pleg line is not fully on view: %s", why)
+				}
+				seen = eval[int](t, ctx, `document.getElementById('live').livePane.curSeq`)
+			}
+			if !eval[bool](t, ctx, `document.getElementById('live').livePane.paused && /^\d+ new ↓ resume$/.test(document.querySelector('#live .live-more').textContent)`) {
+				t.Error("the pane at a selected case's line is not paused with \"N new ↓ resume\"")
+			}
+			// Stepped back: the pane holds there; new pleg lines still join.
+			eval[bool](t, ctx, `(document.querySelector('#live .live-prev').click(), true)`)
+			at := eval[int](t, ctx, `document.getElementById('live').livePane.curSeq`)
+			newest := eval[int](t, ctx, `Number([...document.querySelectorAll('#live li.ll[data-case="pleg"]')].pop().dataset.seq)`)
+			waitFor(t, ctx, "a newer pleg line in the list", fmt.Sprintf(`Number([...document.querySelectorAll('#live li.ll[data-case="pleg"]')].pop().dataset.seq) > %d`, newest))
+			if cur := eval[int](t, ctx, `document.getElementById('live').livePane.curSeq`); cur != at {
+				t.Errorf("stepped back to line %d, the pane moved on to %d", at, cur)
+			}
+			if why := eval[string](t, ctx, lineInView+`(document.querySelector('#live li.ll.cur'))`); why != "" {
+				t.Errorf("the stepped-to line left the view as lines arrived: %s", why)
+			}
+			screenshot(t, ctx, "selected-lines-arrive-"+v.name+".png", false)
 		})
 	}
 	watch.check(t)

@@ -493,15 +493,25 @@ class LivePane {
 	}
 
 	add(m) {
-		if (this.paused) {
+		// A reader who selected a case reads its lines: paused there (not
+		// by the Pause button, which freezes all), new lines still join the
+		// list (below what the reader sees, which stays put), counted as
+		// new, so the case's new lines arrive.
+		if (this.paused && !(this.selected && this.pausedByScroll)) {
 			this.held.push(m);
 			this.heldCount++;
 			if (this.held.length > MAX_LINES) this.held.splice(0, this.held.length - MAX_LINES);
 			this.schedule();
 			return;
 		}
+		if (this.held.length) {
+			// Held before the case was selected: they come first.
+			this.incoming = this.held.concat(this.incoming);
+			this.held = [];
+		}
 		this.incoming.push(m);
 		if (this.incoming.length > MAX_LINES) this.incoming.splice(0, this.incoming.length - MAX_LINES);
+		if (this.paused) this.heldCount++;
 		this.schedule();
 	}
 
@@ -519,12 +529,27 @@ class LivePane {
 		const batch = this.incoming;
 		this.incoming = [];
 		if (batch.length) {
+			// The reader at the selected case's newest line (or waiting for
+			// its first) moves on to its new ones.
+			const before = this.caseLines();
+			const atNewest = this.paused && this.selected &&
+				(before.length ? Number(before[before.length - 1].dataset.seq) === this.curSeq : !this.curSeq);
 			const frag = document.createDocumentFragment();
 			for (const m of batch) frag.append(this.row(m));
 			this.list.append(frag);
 			const extra = this.list.childElementCount - MAX_LINES;
-			for (let i = 0; i < extra; i++) this.list.firstElementChild.remove();
+			if (extra > 0) {
+				// Lines cut from the top must not move what the reader sees.
+				const h = this.list.scrollHeight;
+				for (let i = 0; i < extra; i++) this.list.firstElementChild.remove();
+				if (this.paused) this.scrollListTo(this.list.scrollTop - (h - this.list.scrollHeight));
+			}
 			if (!this.paused) this.toBottom();
+			else if (atNewest) {
+				const now = this.caseLines();
+				const last = now[now.length - 1];
+				if (last && Number(last.dataset.seq) !== this.curSeq) this.setCur(last);
+			}
 		}
 		this.refresh();
 	}
@@ -591,10 +616,13 @@ class LivePane {
 
 	pause(byScroll = true) {
 		this.paused = true;
-		// Lines waiting for the next frame are held too: the view freezes now.
-		this.held.push(...this.incoming);
-		this.heldCount += this.incoming.length;
-		this.incoming = [];
+		// Lines waiting for the next frame are held too: the view freezes
+		// now (with a case selected, lines go on joining the list, below).
+		if (!(this.selected && byScroll)) {
+			this.held.push(...this.incoming);
+			this.heldCount += this.incoming.length;
+			this.incoming = [];
+		}
 		this.pausedByScroll = byScroll;
 		this.root.classList.add('paused');
 		this.pauseBtn.textContent = 'Resume';
