@@ -604,3 +604,113 @@ func TestBrowserSelectedCaseLinesArrive(t *testing.T) {
 	}
 	watch.check(t)
 }
+
+// onView says why an element is not fully on view to a reader, or '' when
+// it is: inside the window, above the live drawer (narrow windows), and
+// under nothing else (a sticky header, a sticky code block): its corners
+// and middle hit-test to itself.
+const onView = `((e) => {
+	if (!e) return 'no such element';
+	const r = e.getBoundingClientRect();
+	const live = document.getElementById('live');
+	let bottom = innerHeight;
+	if (live && getComputedStyle(live).position === 'fixed') bottom = Math.min(bottom, live.getBoundingClientRect().top);
+	const at = '[' + Math.round(r.top) + ',' + Math.round(r.bottom) + '] of [0,' + Math.round(bottom) + ']';
+	if (r.height === 0) return 'not displayed';
+	if (r.top < -1 || r.bottom > bottom + 1) return 'outside the view: ' + at;
+	for (const [x, y] of [[r.left + 8, r.top + 2], [r.left + Math.min(r.width / 2, 200), r.top + r.height / 2], [r.left + 8, r.bottom - 2]]) {
+		const hit = document.elementFromPoint(x, y);
+		if (!hit || !(e.contains(hit) || hit.contains(e))) return 'covered at (' + Math.round(x) + ',' + Math.round(y) + ') by ' + (hit ? hit.tagName + '.' + hit.className : 'nothing') + ': ' + at;
+	}
+	return '';
+})`
+
+// TestBrowserScrollTargets (issue 12): what the page scrolls to, a reader
+// sees whole. A log line of a probe case, logged in the helper it calls
+// (handleProbeSync), clicked in the pane: its source line is fully on view
+// and near the middle of the reading (not cut at the top edge). A case
+// selected by the keyboard (j) or a link (#case-pleg): its heading is on
+// view, not under the drawer or a sticky block. At every width.
+func TestBrowserScrollTargets(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	for _, v := range viewports {
+		for _, dark := range []bool{false, true} {
+			name := v.name + "-" + themeName(dark)
+			t.Run(name, func(t *testing.T) {
+				openDemo(t, ctx, pageURL, v, dark, "liveness", 1)
+				eval[bool](t, ctx, `(() => { const b = document.querySelector('#live .live-toggle'); if (b.getAttribute('aria-expanded') === 'false') b.click(); return true })()`)
+				if !v.mobile && v.w < 1200 {
+					// The drawer's rows are for lines: the demo's note is the
+					// banner's title, not a row of its own.
+					if h := eval[float64](t, ctx, `document.querySelector('#live .live-note').getBoundingClientRect().height`); h > 1 {
+						t.Errorf("the demo note takes %.0f px of the drawer", h)
+					}
+					if !eval[bool](t, ctx, `document.querySelector('#live .live-banner').title.includes('simulated')`) {
+						t.Error("the DEMO FEED banner does not say what the demo is")
+					}
+				}
+				line := eval[int](t, ctx, `(() => { const li = [...document.querySelectorAll('#live li.ll[data-case="liveness"][data-line]')].pop(); li.scrollIntoView({block: 'nearest'}); li.click(); return Number(li.dataset.line); })()`)
+				if eval[bool](t, ctx, fmt.Sprintf(`!!document.getElementById('L%d').closest('section.case')`, line)) {
+					t.Fatalf("liveness logs at L%d, inside a case: want a helper's line for this check", line)
+				}
+				time.Sleep(200 * time.Millisecond)
+				if why := eval[string](t, ctx, onView+fmt.Sprintf(`(document.getElementById('L%d'))`, line)); why != "" {
+					t.Errorf("L%d after clicking its log line: %s", line, why)
+				}
+				// Near the middle of what the reader sees of the reading.
+				off := eval[float64](t, ctx, fmt.Sprintf(`(() => { const r = document.getElementById('L%d').getBoundingClientRect(), live = document.getElementById('live');
+					const bottom = getComputedStyle(live).position === 'fixed' ? live.getBoundingClientRect().top : innerHeight;
+					return Math.abs((r.top + r.bottom) / 2 - bottom / 2) / bottom; })()`, line))
+				if off > 0.2 {
+					t.Errorf("L%d is %.0f%% of the view away from its middle", line, off*100)
+				}
+				screenshot(t, ctx, "helper-line-"+name+".png", false)
+				// A line inside a case (on one column, in its sticky code block).
+				line = eval[int](t, ctx, `(() => { const li = [...document.querySelectorAll('#live li.ll[data-case="pleg"][data-line]')].pop(); li.scrollIntoView({block: 'nearest'}); li.click(); return Number(li.dataset.line); })()`)
+				time.Sleep(200 * time.Millisecond)
+				if why := eval[string](t, ctx, onView+fmt.Sprintf(`(document.getElementById('L%d'))`, line)); why != "" {
+					t.Errorf("L%d (pleg) after clicking its log line: %s", line, why)
+				}
+				screenshot(t, ctx, "case-line-"+name+".png", false)
+
+				// j from the top selects the first case; again, the second.
+				if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
+					t.Fatal(err)
+				}
+				eval[bool](t, ctx, `(() => { const b = document.querySelector('#live .live-toggle'); if (b.getAttribute('aria-expanded') === 'false') b.click(); return true })()`)
+				for i := 0; i < 3; i++ {
+					if err := chromedp.Do(ctx, chromedp.KeyEvent("j")); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(100 * time.Millisecond)
+					key := eval[string](t, ctx, `document.querySelector('section.case.selected')?.dataset.case || ''`)
+					if why := eval[string](t, ctx, onView+`(document.querySelector('section.case.selected > .case-head'))`); why != "" {
+						t.Errorf("j (%d) selected %q: its heading is not on view: %s", i+1, key, why)
+					}
+				}
+				screenshot(t, ctx, "case-by-j-"+name+".png", false)
+				// A case's chip clicked low in the window: on a narrow one the
+				// drawer opens to show its lines, and must not cover it.
+				if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
+					t.Fatal(err)
+				}
+				eval[bool](t, ctx, `(() => { const c = document.querySelector('[data-case-select="sync"]'); c.scrollIntoView({block: 'start', behavior: 'instant'}); scrollBy(0, -innerHeight * 0.75); c.click(); return true })()`)
+				time.Sleep(200 * time.Millisecond)
+				if why := eval[string](t, ctx, onView+`(document.querySelector('#case-sync > .case-head'))`); why != "" {
+					t.Errorf("the sync chip clicked low in the window: its heading is not on view: %s", why)
+				}
+				if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"#case-pleg"), chromedp.WaitReady("section.case")); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(200 * time.Millisecond)
+				if why := eval[string](t, ctx, onView+`(document.querySelector('#case-pleg > .case-head'))`); why != "" {
+					t.Errorf("#case-pleg: its heading is not on view: %s", why)
+				}
+			})
+		}
+	}
+	watch.check(t)
+}

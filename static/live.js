@@ -447,12 +447,15 @@ class LivePane {
 		this.root.classList.toggle('is-demo', !!s.demo);
 		this.banner.hidden = !s.demo;
 		this.banner.textContent = s.demo ? 'DEMO FEED' : '';
-		this.banner.title = s.demo ? 'A simulated kubelet, not a real journal' : '';
+		// The demo's note is the banner's title: on a drawer (narrow windows)
+		// the note itself would cost a row of lines.
+		this.banner.title = s.demo ? s.note || 'A simulated kubelet, not a real journal' : '';
 		// The demo's first screen shows the loop at work: its lines without
 		// a case (cadvisor's noise) are hidden until the reader asks.
 		if (!this.hideNoneSet) this.setHideNone(!!s.demo);
 		this.note.hidden = !s.note;
 		this.note.textContent = s.note || '';
+		this.note.classList.toggle('live-note-demo', !!s.demo);
 		// Compared with this page's tag, not the feed's: a reader may open
 		// another tag than the one the feed's lines are classified against.
 		// In a room, the room bar says it once, with the driver's switch of
@@ -761,7 +764,10 @@ class LivePane {
 			this.curSeq = 0;
 			for (const o of this.list.querySelectorAll('li.cur')) o.classList.remove('cur');
 		}
-		if (key && how.from !== 'pane' && drawerMode.matches && how.from !== 'url' && how.from !== 'room') this.setOpen(true);
+		if (key && how.from !== 'pane' && drawerMode.matches && how.from !== 'url' && how.from !== 'room') {
+			this.setOpen(true);
+			this.uncover(key);
+		}
 		const bySeq = s.seq ? this.list.querySelector(`li.ll[data-seq="${s.seq}"]`) : null;
 		const cur = this.curLine();
 		if (bySeq) {
@@ -777,6 +783,19 @@ class LivePane {
 			else this.curSeq = 0;
 		}
 		this.refresh();
+	}
+
+	// uncover scrolls the page so that the drawer, just opened, does not
+	// cover the heading of the case the reader selected there.
+	uncover(key) {
+		const head = document.querySelector(`section.case[data-case="${CSS.escape(key)}"] > .case-head`);
+		if (!head) return;
+		const r = head.getBoundingClientRect();
+		const drawerTop = this.root.getBoundingClientRect().top;
+		if (r.bottom <= drawerTop || r.top >= window.innerHeight) return;
+		const bar = document.querySelector('.room-bar');
+		const top = bar && getComputedStyle(bar).position === 'sticky' ? Math.max(0, bar.getBoundingClientRect().bottom) : 0;
+		window.scrollBy({ top: r.top - top - 8, behavior: 'instant' });
 	}
 
 	applyPodFilter() {
