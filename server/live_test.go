@@ -876,3 +876,54 @@ func TestLiveTagDemo(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveRoomFeedNoteAfterRestart (issue 12, item 11): a room's feed with
+// stored lines, opened by a restarted server, says these are the room's
+// lines so far, not "No journal in this room yet" above them; a new room's
+// feed says there is no journal yet. The note is set as soon as the room
+// asks, before the stored lines have reached the feed's hub.
+func TestLiveRoomFeedNoteAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *live {
+		b, err := broker.Open(t.Context(), broker.Config{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := newLive(Config{DefaultTag: "v1.31.0", DemoPeriod: -1}, b, nil)
+		if err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+		l.closeBroker = true
+		return l
+	}
+	l := open()
+	f, err := l.feed("room-abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []relay.Line
+	for i := range 230 {
+		lines = append(lines, relay.Line{ID: fmt.Sprint("run-", i+1), Raw: fmt.Sprint("line ", i+1)})
+	}
+	if _, err := l.ingest(f, lines, false); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+
+	l = open()
+	defer l.Close()
+	note := func(name string) string {
+		l.setFeedTag(name, "v1.31.0")
+		l.mu.Lock()
+		f := l.feeds[name]
+		l.mu.Unlock()
+		return f.statusMsg().Note
+	}
+	if n := note("room-abc"); !strings.Contains(n, "journal lines so far") {
+		t.Errorf("a room's feed with 230 stored lines, after a restart, says %q", n)
+	}
+	if n := note("room-new"); !strings.Contains(n, "No journal in this room yet") {
+		t.Errorf("a new room's feed says %q", n)
+	}
+}
