@@ -543,6 +543,21 @@ func TestBrowserDemoAtTag(t *testing.T) {
 					t.Errorf("a %s line points at %s:%d, which is no log call there: %q", l.Case, r.Function.File, l.Line, srcLines[min(l.Line, len(srcLines))-1])
 				}
 			}
+			if tag == "v1.20.0" {
+				// Item 12: a symbol a note names that this tag does not have
+				// looks like what it is, not like plain text.
+				type sym struct {
+					N                     int
+					Deco, After, Color, P string
+				}
+				s := eval[sym](t, ctx, `(() => { const e = document.querySelector('.sym-unresolved'); if (!e) return {N: 0};
+					const cs = getComputedStyle(e);
+					return {N: document.querySelectorAll('.sym-unresolved').length, Deco: cs.textDecorationStyle + ' ' + cs.textDecorationLine,
+						After: getComputedStyle(e, '::after').content, Color: cs.color, P: getComputedStyle(e.parentElement).color}; })()`)
+				if s.N == 0 || s.Deco != "dotted underline" || !strings.Contains(s.After, "not at this tag") || s.Color == s.P {
+					t.Errorf("unresolved symbols at v1.20.0: %+v; want some, dotted, marked \"(not at this tag)\", in another colour than the text", s)
+				}
+			}
 			note := eval[string](t, ctx, `document.querySelector('#live .live-version').hidden ? '' : document.querySelector('#live .live-version').textContent`)
 			if note != "" {
 				t.Errorf("the pane says the feed reads another tag: %q", note)
