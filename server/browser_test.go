@@ -429,6 +429,21 @@ func TestBrowserOtherPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "pod-workers.png", false)
+	// Item 12: a defined type is called one, not "ident".
+	if k := eval[string](t, ctx, `[...document.querySelectorAll('section.type h2')].filter(h => h.textContent.includes('type PodWorkerState')).map(h => h.querySelector('.kind').textContent).join()`); k != "defined type" {
+		t.Errorf("type PodWorkerState is shown as kind %q, want \"defined type\"", k)
+	}
+	// Item 12: the 404 page of a tag tells a visitor what a visitor can
+	// do, not a server flag.
+	watch.mu.Lock()
+	watch.allow = func(p string) bool { return strings.Contains(p, "404") && strings.Contains(p, "/k8s/v1.99.99/") }
+	watch.mu.Unlock()
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/v1.99.99/"), chromedp.WaitReady("main")); err != nil {
+		t.Fatal(err)
+	}
+	if txt := eval[string](t, ctx, `document.querySelector('main').textContent`); strings.Contains(txt, "--source-dir") || !strings.Contains(txt, "v1.99.99") {
+		t.Errorf("the 404 page of an unknown tag says: %.400q", txt)
+	}
 	// The tag switcher's form leads to the tag's page.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(ts.URL+"/k8s/"+tag+"/pod-workers"), chromedp.WaitReady("#tag-input"),

@@ -354,6 +354,30 @@ func TestBrowserLayout(t *testing.T) {
 				t.Errorf("reading the pleg note at y=%.0f, its code is at %.0f–%.0f of a %.0f px window", p.NoteMid, p.CodeTop, p.CodeBottom, p.Inner)
 			}
 			screenshot(t, ctx, "layout-note-code-"+v.name+".png", false)
+			// A note's pre and list items stay in the note's column (a pre
+			// wraps or scrolls in itself); the title is not clipped.
+			if spill := eval[string](t, ctx, `(() => { for (const m of document.querySelectorAll('section.case > .margin')) {
+					const mr = m.getBoundingClientRect();
+					for (const e of m.querySelectorAll('pre, li, p, table')) {
+						const r = e.getBoundingClientRect();
+						if (r.right > mr.right + 1 || (e.tagName === 'PRE' && e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible'))
+							return m.parentElement.id + ' ' + e.tagName + ' ends at ' + Math.round(r.right) + ', its column at ' + Math.round(mr.right); } } return ''; })()`); spill != "" {
+				t.Errorf("a note's block leaves its column: %s", spill)
+			}
+			if clip := eval[string](t, ctx, `(() => { const h = document.querySelector('h1'), r = h.getBoundingClientRect();
+				return h.scrollWidth > h.clientWidth + 1 || r.right > innerWidth + 1 ? 'h1 ' + h.scrollWidth + ' px in ' + h.clientWidth + ', ends at ' + Math.round(r.right) : '' })()`); clip != "" {
+				t.Errorf("the title is clipped: %s", clip)
+			}
+			if !v.mobile && v.w >= 1200 {
+				// Item 12: the pane is as tall as the window, its lines to its
+				// bottom (not capped, with blank space under it).
+				type pane struct{ Pane, Lines, Inner float64 }
+				p := eval[pane](t, ctx, `(() => { const l = document.getElementById('live').getBoundingClientRect(), s = document.querySelector('#live .live-scroll').getBoundingClientRect();
+					return {Pane: l.height, Lines: s.bottom, Inner: innerHeight} })()`)
+				if p.Pane < p.Inner-2 || p.Lines < p.Inner-24 {
+					t.Errorf("the live pane is %.0f px tall in a %.0f px window, its lines end at %.0f", p.Pane, p.Inner, p.Lines)
+				}
+			}
 			// The live pane is reachable: beside the source, or a drawer
 			// whose bar is in view and opens over it.
 			reach := `(() => { const r = document.querySelector('#live .live-lines').getBoundingClientRect(); return r.height > 80 && r.top < innerHeight && r.bottom > 0 && r.left < innerWidth })()`
@@ -557,6 +581,12 @@ func TestBrowserDemoAtTag(t *testing.T) {
 				if s.N == 0 || s.Deco != "dotted underline" || !strings.Contains(s.After, "not at this tag") || s.Color == s.P {
 					t.Errorf("unresolved symbols at v1.20.0: %+v; want some, dotted, marked \"(not at this tag)\", in another colour than the text", s)
 				}
+			}
+			// Item 12: the demo's first screen shows the loop at work: its
+			// lines without a case (there are some) are hidden at first.
+			waitFor(t, ctx, "a demo line without a case", `!!document.querySelector('#live li.ll-none')`)
+			if !eval[bool](t, ctx, `document.querySelector('#live [data-hide-none]').checked && [...document.querySelectorAll('#live li.ll-none')].every(li => li.offsetParent === null)`) {
+				t.Error("the demo shows its lines without a case at first")
 			}
 			note := eval[string](t, ctx, `document.querySelector('#live .live-version').hidden ? '' : document.querySelector('#live .live-version').textContent`)
 			if note != "" {

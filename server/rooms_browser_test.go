@@ -306,6 +306,27 @@ func TestBrowserRoom(t *testing.T) {
 		if eval[bool](t, viewer, `!!document.querySelector('[data-room-version] button')`) {
 			t.Error("the viewer can switch the room's tag")
 		}
+		// Item 11: the kubelet's version is told once (the room bar, with
+		// the driver's switch), and nothing on the page leaves the room
+		// without a word: no "Read v1.31.0" link in the pane, no tag box
+		// in the header.
+		for name, ctx := range map[string]context.Context{"driver": driver, "viewer": viewer} {
+			type leave struct {
+				Told          int
+				PaneLinks     int
+				TagForms      int
+				RoomTagHeader bool
+			}
+			l := eval[leave](t, ctx, `({
+				Told: (() => { const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); let n = 0;
+					while (w.nextNode()) { const e = w.currentNode.parentElement; if (/runs v1\.31\.0/.test(w.currentNode.data) && e.offsetParent !== null) n++; } return n; })(),
+				PaneLinks: [...document.querySelectorAll('#live a')].filter(a => a.offsetParent !== null && a.getAttribute('href').startsWith('/k8s/')).length,
+				TagForms: document.querySelectorAll('header.site form.tags').length,
+				RoomTagHeader: !!document.querySelector('header.site .room-tag, .room-tag')})`)
+			if l.Told != 1 || l.PaneLinks != 0 || l.TagForms != 0 || !l.RoomTagHeader {
+				t.Errorf("%s: %+v; want the version told once, no link out of the room in the pane, the room's tag (not a tag box) in the header", name, l)
+			}
+		}
 		screenshot(t, driver, "room-driver.png", false)
 		screenshot(t, viewer, "room-viewer.png", false)
 	})
