@@ -362,6 +362,12 @@ func TestBrowserReadingPage(t *testing.T) {
 			return {Folded: document.querySelectorAll('#doc-comment:not([open]), details.helper:not([open])').length,
 				Position: cs.position, MaxH: cs.maxHeight,
 				Columns: getComputedStyle(document.getElementById('case-pleg')).gridTemplateColumns.split(' ').length} })()`)
+		// A long case may run over a page (kept whole, it left page 2
+		// mostly blank); a table row may not be split.
+		breaks := eval[string](t, ctx, `getComputedStyle(document.getElementById('case-pleg')).breakInside + ' ' + getComputedStyle(document.querySelector('.reconcile tr')).breakInside`)
+		if breaks != "auto avoid" {
+			t.Errorf("on paper a case's and a table row's break-inside are %q; want \"auto avoid\"", breaks)
+		}
 		eval[bool](t, ctx, `(window.dispatchEvent(new Event('afterprint')), true)`)
 		if p.Folded != 0 || p.Position != "static" || p.MaxH != "none" || p.Columns != 2 {
 			t.Errorf("printing: %+v; want the doc comment and helpers open, the code static and whole beside its note", p)
