@@ -625,6 +625,9 @@ func (l *live) tagDemo(tag string) (*feed, error) {
 	}
 	f.mu.Lock()
 	start := f.source == "none"
+	if start {
+		f.source = "demo" // claimed: two browsers at once start one demo
+	}
 	f.mu.Unlock()
 	if start {
 		l.startDemo(f)
