@@ -273,7 +273,7 @@ func (l *live) publish(ctx context.Context, f *feed, lines []relay.Line, demo bo
 		if first, last := chunk[0].ID, chunk[len(chunk)-1].ID; first != "" && last != "" {
 			opts = append(opts, jetstream.WithMsgID(f.name+"\x00"+first+"\x00"+last+"\x00"+strconv.Itoa(len(chunk))))
 		}
-		ack, err := l.b.JS.PublishMsg(ctx, msg, opts...)
+		ack, err := l.b.Lane(f.name).PublishMsg(ctx, msg, opts...)
 		if cap(f.msgBuf) > 2*msgBytes {
 			f.msgBuf = nil
 		}
@@ -317,7 +317,7 @@ func (l *live) follow(f *feed) error {
 	if end == 0 {
 		f.markReady()
 	}
-	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
+	cons, err := l.b.Lane(f.name).OrderedConsumer(ctx, feedStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
 	if err != nil {
 		return fmt.Errorf("feed %s: consumer: %w", f.name, err)
 	}
@@ -485,7 +485,7 @@ func (l *live) exportFeed(ctx context.Context, f *feed, after uint64, w func(raw
 		return err
 	}
 	end := m.Sequence
-	cons, err := l.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
+	cons, err := l.b.Lane(f.name).OrderedConsumer(ctx, feedStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
 	if err != nil {
 		return err
 	}

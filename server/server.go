@@ -61,6 +61,9 @@ type Config struct {
 	NATS       []string
 	NATSListen string
 	NATSName   string // this replica's name in NATS; "" means "syncloop"
+	// NATSSync is how often the embedded server fsyncs; 0 fsyncs each
+	// write before a relay's lines are acknowledged (broker.Config.SyncInterval).
+	NATSSync time.Duration
 
 	// Pair-reading rooms (rooms.go).
 	DataDir    string        // JetStream's files and rooms.json live here; "" keeps state in memory only
@@ -184,7 +187,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if dir, err := extractor.CacheDir(s.options("")); err == nil {
 		s.disk, _ = extractor.CachedTags(dir)
 	}
-	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, Name: cfg.NATSName, Logger: cfg.Logger})
+	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger})
 	if err != nil {
 		cancel()
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net"
 	"os"
@@ -33,16 +34,30 @@ type Config struct {
 	// Listen, when set, opens a client port (host:port) on the embedded
 	// server, so that other replicas can use it.
 	Listen string
+	// SyncInterval is how often the embedded server fsyncs JetStream's
+	// files; 0 fsyncs each write before it is acknowledged, so a line a
+	// relay saw acknowledged survives a host crash. (A process crash loses
+	// nothing either way: the write has reached the kernel.) A cluster
+	// keeps acknowledged writes by replication, and its own setting.
+	SyncInterval time.Duration
 	// Name names this process's connection (it shows in NATS monitoring).
 	Name   string
 	Logger *slog.Logger
 }
+
+// lanes is how many connections carry feed traffic (see Lane).
+const lanes = 8
 
 // Broker is a connection to NATS with JetStream; Close drains it and stops
 // an embedded server.
 type Broker struct {
 	NC *nats.Conn
 	JS jetstream.JetStream
+	// lanes are more connections to the same NATS, for traffic that one
+	// connection would serialize (Lane); lanes[0] is NC.
+	lanes   []*nats.Conn
+	laneJS  []jetstream.JetStream
+	connect func() (*nats.Conn, error)
 	// Memory is true when nothing outlives the process: an embedded
 	// server without a directory. Streams and buckets then use memory storage.
 	Memory bool
@@ -74,20 +89,19 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("nats: reconnected", "url", nc.ConnectedUrlRedacted()) }),
 	}
 	if len(cfg.URLs) > 0 {
-		nc, err := nats.Connect(strings.Join(cfg.URLs, ","), append(opts, nats.RetryOnFailedConnect(false))...)
-		if err != nil {
-			return nil, fmt.Errorf("nats: connect to %s: %w (check --nats, or omit it to embed a server)", strings.Join(cfg.URLs, ","), err)
-		}
-		b := &Broker{NC: nc, Replicas: 1}
-		if b.JS, err = jetstream.New(nc); err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("nats: %w", err)
+		url := strings.Join(cfg.URLs, ",")
+		b := &Broker{Replicas: 1, connect: func() (*nats.Conn, error) {
+			return nats.Connect(url, append(opts, nats.RetryOnFailedConnect(false))...)
+		}}
+		if err := b.openLanes(); err != nil {
+			b.closeLanes()
+			return nil, fmt.Errorf("nats: connect to %s: %w (check --nats, or omit it to embed a server)", url, err)
 		}
 		if err := b.learnReplicas(ctx); err != nil {
-			nc.Close()
+			b.closeLanes()
 			return nil, err
 		}
-		log.Info("nats: connected to a cluster", "url", nc.ConnectedUrlRedacted(), "replicas", b.Replicas)
+		log.Info("nats: connected to a cluster", "url", b.NC.ConnectedUrlRedacted(), "replicas", b.Replicas)
 		return b, nil
 	}
 	return openEmbedded(cfg, opts, log)
@@ -139,6 +153,10 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 		MaxPayload: 8 << 20, // a relay's batch is up to 1 MiB; a journald entry can be large
 		NoLog:      true,
 		DontListen: cfg.Listen == "",
+		SyncAlways: cfg.SyncInterval <= 0,
+	}
+	if cfg.SyncInterval > 0 {
+		so.SyncInterval = cfg.SyncInterval
 	}
 	if cfg.Listen != "" {
 		host, port, err := net.SplitHostPort(cfg.Listen)
@@ -167,18 +185,53 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 		return nil, errors.New("nats: the embedded server did not start within 30s")
 	}
 	opts = append(opts, nats.InProcessServer(ns))
-	if b.NC, err = nats.Connect(ns.ClientURL(), opts...); err != nil {
+	b.connect = func() (*nats.Conn, error) { return nats.Connect(ns.ClientURL(), opts...) }
+	if err := b.openLanes(); err != nil {
+		b.closeLanes()
 		b.close()
 		return nil, fmt.Errorf("nats: in-process connection: %w", err)
-	}
-	if b.JS, err = jetstream.New(b.NC); err != nil {
-		b.close()
-		return nil, fmt.Errorf("nats: %w", err)
 	}
 	if cfg.Listen != "" {
 		log.Info("nats: embedded server listening for other replicas", "url", ns.ClientURL())
 	}
 	return b, nil
+}
+
+// openLanes opens the broker's connections: NC (and JS) first, then the
+// other lanes.
+func (b *Broker) openLanes() error {
+	for range lanes {
+		nc, err := b.connect()
+		if err != nil {
+			return err
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			return err
+		}
+		b.lanes, b.laneJS = append(b.lanes, nc), append(b.laneJS, js)
+	}
+	b.NC, b.JS = b.lanes[0], b.laneJS[0]
+	return nil
+}
+
+func (b *Broker) closeLanes() {
+	for _, nc := range b.lanes {
+		nc.Close()
+	}
+}
+
+// Lane is one of the broker's connections, always the same for a key
+// (a feed's name): its publishes and its consumer's deliveries stay in
+// order on it, and other keys' traffic goes through other connections.
+// One connection serializes everything behind its lock and its socket (an
+// in-process pipe when embedded); measured at 50 feeds of 1,000 lines/s,
+// 44 of the 50 ingest goroutines were waiting for that lock.
+func (b *Broker) Lane(key string) jetstream.JetStream {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return b.laneJS[h.Sum32()%uint32(len(b.laneJS))]
 }
 
 // ClientURL is the embedded server's client URL ("" when it does not
@@ -206,17 +259,21 @@ func (b *Broker) Healthy(ctx context.Context) error {
 func (b *Broker) Close() { b.once.Do(b.drain) }
 
 func (b *Broker) drain() {
-	if b.NC != nil {
-		done := make(chan struct{})
-		b.NC.SetClosedHandler(func(*nats.Conn) { close(done) })
-		if err := b.NC.Drain(); err == nil {
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
+	var wg sync.WaitGroup
+	for _, nc := range b.lanes {
+		wg.Go(func() {
+			done := make(chan struct{})
+			nc.SetClosedHandler(func(*nats.Conn) { close(done) })
+			if err := nc.Drain(); err == nil {
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second):
+				}
 			}
-		}
-		b.NC.Close()
+			nc.Close()
+		})
 	}
+	wg.Wait()
 	b.close()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -71,5 +72,28 @@ func TestEmbeddedListen(t *testing.T) {
 	defer other.Close()
 	if err := other.Healthy(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEmbeddedSync: by default the embedded server fsyncs each write
+// before JetStream acknowledges it (a relay's acknowledged lines survive
+// a host crash); a SyncInterval trades that for a periodic fsync.
+func TestEmbeddedSync(t *testing.T) {
+	for _, tc := range []struct {
+		every      time.Duration
+		wantAlways bool
+	}{{0, true}, {time.Second, false}} {
+		b, err := Open(t.Context(), Config{Dir: t.TempDir(), SyncInterval: tc.every})
+		if err != nil {
+			t.Fatal(err)
+		}
+		jc := b.ns.JetStreamConfig()
+		b.Close()
+		if jc == nil {
+			t.Fatal("the embedded server has no JetStream config")
+		}
+		if jc.SyncAlways != tc.wantAlways || (!tc.wantAlways && jc.SyncInterval != tc.every) {
+			t.Errorf("SyncInterval %v: JetStream syncs always %v every %v; want always %v", tc.every, jc.SyncAlways, jc.SyncInterval, tc.wantAlways)
+		}
 	}
 }
