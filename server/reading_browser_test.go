@@ -650,7 +650,7 @@ func TestBrowserSelectedCaseLinesArrive(t *testing.T) {
 	watch.check(t)
 }
 
-// onView says why an element is not fully on view to a reader, or ” when
+// onView says why an element is not fully on view to a reader, or "" when
 // it is: inside the window, above the live drawer (narrow windows), and
 // under nothing else (a sticky header, a sticky code block): its corners
 // and middle hit-test to itself.
