@@ -525,9 +525,9 @@ var logCallRE = regexp.MustCompile(`\b(klog|logger)\.(V\(\d+\)\.)?(Info|Error|Wa
 func TestBrowserDemoAtTag(t *testing.T) {
 	ctx := newBrowser(t)
 	def := extractor.DefaultTag
-	ts, _, readings := realDemoSite(t, 0, "v1.20.0")
+	ts, _, readings := realDemoSite(t, 0, "v1.20.0", "v1.31.0")
 	watch := watchPage(t, ctx, ts)
-	for _, tag := range []string{"v1.20.0", def} {
+	for _, tag := range []string{"v1.20.0", "v1.31.0", def} {
 		t.Run(tag, func(t *testing.T) {
 			r := readings[tag]
 			b, err := fs.ReadFile(extractortest.FS(t, tag), r.Function.File)
@@ -544,6 +544,10 @@ func TestBrowserDemoAtTag(t *testing.T) {
 			}
 			openDemo(t, ctx, ts.URL+"/k8s/"+tag+"/", viewports[0], false, "liveness", 2)
 			waitFor(t, ctx, "config, pleg and housekeeping lines too", `['config', 'pleg', 'housekeeping'].every(k => document.querySelector('#live li.ll[data-case="'+k+'"]'))`)
+			if keys["container"] {
+				// The container manager's case (from v1.27 on) fires too.
+				waitFor(t, ctx, "a container line", `!!document.querySelector('#live li.ll[data-case="container"]')`)
+			}
 			type line struct {
 				Case string
 				Line int
