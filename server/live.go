@@ -22,9 +22,13 @@ package server
 // whole, with __CURSOR), in order, up to the last one stored when the
 // request began; demo lines are left out.
 //
-// Browser protocol (GET /feeds/{feed}/ws[?after=SEQ], websocket, same origin
-// only, server → browser): each websocket message holds one or more JSON
-// values separated by "\n":
+// Browser protocol (GET /feeds/{feed}/ws[?after=SEQ[&of=FEED]][&tag=TAG],
+// websocket, same origin only, server → browser): each websocket message
+// holds one or more JSON values separated by "\n". While the default feed
+// is the demo, a page at another tag (?tag=) gets that tag's own demo feed
+// ("demo-TAG", started on demand, let go when no browser watched it for a
+// while); hello.feed names the feed served, and of= the feed after= counts
+// in (another one: the browser takes the history anew):
 //
 //	{"hello":{"feed","tag","kubelet_version","version_link","source","demo","relays","note","next","reset"}}
 //	{"seq":N,"line":<classify.Line>,"demo":true?,"cut":true?}   history (seq > after), then the live tail
@@ -103,6 +107,7 @@ type live struct {
 	demoHeld    atomic.Bool      // this replica holds the cluster's demo lease (live_stream.go)
 	stream      jetstream.Stream // the feeds' stream (live_stream.go)
 	vacantAfter time.Duration    // vacantAfter, shorter in tests
+	demoIdle    time.Duration    // demoIdle, shorter in tests
 	sockets     *browserSockets  // shared with the rooms' sockets (sockets.go)
 	frames      sync.Pool        // *[]byte: browser message buffers
 	ingestBufs  sync.Pool        // *bytes.Buffer: relays' messages while they are read and decoded
@@ -169,7 +174,7 @@ func newLive(cfg Config, b *broker.Broker, reading func(tag string) *extractor.R
 	if reading == nil {
 		reading = func(string) *extractor.Reading { return nil }
 	}
-	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter,
+	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter, demoIdle: demoIdle,
 		sockets: newBrowserSockets(cfg.SocketsPerClient, cfg.PingEvery)}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -300,6 +305,9 @@ func (l *live) feed(name string) (*feed, error) {
 		byCase:  make(map[string]uint64),
 		subject: feedSubject(name),
 		ready:   make(chan struct{}),
+	}
+	if t, ok := strings.CutPrefix(name, demoFeedPrefix); ok && extractor.CheckTag(t) == nil {
+		f.tag = t // a tag's demo feed (tagDemo) reads its tag
 	}
 	f.cls = classify.New(nil).Stream()
 	if err := l.follow(f); err != nil {
@@ -517,7 +525,9 @@ func (f *feed) statusMsg() statusMsg {
 	return s
 }
 
-// startDemo runs the demo feed into f until a relay attaches.
+// startDemo runs the demo feed into f until a relay attaches. A tag's own
+// demo (tagDemo) also stops once no browser has watched it for l.demoIdle,
+// or once the server's feed is no longer a demo, and is then let go.
 func (l *live) startDemo(f *feed) {
 	if !l.enter() {
 		return
@@ -527,23 +537,32 @@ func (l *live) startDemo(f *feed) {
 	f.source, f.demoStop = "demo", stop
 	f.note = "Lines of a simulated kubelet at this tag's real log sites. Attach a relay (syncloop relay) to see a real journal."
 	f.changed()
+	tag := f.tag
 	f.mu.Unlock()
+	ofTag := f.name != defaultFeed
 	go func() {
 		defer l.wg.Done()
 		defer stop()
 		var r *extractor.Reading
 		for r == nil {
-			if r = l.reading(f.tag); r == nil && relay.Sleep(ctx, 500*time.Millisecond) != nil {
+			if r = l.reading(tag); r == nil && relay.Sleep(ctx, 500*time.Millisecond) != nil {
 				return
 			}
 		}
 		d := demo.New(r, time.Now().UnixNano())
-		held := l.demoLease(ctx)
+		// One replica per cluster runs a demo: the default one's lease is
+		// "demo", a tag's is its feed's name.
+		lease, held := "demo", &l.demoHeld
+		if ofTag {
+			lease, held = f.name, new(atomic.Bool)
+		}
+		held = l.demoLease(ctx, lease, held)
+		idleSince := time.Now()
 		for {
 			line, wait := d.Next(time.Now())
 			if len(line) > 0 && held.Load() {
 				if _, err := l.ingest(f, []relay.Line{{Raw: string(line)}}, true); err != nil {
-					l.log.Error("live: demo feed", "err", err)
+					l.log.Error("live: demo feed", "feed", f.name, "err", err)
 				}
 			}
 			if l.cfg.DemoPeriod > 0 {
@@ -552,8 +571,85 @@ func (l *live) startDemo(f *feed) {
 			if relay.Sleep(ctx, max(wait, 10*time.Millisecond)) != nil {
 				return
 			}
+			if !ofTag {
+				continue
+			}
+			if f.hub.Stats().Subscribers > 0 {
+				idleSince = time.Now()
+			}
+			if time.Since(idleSince) >= l.demoIdle && l.dropIdleDemo(f) {
+				return
+			}
+			if !l.defaultIsDemo() {
+				f.mu.Lock()
+				f.source, f.demoStop = "none", nil
+				f.note = "A journal now feeds this server: the demo stopped. Reload the page to follow the journal."
+				f.changed()
+				f.mu.Unlock()
+				return
+			}
 		}
 	}()
+}
+
+// demoIdle is how long a tag's demo feed runs with no browser watching.
+const demoIdle = 2 * time.Minute
+
+// demoFeedPrefix starts the name of a tag's demo feed: "demo-v1.20.0".
+const demoFeedPrefix = "demo-"
+
+// defaultIsDemo reports whether the server's own feed is the demo.
+func (l *live) defaultIsDemo() bool {
+	l.mu.Lock()
+	f := l.feeds[defaultFeed]
+	l.mu.Unlock()
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.source == "demo"
+}
+
+// tagDemo is the demo feed of tag, started if it is not running: what a
+// page at a tag other than the default's shows while the server's own feed
+// is the demo (which simulates the default tag's kubelet). It is nil when
+// tag's Reading is not loaded.
+func (l *live) tagDemo(tag string) (*feed, error) {
+	if l.reading(tag) == nil {
+		return nil, nil
+	}
+	f, err := l.feed(demoFeedPrefix + tag)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	start := f.source == "none"
+	if start {
+		f.source = "demo" // claimed: two browsers at once start one demo
+	}
+	f.mu.Unlock()
+	if start {
+		l.startDemo(f)
+	}
+	return f, nil
+}
+
+// dropIdleDemo lets go of a tag's demo feed no browser asked for since
+// l.demoIdle, and reports whether it did. Its stored lines stay (bounded
+// as every feed's): another replica may still be running it.
+func (l *live) dropIdleDemo(f *feed) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.feeds[f.name] != f || time.Since(f.asked) < l.demoIdle || f.hub.Stats().Subscribers > 0 {
+		return false
+	}
+	delete(l.feeds, f.name)
+	l.shareHistory()
+	f.stop()
+	f.hub.Close()
+	l.log.Info("live: idle demo feed let go", "feed", f.name)
+	return true
 }
 
 // startJournal runs the server's own journal source into f.
@@ -610,6 +706,15 @@ func (l *live) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 func (l *live) handleFeedSocket() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := l.existingFeed(chi.URLParam(r, "feed"))
+		// A page at another tag than the default's asks for the server's
+		// feed with ?tag=: while that feed is the demo (a simulated kubelet
+		// at the default tag), it gets the demo of its own tag instead, so
+		// that its lines are that tag's log sites and cases.
+		if tag := r.URL.Query().Get("tag"); err == nil && f != nil && f.name == defaultFeed && tag != f.tag && l.defaultIsDemo() {
+			if td, tdErr := l.tagDemo(tag); tdErr != nil || td != nil {
+				f, err = td, tdErr
+			}
+		}
 		switch {
 		case errors.Is(err, errTooManyFeeds):
 			http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
@@ -627,6 +732,13 @@ func (l *live) handleFeedSocket() http.Handler {
 				http.Error(w, "after: want the last sequence number seen", http.StatusBadRequest)
 				return
 			}
+		}
+		// ?of= names the feed after= counts in: the lines a browser has
+		// are of another feed than the one it gets now (the demo stopped,
+		// or started), so it takes the history anew.
+		reset := false
+		if of := r.URL.Query().Get("of"); of != "" && of != f.name {
+			after, reset = 0, true
 		}
 		client := clientAddr(r, l.cfg.TrustedProxies)
 		if !l.sockets.acquire(w, client) {
@@ -663,7 +775,7 @@ func (l *live) handleFeedSocket() http.Handler {
 		gen := f.status.Load()
 		hello := f.statusMsg()
 		next := f.hub.Next()
-		if after >= next {
+		if after >= next || reset {
 			after, hello.Reset = 0, true
 		}
 		hello.Next = next

@@ -3,11 +3,15 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -188,6 +192,78 @@ func testLivePane(t *testing.T, demo bool) {
 		if bad := eval[string](t, ctx, `(() => { const ts = [...document.querySelectorAll('#live li.ll:not(.ll-skipped) .ll-msg')].map(e => e.textContent); return ts.length ? ts.find(t => !/^".+" pod="default\/probe-me"$/.test(t)) || '' : 'no lines at all'; })()`); bad != "" {
 			t.Fatalf("a journal entry shows as %q; want its message and key=values", bad)
 		}
+	}
+	watch.check(t)
+}
+
+// TestBrowserReconnectCountdown (issue 12, item 12): a pane whose socket
+// dropped, and whose server refuses it for a while, counts down to the
+// next try ("reconnecting in 3 s", then 2, 1), and connects again once
+// the server takes it.
+func TestBrowserReconnectCountdown(t *testing.T) {
+	ctx := newBrowser(t)
+	r := realReading(t)
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+		Getenv: func(string) string { return "" }, DemoPeriod: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	var refuse atomic.Bool
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if refuse.Load() && strings.HasSuffix(req.URL.Path, "/ws") {
+			http.Error(w, "down for the test", http.StatusServiceUnavailable)
+			return
+		}
+		s.ServeHTTP(w, req)
+	}))
+	t.Cleanup(ts.Close)
+	watch := watchPage(t, ctx, ts)
+	// The refused sockets are what this test is about.
+	watch.mu.Lock()
+	watch.allow = func(msg string) bool { return strings.Contains(msg, "/ws") }
+	watch.mu.Unlock()
+	if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "connected", `document.querySelector('#live .live-conn').dataset.state === 'up'`)
+	refuse.Store(true)
+	eval[bool](t, ctx, `(document.getElementById('live').livePane.ws.close(), true)`)
+	// The waits grow (0.5, 1, 2, 4 s…): one of 3 s or more is counted down.
+	conn := `document.querySelector('#live .live-conn').textContent`
+	deadline := time.Now().Add(20 * time.Second)
+	var n int
+	for {
+		txt := eval[string](t, ctx, conn)
+		if m := regexp.MustCompile(`reconnecting in (\d+) s`).FindStringSubmatch(txt); m != nil {
+			if n, _ = strconv.Atoi(m[1]); n >= 3 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no countdown of 3 s or more; the pane says %q", txt)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	screenshot(t, ctx, "reconnect-countdown.png", false)
+	time.Sleep(1100 * time.Millisecond)
+	txt := eval[string](t, ctx, conn)
+	m := regexp.MustCompile(`reconnecting in (\d+) s`).FindStringSubmatch(txt)
+	if m == nil {
+		t.Fatalf("a second later the pane says %q", txt)
+	}
+	if later, _ := strconv.Atoi(m[1]); later >= n {
+		t.Errorf("the countdown said %d s, a second later %d s: it does not count down", n, later)
+	}
+	refuse.Store(false)
+	deadline = time.Now().Add(20 * time.Second)
+	for eval[string](t, ctx, `document.querySelector('#live .live-conn').dataset.state`) != "up" {
+		if time.Now().After(deadline) {
+			t.Fatalf("not connected again once the server takes the socket: %q", eval[string](t, ctx, conn))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	watch.check(t)
 }

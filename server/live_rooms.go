@@ -18,10 +18,15 @@ func (l *live) setFeedTag(name, tag string) {
 		l.log.Warn("rooms: feed", "feed", name, "err", err)
 		return
 	}
+	// Whether the feed has stored lines is known once it is followed (its
+	// tail is read then); its hub gets them a little later.
+	f.pubMu.Lock()
+	stored := f.tail.next > 1
+	f.pubMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.source == "none" && f.note == "" {
-		if f.hub.Next() > 1 {
+		if stored || f.hub.Next() > 1 {
 			// The feed's history came back from its file after a restart.
 			f.note = "No relay is attached now: these are the room's journal lines so far. Whoever holds the driver link finds the relay command under More ▾."
 		} else {

@@ -357,12 +357,11 @@ func (f *feed) isReady() bool {
 // renewing it (killed); it is renewed at a third of that.
 const demoLeaseTTL = 15 * time.Second
 
-// demoLease keeps trying to hold the cluster's demo lease (a key in a KV
-// bucket whose entries expire after demoLeaseTTL) until ctx ends: one
-// replica per cluster runs the demo feed, not one each. The flag says
-// whether this replica holds it.
-func (l *live) demoLease(ctx context.Context) *atomic.Bool {
-	held := &l.demoHeld
+// demoLease keeps trying to hold the cluster's lease key (in a KV bucket
+// whose entries expire after demoLeaseTTL) until ctx ends: one replica per
+// cluster runs a demo feed, not one each. The flag says whether this
+// replica holds it.
+func (l *live) demoLease(ctx context.Context, key string, held *atomic.Bool) *atomic.Bool {
 	if !l.enter() {
 		return held
 	}
@@ -385,11 +384,11 @@ func (l *live) demoLease(ctx context.Context) *atomic.Bool {
 					kv = nil
 				}
 			case held.Load():
-				if rev, err = kv.Update(ctx, "demo", []byte(l.cfg.NATSName), rev); err != nil {
+				if rev, err = kv.Update(ctx, key, []byte(l.cfg.NATSName), rev); err != nil {
 					held.Store(false) // someone else's now, or JetStream is away
 				}
 			default:
-				if rev, err = kv.Create(ctx, "demo", []byte(l.cfg.NATSName)); err == nil {
+				if rev, err = kv.Create(ctx, key, []byte(l.cfg.NATSName)); err == nil {
 					held.Store(true)
 				}
 			}
@@ -402,7 +401,7 @@ func (l *live) demoLease(ctx context.Context) *atomic.Bool {
 			if relay.Sleep(ctx, demoLeaseTTL/3) != nil {
 				if held.Swap(false) { // let another replica take over at once
 					dctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-					kv.Delete(dctx, "demo", jetstream.LastRevision(rev))
+					kv.Delete(dctx, key, jetstream.LastRevision(rev))
 					cancel()
 				}
 				return

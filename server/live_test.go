@@ -769,3 +769,161 @@ func TestLiveDemoOnePerCluster(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestLiveTagDemo: while the server's feed is the demo, a page at another
+// tag gets that tag's own demo feed, classified at that tag; a browser
+// that resumes with the other feed's sequence numbers takes the history
+// anew; the tag's demo is let go once no browser watches it, and stops
+// when a relay attaches to the server's feed.
+func TestLiveTagDemo(t *testing.T) {
+	b, err := broker.Open(t.Context(), broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readings := map[string]*extractor.Reading{}
+	for _, tag := range []string{"v1.31.0", "v1.20.0", "v1.25.0"} {
+		r := *fixtureReading(t)
+		r.Tag = tag
+		readings[tag] = &r
+	}
+	cfg := Config{DefaultTag: "v1.31.0", DemoPeriod: 20 * time.Millisecond, IngestToken: testToken}
+	l, err := newLive(cfg, b, func(tag string) *extractor.Reading { return readings[tag] })
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	l.closeBroker = true
+	l.demoIdle = 300 * time.Millisecond
+	rt := chi.NewRouter()
+	rt.Method("GET", "/feeds/{feed}/ws", l.handleFeedSocket())
+	rt.Method("GET", "/feeds/{feed}/ingest", l.handleIngest())
+	ts := httptest.NewServer(rt)
+	t.Cleanup(func() { ts.Close(); l.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	open := func(path string) (*feedClient, *statusMsg) {
+		t.Helper()
+		c := dialBrowser(t, ctx, ts, path)
+		m, err := c.next(ctx)
+		if err != nil || m.Hello == nil {
+			t.Fatalf("%s: no hello: %+v, %v", path, m, err)
+		}
+		return c, m.Hello
+	}
+	c, h := open("/feeds/default/ws?tag=v1.20.0")
+	if h.Feed != "demo-v1.20.0" || h.Tag != "v1.20.0" || !h.Demo {
+		t.Fatalf("a page at v1.20.0 got %+v; want the demo-v1.20.0 feed, a demo at v1.20.0", h)
+	}
+	var last uint64
+	for last < 3 {
+		m, err := c.next(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = max(last, m.Seq)
+	}
+	c.c.CloseNow()
+	for path, want := range map[string]string{
+		"/feeds/default/ws?tag=v1.31.0": defaultFeed, // the default tag
+		"/feeds/default/ws?tag=v1.99.0": defaultFeed, // a tag not loaded
+		"/feeds/default/ws":             defaultFeed,
+	} {
+		c, h := open(path)
+		if h.Feed != want {
+			t.Errorf("%s: feed %q, want %q", path, h.Feed, want)
+		}
+		c.c.CloseNow()
+	}
+	c, h = open(fmt.Sprintf("/feeds/default/ws?tag=v1.20.0&after=%d&of=default", last))
+	if !h.Reset {
+		t.Errorf("resuming after line %d of another feed: %+v; want a reset", last, h)
+	}
+	c.c.CloseNow()
+	c, h = open(fmt.Sprintf("/feeds/default/ws?tag=v1.20.0&after=%d&of=demo-v1.20.0", last))
+	if h.Reset {
+		t.Errorf("resuming after line %d of the same feed: %+v; want no reset", last, h)
+	}
+	c.c.CloseNow()
+
+	has := func(name string) bool {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.feeds[name] != nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for has("demo-v1.20.0") {
+		if time.Now().After(deadline) {
+			t.Fatal("the demo of v1.20.0 still runs with no browser watching")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A relay attaches to the server's feed: a tag's demo stops, saying so.
+	c, h = open("/feeds/default/ws?tag=v1.25.0")
+	if h.Feed != "demo-v1.25.0" {
+		t.Fatalf("feed %q", h.Feed)
+	}
+	in := dialIngest(t, ctx, ts, defaultFeed)
+	send(t, ctx, in, relay.Line{ID: "1", Raw: "a real line"})
+	for {
+		m, err := c.next(ctx)
+		if err != nil {
+			t.Fatal("no status saying the demo stopped: ", err)
+		}
+		if m.Status != nil && !m.Status.Demo && strings.Contains(m.Status.Note, "demo stopped") {
+			break
+		}
+	}
+}
+
+// TestLiveRoomFeedNoteAfterRestart (issue 12, item 11): a room's feed with
+// stored lines, opened by a restarted server, says these are the room's
+// lines so far, not "No journal in this room yet" above them; a new room's
+// feed says there is no journal yet. The note is set as soon as the room
+// asks, before the stored lines have reached the feed's hub.
+func TestLiveRoomFeedNoteAfterRestart(t *testing.T) {
+	dir := t.TempDir()
+	open := func() *live {
+		b, err := broker.Open(t.Context(), broker.Config{Dir: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := newLive(Config{DefaultTag: "v1.31.0", DemoPeriod: -1}, b, nil)
+		if err != nil {
+			b.Close()
+			t.Fatal(err)
+		}
+		l.closeBroker = true
+		return l
+	}
+	l := open()
+	f, err := l.feed("room-abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []relay.Line
+	for i := range 230 {
+		lines = append(lines, relay.Line{ID: fmt.Sprint("run-", i+1), Raw: fmt.Sprint("line ", i+1)})
+	}
+	if _, err := l.ingest(f, lines, false); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+
+	l = open()
+	defer l.Close()
+	note := func(name string) string {
+		l.setFeedTag(name, "v1.31.0")
+		l.mu.Lock()
+		f := l.feeds[name]
+		l.mu.Unlock()
+		return f.statusMsg().Note
+	}
+	if n := note("room-abc"); !strings.Contains(n, "journal lines so far") {
+		t.Errorf("a room's feed with 230 stored lines, after a restart, says %q", n)
+	}
+	if n := note("room-new"); !strings.Contains(n, "No journal in this room yet") {
+		t.Errorf("a new room's feed says %q", n)
+	}
+}

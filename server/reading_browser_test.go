@@ -9,6 +9,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -19,7 +20,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/extractortest"
 )
 
 // viewport is one window a reader reads in.
@@ -239,8 +242,17 @@ func TestBrowserSelectShowsLines(t *testing.T) {
 			// Step back through the case's lines, when there is more than one.
 			pleg := eval[int](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), [...document.querySelectorAll('#live li.ll[data-case="pleg"]')].filter(li => li.offsetParent !== null).length)`)
 			checkHeld(t, ctx, "pleg selected after config")
-			eval[bool](t, ctx, `(document.querySelector('#live .live-prev').click(), document.querySelector('#live .live-prev').click(), true)`)
-			waitFor(t, ctx, "two lines back", fmt.Sprintf(`document.querySelector('#live .live-sel').textContent.includes('line %d of ')`, pleg-2))
+			// (New pleg lines may join the list meanwhile: the line two back
+			// is named by its sequence number.)
+			back := eval[int](t, ctx, `(() => { const p = document.getElementById('live').livePane, ls = p.caseLines();
+				const i = ls.findIndex(li => Number(li.dataset.seq) === p.curSeq);
+				document.querySelector('#live .live-prev').click(); document.querySelector('#live .live-prev').click();
+				return i >= 2 ? Number(ls[i - 2].dataset.seq) : -1; })()`)
+			if pleg >= 3 && back < 0 {
+				t.Fatal("the current pleg line is not the newest")
+			}
+			waitFor(t, ctx, "two lines back", fmt.Sprintf(`(() => { const p = document.getElementById('live').livePane, i = p.caseLines().findIndex(li => Number(li.dataset.seq) === %d);
+				return p.curSeq === %d && document.querySelector('#live .live-sel').textContent.includes('line ' + (i + 1) + ' of ') })()`, back, back))
 			checkHeld(t, ctx, "two pleg lines back")
 			if c := eval[string](t, ctx, `document.querySelector('#live li.ll.cur').dataset.case`); c != "pleg" {
 				t.Errorf("stepped to a %q line, want pleg", c)
@@ -342,6 +354,30 @@ func TestBrowserLayout(t *testing.T) {
 				t.Errorf("reading the pleg note at y=%.0f, its code is at %.0f–%.0f of a %.0f px window", p.NoteMid, p.CodeTop, p.CodeBottom, p.Inner)
 			}
 			screenshot(t, ctx, "layout-note-code-"+v.name+".png", false)
+			// A note's pre and list items stay in the note's column (a pre
+			// wraps or scrolls in itself); the title is not clipped.
+			if spill := eval[string](t, ctx, `(() => { for (const m of document.querySelectorAll('section.case > .margin')) {
+					const mr = m.getBoundingClientRect();
+					for (const e of m.querySelectorAll('pre, li, p, table')) {
+						const r = e.getBoundingClientRect();
+						if (r.right > mr.right + 1 || (e.tagName === 'PRE' && e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).overflowX === 'visible'))
+							return m.parentElement.id + ' ' + e.tagName + ' ends at ' + Math.round(r.right) + ', its column at ' + Math.round(mr.right); } } return ''; })()`); spill != "" {
+				t.Errorf("a note's block leaves its column: %s", spill)
+			}
+			if clip := eval[string](t, ctx, `(() => { const h = document.querySelector('h1'), r = h.getBoundingClientRect();
+				return h.scrollWidth > h.clientWidth + 1 || r.right > innerWidth + 1 ? 'h1 ' + h.scrollWidth + ' px in ' + h.clientWidth + ', ends at ' + Math.round(r.right) : '' })()`); clip != "" {
+				t.Errorf("the title is clipped: %s", clip)
+			}
+			if !v.mobile && v.w >= 1200 {
+				// Item 12: the pane is as tall as the window, its lines to its
+				// bottom (not capped, with blank space under it).
+				type pane struct{ Pane, Lines, Inner float64 }
+				p := eval[pane](t, ctx, `(() => { const l = document.getElementById('live').getBoundingClientRect(), s = document.querySelector('#live .live-scroll').getBoundingClientRect();
+					return {Pane: l.height, Lines: s.bottom, Inner: innerHeight} })()`)
+				if p.Pane < p.Inner-2 || p.Lines < p.Inner-24 {
+					t.Errorf("the live pane is %.0f px tall in a %.0f px window, its lines end at %.0f", p.Pane, p.Inner, p.Lines)
+				}
+			}
 			// The live pane is reachable: beside the source, or a drawer
 			// whose bar is in view and opens over it.
 			reach := `(() => { const r = document.querySelector('#live .live-lines').getBoundingClientRect(); return r.height > 80 && r.top < innerHeight && r.bottom > 0 && r.left < innerWidth })()`
@@ -417,22 +453,313 @@ func TestBrowserSelectionAgrees(t *testing.T) {
 	watch.check(t)
 }
 
-// TestBrowserFeedAtAnotherTag: the server's one feed reads the default tag;
-// a page at another tag says so, links no log line to its own source lines
-// (they would point at the wrong code), and the demo starts with the lines
-// without a case hidden.
+// TestBrowserFeedAtAnotherTag: a server whose feed is a real journal (here
+// a journal file of the default tag's log sites) has one feed, read at the
+// default tag; a page at another tag says so and links no log line to its
+// own source lines (they would point at the wrong code).
 func TestBrowserFeedAtAnotherTag(t *testing.T) {
 	ctx := newBrowser(t)
-	ts, _ := demoSite(t, "v1.31.0")
+	r := realReading(t)
+	o := *r
+	o.Tag = "v1.31.0"
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r, o.Tag: &o}}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+		Getenv: func(string) string { return "" }, JournalFile: siteJournal(t, r)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	waitLoaded(t, s, o.Tag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
 	watch := watchPage(t, ctx, ts)
 	openDemo(t, ctx, ts.URL+"/k8s/v1.31.0/", viewports[0], false, "pleg", 3)
 	waitFor(t, ctx, "the note that the feed reads another tag", `(() => { const n = document.querySelector('#live .live-version'); return !n.hidden && n.textContent.includes('v1.31.0') })()`)
 	if n := eval[int](t, ctx, `document.querySelectorAll('#live [data-seq][data-line]').length`); n != 0 {
 		t.Errorf("%d log lines of another tag's kubelet link to this page's source lines", n)
 	}
-	if !eval[bool](t, ctx, `document.querySelector('#live [data-hide-none]').checked && [...document.querySelectorAll('#live li.ll-none')].every(li => li.offsetParent === null)`) {
-		t.Error("the demo shows its lines without a case at first")
+	if eval[bool](t, ctx, `document.getElementById('live').livePane.served !== 'default'`) {
+		t.Error("a page at another tag was given another feed than the server's journal")
 	}
 	screenshot(t, ctx, "feed-another-tag.png", false)
+	watch.check(t)
+}
+
+// realDemoSite serves the real Readings of the default tag and of others,
+// with a fast demo feed; a tag's own demo is let go after idle.
+func realDemoSite(t *testing.T, idle time.Duration, others ...string) (*httptest.Server, *Server, map[string]*extractor.Reading) {
+	t.Helper()
+	r := realReading(t)
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	for _, tag := range others {
+		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
+	}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	if idle > 0 {
+		s.live.demoIdle = idle
+	}
+	for tag := range fl.readings {
+		waitLoaded(t, s, tag)
+	}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return ts, s, fl.readings
+}
+
+// logCallRE is a log call in kubelet.go: klog's, or a contextual logger's.
+var logCallRE = regexp.MustCompile(`\b(klog|logger)\.(V\(\d+\)\.)?(Info|Error|Warning)`)
+
+// TestBrowserDemoAtTag (issue 12, item 9): the demo feed follows the
+// page's tag. At v1.20.0 (five cases, printf-style klog) and at the default
+// tag, the pane's demo lines are only that tag's cases, each with the
+// source line of its log call at that tag (checked against the tag's real
+// kubelet.go, not the Reading), and clicking one selects its case and
+// line. Before, every tag showed the default tag's demo: readiness lines at
+// v1.20.0, and no data-line at all.
+func TestBrowserDemoAtTag(t *testing.T) {
+	ctx := newBrowser(t)
+	def := extractor.DefaultTag
+	ts, _, readings := realDemoSite(t, 0, "v1.20.0", "v1.31.0")
+	watch := watchPage(t, ctx, ts)
+	for _, tag := range []string{"v1.20.0", "v1.31.0", def} {
+		t.Run(tag, func(t *testing.T) {
+			r := readings[tag]
+			b, err := fs.ReadFile(extractortest.FS(t, tag), r.Function.File)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(b)
+			keys := map[string]bool{}
+			for _, c := range r.Function.Cases {
+				keys[c.Key] = true
+			}
+			if tag == "v1.20.0" && (keys["readiness"] || keys["startup"] || keys["container"] || !keys["liveness"]) {
+				t.Fatalf("the v1.20.0 Reading has cases %v; the check below assumes liveness and no readiness, startup or container", keys)
+			}
+			openDemo(t, ctx, ts.URL+"/k8s/"+tag+"/", viewports[0], false, "liveness", 2)
+			waitFor(t, ctx, "config, pleg and housekeeping lines too", `['config', 'pleg', 'housekeeping'].every(k => document.querySelector('#live li.ll[data-case="'+k+'"]'))`)
+			if keys["container"] {
+				// The container manager's case (from v1.27 on) fires too.
+				waitFor(t, ctx, "a container line", `!!document.querySelector('#live li.ll[data-case="container"]')`)
+			}
+			type line struct {
+				Case string
+				Line int
+				Text string
+			}
+			lines := eval[[]line](t, ctx, `[...document.querySelectorAll('#live [data-seq]')].filter(li => li.dataset.case).map(li => ({Case: li.dataset.case, Line: Number(li.dataset.line || 0), Text: li.textContent}))`)
+			if len(lines) < 5 {
+				t.Fatalf("%d lines with a case in the pane", len(lines))
+			}
+			srcLines := strings.Split(src, "\n")
+			for _, l := range lines {
+				if !keys[l.Case] {
+					t.Errorf("a %s line at %s, which has no such case: %q", l.Case, tag, l.Text)
+					continue
+				}
+				if l.Line == 0 {
+					t.Errorf("a %s line without its source line: %q", l.Case, l.Text)
+					continue
+				}
+				if l.Line > len(srcLines) || !logCallRE.MatchString(srcLines[l.Line-1]) {
+					t.Errorf("a %s line points at %s:%d, which is no log call there: %q", l.Case, r.Function.File, l.Line, srcLines[min(l.Line, len(srcLines))-1])
+				}
+			}
+			if tag == "v1.20.0" {
+				// Item 12: a symbol a note names that this tag does not have
+				// looks like what it is, not like plain text.
+				type sym struct {
+					N                     int
+					Deco, After, Color, P string
+				}
+				s := eval[sym](t, ctx, `(() => { const e = document.querySelector('.sym-unresolved'); if (!e) return {N: 0};
+					const cs = getComputedStyle(e);
+					return {N: document.querySelectorAll('.sym-unresolved').length, Deco: cs.textDecorationStyle + ' ' + cs.textDecorationLine,
+						After: getComputedStyle(e, '::after').content, Color: cs.color, P: getComputedStyle(e.parentElement).color}; })()`)
+				if s.N == 0 || s.Deco != "dotted underline" || !strings.Contains(s.After, "not at this tag") || s.Color == s.P {
+					t.Errorf("unresolved symbols at v1.20.0: %+v; want some, dotted, marked \"(not at this tag)\", in another colour than the text", s)
+				}
+			}
+			// Item 12: the demo's first screen shows the loop at work: its
+			// lines without a case (there are some) are hidden at first.
+			waitFor(t, ctx, "a demo line without a case", `!!document.querySelector('#live li.ll-none')`)
+			if !eval[bool](t, ctx, `document.querySelector('#live [data-hide-none]').checked && [...document.querySelectorAll('#live li.ll-none')].every(li => li.offsetParent === null)`) {
+				t.Error("the demo shows its lines without a case at first")
+			}
+			note := eval[string](t, ctx, `document.querySelector('#live .live-version').hidden ? '' : document.querySelector('#live .live-version').textContent`)
+			if note != "" {
+				t.Errorf("the pane says the feed reads another tag: %q", note)
+			}
+			screenshot(t, ctx, "demo-at-"+tag+".png", false)
+
+			// Clicking a liveness line selects its case and shows its line.
+			want := eval[int](t, ctx, `(() => { const li = [...document.querySelectorAll('#live li.ll[data-case="liveness"]')].pop(); li.click(); return Number(li.dataset.line); })()`)
+			waitFor(t, ctx, "the liveness case selected at its log line",
+				fmt.Sprintf(`document.querySelector('section.case.selected')?.dataset.case === 'liveness' && location.hash === '#L%d' && !!document.querySelector('#L%d')`, want, want))
+		})
+	}
+	watch.check(t)
+}
+
+// TestBrowserSelectedCaseLinesArrive (issue 12): a reader who selected a
+// case sees its new lines arrive. At its newest line, the pane moves on to
+// each new one and keeps it fully on view; stepped back to an older one,
+// the pane holds still there while the case's new lines still join the
+// list. Before, selecting a case paused the pane and its new lines waited
+// behind "N new ↓ resume".
+func TestBrowserSelectedCaseLinesArrive(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	for _, v := range []viewport{viewports[0], viewports[1], viewports[2]} {
+		t.Run(v.name, func(t *testing.T) {
+			openDemo(t, ctx, pageURL, v, false, "pleg", 3)
+			eval[bool](t, ctx, `(document.querySelector('[data-case-select="pleg"]').scrollIntoView({block: 'center', behavior: 'instant'}), document.querySelector('[data-case-select="pleg"]').click(), true)`)
+			waitFor(t, ctx, "a current pleg line", `!!document.querySelector('#live li.ll.cur[data-case="pleg"]')`)
+			first := eval[int](t, ctx, `document.getElementById('live').livePane.curSeq`)
+			for i, seen := 0, first; i < 2; i++ {
+				waitFor(t, ctx, fmt.Sprintf("pleg line %d after the one at selection in the pane, current", i+1),
+					fmt.Sprintf(`(() => { const ls = [...document.querySelectorAll('#live li.ll[data-case="pleg"]')]; const last = ls[ls.length - 1];
+						return Number(last.dataset.seq) > %d && last.classList.contains('cur') })()`, seen))
+				time.Sleep(100 * time.Millisecond)
+				if why := eval[string](t, ctx, lineInView+`(document.querySelector('#live li.ll.cur'))`); why != "" {
+					t.Fatalf("the new pleg line is not fully on view: %s", why)
+				}
+				seen = eval[int](t, ctx, `document.getElementById('live').livePane.curSeq`)
+			}
+			if !eval[bool](t, ctx, `document.getElementById('live').livePane.paused && /^\d+ new ↓ resume$/.test(document.querySelector('#live .live-more').textContent)`) {
+				t.Error("the pane at a selected case's line is not paused with \"N new ↓ resume\"")
+			}
+			// Stepped back: the pane holds there; new pleg lines still join.
+			eval[bool](t, ctx, `(document.querySelector('#live .live-prev').click(), true)`)
+			at := eval[int](t, ctx, `document.getElementById('live').livePane.curSeq`)
+			newest := eval[int](t, ctx, `Number([...document.querySelectorAll('#live li.ll[data-case="pleg"]')].pop().dataset.seq)`)
+			waitFor(t, ctx, "a newer pleg line in the list", fmt.Sprintf(`Number([...document.querySelectorAll('#live li.ll[data-case="pleg"]')].pop().dataset.seq) > %d`, newest))
+			if cur := eval[int](t, ctx, `document.getElementById('live').livePane.curSeq`); cur != at {
+				t.Errorf("stepped back to line %d, the pane moved on to %d", at, cur)
+			}
+			if why := eval[string](t, ctx, lineInView+`(document.querySelector('#live li.ll.cur'))`); why != "" {
+				t.Errorf("the stepped-to line left the view as lines arrived: %s", why)
+			}
+			screenshot(t, ctx, "selected-lines-arrive-"+v.name+".png", false)
+		})
+	}
+	watch.check(t)
+}
+
+// onView says why an element is not fully on view to a reader, or "" when
+// it is: inside the window, above the live drawer (narrow windows), and
+// under nothing else (a sticky header, a sticky code block): its corners
+// and middle hit-test to itself.
+const onView = `((e) => {
+	if (!e) return 'no such element';
+	const r = e.getBoundingClientRect();
+	const live = document.getElementById('live');
+	let bottom = innerHeight;
+	if (live && getComputedStyle(live).position === 'fixed') bottom = Math.min(bottom, live.getBoundingClientRect().top);
+	const at = '[' + Math.round(r.top) + ',' + Math.round(r.bottom) + '] of [0,' + Math.round(bottom) + ']';
+	if (r.height === 0) return 'not displayed';
+	if (r.top < -1 || r.bottom > bottom + 1) return 'outside the view: ' + at;
+	for (const [x, y] of [[r.left + 8, r.top + 2], [r.left + Math.min(r.width / 2, 200), r.top + r.height / 2], [r.left + 8, r.bottom - 2]]) {
+		const hit = document.elementFromPoint(x, y);
+		if (!hit || !(e.contains(hit) || hit.contains(e))) return 'covered at (' + Math.round(x) + ',' + Math.round(y) + ') by ' + (hit ? hit.tagName + '.' + hit.className : 'nothing') + ': ' + at;
+	}
+	return '';
+})`
+
+// TestBrowserScrollTargets (issue 12): what the page scrolls to, a reader
+// sees whole. A log line of a probe case, logged in the helper it calls
+// (handleProbeSync), clicked in the pane: its source line is fully on view
+// and near the middle of the reading (not cut at the top edge). A case
+// selected by the keyboard (j) or a link (#case-pleg): its heading is on
+// view, not under the drawer or a sticky block. At every width.
+func TestBrowserScrollTargets(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	for _, v := range viewports {
+		for _, dark := range []bool{false, true} {
+			name := v.name + "-" + themeName(dark)
+			t.Run(name, func(t *testing.T) {
+				openDemo(t, ctx, pageURL, v, dark, "liveness", 1)
+				eval[bool](t, ctx, `(() => { const b = document.querySelector('#live .live-toggle'); if (b.getAttribute('aria-expanded') === 'false') b.click(); return true })()`)
+				if !v.mobile && v.w < 1200 {
+					// The drawer's rows are for lines: the demo's note is the
+					// banner's title, not a row of its own.
+					if h := eval[float64](t, ctx, `document.querySelector('#live .live-note').getBoundingClientRect().height`); h > 1 {
+						t.Errorf("the demo note takes %.0f px of the drawer", h)
+					}
+					if !eval[bool](t, ctx, `document.querySelector('#live .live-banner').title.includes('simulated')`) {
+						t.Error("the DEMO FEED banner does not say what the demo is")
+					}
+				}
+				line := eval[int](t, ctx, `(() => { const li = [...document.querySelectorAll('#live li.ll[data-case="liveness"][data-line]')].pop(); li.scrollIntoView({block: 'nearest'}); li.click(); return Number(li.dataset.line); })()`)
+				if eval[bool](t, ctx, fmt.Sprintf(`!!document.getElementById('L%d').closest('section.case')`, line)) {
+					t.Fatalf("liveness logs at L%d, inside a case: want a helper's line for this check", line)
+				}
+				time.Sleep(200 * time.Millisecond)
+				if why := eval[string](t, ctx, onView+fmt.Sprintf(`(document.getElementById('L%d'))`, line)); why != "" {
+					t.Errorf("L%d after clicking its log line: %s", line, why)
+				}
+				// Near the middle of what the reader sees of the reading.
+				off := eval[float64](t, ctx, fmt.Sprintf(`(() => { const r = document.getElementById('L%d').getBoundingClientRect(), live = document.getElementById('live');
+					const bottom = getComputedStyle(live).position === 'fixed' ? live.getBoundingClientRect().top : innerHeight;
+					return Math.abs((r.top + r.bottom) / 2 - bottom / 2) / bottom; })()`, line))
+				if off > 0.2 {
+					t.Errorf("L%d is %.0f%% of the view away from its middle", line, off*100)
+				}
+				screenshot(t, ctx, "helper-line-"+name+".png", false)
+				// A line inside a case (on one column, in its sticky code block).
+				line = eval[int](t, ctx, `(() => { const li = [...document.querySelectorAll('#live li.ll[data-case="pleg"][data-line]')].pop(); li.scrollIntoView({block: 'nearest'}); li.click(); return Number(li.dataset.line); })()`)
+				time.Sleep(200 * time.Millisecond)
+				if why := eval[string](t, ctx, onView+fmt.Sprintf(`(document.getElementById('L%d'))`, line)); why != "" {
+					t.Errorf("L%d (pleg) after clicking its log line: %s", line, why)
+				}
+				screenshot(t, ctx, "case-line-"+name+".png", false)
+
+				// j from the top selects the first case; again, the second.
+				if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
+					t.Fatal(err)
+				}
+				eval[bool](t, ctx, `(() => { const b = document.querySelector('#live .live-toggle'); if (b.getAttribute('aria-expanded') === 'false') b.click(); return true })()`)
+				for i := 0; i < 3; i++ {
+					if err := chromedp.Do(ctx, chromedp.KeyEvent("j")); err != nil {
+						t.Fatal(err)
+					}
+					time.Sleep(100 * time.Millisecond)
+					key := eval[string](t, ctx, `document.querySelector('section.case.selected')?.dataset.case || ''`)
+					if why := eval[string](t, ctx, onView+`(document.querySelector('section.case.selected > .case-head'))`); why != "" {
+						t.Errorf("j (%d) selected %q: its heading is not on view: %s", i+1, key, why)
+					}
+				}
+				screenshot(t, ctx, "case-by-j-"+name+".png", false)
+				// A case's chip clicked low in the window: on a narrow one the
+				// drawer opens to show its lines, and must not cover it.
+				if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
+					t.Fatal(err)
+				}
+				eval[bool](t, ctx, `(() => { const c = document.querySelector('[data-case-select="sync"]'); c.scrollIntoView({block: 'start', behavior: 'instant'}); scrollBy(0, -innerHeight * 0.75); c.click(); return true })()`)
+				time.Sleep(200 * time.Millisecond)
+				if why := eval[string](t, ctx, onView+`(document.querySelector('#case-sync > .case-head'))`); why != "" {
+					t.Errorf("the sync chip clicked low in the window: its heading is not on view: %s", why)
+				}
+				if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"#case-pleg"), chromedp.WaitReady("section.case")); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(200 * time.Millisecond)
+				if why := eval[string](t, ctx, onView+`(document.querySelector('#case-pleg > .case-head'))`); why != "" {
+					t.Errorf("#case-pleg: its heading is not on view: %s", why)
+				}
+			})
+		}
+	}
 	watch.check(t)
 }

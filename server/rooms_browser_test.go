@@ -306,6 +306,27 @@ func TestBrowserRoom(t *testing.T) {
 		if eval[bool](t, viewer, `!!document.querySelector('[data-room-version] button')`) {
 			t.Error("the viewer can switch the room's tag")
 		}
+		// Item 11: the kubelet's version is told once (the room bar, with
+		// the driver's switch), and nothing on the page leaves the room
+		// without a word: no "Read v1.31.0" link in the pane, no tag box
+		// in the header.
+		for name, ctx := range map[string]context.Context{"driver": driver, "viewer": viewer} {
+			type leave struct {
+				Told          int
+				PaneLinks     int
+				TagForms      int
+				RoomTagHeader bool
+			}
+			l := eval[leave](t, ctx, `({
+				Told: (() => { const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); let n = 0;
+					while (w.nextNode()) { const e = w.currentNode.parentElement; if (/runs v1\.31\.0/.test(w.currentNode.data) && e.offsetParent !== null) n++; } return n; })(),
+				PaneLinks: [...document.querySelectorAll('#live a')].filter(a => a.offsetParent !== null && a.getAttribute('href').startsWith('/k8s/')).length,
+				TagForms: document.querySelectorAll('header.site form.tags').length,
+				RoomTagHeader: !!document.querySelector('header.site .room-tag, .room-tag')})`)
+			if l.Told != 1 || l.PaneLinks != 0 || l.TagForms != 0 || !l.RoomTagHeader {
+				t.Errorf("%s: %+v; want the version told once, no link out of the room in the pane, the room's tag (not a tag box) in the header", name, l)
+			}
+		}
 		screenshot(t, driver, "room-driver.png", false)
 		screenshot(t, viewer, "room-viewer.png", false)
 	})
@@ -388,6 +409,29 @@ func TestBrowserRoom(t *testing.T) {
 		}
 		waitFor(t, viewer, "config at the top", `(() => { const y = document.getElementById('case-config').getBoundingClientRect().top; return y >= -2 && y < 60 })()`)
 		screenshot(t, viewer, "room-narrow.png", false)
+		// Item 7: on a phone, More opens its panel right under the bar,
+		// on view, not hundreds of pixels away over the article.
+		if err := chromedp.Do(viewer, chromedp.EmulateViewport(390, 844), chromedp.Navigate(ts.URL+"/rooms/"+id), chromedp.WaitReady("#room")); err != nil {
+			t.Fatal(err)
+		}
+		// (The bar scrolls away on a phone: the reader goes up to it.)
+		eval[bool](t, viewer, `(window.dispatchEvent(new WheelEvent('wheel', {deltaY: -400})), scrollTo(0, 0), true)`)
+		time.Sleep(300 * time.Millisecond)
+		eval[bool](t, viewer, `(scrollTo(0, 0), document.querySelector('[data-room-more]').click(), true)`)
+		waitFor(t, viewer, "the panel open", `!document.getElementById('room-panel').hidden`)
+		gap := eval[float64](t, viewer, `(() => { const m = document.querySelector('[data-room-more]').getBoundingClientRect(), p = document.getElementById('room-panel').getBoundingClientRect();
+			return p.top < innerHeight && p.bottom > 0 ? p.top - m.bottom : 9999 })()`)
+		if gap < -1 || gap > 120 {
+			t.Errorf("on a phone the room panel opens %.0f px below its More button", gap)
+		}
+		screenshot(t, viewer, "room-panel-390.png", false)
+		// The "following paused" control is whole, above the drawer's bar.
+		if why := eval[string](t, viewer, `(() => { const p = document.querySelector('[data-room-paused]'); if (p.hidden) return 'hidden';
+			const r = p.getBoundingClientRect(), d = document.getElementById('live').getBoundingClientRect();
+			return r.bottom > d.top + 1 || r.right > innerWidth ? 'at [' + Math.round(r.top) + ',' + Math.round(r.bottom) + '], right ' + Math.round(r.right) + '; the drawer from ' + Math.round(d.top) : '' })()`); why != "" {
+			t.Errorf("on a phone the following-paused control: %s", why)
+		}
+		eval[bool](t, viewer, `(document.querySelector('[data-room-more]').click(), true)`)
 	})
 
 	watchD.check(t)

@@ -76,6 +76,7 @@ class LivePane {
 		// hue: the colour slot the server gave each case key.
 		this.hue = new Map(cases.map((c) => [c.key, c.hue]));
 		this.lastSeq = 0;
+		this.served = ''; // the feed the server gave (hello.feed): lastSeq counts in it
 		this.version = '';
 		this.selected = '';
 		this.curSeq = 0; // the log line the reader stepped to, or clicked
@@ -378,8 +379,16 @@ class LivePane {
 	// connect opens the feed's socket, resuming after the last line seen.
 	connect() {
 		const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+		const q = new URLSearchParams();
+		// The server's own feed, while it is the demo, gives a page at
+		// another tag that tag's demo (its log sites, its cases).
+		if (this.feed === 'default' && this.tag) q.set('tag', this.tag);
+		if (this.lastSeq) {
+			q.set('after', String(this.lastSeq));
+			if (this.served) q.set('of', this.served);
+		}
 		let url = `${proto}//${location.host}/feeds/${encodeURIComponent(this.feed)}/ws`;
-		if (this.lastSeq) url += `?after=${this.lastSeq}`;
+		if (q.size) url += `?${q}`;
 		const ws = new WebSocket(url);
 		this.ws = ws;
 		ws.addEventListener('message', (ev) => {
@@ -419,6 +428,7 @@ class LivePane {
 			this.backoff.reset();
 			this.setConn('connected', 'up');
 			if (m.hello.reset) this.clear();
+			this.served = m.hello.feed || ''; // the feed lastSeq counts in
 			this.status(m.hello);
 		} else if (m.status) {
 			this.status(m.status);
@@ -437,12 +447,15 @@ class LivePane {
 		this.root.classList.toggle('is-demo', !!s.demo);
 		this.banner.hidden = !s.demo;
 		this.banner.textContent = s.demo ? 'DEMO FEED' : '';
-		this.banner.title = s.demo ? 'A simulated kubelet, not a real journal' : '';
+		// The demo's note is the banner's title: on a drawer (narrow windows)
+		// the note itself would cost a row of lines.
+		this.banner.title = s.demo ? s.note || 'A simulated kubelet, not a real journal' : '';
 		// The demo's first screen shows the loop at work: its lines without
 		// a case (cadvisor's noise) are hidden until the reader asks.
 		if (!this.hideNoneSet) this.setHideNone(!!s.demo);
 		this.note.hidden = !s.note;
 		this.note.textContent = s.note || '';
+		this.note.classList.toggle('live-note-demo', !!s.demo);
 		// Compared with this page's tag, not the feed's: a reader may open
 		// another tag than the one the feed's lines are classified against.
 		// In a room, the room bar says it once, with the driver's switch of
@@ -483,15 +496,25 @@ class LivePane {
 	}
 
 	add(m) {
-		if (this.paused) {
+		// A reader who selected a case reads its lines: paused there (not
+		// by the Pause button, which freezes all), new lines still join the
+		// list (below what the reader sees, which stays put), counted as
+		// new, so the case's new lines arrive.
+		if (this.paused && !(this.selected && this.pausedByScroll)) {
 			this.held.push(m);
 			this.heldCount++;
 			if (this.held.length > MAX_LINES) this.held.splice(0, this.held.length - MAX_LINES);
 			this.schedule();
 			return;
 		}
+		if (this.held.length) {
+			// Held before the case was selected: they come first.
+			this.incoming = this.held.concat(this.incoming);
+			this.held = [];
+		}
 		this.incoming.push(m);
 		if (this.incoming.length > MAX_LINES) this.incoming.splice(0, this.incoming.length - MAX_LINES);
+		if (this.paused) this.heldCount++;
 		this.schedule();
 	}
 
@@ -509,12 +532,27 @@ class LivePane {
 		const batch = this.incoming;
 		this.incoming = [];
 		if (batch.length) {
+			// The reader at the selected case's newest line (or waiting for
+			// its first) moves on to its new ones.
+			const before = this.caseLines();
+			const atNewest = this.paused && this.selected &&
+				(before.length ? Number(before[before.length - 1].dataset.seq) === this.curSeq : !this.curSeq);
 			const frag = document.createDocumentFragment();
 			for (const m of batch) frag.append(this.row(m));
 			this.list.append(frag);
 			const extra = this.list.childElementCount - MAX_LINES;
-			for (let i = 0; i < extra; i++) this.list.firstElementChild.remove();
+			if (extra > 0) {
+				// Lines cut from the top must not move what the reader sees.
+				const h = this.list.scrollHeight;
+				for (let i = 0; i < extra; i++) this.list.firstElementChild.remove();
+				if (this.paused) this.scrollListTo(this.list.scrollTop - (h - this.list.scrollHeight));
+			}
 			if (!this.paused) this.toBottom();
+			else if (atNewest) {
+				const now = this.caseLines();
+				const last = now[now.length - 1];
+				if (last && Number(last.dataset.seq) !== this.curSeq) this.setCur(last);
+			}
 		}
 		this.refresh();
 	}
@@ -581,10 +619,13 @@ class LivePane {
 
 	pause(byScroll = true) {
 		this.paused = true;
-		// Lines waiting for the next frame are held too: the view freezes now.
-		this.held.push(...this.incoming);
-		this.heldCount += this.incoming.length;
-		this.incoming = [];
+		// Lines waiting for the next frame are held too: the view freezes
+		// now (with a case selected, lines go on joining the list, below).
+		if (!(this.selected && byScroll)) {
+			this.held.push(...this.incoming);
+			this.heldCount += this.incoming.length;
+			this.incoming = [];
+		}
 		this.pausedByScroll = byScroll;
 		this.root.classList.add('paused');
 		this.pauseBtn.textContent = 'Resume';
@@ -723,7 +764,10 @@ class LivePane {
 			this.curSeq = 0;
 			for (const o of this.list.querySelectorAll('li.cur')) o.classList.remove('cur');
 		}
-		if (key && how.from !== 'pane' && drawerMode.matches && how.from !== 'url' && how.from !== 'room') this.setOpen(true);
+		if (key && how.from !== 'pane' && drawerMode.matches && how.from !== 'url' && how.from !== 'room') {
+			this.setOpen(true);
+			this.uncover(key);
+		}
 		const bySeq = s.seq ? this.list.querySelector(`li.ll[data-seq="${s.seq}"]`) : null;
 		const cur = this.curLine();
 		if (bySeq) {
@@ -739,6 +783,19 @@ class LivePane {
 			else this.curSeq = 0;
 		}
 		this.refresh();
+	}
+
+	// uncover scrolls the page so that the drawer, just opened, does not
+	// cover the heading of the case the reader selected there.
+	uncover(key) {
+		const head = document.querySelector(`section.case[data-case="${CSS.escape(key)}"] > .case-head`);
+		if (!head) return;
+		const r = head.getBoundingClientRect();
+		const drawerTop = this.root.getBoundingClientRect().top;
+		if (r.bottom <= drawerTop || r.top >= window.innerHeight) return;
+		const bar = document.querySelector('.room-bar');
+		const top = bar && getComputedStyle(bar).position === 'sticky' ? Math.max(0, bar.getBoundingClientRect().bottom) : 0;
+		window.scrollBy({ top: r.top - top - 8, behavior: 'instant' });
 	}
 
 	applyPodFilter() {

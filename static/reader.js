@@ -33,11 +33,35 @@ function reveal(el) {
 	for (let d = el.closest('details'); d; d = d.parentElement?.closest('details')) d.open = true;
 }
 
+// viewBand is the part of the window a reader sees the reading in: below
+// a room's sticky bar, above the live pane's drawer (narrow windows).
+function viewBand() {
+	let top = 0;
+	let bottom = window.innerHeight;
+	const bar = document.querySelector('.room-bar');
+	if (bar && getComputedStyle(bar).position === 'sticky') top = Math.max(0, bar.getBoundingClientRect().bottom);
+	const live = document.getElementById('live');
+	if (live && getComputedStyle(live).position === 'fixed' && live.offsetHeight) {
+		bottom = Math.min(bottom, live.getBoundingClientRect().top);
+	}
+	if (bottom - top < 80) bottom = window.innerHeight; // no room left: the whole window
+	return { top, bottom };
+}
+
 // scrollTo jumps (no smooth scrolling: a long animated scroll is slow to
 // read from, and the browser's own jump to the #fragment must not race it).
-function scrollTo(el) {
+// A line comes to the middle of what the reader sees, with its context
+// around it; a case to the top, its heading clear of the edge.
+function scrollTo(el, where = 'start') {
 	reveal(el);
-	el.scrollIntoView({ block: 'start', behavior: 'instant' });
+	// First the browser's own move, which also scrolls a code block that
+	// scrolls in itself (one column: the sticky code); then the window's,
+	// measured against what covers it.
+	el.scrollIntoView({ block: where === 'center' ? 'center' : 'start', behavior: 'instant' });
+	const b = viewBand();
+	const r = el.getBoundingClientRect();
+	const dy = where === 'center' ? (r.top + r.bottom) / 2 - (b.top + b.bottom) / 2 : r.top - (b.top + 8);
+	if (Math.abs(dy) >= 1) window.scrollBy({ top: dy, behavior: 'instant' });
 }
 
 // draw shows a selection on the source: the case's block, the lines.
@@ -61,7 +85,7 @@ onSelect((s, how) => {
 		announce(`${s.key}: logged at line ${s.lo}, in a helper the case calls`);
 	}
 	if (!how.scroll) return;
-	if (first) scrollTo(first);
+	if (first) scrollTo(first, 'center');
 	else if (i >= 0) scrollTo(cases[i]);
 });
 
