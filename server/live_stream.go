@@ -65,6 +65,9 @@ const (
 	maxLinesPerMsg = 1000
 	msgBytes       = 900 << 10
 	publishTimeout = 10 * time.Second
+	// followWithin is how long a feed's consumer may take to start while
+	// JetStream elects a leader.
+	followWithin = 30 * time.Second
 	// idFamilies bounds the id families a feed remembers.
 	idFamilies = 1024
 )
@@ -305,21 +308,29 @@ func (l *live) publish(ctx context.Context, f *feed, lines []relay.Line, demo bo
 // the stored lines into the feed's hub, then the live tail. f.ready is
 // closed once the lines stored before it started are in the hub.
 func (l *live) follow(f *feed) error {
-	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
-	defer cancel()
-	f.pubMu.Lock()
-	err := l.loadTail(ctx, f)
-	end := f.tail.streamSeq
-	f.pubMu.Unlock()
+	// A cluster that just started (or lost a node) may still be electing
+	// the stream's leader: its first requests time out, later ones answer.
+	var end uint64
+	var cons jetstream.Consumer
+	err := broker.Retry(l.ctx, followWithin, func(ctx context.Context) error {
+		f.pubMu.Lock()
+		err := l.loadTail(ctx, f)
+		end = f.tail.streamSeq
+		f.pubMu.Unlock()
+		if err != nil {
+			return err
+		}
+		cons, err = l.b.Lane(f.name).OrderedConsumer(ctx, feedStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
+		if err != nil {
+			return fmt.Errorf("feed %s: consumer: %w", f.name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
 	if end == 0 {
 		f.markReady()
-	}
-	cons, err := l.b.Lane(f.name).OrderedConsumer(ctx, feedStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
-	if err != nil {
-		return fmt.Errorf("feed %s: consumer: %w", f.name, err)
 	}
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		md, err := m.Metadata()
@@ -477,50 +488,94 @@ func (l *live) deliver(f *feed, h nats.Header, data []byte) {
 // exportFeed writes the feed's stored lines after seq, in order, one per
 // line as the relay sent it, up to the last one stored when it began.
 func (l *live) exportFeed(ctx context.Context, f *feed, after uint64, w func(raw string) error) error {
-	m, err := l.stream.GetLastMsgForSubject(ctx, f.subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil
+	// While a cluster elects a stream leader (a node just died) requests
+	// time out: the export starts again after the last message it wrote,
+	// rather than end a reader's download short.
+	var end, done uint64 // the last message to write; the last one written
+	for stuck := 0; ; {
+		err := broker.Retry(ctx, followWithin, func(ctx context.Context) error {
+			if end > 0 {
+				return nil
+			}
+			m, err := l.stream.GetLastMsgForSubject(ctx, f.subject)
+			if err == nil {
+				end = m.Sequence
+			}
+			return err
+		})
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var msgs jetstream.MessagesContext
+		err = broker.Retry(ctx, followWithin, func(actx context.Context) error {
+			cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}}
+			if done > 0 {
+				cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, done+1
+			}
+			cons, err := l.b.Lane(f.name).OrderedConsumer(actx, feedStream, cfg)
+			if err != nil {
+				return err
+			}
+			msgs, err = cons.Messages()
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		was := done
+		finished, err := l.exportMsgs(ctx, msgs, after, end, &done, w)
+		msgs.Stop()
+		if finished || ctx.Err() != nil || errors.Is(err, errExportWrite) {
+			return err
+		}
+		if stuck = stuck + 1; done > was {
+			stuck = 0
+		}
+		if stuck >= 5 {
+			return err
+		}
+		l.log.Warn("live: export interrupted; resuming", "feed", f.name, "after", done, "err", err)
 	}
-	if err != nil {
-		return err
-	}
-	end := m.Sequence
-	cons, err := l.b.Lane(f.name).OrderedConsumer(ctx, feedStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
-	if err != nil {
-		return err
-	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer msgs.Stop()
+}
+
+// errExportWrite wraps an error of the export's writer: the reader left.
+var errExportWrite = errors.New("export: write")
+
+// exportMsgs writes what msgs delivers up to stream sequence end, and
+// reports whether the export is over (it got there, or cannot go on);
+// otherwise err says why msgs stopped. *done is the last message written.
+func (l *live) exportMsgs(ctx context.Context, msgs jetstream.MessagesContext, after, end uint64, done *uint64, w func(raw string) error) (bool, error) {
 	stop := context.AfterFunc(ctx, msgs.Stop)
 	defer stop()
 	var lines []relay.Line
 	for {
 		m, err := msgs.Next()
 		if err != nil {
-			return err
+			return false, err
 		}
 		md, err := m.Metadata()
 		if err != nil {
-			return err
+			return false, err
 		}
 		first, _ := strconv.ParseUint(m.Headers().Get(hdrSeq), 10, 64)
 		if m.Headers().Get(hdrDemo) != "1" {
 			if lines, err = relay.DecodeBatch(m.Data(), lines[:0]); err != nil {
-				return err
+				return true, fmt.Errorf("stored message %d: %w", md.Sequence.Stream, err) // it will not read better later
 			}
 			for i, in := range lines {
 				if first+uint64(i) > after {
 					if err := w(in.Raw); err != nil {
-						return err
+						return false, fmt.Errorf("%w: %w", errExportWrite, err)
 					}
 				}
 			}
 		}
-		if md.Sequence.Stream >= end {
-			return nil
+		*done = md.Sequence.Stream
+		if *done >= end {
+			return true, nil
 		}
 	}
 }
