@@ -772,6 +772,16 @@ func (l *live) handleFeedSocket() http.Handler {
 			return
 		}
 
+		// A browser resuming after a line this replica's hub has not had
+		// yet (stored a moment ago, or through another replica) waits for
+		// it rather than be told to start over.
+		for wait := time.Now().Add(resumeWait); !reset && after >= f.hub.Next() && time.Now().Before(wait); {
+			select {
+			case <-time.After(20 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+		}
 		gen := f.status.Load()
 		hello := f.statusMsg()
 		next := f.hub.Next()
@@ -1091,6 +1101,10 @@ func (l *live) handleIngest() http.Handler {
 		}
 	})
 }
+
+// resumeWait is how long a browser's ?after= may wait for this replica's
+// hub to reach that line before the browser is told to start over.
+const resumeWait = 2 * time.Second
 
 // ingestQueue is how many relay messages a connection reads ahead while
 // earlier ones are stored.
