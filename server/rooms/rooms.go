@@ -403,6 +403,27 @@ func (s *Store) fetch(id string) (e entry, ok, gone bool) {
 	ctx, cancel := s.opCtx()
 	defer cancel()
 	kve, err := s.kv.Get(ctx, id)
+	// A cluster electing the bucket's leader (new, or a node just died)
+	// answers with errors for a moment: that is not "no such room". And a
+	// KV get is served by any of the bucket's replicas (direct get), so a
+	// follower a moment behind may not have a room made just now: in a
+	// cluster, "not found" is believed after a second.
+	notFoundUntil := time.Now().Add(time.Second)
+	retry := func(err error) bool {
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return s.cfg.Replicas > 1 && time.Now().Before(notFoundUntil)
+		}
+		return err != nil && !errors.Is(err, jetstream.ErrKeyDeleted)
+	}
+	for wait := 50 * time.Millisecond; retry(err); wait = min(2*wait, time.Second) {
+		select {
+		case <-ctx.Done():
+			s.cfg.Logger.Warn("rooms: reading a room from the bucket", "room", id, "err", err)
+			return entry{}, false, false
+		case <-time.After(wait):
+		}
+		kve, err = s.kv.Get(ctx, id)
+	}
 	switch {
 	case errors.Is(err, jetstream.ErrKeyDeleted):
 		s.mu.Lock()
