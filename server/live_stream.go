@@ -80,10 +80,6 @@ func feedSubject(name string) string {
 
 // openStream creates the feeds' stream, or updates its limits.
 func (l *live) openStream(ctx context.Context) error {
-	storage := jetstream.FileStorage
-	if l.b.Memory {
-		storage = jetstream.MemoryStorage
-	}
 	total := l.cfg.FeedBytes
 	if total <= 0 {
 		total = DefaultFeedBytes
@@ -92,7 +88,7 @@ func (l *live) openStream(ctx context.Context) error {
 		Name:              feedStream,
 		Description:       "syncloop feeds: a subject per feed, a message per relay batch",
 		Subjects:          []string{feedSubjectPrefix + ">"},
-		Storage:           storage,
+		Storage:           broker.Storage(l.b.Memory),
 		Replicas:          l.b.Replicas,
 		MaxMsgsPerSubject: feedMsgsKept,
 		MaxBytes:          total,
@@ -376,10 +372,6 @@ func (l *live) demoLease(ctx context.Context, key string, held *atomic.Bool) *at
 	if !l.enter() {
 		return held
 	}
-	storage := jetstream.FileStorage
-	if l.b.Memory {
-		storage = jetstream.MemoryStorage
-	}
 	go func() {
 		defer l.wg.Done()
 		var kv jetstream.KeyValue
@@ -389,7 +381,7 @@ func (l *live) demoLease(ctx context.Context, key string, held *atomic.Bool) *at
 			switch {
 			case kv == nil:
 				kv, err = l.b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-					Bucket: "syncloop_leases", TTL: demoLeaseTTL, Storage: storage, Replicas: l.b.Replicas,
+					Bucket: "syncloop_leases", TTL: demoLeaseTTL, Storage: broker.Storage(l.b.Memory), Replicas: l.b.Replicas,
 				})
 				if err != nil {
 					kv = nil

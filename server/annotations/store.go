@@ -25,6 +25,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/syncloop/syncloop/server/broker"
+
 	"github.com/syncloop/syncloop/server/annotations/anchor"
 )
 
@@ -129,15 +131,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	storage := jetstream.FileStorage
-	if cfg.Memory {
-		storage = jetstream.MemoryStorage
-	}
 	kv, err := cfg.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "syncloop: what readers wrote in rooms, a key per note (<room>.<note>)",
 		History:     history,
-		Storage:     storage,
+		Storage:     broker.Storage(cfg.Memory),
 		Replicas:    cfg.Replicas,
 	})
 	if err != nil {

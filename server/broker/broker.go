@@ -234,6 +234,15 @@ func (b *Broker) Lane(key string) jetstream.JetStream {
 	return b.laneJS[h.Sum32()%uint32(len(b.laneJS))]
 }
 
+// Storage is the storage for streams and buckets: memory when nothing
+// outlives the process (Broker.Memory), files otherwise.
+func Storage(memory bool) jetstream.StorageType {
+	if memory {
+		return jetstream.MemoryStorage
+	}
+	return jetstream.FileStorage
+}
+
 // ClientURL is the embedded server's client URL ("" when it does not
 // listen, or the broker is external).
 func (b *Broker) ClientURL() string {

@@ -49,6 +49,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/syncloop/syncloop/server/broker"
 )
 
 // Defaults for Config's zero values.
@@ -171,10 +173,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	storage := jetstream.FileStorage
-	if cfg.Memory {
-		storage = jetstream.MemoryStorage
-	}
 	kv, err := cfg.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "syncloop: pair-reading rooms, a key per room id",
@@ -183,7 +181,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		// Markers make the per-key TTL of unjoined rooms possible, and
 		// keep an expired room's key saying so.
 		LimitMarkerTTL: cfg.TTL + 2*FlushEvery,
-		Storage:        storage,
+		Storage:        broker.Storage(cfg.Memory),
 		Replicas:       cfg.Replicas,
 	})
 	if err != nil {
