@@ -484,25 +484,22 @@ func (l *live) exportFeed(ctx context.Context, f *feed, after uint64, w func(raw
 	// time out: the export starts again after the last message it wrote,
 	// rather than end a reader's download short.
 	var end, done uint64 // the last message to write; the last one written
-	for stuck := 0; ; {
-		err := broker.Retry(ctx, followWithin, func(ctx context.Context) error {
-			if end > 0 {
-				return nil
-			}
-			m, err := l.stream.GetLastMsgForSubject(ctx, f.subject)
-			if err == nil {
-				end = m.Sequence
-			}
-			return err
-		})
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
+	err := broker.Retry(ctx, followWithin, func(ctx context.Context) error {
+		m, err := l.stream.GetLastMsgForSubject(ctx, f.subject)
+		switch {
+		case errors.Is(err, jetstream.ErrMsgNotFound): // nothing stored: end stays 0
 			return nil
+		case err == nil:
+			end = m.Sequence
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil || end == 0 {
+		return err
+	}
+	for stuck := 0; ; {
 		var msgs jetstream.MessagesContext
-		err = broker.Retry(ctx, followWithin, func(actx context.Context) error {
+		err := broker.Retry(ctx, followWithin, func(actx context.Context) error {
 			cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}}
 			if done > 0 {
 				cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, done+1

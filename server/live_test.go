@@ -391,6 +391,18 @@ func TestLiveRestartKeepsHistoryAndDedup(t *testing.T) {
 	_ = l2
 }
 
+// TestLiveExportEmptyFeed: a feed with nothing stored exports nothing, at
+// once (its "no last message" is an answer, not an outage to wait out).
+func TestLiveExportEmptyFeed(t *testing.T) {
+	_, ts := newLiveServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	dialIngest(t, ctx, ts, "empty").Close(websocket.StatusNormalClosure, "")
+	if got := exportLines(t, ctx, ts, "empty", 0); len(got) != 0 {
+		t.Fatalf("export of an empty feed: %q", got)
+	}
+}
+
 // exportLines reads the feed's export.
 func exportLines(t *testing.T, ctx context.Context, ts *httptest.Server, feed string, after uint64) []string {
 	t.Helper()
