@@ -82,8 +82,12 @@ import (
 )
 
 const (
-	defaultFeed  = "default"
-	maxFeeds     = 64
+	defaultFeed = "default"
+	maxFeeds    = 64 // feeds other than the tags' demos
+	// maxTagDemos caps the tags' demo feeds (tagDemo), which do not count
+	// toward maxFeeds: past it, an unwatched one is let go, or a page at
+	// one more tag keeps the server's own demo.
+	maxTagDemos  = 8
 	ingestLimit  = 1 << 20  // bytes per ingest message
 	displayLimit = 64 << 10 // bytes of a line kept for display
 	frameLimit   = 64 << 10 // bytes per browser message: the buffer each browser's writer keeps
@@ -252,6 +256,7 @@ func (l *live) enter() bool {
 
 var (
 	errTooManyFeeds = errors.New("too many feeds")
+	errTooManyDemos = errors.New("too many tags' demos are watched")
 	errStorage      = errors.New("the feeds' storage (JetStream) is unavailable")
 	errBadBatch     = errors.New("not an ingest message")
 )
@@ -293,7 +298,12 @@ func (l *live) feed(name string) (*feed, error) {
 		f.asked = time.Now()
 		return f, nil
 	}
-	if len(l.feeds) >= maxFeeds && !l.evictVacantLocked() {
+	tagDemo := isTagDemo(name)
+	if tagDemo {
+		if l.countLocked(true) >= maxTagDemos && !l.evictDemoLocked() {
+			return nil, errTooManyDemos
+		}
+	} else if l.countLocked(false) >= maxFeeds && !l.evictVacantLocked() {
 		return nil, errTooManyFeeds
 	}
 	f := &feed{
@@ -306,8 +316,8 @@ func (l *live) feed(name string) (*feed, error) {
 		subject: feedSubject(name),
 		ready:   make(chan struct{}),
 	}
-	if t, ok := strings.CutPrefix(name, demoFeedPrefix); ok && extractor.CheckTag(t) == nil {
-		f.tag = t // a tag's demo feed (tagDemo) reads its tag
+	if tagDemo {
+		f.tag = strings.TrimPrefix(name, demoFeedPrefix) // a tag's demo feed reads its tag
 	}
 	f.cls = classify.New(nil).Stream()
 	if err := l.follow(f); err != nil {
@@ -318,6 +328,53 @@ func (l *live) feed(name string) (*feed, error) {
 	l.feeds[name] = f
 	l.shareHistory()
 	return f, nil
+}
+
+// isTagDemo reports whether name is a tag's demo feed ("demo-v1.20.0").
+func isTagDemo(name string) bool {
+	t, ok := strings.CutPrefix(name, demoFeedPrefix)
+	return ok && extractor.CheckTag(t) == nil
+}
+
+// countLocked counts the tags' demo feeds (demos) or the other feeds. The
+// two have separate caps (maxTagDemos, maxFeeds), so that pages opened at
+// many tags cannot take the feeds relays and rooms need. l.mu is held.
+func (l *live) countLocked(demos bool) int {
+	n := 0
+	for name := range l.feeds {
+		if isTagDemo(name) == demos {
+			n++
+		}
+	}
+	return n
+}
+
+// evictDemoLocked lets go of the tag demo no browser watches that was
+// asked for least recently, if any, and reports whether it did. l.mu is
+// held.
+func (l *live) evictDemoLocked() bool {
+	var oldest *feed
+	for name, f := range l.feeds {
+		if isTagDemo(name) && f.hub.Stats().Subscribers == 0 && (oldest == nil || f.asked.Before(oldest.asked)) {
+			oldest = f
+		}
+	}
+	if oldest == nil {
+		return false
+	}
+	oldest.mu.Lock()
+	stopDemo := oldest.demoStop
+	oldest.source, oldest.demoStop = "none", nil
+	oldest.mu.Unlock()
+	if stopDemo != nil {
+		stopDemo()
+	}
+	delete(l.feeds, oldest.name)
+	l.shareHistory()
+	oldest.stop()
+	oldest.hub.Close()
+	l.log.Info("live: unwatched tag demo let go to make room for another", "feed", oldest.name)
+	return true
 }
 
 // vacantAfter is how long a feed must have gone unasked-for before it may
@@ -331,7 +388,7 @@ const vacantAfter = 10 * time.Second
 func (l *live) evictVacantLocked() bool {
 	var oldest *feed
 	for name, f := range l.feeds {
-		if name == defaultFeed || time.Since(f.asked) < l.vacantAfter {
+		if name == defaultFeed || isTagDemo(name) || time.Since(f.asked) < l.vacantAfter {
 			continue
 		}
 		if st := f.hub.Stats(); st.Stored > 0 || st.Subscribers > 0 {
@@ -620,6 +677,10 @@ func (l *live) tagDemo(tag string) (*feed, error) {
 		return nil, nil
 	}
 	f, err := l.feed(demoFeedPrefix + tag)
+	if errors.Is(err, errTooManyDemos) {
+		l.log.Warn("live: every tag demo is watched; this page gets the server's demo", "tag", tag, "max", maxTagDemos)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -1181,7 +1242,7 @@ func (l *live) handleMetrics() http.Handler {
 		metric("syncloop_clients", "Browsers connected to a feed.", "gauge", func(rw row) {
 			fmt.Fprintf(&b, "syncloop_clients{feed=%s} %d\n", promQuote(rw.name), rw.clients)
 		})
-		fmt.Fprintf(&b, "# HELP syncloop_feeds Feeds the server holds (at most %d), rooms' included.\n# TYPE syncloop_feeds gauge\nsyncloop_feeds %d\n", maxFeeds, len(feeds))
+		fmt.Fprintf(&b, "# HELP syncloop_feeds Feeds the server holds: at most %d, rooms' included, and at most %d tags' demos.\n# TYPE syncloop_feeds gauge\nsyncloop_feeds %d\n", maxFeeds, maxTagDemos, len(feeds))
 		fmt.Fprintf(&b, "# HELP syncloop_sockets_refused_total Browser sockets refused because their client held --sockets-per-client already.\n# TYPE syncloop_sockets_refused_total counter\nsyncloop_sockets_refused_total %d\n", l.sockets.refused.Load())
 		fmt.Fprintf(&b, "# HELP syncloop_sockets_unanswered_total Browser sockets closed because they did not answer a ping (half-open connections).\n# TYPE syncloop_sockets_unanswered_total counter\nsyncloop_sockets_unanswered_total %d\n", l.sockets.unanswered.Load())
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

@@ -889,6 +889,111 @@ func TestLiveTagDemo(t *testing.T) {
 	}
 }
 
+// TestLiveTagDemosHaveTheirOwnPool (issue 11: one client cannot lock the
+// others out): pages at other tags start demos, which have their own cap
+// (maxTagDemos) beside the feeds' (maxFeeds). With every feed slot taken, a
+// page at another tag still gets its demo; past maxTagDemos watched demos a
+// page keeps the server's demo, and an unwatched demo makes room for a new
+// one. Before, tags' demos took feed slots: 64 pages at 64 tags shut relays
+// and rooms out, and a full server gave a page at another tag an error.
+func TestLiveTagDemosHaveTheirOwnPool(t *testing.T) {
+	b, err := broker.Open(t.Context(), broker.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	readings := map[string]*extractor.Reading{}
+	var tags []string
+	for i := range maxTagDemos + 1 {
+		tag := fmt.Sprintf("v1.%d.0", 21+i)
+		r := *fixtureReading(t)
+		r.Tag = tag
+		readings[tag] = &r
+		tags = append(tags, tag)
+	}
+	cfg := Config{DefaultTag: "v1.20.0", DemoPeriod: 50 * time.Millisecond, IngestToken: testToken}
+	readings[cfg.DefaultTag] = fixtureReading(t)
+	l, err := newLive(cfg, b, func(tag string) *extractor.Reading { return readings[tag] })
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	l.closeBroker = true
+	rt := chi.NewRouter()
+	rt.Method("GET", "/feeds/{feed}/ws", l.handleFeedSocket())
+	ts := httptest.NewServer(rt)
+	t.Cleanup(func() { ts.Close(); l.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	count := func(demos bool) int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.countLocked(demos)
+	}
+	// Every feed slot taken, as relays and rooms would.
+	for i := 0; count(false) < maxFeeds; i++ {
+		if _, err := l.feed(fmt.Sprintf("relay-%d", i)); err != nil {
+			t.Fatalf("feed %d: %v", i, err)
+		}
+	}
+	if _, err := l.feed("one-more"); !errors.Is(err, errTooManyFeeds) {
+		t.Fatalf("feed past maxFeeds: %v; want errTooManyFeeds", err)
+	}
+	open := func(tag string) (*feedClient, string) {
+		t.Helper()
+		c := dialBrowser(t, ctx, ts, "/feeds/default/ws?tag="+tag)
+		m, err := c.next(ctx)
+		if err != nil || m.Hello == nil {
+			t.Fatalf("tag %s: no hello: %+v, %v", tag, m, err)
+		}
+		return c, m.Hello.Feed
+	}
+	var watching []*feedClient
+	for _, tag := range tags[:maxTagDemos] {
+		c, feed := open(tag)
+		if feed != demoFeedPrefix+tag {
+			t.Fatalf("a page at %s with every feed slot taken got feed %q; want its demo", tag, feed)
+		}
+		watching = append(watching, c)
+	}
+	last := tags[maxTagDemos]
+	c, feed := open(last)
+	if feed != defaultFeed {
+		t.Fatalf("a page at %s with %d demos watched got feed %q; want the server's demo", last, maxTagDemos, feed)
+	}
+	c.c.CloseNow()
+	if _, err := l.feed("one-more"); !errors.Is(err, errTooManyFeeds) {
+		t.Fatalf("the demos took a feed slot: %v", err)
+	}
+
+	// The first page leaves: its demo, unwatched, makes room for the next.
+	watching[0].c.CloseNow()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, feed := open(last)
+		c.c.CloseNow()
+		if feed == demoFeedPrefix+last {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a page at %s after one demo's page left got feed %q; want its demo", last, feed)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	l.mu.Lock()
+	_, first := l.feeds[demoFeedPrefix+tags[0]]
+	l.mu.Unlock()
+	if first {
+		t.Errorf("the unwatched demo of %s is still held", tags[0])
+	}
+	if n := count(true); n > maxTagDemos {
+		t.Errorf("%d tags' demos, cap %d", n, maxTagDemos)
+	}
+	for _, c := range watching[1:] {
+		c.c.CloseNow()
+	}
+}
+
 // TestLiveRoomFeedNoteAfterRestart (issue 12, item 11): a room's feed with
 // stored lines, opened by a restarted server, says these are the room's
 // lines so far, not "No journal in this room yet" above them; a new room's
