@@ -14,6 +14,8 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server"
+	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -39,9 +41,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	maxRooms := fs.Int("max-rooms", 48, "rooms this server holds at most (each room's feed counts against the 64 feeds)")
 	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
 	roomsPerClient := fs.Int("rooms-per-client", rooms.DefaultPerOwner, "rooms one client address holds at once (a room no one joins ends after 10 minutes)")
-	socketsPerClient := fs.Int("sockets-per-client", server.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
+	socketsPerClient := fs.Int("sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
 	trustedProxy := fs.String("trusted-proxy", "", "`CIDR[,CIDR]` of reverse proxies whose X-Forwarded-For names the client for the per-client limits; default none: the client is the connection's address")
-	historyMB := fs.Int("history-mb", server.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most 5,000 lines)")
+	historyMB := fs.Int("history-mb", feeds.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most 5,000 lines)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: syncloop serve [--addr :8080] [--tag TAG] [--source-dir DIR] [--cache-dir DIR] [--data-dir DIR]\n\n"+
 			"Serve the reading site: /k8s/TAG/ shows (*Kubelet).syncLoopIteration at TAG with a\n"+
@@ -70,7 +72,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 || *historyMB <= 0 || *roomsPerClient <= 0 || *socketsPerClient <= 0 {
 		return usageError{fmt.Errorf("--room-ttl, --max-rooms, --max-readers, --history-mb, --rooms-per-client and --sockets-per-client must be positive")}
 	}
-	proxies, err := server.ParseTrustedProxies(*trustedProxy)
+	proxies, err := clients.ParseTrustedProxies(*trustedProxy)
 	if err != nil {
 		return usageError{fmt.Errorf("--trusted-proxy: %v", err)}
 	}

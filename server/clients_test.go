@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,50 +17,13 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/feeds"
+	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 	"github.com/syncloop/syncloop/server/rooms"
 )
-
-func TestClientAddr(t *testing.T) {
-	proxies, err := ParseTrustedProxies("10.0.0.0/8, 192.168.1.7,::1/128")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name    string
-		remote  string
-		xff     []string
-		trusted []netip.Prefix
-		want    string
-	}{
-		{"no proxies trusted: the header is ignored", "203.0.113.9:4000", []string{"198.51.100.1"}, nil, "203.0.113.9"},
-		{"a peer that is not a trusted proxy cannot name the client", "203.0.113.9:4000", []string{"198.51.100.1"}, proxies, "203.0.113.9"},
-		{"a trusted proxy names the client", "10.1.2.3:4000", []string{"198.51.100.1"}, proxies, "198.51.100.1"},
-		{"the right-most untrusted address, not what the client wrote", "10.1.2.3:4000", []string{"6.6.6.6, 198.51.100.1, 192.168.1.7"}, proxies, "198.51.100.1"},
-		{"several headers read as one list", "10.1.2.3:4000", []string{"6.6.6.6", "198.51.100.1", "10.9.9.9"}, proxies, "198.51.100.1"},
-		{"a trusted proxy without the header", "10.1.2.3:4000", nil, proxies, "10.1.2.3"},
-		{"every hop trusted: the left-most", "10.1.2.3:4000", []string{"10.4.4.4, 192.168.1.7"}, proxies, "10.4.4.4"},
-		{"garbage stops the walk at the last trusted hop", "10.1.2.3:4000", []string{"6.6.6.6, garbage"}, proxies, "10.1.2.3"},
-		{"IPv6 peer", "[::1]:4000", []string{"2001:db8::5"}, proxies, "2001:db8::5"},
-		{"IPv4 in IPv6 is one client", "[::ffff:203.0.113.9]:4000", nil, nil, "203.0.113.9"},
-		{"an address with a port in the header", "10.1.2.3:4000", []string{"198.51.100.1:5555"}, proxies, "198.51.100.1"},
-	}
-	for _, tc := range tests {
-		r := httptest.NewRequest("GET", "/", nil)
-		r.RemoteAddr = tc.remote
-		for _, v := range tc.xff {
-			r.Header.Add("X-Forwarded-For", v)
-		}
-		if got := clientAddr(r, tc.trusted); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
-	}
-	for _, bad := range []string{"10.0.0.0/33", "nonsense", "10.0.0.0/8,x"} {
-		if _, err := ParseTrustedProxies(bad); err == nil {
-			t.Errorf("ParseTrustedProxies(%q): no error", bad)
-		}
-	}
-}
 
 // fastCreates lifts the rate of room creation: the rate is not what is tested.
 func fastCreates(c *rooms.ServiceConfig) { c.CreateRate, c.CreateBurst = 1000, 1000 }
@@ -97,7 +59,7 @@ func TestRoomsPerClient(t *testing.T) {
 		s, ts := newRoomServer(t, "", func(c *Config) {
 			c.MaxRooms, c.RoomsPerClient = 48, 2
 			c.roomsTune = fastCreates
-			c.TrustedProxies, _ = ParseTrustedProxies("127.0.0.0/8,::1/128")
+			c.TrustedProxies, _ = clients.ParseTrustedProxies("127.0.0.0/8,::1/128")
 		})
 		a := fill(t, s, ts, "X-Forwarded-For", "198.51.100.7")
 		b := fill(t, s, ts, "X-Forwarded-For", "198.51.100.8")
@@ -132,8 +94,8 @@ func TestUnjoinedRoomExpires(t *testing.T) {
 func TestBogusFeedSocketsCreateNoFeed(t *testing.T) {
 	s, ts := newRoomServer(t, "", nil)
 	ctx := testCtx(t)
-	for i := range maxFeeds - 1 {
-		c, resp, err := websocket.Dial(ctx, wsURL(ts, fmt.Sprint("/feeds/made-up-", i, "/ws")), nil)
+	for i := range feeds.MaxFeeds - 1 {
+		c, resp, err := websocket.Dial(ctx, wstest.URL(ts, fmt.Sprint("/feeds/made-up-", i, "/ws")), nil)
 		if err == nil {
 			defer c.CloseNow()
 			t.Fatalf("a browser socket to made-up feed %d was accepted", i)
@@ -142,22 +104,19 @@ func TestBogusFeedSocketsCreateNoFeed(t *testing.T) {
 			t.Fatalf("made-up feed %d: %v, want 404", i, err)
 		}
 	}
-	s.live.mu.Lock()
-	n := len(s.live.feeds)
-	s.live.mu.Unlock()
-	if n != 1 {
+	if n := s.live.Held(); n != 1 {
 		t.Errorf("%d feeds after the made-up sockets, want the default alone", n)
 	}
 	id, key := createRoom(t, ts)
 	d := dialRoom(t, ctx, ts, id, key, "Ann")
-	rl, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/room-"+id+"/ingest"), &websocket.DialOptions{
+	rl, _, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/room-"+id+"/ingest"), &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}},
 	})
 	if err != nil {
 		t.Fatalf("the room's relay: %v", err)
 	}
 	defer rl.CloseNow()
-	if ack := send(t, ctx, rl, relay.Line{ID: "1", Raw: "a line"}); ack != "1" {
+	if ack := wstest.Send(t, ctx, rl, relay.Line{ID: "1", Raw: "a line"}); ack != "1" {
 		t.Errorf("the room's relay: ack %q", ack)
 	}
 	// The room's feed and the default are the server's: browsers open them.
@@ -175,12 +134,12 @@ func TestBogusFeedSocketsCreateNoFeed(t *testing.T) {
 func TestSocketsPerClient(t *testing.T) {
 	_, ts := newRoomServer(t, "", func(c *Config) {
 		c.SocketsPerClient = 3
-		c.TrustedProxies, _ = ParseTrustedProxies("127.0.0.0/8,::1/128")
+		c.TrustedProxies, _ = clients.ParseTrustedProxies("127.0.0.0/8,::1/128")
 	})
 	id, _ := createRoom(t, ts)
 	ctx := testCtx(t)
 	dial := func(path, client string) (*websocket.Conn, int) {
-		c, resp, err := websocket.Dial(ctx, wsURL(ts, path), &websocket.DialOptions{HTTPHeader: http.Header{"X-Forwarded-For": {client}}})
+		c, resp, err := websocket.Dial(ctx, wstest.URL(ts, path), &websocket.DialOptions{HTTPHeader: http.Header{"X-Forwarded-For": {client}}})
 		if err != nil {
 			if resp == nil {
 				t.Fatal(err)
@@ -227,17 +186,13 @@ func TestPingClosesSilentSockets(t *testing.T) {
 	id, _ := createRoom(t, ts)
 	ctx := testCtx(t)
 	feed := dialFeed(t, ctx, ts, "default") // never read
-	room, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), nil)
+	room, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+id+"/ws"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer room.CloseNow()
 	_ = feed
-	subscribers := func() int {
-		s.live.mu.Lock()
-		defer s.live.mu.Unlock()
-		return s.live.feeds[defaultFeed].hub.Stats().Subscribers
-	}
+	subscribers := func() int { return s.live.Browsers("default") }
 	waitUntil(t, "the silent sockets to be counted", func() bool {
 		_, readers, _ := s.rooms.Counts()
 		return subscribers() == 1 && readers == 1
@@ -246,7 +201,7 @@ func TestPingClosesSilentSockets(t *testing.T) {
 		_, readers, _ := s.rooms.Counts()
 		return subscribers() == 0 && readers == 0
 	})
-	if n := s.live.sockets.unanswered.Load(); n != 2 {
+	if n := s.sockets.Unanswered(); n != 2 {
 		t.Errorf("%d sockets counted unanswered, want 2", n)
 	}
 	// A browser that reads answers the pings and stays.
@@ -286,32 +241,32 @@ func TestRefusalCloseCodes(t *testing.T) {
 	if _, _, err := b.Read(ctx); err != nil { // the hello
 		t.Fatal(err)
 	}
-	s.live.dropFeed("room-" + id) // what the rooms' housekeeping does when a room expires
+	s.live.DropFeed("room-" + id) // what the rooms' housekeeping does when a room expires
 	_, _, err := b.Read(ctx)
-	if websocket.CloseStatus(err) != CloseFeedGone {
-		t.Errorf("a feed let go: %v, want close %d", err, CloseFeedGone)
+	if websocket.CloseStatus(err) != feeds.CloseFeedGone {
+		t.Errorf("a feed let go: %v, want close %d", err, feeds.CloseFeedGone)
 	}
 	time.Sleep(600 * time.Millisecond)
-	c, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), nil)
+	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+id+"/ws"), nil)
 	if err != nil {
 		t.Fatalf("an expired room's socket: %v, want an upgrade and a close code", err)
 	}
 	defer c.CloseNow()
-	if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != CloseRoomGone {
-		t.Errorf("an expired room's socket: %v, want close %d", err, CloseRoomGone)
+	if _, _, err := c.Read(ctx); websocket.CloseStatus(err) != rooms.CloseGone {
+		t.Errorf("an expired room's socket: %v, want close %d", err, rooms.CloseGone)
 	}
-	f, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/room-"+id+"/ws"), nil)
+	f, _, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/room-"+id+"/ws"), nil)
 	if err != nil {
 		t.Fatalf("an expired room's feed socket: %v, want an upgrade and a close code", err)
 	}
 	defer f.CloseNow()
-	if _, _, err := f.Read(ctx); websocket.CloseStatus(err) != CloseRoomGone {
-		t.Errorf("an expired room's feed socket: %v, want close %d", err, CloseRoomGone)
+	if _, _, err := f.Read(ctx); websocket.CloseStatus(err) != rooms.CloseGone {
+		t.Errorf("an expired room's feed socket: %v, want close %d", err, rooms.CloseGone)
 	}
 	if status, _ := httpGet(t, ts.URL+"/rooms/"+id+"/ws"); status != http.StatusGone {
 		t.Errorf("an expired room's socket address, not as a websocket: %d, want 410", status)
 	}
-	if _, resp, err := websocket.Dial(ctx, wsURL(ts, "/rooms/AAAAAAAAAAAAAAAAAAAAAA/ws"), nil); err == nil || resp.StatusCode != http.StatusNotFound {
+	if _, resp, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/AAAAAAAAAAAAAAAAAAAAAA/ws"), nil); err == nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("no such room: %v, want 404", err)
 	}
 }
@@ -320,10 +275,10 @@ func TestRefusalCloseCodes(t *testing.T) {
 // directory the server writes cannot be written, 200 otherwise.
 func TestHealthz(t *testing.T) {
 	hold := make(chan struct{})
-	fl := &fakeLoader{hold: map[string]chan struct{}{fixtureTag: hold}}
+	fl := &fakeLoader{hold: map[string]chan struct{}{fixture.Tag: hold}}
 	fl.readings = nil
 	dataDir := filepath.Join(t.TempDir(), "data")
-	s, err := NewServer(Config{DefaultTag: fixtureTag, CacheDir: t.TempDir(), DataDir: dataDir, Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
+	s, err := NewServer(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), DataDir: dataDir, Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,12 +290,12 @@ func TestHealthz(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d %q", when, rec.Code, rec.Body.String(), code, body)
 		}
 	}
-	check("while the default Reading loads", 503, "not ready: the default tag "+fixtureTag+" is still loading")
+	check("while the default Reading loads", 503, "not ready: the default tag "+fixture.Tag+" is still loading")
 	fl.mu.Lock()
-	fl.readings = map[string]*extractor.Reading{fixtureTag: fixtureReading(t)}
+	fl.readings = map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}
 	fl.mu.Unlock()
 	close(hold)
-	waitLoaded(t, s, fixtureTag)
+	waitLoaded(t, s, fixture.Tag)
 	check("loaded", 200, "ok\n")
 	// The data dir turns into a file: rooms cannot be saved.
 	if err := os.RemoveAll(dataDir); err != nil {

@@ -11,12 +11,13 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/diff"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // olderFixture is the fixture as an older tag: its config case logs
 // "Tiny ADD" in another words and it has no pleg case.
 func olderFixture(t testing.TB, tag string) *extractor.Reading {
-	r := fixtureReading(t)
+	r := fixture.Reading(t)
 	old := *r
 	old.Tag = tag
 	f := r.Function
@@ -39,15 +40,15 @@ func olderFixture(t testing.TB, tag string) *extractor.Reading {
 
 func TestComparePage(t *testing.T) {
 	fl := &fakeLoader{readings: map[string]*extractor.Reading{
-		fixtureTag: fixtureReading(t),
-		"v1.36.0":  olderFixture(t, "v1.36.0"),
+		fixture.Tag: fixture.Reading(t),
+		"v1.36.0":   olderFixture(t, "v1.36.0"),
 	}, hold: map[string]chan struct{}{"v1.36.0": make(chan struct{})}}
 	s := newTestServer(t, fl)
-	path := "/k8s/compare/v1.36.0..." + fixtureTag
+	path := "/k8s/compare/v1.36.0..." + fixture.Tag
 
 	// Not fetched yet: the page that reloads, naming the tag.
 	w := get(t, s, path)
-	if w.Code != 202 || !strings.Contains(w.Body.String(), "Fetching k8s.io/kubernetes@v1.36.0 for the compare with "+fixtureTag) ||
+	if w.Code != 202 || !strings.Contains(w.Body.String(), "Fetching k8s.io/kubernetes@v1.36.0 for the compare with "+fixture.Tag) ||
 		!strings.Contains(w.Body.String(), `<meta http-equiv="refresh" content="2">`) {
 		t.Fatalf("before the fetch: %d\n%s", w.Code, w.Body)
 	}
@@ -83,7 +84,7 @@ func TestComparePage(t *testing.T) {
 	if regexp.MustCompile(`(?i)\sstyle=|<style|<script(?:\s[^>]*)?>[^<]`).MatchString(body) {
 		t.Error("the compare page has an inline style or script")
 	}
-	if n := strings.Count(body, `class="cmp-case `); n != len(fixtureReading(t).Function.Cases) {
+	if n := strings.Count(body, `class="cmp-case `); n != len(fixture.Reading(t).Function.Cases) {
 		t.Errorf("%d case sections", n)
 	}
 
@@ -92,11 +93,11 @@ func TestComparePage(t *testing.T) {
 		status int
 		want   string
 	}{
-		{"/k8s/compare/v1.36.0.." + fixtureTag, 404, "A compare is /k8s/compare/FROM...TO"},
-		{"/k8s/compare/v1.99.0..." + fixtureTag, 404, "No tag v1.99.0 of k8s.io/kubernetes"}, // the loader fails at once
-		{"/k8s/compare/" + fixtureTag + "...v1.99.0", 404, "No tag v1.99.0 of k8s.io/kubernetes"},
-		{"/k8s/compare/latest..." + fixtureTag, 404, "&#34;latest&#34; is not a Kubernetes tag"},
-		{"/k8s/compare/v1.19.0..." + fixtureTag, 404, "Tag v1.19.0 cannot be read here"},
+		{"/k8s/compare/v1.36.0.." + fixture.Tag, 404, "A compare is /k8s/compare/FROM...TO"},
+		{"/k8s/compare/v1.99.0..." + fixture.Tag, 404, "No tag v1.99.0 of k8s.io/kubernetes"}, // the loader fails at once
+		{"/k8s/compare/" + fixture.Tag + "...v1.99.0", 404, "No tag v1.99.0 of k8s.io/kubernetes"},
+		{"/k8s/compare/latest..." + fixture.Tag, 404, "&#34;latest&#34; is not a Kubernetes tag"},
+		{"/k8s/compare/v1.19.0..." + fixture.Tag, 404, "Tag v1.19.0 cannot be read here"},
 		{"/k8s/compare?from=1.36.0&to=v1.37.2", 303, ""},
 		{"/k8s/history/Not_A_Key", 404, "is not a case key"},
 	} {
@@ -111,7 +112,7 @@ func TestComparePage(t *testing.T) {
 
 	// The reading page has the "compare with…" control and, under a note
 	// whose case is not at the tag, the compare where it arrived.
-	page := get(t, s, "/k8s/"+fixtureTag+"/").Body.String()
+	page := get(t, s, "/k8s/"+fixture.Tag+"/").Body.String()
 	for _, want := range []string{
 		`<form class="compare-with" action="/k8s/compare" method="get">`,
 		`<input type="hidden" name="from" value="v1.37.2">`,

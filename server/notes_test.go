@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // notesReq sends a JSON request as the site's own page would.
@@ -131,9 +133,9 @@ func TestRoomNotes(t *testing.T) {
 	}
 
 	// A comment on lines: the server quotes the source itself.
-	f := fixtureReading(t).Function
+	f := fixture.Reading(t).Function
 	line := f.DocStart + strings.Count(f.Text[:strings.Index(f.Text, `"Tiny ADD"`)], "\n")
-	code, cm := notesReq(t, "PUT", base+"/comment.abc123", map[string]any{"text": "the ADD log", "rev": 0, "author": "Ann", "quote": map[string]any{"tag": fixtureTag, "start": line, "end": line}})
+	code, cm := notesReq(t, "PUT", base+"/comment.abc123", map[string]any{"text": "the ADD log", "rev": 0, "author": "Ann", "quote": map[string]any{"tag": fixture.Tag, "start": line, "end": line}})
 	if code != 200 {
 		t.Fatalf("comment: %d %v", code, cm)
 	}
@@ -225,7 +227,7 @@ func TestNotesSurviveRestart(t *testing.T) {
 // keeps in the browser are rendered, checked and handed in the same way.
 func TestLocalNotes(t *testing.T) {
 	_, ts := newRoomServer(t, "", nil)
-	code, q := notesReq(t, "GET", ts.URL+"/k8s/"+fixtureTag+"/quote?start=1017&end=1018", nil)
+	code, q := notesReq(t, "GET", ts.URL+"/k8s/"+fixture.Tag+"/quote?start=1017&end=1018", nil)
 	if code != 200 || q["exact"] == "" {
 		t.Fatalf("quote: %d %v", code, q)
 	}
@@ -234,13 +236,13 @@ func TestLocalNotes(t *testing.T) {
 		map[string]any{"id": "set.desired", "text": "desired_state_of_world.go:44"},
 		map[string]any{"id": "comment.local1", "text": "here", "quote": q},
 	}}
-	code, m := notesReq(t, "POST", ts.URL+"/k8s/"+fixtureTag+"/notes", notes)
+	code, m := notesReq(t, "POST", ts.URL+"/k8s/"+fixture.Tag+"/notes", notes)
 	out := fmt.Sprint(m)
 	if code != 200 || strings.Contains(out, `href="javascript`) || !strings.Contains(out, `<a href="">x</a>`) || !strings.Contains(out, "that is line 45") || !strings.Contains(out, "status:same") {
 		t.Errorf("local views: %d %s", code, out)
 	}
 	b, _ := json.Marshal(notes)
-	req, _ := http.NewRequest("POST", ts.URL+"/k8s/"+fixtureTag+"/worksheet.md", strings.NewReader(string(b)))
+	req, _ := http.NewRequest("POST", ts.URL+"/k8s/"+fixture.Tag+"/worksheet.md", strings.NewReader(string(b)))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // TestFooterSaysHowVerified: a tag's pages say where its source came from
@@ -27,10 +28,10 @@ func TestFooterSaysHowVerified(t *testing.T) {
 		{"proxy", "", "syncloop read k8s.io/kubernetes@v1.37.2 from the Go module proxy, with no record of how it was verified."},
 	} {
 		t.Run(tc.source+" "+tc.verified, func(t *testing.T) {
-			r := fixtureReading(t)
+			r := fixture.Reading(t)
 			r.Source, r.Verified = tc.source, tc.verified
-			s := newTestServer(t, &fakeLoader{readings: map[string]*extractor.Reading{fixtureTag: r}})
-			for _, path := range []string{"/k8s/" + fixtureTag + "/", "/k8s/" + fixtureTag + "/pod-workers"} {
+			s := newTestServer(t, &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: r}})
+			for _, path := range []string{"/k8s/" + fixture.Tag + "/", "/k8s/" + fixture.Tag + "/pod-workers"} {
 				body := get(t, s, path).Body.String()
 				_, foot, ok := strings.Cut(body, `<footer class="site">`)
 				if !ok {
@@ -48,12 +49,12 @@ func TestFooterSaysHowVerified(t *testing.T) {
 	// A compare says it of both tags.
 	old := olderFixture(t, "v1.36.0")
 	old.Source, old.Verified = "modcache", extractor.VerifiedZiphash
-	cur := fixtureReading(t)
+	cur := fixture.Reading(t)
 	cur.Source, cur.Verified = "proxy", extractor.VerifiedPinnedSumDB
-	s := newTestServer(t, &fakeLoader{readings: map[string]*extractor.Reading{fixtureTag: cur, "v1.36.0": old}})
+	s := newTestServer(t, &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: cur, "v1.36.0": old}})
 	get(t, s, "/k8s/v1.36.0/")
 	waitLoaded(t, s, "v1.36.0")
-	body := get(t, s, "/k8s/compare/v1.36.0..."+fixtureTag).Body.String()
+	body := get(t, s, "/k8s/compare/v1.36.0..."+fixture.Tag).Body.String()
 	_, foot, _ := strings.Cut(body, `<footer class="site">`)
 	want := `<p class="provenance">syncloop read k8s.io/kubernetes@v1.36.0 from the local Go module cache, verified against the .ziphash the go command wrote when it checked the zip. ` +
 		`syncloop read k8s.io/kubernetes@v1.37.2 from the Go module proxy, verified against the hash pinned in syncloop and the Go checksum database.</p>`

@@ -23,6 +23,7 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/server/feeds"
 )
 
 // viewport is one window a reader reads in.
@@ -496,14 +497,12 @@ func realDemoSite(t *testing.T, idle time.Duration, others ...string) (*httptest
 		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
 	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
-		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond})
+		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond,
+		feedsTune: func(c *feeds.Config) { c.DemoIdle = idle }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	if idle > 0 {
-		s.live.demoIdle = idle
-	}
 	for tag := range fl.readings {
 		waitLoaded(t, s, tag)
 	}

@@ -16,8 +16,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/rooms"
 )
@@ -57,26 +55,24 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 	}
 	l := s.live
 	rc := rooms.ServiceConfig{
-		Store:      st,
-		NC:         b.NC,
-		DefaultTag: cfg.DefaultTag,
-		MaxReaders: cfg.MaxReaders,
-		Logger:     s.log,
+		Sockets:        s.sockets,
+		TrustedProxies: cfg.TrustedProxies,
+		Store:          st,
+		NC:             b.NC,
+		DefaultTag:     cfg.DefaultTag,
+		MaxReaders:     cfg.MaxReaders,
+		Logger:         s.log,
 		Site: rooms.Site{
 			Page: s.roomPage,
 			Status: func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string) {
 				s.statusPage(w, r, code, pageData{Heading: heading, Message: message, Advice: advice})
 			},
-			LoadTag:       func(tag string) { s.state(tag) },
-			TagReady:      s.tagReady,
-			SetFeedTag:    l.setFeedTag,
-			FeedVersion:   l.feedVersion,
-			DropFeed:      l.dropFeed,
-			AcquireSocket: l.sockets.acquire,
-			ReleaseSocket: l.sockets.release,
-			KeepAlive:     func(conn *websocket.Conn) func() { return l.sockets.keepAlive(conn) },
-			ClientIP:      func(r *http.Request) string { return clientAddr(r, cfg.TrustedProxies) },
-			SameOrigin:    sameOrigin,
+			LoadTag:     func(tag string) { s.state(tag) },
+			TagReady:    s.tagReady,
+			SetFeedTag:  l.SetFeedTag,
+			FeedVersion: l.FeedVersion,
+			DropFeed:    l.DropFeed,
+			SameOrigin:  sameOrigin,
 		},
 	}
 	if tune != nil {
@@ -156,7 +152,7 @@ func sameOrigin(r *http.Request) bool {
 // handleMetrics is the live side's exposition plus the rooms'. Room feeds
 // are left out of the per-feed series: their names are viewer links.
 func (s *Server) handleMetrics() http.Handler {
-	liveMetrics := s.live.handleMetrics()
+	liveMetrics := s.live.HandleMetrics()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &bufferWriter{h: http.Header{}}
 		liveMetrics.ServeHTTP(rec, r)

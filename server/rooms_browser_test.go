@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -284,7 +285,7 @@ func TestBrowserRoom(t *testing.T) {
 			t.Errorf("relay command %q", cmd)
 		}
 		ctx := testCtx(t)
-		feedURL := wsURL(ts, "/feeds/room-"+id+"/ingest")
+		feedURL := wstest.URL(ts, "/feeds/room-"+id+"/ingest")
 		if _, resp, err := websocket.Dial(ctx, feedURL, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer wrong"}}}); err == nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("a wrong token: %v", err)
 		}
@@ -293,7 +294,7 @@ func TestBrowserRoom(t *testing.T) {
 			t.Fatalf("relay with the room's token: %v", err)
 		}
 		defer rl.CloseNow()
-		send(t, ctx, rl,
+		wstest.Send(t, ctx, rl,
 			relay.Line{ID: "c0", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`},
 			relay.Line{ID: "c1", Raw: `I1130 01:02:04.000000    1234 kubelet.go:2407] "SyncLoop ADD" source="api" pods=["default/probe-me"]`})
 		for name, ctx := range map[string]context.Context{"driver": driver, "viewer": viewer} {

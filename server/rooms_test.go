@@ -17,18 +17,23 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // newRoomServer serves the fixture reading with rooms kept in dataDir.
+// testToken is the relays' token of the servers these tests start.
+const testToken = "t0ken"
+
 func newRoomServer(t testing.TB, dataDir string, edit func(*Config)) (*Server, *httptest.Server) {
 	t.Helper()
-	other := *fixtureReading(t)
+	other := *fixture.Reading(t)
 	other.Tag = "v1.31.0"
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixtureTag: fixtureReading(t), other.Tag: &other}}
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t), other.Tag: &other}}
 	cfg := Config{
-		DefaultTag:  fixtureTag,
+		DefaultTag:  fixture.Tag,
 		CacheDir:    t.TempDir(),
 		DataDir:     dataDir,
 		Load:        fl.load,
@@ -43,7 +48,7 @@ func newRoomServer(t testing.TB, dataDir string, edit func(*Config)) (*Server, *
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLoaded(t, s, fixtureTag)
+	waitLoaded(t, s, fixture.Tag)
 	ts := httptest.NewServer(s)
 	t.Cleanup(func() { ts.Close(); s.Close() })
 	return s, ts
@@ -82,7 +87,7 @@ func createRoom(t testing.TB, ts *httptest.Server) (id, key string) {
 
 func postRoom(t testing.TB, ts *httptest.Server, header ...string) *http.Response {
 	t.Helper()
-	req, _ := http.NewRequest("POST", ts.URL+"/rooms", strings.NewReader("tag="+fixtureTag))
+	req, _ := http.NewRequest("POST", ts.URL+"/rooms", strings.NewReader("tag="+fixture.Tag))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -126,7 +131,7 @@ func TestRoomPages(t *testing.T) {
 			[]string{`data-room="` + id + `"`, `data-page="pod-workers"`, "room.js", `href="/rooms/` + id + `"`, `id="type-`}, []string{"live.js"}},
 		{"no such room", "/rooms/AAAAAAAAAAAAAAAAAAAAAA", 404, []string{"No such room"}, nil},
 		{"not an id", "/rooms/..%2F..%2Fetc", 404, []string{"No such room"}, nil},
-		{"the reading page offers a room", "/k8s/" + fixtureTag + "/", 200, []string{`action="/rooms"`, "Start a pair session", `data-feed="default"`}, []string{"room.js"}},
+		{"the reading page offers a room", "/k8s/" + fixture.Tag + "/", 200, []string{`action="/rooms"`, "Start a pair session", `data-feed="default"`}, []string{"room.js"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,7 +214,7 @@ func TestRoomLimits(t *testing.T) {
 		ctx := testCtx(t)
 		dialRoom(t, ctx, ts, id, "", "a")
 		dialRoom(t, ctx, ts, id, "", "b")
-		c, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), nil)
+		c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+id+"/ws"), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,8 +224,8 @@ func TestRoomLimits(t *testing.T) {
 			t.Errorf("third reader got %v, want a room-full error", m)
 		}
 		_, _, err = c.Read(ctx)
-		if websocket.CloseStatus(err) != CloseRoomFull {
-			t.Errorf("third reader: %v, want closed with %d (room full: do not retry)", err, CloseRoomFull)
+		if websocket.CloseStatus(err) != rooms.CloseFull {
+			t.Errorf("third reader: %v, want closed with %d (room full: do not retry)", err, rooms.CloseFull)
 		}
 	})
 	t.Run("message size and rate", func(t *testing.T) {
@@ -277,7 +282,7 @@ func dialRoom(t testing.TB, ctx context.Context, ts *httptest.Server, room, key,
 // dialRoomAs joins presenting a credential ("key" or "wheel"), unless it is "".
 func dialRoomAs(t testing.TB, ctx context.Context, ts *httptest.Server, room, field, cred, name string) *roomClient {
 	t.Helper()
-	c, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+room+"/ws"), nil)
+	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+room+"/ws"), nil)
 	if err != nil {
 		t.Fatalf("dial room: %v", err)
 	}
@@ -397,7 +402,7 @@ func TestRoomRoles(t *testing.T) {
 	d.until(t, ctx, "the driver's next position", positionAt(1011))
 	d.send(t, ctx, map[string]any{"t": "name", "name": "Ann"})
 	st := d.until(t, ctx, "the next state", stateWith(func(map[string]any) bool { return true }))
-	if st["driver"] != d.id || st["tag"] != fixtureTag || atFirst(st) != 1011 {
+	if st["driver"] != d.id || st["tag"] != fixture.Tag || atFirst(st) != 1011 {
 		t.Errorf("after the viewer's attempts: driver %v tag %v", st["driver"], st["tag"])
 	}
 
@@ -647,7 +652,7 @@ func TestRoomFeed(t *testing.T) {
 		if tc.token != "" {
 			h.Set("Authorization", "Bearer "+tc.token)
 		}
-		_, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{HTTPHeader: h})
+		_, resp, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{HTTPHeader: h})
 		if err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: %v (status %v), want 401", tc.name, err, resp)
 			continue
@@ -657,14 +662,14 @@ func TestRoomFeed(t *testing.T) {
 			t.Errorf("%s: refusal %q does not say what is wrong", tc.name, b)
 		}
 	}
-	if v := s.live.feedVersion(feed); v != "" {
+	if v := s.live.FeedVersion(feed); v != "" {
 		t.Errorf("refused relays changed the feed: version %q", v)
 	}
 
 	// Two readers of the room's feed, then a relay with the room's token.
 	b1 := dialFeed(t, ctx, ts, feed)
 	b2 := dialFeed(t, ctx, ts, feed)
-	rl, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{
+	rl, _, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}},
 	})
 	if err != nil {
@@ -675,7 +680,7 @@ func TestRoomFeed(t *testing.T) {
 		{ID: "1", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`},
 		{ID: "2", Raw: `I1130 01:02:04.000000    1234 kubelet.go:2407] "SyncLoop ADD" source="api" pods=["default/probe-me"]`},
 	}
-	if ack := send(t, ctx, rl, lines...); ack != "2" {
+	if ack := wstest.Send(t, ctx, rl, lines...); ack != "2" {
 		t.Fatalf("ack %q", ack)
 	}
 	for i, b := range []*websocket.Conn{b1, b2} {
@@ -693,7 +698,7 @@ func TestRoomFeed(t *testing.T) {
 	if _, _, err := rl.Read(ctx); websocket.CloseStatus(err) != websocket.StatusPolicyViolation {
 		t.Errorf("relay after rotation: %v, want closed with policy violation", err)
 	}
-	if _, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{
+	if _, resp, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}},
 	}); err == nil || resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("the old token after rotation: %v", err)
@@ -703,9 +708,9 @@ func TestRoomFeed(t *testing.T) {
 	d.until(t, ctx, "the kubelet version", stateWith(func(st map[string]any) bool { return st["kubelet_version"] == "v1.31.0" }))
 	d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.99.0"}) // a tag the proxy does not serve
 	d.until(t, ctx, "a refusal to switch to a tag that does not load", func(m map[string]any) bool {
-		return m["t"] == "error" && strings.Contains(fmt.Sprint(m["error"]), "stays at "+fixtureTag)
+		return m["t"] == "error" && strings.Contains(fmt.Sprint(m["error"]), "stays at "+fixture.Tag)
 	})
-	if r, _ := s.rooms.Store().Get(id); r.Tag != fixtureTag {
+	if r, _ := s.rooms.Store().Get(id); r.Tag != fixture.Tag {
 		t.Errorf("room tag %q after a failed switch", r.Tag)
 	}
 	d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.31.0"})
@@ -728,7 +733,7 @@ func TestRoomFeed(t *testing.T) {
 
 func dialFeed(t testing.TB, ctx context.Context, ts *httptest.Server, feed string) *websocket.Conn {
 	t.Helper()
-	c, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ws"), nil)
+	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/"+feed+"/ws"), nil)
 	if err != nil {
 		t.Fatalf("dial feed: %v", err)
 	}
@@ -764,16 +769,16 @@ func TestRoomSocketSameOriginOnly(t *testing.T) {
 	_, ts := newRoomServer(t, "", nil)
 	id, _ := createRoom(t, ts)
 	ctx := testCtx(t)
-	_, resp, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
+	_, resp, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+id+"/ws"), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {"https://evil.example"}}})
 	if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 		t.Errorf("cross-origin room websocket: %v %v, want 403", err, resp)
 	}
-	c, _, err := websocket.Dial(ctx, wsURL(ts, "/rooms/"+id+"/ws"), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {ts.URL}}})
+	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+id+"/ws"), &websocket.DialOptions{HTTPHeader: http.Header{"Origin": {ts.URL}}})
 	if err != nil {
 		t.Fatalf("same-origin room websocket: %v", err)
 	}
 	c.CloseNow()
-	if _, resp, err := websocket.Dial(ctx, wsURL(ts, "/rooms/AAAAAAAAAAAAAAAAAAAAAA/ws"), nil); err == nil || resp.StatusCode != http.StatusNotFound {
+	if _, resp, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/AAAAAAAAAAAAAAAAAAAAAA/ws"), nil); err == nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("websocket of no room: %v", err)
 	}
 }

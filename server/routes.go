@@ -28,7 +28,7 @@ import (
 //	GET /k8s/history/{key}        one case at every minor release from v1.20.0
 //	GET /static/*                 embedded CSS, JS, chroma stylesheet
 //
-// Live feed (live.go):
+// Live feed (package feeds):
 //
 //	GET /feeds/{feed}/ws          browser websocket: history then live tail
 //	GET /feeds/{feed}/ingest      relay websocket, bearer token
@@ -72,9 +72,9 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/history/{key}", s.handleHistory())
 	r.Method("GET", "/static/*", s.static.handler(notFound))
 
-	r.Method("GET", "/feeds/{feed}/ws", s.rooms.FeedGate(s.live.handleFeedSocket()))
-	r.Method("GET", "/feeds/{feed}/ingest", s.rooms.FeedGate(s.live.handleIngest()))
-	r.Method("GET", "/feeds/{feed}/export", s.rooms.FeedGate(s.live.handleExport()))
+	r.Method("GET", "/feeds/{feed}/ws", s.rooms.FeedGate(s.live.HandleFeedSocket()))
+	r.Method("GET", "/feeds/{feed}/ingest", s.rooms.FeedGate(s.live.HandleIngest()))
+	r.Method("GET", "/feeds/{feed}/export", s.rooms.FeedGate(s.live.HandleExport()))
 	r.Method("GET", "/metrics", s.handleMetrics())
 	r.Method("GET", "/healthz", s.handleHealthz())
 

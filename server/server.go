@@ -24,6 +24,8 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -36,16 +38,17 @@ type Config struct {
 	Client     *http.Client // for the module proxy; nil means a default one
 	Logger     *slog.Logger
 
-	// The live feed (see live.go).
+	// The live feeds (package feeds).
 	IngestToken string // bearer token a relay must present; "" disables ingest
 	JournalCmd  string // a command whose output feeds the default feed (serve --journal-cmd)
 	JournalFile string // a saved journal replayed into the default feed
 	RingSize    int    // lines kept per feed for late joiners; 0 means 5000
 	// HistoryBytes bounds the recent lines all feeds keep together (their
-	// messages to browsers), shared equally by the feeds; 0 means 64 MiB.
+	// messages to browsers), shared equally by the feeds; 0 means
+	// feeds.DefaultHistoryBytes.
 	HistoryBytes int
 	// FeedBytes bounds what JetStream keeps of all feeds together; 0 means
-	// DefaultFeedBytes. Each feed keeps at most feedMsgsKept batches, none
+	// feeds.DefaultFeedBytes. Each feed keeps at most feedMsgsKept batches, none
 	// older than a week.
 	FeedBytes  int64
 	DemoPeriod time.Duration // pace of the demo feed; 0 means its default
@@ -77,16 +80,19 @@ type Config struct {
 	// 0 means rooms.DefaultUnjoinedTTL.
 	RoomUnjoinedTTL time.Duration
 
-	// Per-client limits (clients.go).
+	// Per-client limits (package clients).
 	TrustedProxies   []netip.Prefix // proxies whose X-Forwarded-For names the client; none by default
-	SocketsPerClient int            // open browser sockets (feeds and rooms) per client; 0 means DefaultSocketsPerClient
+	SocketsPerClient int            // open browser sockets (feeds and rooms) per client; 0 means clients.DefaultSocketsPerClient
 	// PingEvery is how often browser feed sockets and room sockets are
 	// pinged; one that does not answer within as long is closed. 0 means
-	// DefaultPingEvery.
+	// clients.DefaultPingEvery.
 	PingEvery time.Duration
 
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
+	// feedsTune lets tests change the feeds' own settings (a tag demo's
+	// idle time) before they start.
+	feedsTune func(*feeds.Config)
 	// roomsTune lets tests change the rooms' own settings (their rates,
 	// the wheel's grace) before they start.
 	roomsTune func(*rooms.ServiceConfig)
@@ -100,9 +106,11 @@ type Server struct {
 	tmpl   *template.Template
 	static *assets
 	broker *broker.Broker
-	live   *live
-	rooms  *rooms.Service
-	notes  *annotations.Handlers
+	live   *feeds.Service
+	// sockets caps the browser sockets (feeds' and rooms') per client.
+	sockets *clients.Sockets
+	rooms   *rooms.Service
+	notes   *annotations.Handlers
 	// closeNotes stops the notes' store (and the NATS server started for it).
 	closeNotes func()
 
@@ -199,7 +207,18 @@ func NewServer(cfg Config) (*Server, error) {
 	var rs *rooms.Service // set before any request can ask for a feed's token
 	cfg.FeedToken = func(feed string) (string, bool) { return rs.FeedToken(feed) }
 	s.cfg.FeedToken = cfg.FeedToken
-	if s.live, err = newLive(cfg, b, s.loadedReading); err != nil {
+	s.sockets = clients.NewSockets(cfg.SocketsPerClient, cfg.PingEvery)
+	fc := feeds.Config{
+		DefaultTag: cfg.DefaultTag, IngestToken: cfg.IngestToken,
+		JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
+		RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
+		DemoPeriod: cfg.DemoPeriod, FeedToken: cfg.FeedToken, NATSName: cfg.NATSName,
+		Sockets: s.sockets, TrustedProxies: cfg.TrustedProxies, Logger: cfg.Logger,
+	}
+	if cfg.feedsTune != nil {
+		cfg.feedsTune(&fc)
+	}
+	if s.live, err = feeds.New(fc, b, s.loadedReading); err != nil {
 		b.Close()
 		cancel()
 		return nil, err
@@ -414,7 +433,7 @@ func (s *Server) openNotes() error {
 			return nil
 		},
 		SameOrigin: sameOrigin,
-		ClientIP:   func(r *http.Request) string { return clientAddr(r, s.cfg.TrustedProxies) },
+		ClientIP:   func(r *http.Request) string { return clients.Addr(r, s.cfg.TrustedProxies) },
 		Logger:     s.log,
 	})
 	return nil

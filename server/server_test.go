@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // get runs one request against h and returns the recorded response.
@@ -106,7 +107,7 @@ func TestRoutes(t *testing.T) {
 func TestEveryCaseHasOneBlock(t *testing.T) {
 	s := newTestServer(t, &fakeLoader{})
 	body := get(t, s, "/k8s/v1.37.2/").Body.String()
-	r := fixtureReading(t)
+	r := fixture.Reading(t)
 	blocks := regexp.MustCompile(`<section class="seg case" id="case-([a-z]+)"`).FindAllStringSubmatch(body, -1)
 	if len(blocks) != len(r.Function.Cases) {
 		t.Fatalf("%d case blocks, want %d", len(blocks), len(r.Function.Cases))
@@ -325,9 +326,9 @@ func TestFetchingThenFailing(t *testing.T) {
 
 // TestNewTagJoinsSwitcher: once another tag loads, pages list it.
 func TestNewTagJoinsSwitcher(t *testing.T) {
-	other := fixtureReading(t)
+	other := fixture.Reading(t)
 	other.Tag = "v1.31.0"
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixtureTag: fixtureReading(t), "v1.31.0": other}}
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t), "v1.31.0": other}}
 	s := newTestServer(t, fl)
 	first := get(t, s, "/k8s/v1.37.2/")
 	if strings.Contains(first.Body.String(), `<option value="v1.31.0">`) {
@@ -350,7 +351,7 @@ func TestReadingJSONRoundTrips(t *testing.T) {
 	if err := json.Unmarshal(get(t, s, "/k8s/v1.37.2/reading.json").Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
 	}
-	want := fixtureReading(t)
+	want := fixture.Reading(t)
 	if got.Function.Text != want.Function.Text || len(got.Function.Cases) != len(want.Function.Cases) {
 		t.Errorf("reading.json does not round-trip")
 	}

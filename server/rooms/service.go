@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -38,6 +39,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/clients"
 )
 
 // Room limits and their defaults.
@@ -84,22 +86,21 @@ type Site struct {
 	SetFeedTag  func(feed, tag string)
 	FeedVersion func(feed string) string
 	DropFeed    func(feed string)
-	// The cap on open browser sockets per client, shared with the feeds'
-	// sockets, and their pings.
-	AcquireSocket func(w http.ResponseWriter, client string) bool
-	ReleaseSocket func(client string)
-	KeepAlive     func(conn *websocket.Conn) (stop func())
-	ClientIP      func(r *http.Request) string
-	SameOrigin    func(r *http.Request) bool
+	SameOrigin  func(r *http.Request) bool
 }
 
 // ServiceConfig is the rooms' own configuration.
 type ServiceConfig struct {
-	Store      *Store
-	NC         *nats.Conn // to the other replicas; nil for one replica alone
-	Site       Site
-	DefaultTag string
-	MaxReaders int // readers per room; 0 means DefaultMaxReaders
+	// Sockets caps the open browser sockets per client, shared with the
+	// feeds' sockets, and pings them; TrustedProxies may name the client
+	// (clients.Addr).
+	Sockets        *clients.Sockets
+	TrustedProxies []netip.Prefix
+	Store          *Store
+	NC             *nats.Conn // to the other replicas; nil for one replica alone
+	Site           Site
+	DefaultTag     string
+	MaxReaders     int // readers per room; 0 means DefaultMaxReaders
 	// MsgRate, CreateRate and CreateBurst: 0 means their defaults.
 	MsgRate     float64
 	CreateRate  float64
@@ -115,6 +116,8 @@ type ServiceConfig struct {
 type Service struct {
 	store      *Store
 	site       Site
+	sockets    *clients.Sockets
+	trusted    []netip.Prefix
 	defaultTag string
 	maxReaders int
 	msgRate    float64
@@ -144,6 +147,8 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	rs := &Service{
 		store:      cfg.Store,
 		site:       cfg.Site,
+		sockets:    cfg.Sockets,
+		trusted:    cfg.TrustedProxies,
 		defaultTag: cfg.DefaultTag,
 		nc:         cfg.NC,
 		replica:    "-" + strings.ToLower(replica[:5]),
@@ -154,6 +159,9 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		log:        cfg.Logger,
 		onExpire:   cfg.OnExpire,
 		active:     map[string]*roomLive{},
+	}
+	if rs.sockets == nil {
+		rs.sockets = clients.NewSockets(0, 0)
 	}
 	rs.creates = NewKeyLimiter(rs.createRate, cmp(cfg.CreateBurst, DefaultCreateBurst), 10000)
 	if rs.log == nil {
@@ -258,7 +266,7 @@ func (rs *Service) Create() http.Handler {
 			http.Error(w, "cross-site request refused: start a pair session from this site's own page", http.StatusForbidden)
 			return
 		}
-		client := rs.site.ClientIP(r)
+		client := clients.Addr(r, rs.trusted)
 		if !rs.creates.Allow(client, time.Now()) {
 			w.Header().Set("Retry-After", "60")
 			rs.site.Status(w, r, http.StatusTooManyRequests, "Too many rooms from your address",

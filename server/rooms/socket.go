@@ -58,6 +58,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/clients"
 )
 
 // roomColors is how many reader colours room.css defines (.rc-0 …).
@@ -586,11 +587,11 @@ func (rs *Service) Socket() http.Handler {
 			rs.roomOr404(w, r, id) // the page that says why
 			return
 		}
-		client := rs.site.ClientIP(r)
-		if !rs.site.AcquireSocket(w, client) {
+		client := clients.Addr(r, rs.trusted)
+		if !rs.sockets.Acquire(w, client) {
 			return
 		}
-		defer rs.site.ReleaseSocket(client)
+		defer rs.sockets.Release(client)
 		if !rs.enter() {
 			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
@@ -620,7 +621,7 @@ func (rs *Service) Socket() http.Handler {
 
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
-		defer rs.site.KeepAlive(conn)()
+		defer rs.sockets.KeepAlive(conn)()
 		go func() { // the writer: one per connection, ends with it
 			for {
 				select {

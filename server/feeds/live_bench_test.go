@@ -1,4 +1,4 @@
-package server
+package feeds
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/loadtest"
 )
 
@@ -21,17 +22,17 @@ import (
 // peak RSS and heap (browsers included: they run in this process).
 // clients=1 is the baseline the 200-client figures are read against.
 //
-//	go test -run '^$' -bench Fanout -benchtime 1x -count 3 ./server/
+//	go test -run '^$' -bench Fanout -benchtime 1x -count 3 ./server/feeds/
 func BenchmarkFanout(b *testing.B) {
-	for _, clients := range []int{1, 200} {
-		b.Run(fmt.Sprint("clients=", clients), func(b *testing.B) {
+	for _, readers := range []int{1, 200} {
+		b.Run(fmt.Sprint("clients=", readers), func(b *testing.B) {
 			for range b.N {
-				_, ts := newLiveServer(b, Config{SocketsPerClient: 1 << 20}) // every reader comes from 127.0.0.1
+				_, ts := newLiveServer(b, Config{Sockets: clients.NewSockets(1<<20, 0)}) // every reader comes from 127.0.0.1
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				b.ResetTimer()
 				r, err := loadtest.Run(ctx, loadtest.Options{
 					Server: ts.URL, Token: testToken, PID: os.Getpid(),
-					Rooms: 1, Readers: clients, Rate: 5000, Duration: 3 * time.Second,
+					Rooms: 1, Readers: readers, Rate: 5000, Duration: 3 * time.Second,
 					Sites: []extractor.LogSite{{File: "pkg/kubelet/kubelet.go", Line: 2500, Message: "SyncLoop (PLEG): event for pod"}},
 				})
 				b.StopTimer()

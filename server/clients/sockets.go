@@ -1,8 +1,4 @@
-package server
-
-// What browser sockets (feed sockets, live.go; room sockets, package rooms)
-// share: the close codes of permanent refusals, a cap on the sockets one
-// client holds open, and the pings that find half-open connections.
+package clients
 
 import (
 	"context"
@@ -13,22 +9,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-
-	"github.com/syncloop/syncloop/server/rooms"
-)
-
-// Websocket close codes for permanent refusals, in the 4000-4999 range the
-// websocket protocol leaves to applications: 4000 plus the HTTP status that
-// says the same. A browser that sees one stops reconnecting (static/live.js,
-// static/room.js) and says why; any other close (1001 going away, 1006 a
-// dropped connection, 1008 too slow) is worth another try.
-const (
-	// CloseFeedGone: the feed socket's feed was let go (its room expired).
-	CloseFeedGone websocket.StatusCode = 4404
-	// CloseRoomGone: the room expired.
-	CloseRoomGone = rooms.CloseGone
-	// CloseRoomFull: the room holds as many readers as it may (serve --max-readers).
-	CloseRoomFull = rooms.CloseFull
 )
 
 // DefaultSocketsPerClient is Config.SocketsPerClient's default: a reader's
@@ -40,8 +20,10 @@ const DefaultSocketsPerClient = 64
 // which common proxies drop an idle connection.
 const DefaultPingEvery = 25 * time.Second
 
-// browserSockets is shared by the feed and room sockets of one server.
-type browserSockets struct {
+// Sockets counts the browser sockets (feed sockets, package feeds; room
+// sockets, package rooms) each client holds open, and pings them. One is
+// shared by the feed and room sockets of one server.
+type Sockets struct {
 	max       int
 	pingEvery time.Duration
 
@@ -52,20 +34,23 @@ type browserSockets struct {
 	open map[string]int // by client address
 }
 
-func newBrowserSockets(max int, pingEvery time.Duration) *browserSockets {
+// NewSockets caps each client at max open sockets (0 means
+// DefaultSocketsPerClient) and pings every pingEvery (0 means
+// DefaultPingEvery).
+func NewSockets(max int, pingEvery time.Duration) *Sockets {
 	if max <= 0 {
 		max = DefaultSocketsPerClient
 	}
 	if pingEvery <= 0 {
 		pingEvery = DefaultPingEvery
 	}
-	return &browserSockets{max: max, pingEvery: pingEvery, open: map[string]int{}}
+	return &Sockets{max: max, pingEvery: pingEvery, open: map[string]int{}}
 }
 
-// acquire counts one more open socket for client; when it holds max
+// Acquire counts one more open socket for client; when it holds max
 // already, it answers the request with 429 (before any upgrade) and
 // returns false. The caller releases what it acquired.
-func (b *browserSockets) acquire(w http.ResponseWriter, client string) bool {
+func (b *Sockets) Acquire(w http.ResponseWriter, client string) bool {
 	b.mu.Lock()
 	ok := b.open[client] < b.max
 	if ok {
@@ -80,7 +65,8 @@ func (b *browserSockets) acquire(w http.ResponseWriter, client string) bool {
 	return ok
 }
 
-func (b *browserSockets) release(client string) {
+// Release counts one socket of client fewer.
+func (b *Sockets) Release(client string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.open[client]--; b.open[client] <= 0 {
@@ -88,13 +74,13 @@ func (b *browserSockets) release(client string) {
 	}
 }
 
-// keepAlive pings conn every pingEvery until the returned stop is called,
+// KeepAlive pings conn every pingEvery until the returned stop is called,
 // and closes a connection whose peer does not answer within as long: a
 // half-open connection (a laptop shut, a network gone) would otherwise
 // hold its feed subscription or its place in a room for good. Pongs are
 // read by the connection's reader, so one must be running (CloseRead, or
 // the handler's read loop). stop waits for the pinger to end.
-func (b *browserSockets) keepAlive(conn *websocket.Conn) (stop func()) {
+func (b *Sockets) KeepAlive(conn *websocket.Conn) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -123,3 +109,9 @@ func (b *browserSockets) keepAlive(conn *websocket.Conn) (stop func()) {
 	}()
 	return func() { cancel(); <-done }
 }
+
+// Refused counts the sockets refused over a client's cap.
+func (b *Sockets) Refused() uint64 { return b.refused.Load() }
+
+// Unanswered counts the sockets closed for not answering a ping.
+func (b *Sockets) Unanswered() uint64 { return b.unanswered.Load() }

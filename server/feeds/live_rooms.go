@@ -1,4 +1,4 @@
-package server
+package feeds
 
 // What rooms ask of the live side (live.go), through these methods only
 // (package rooms gets them as func values, rooms.Site): a room's feed reads
@@ -10,9 +10,9 @@ import (
 	"github.com/syncloop/syncloop/server/classify"
 )
 
-// setFeedTag makes the named feed classify by tag from its next line on,
+// SetFeedTag makes the named feed classify by tag from its next line on,
 // creating the feed if needed.
-func (l *live) setFeedTag(name, tag string) {
+func (l *Service) SetFeedTag(name, tag string) {
 	f, err := l.feed(name)
 	if err != nil {
 		l.log.Warn("rooms: feed", "feed", name, "err", err)
@@ -43,9 +43,9 @@ func (l *live) setFeedTag(name, tag string) {
 	f.changed()
 }
 
-// feedVersion is the kubelet version the named feed's journal reported,
+// FeedVersion is the kubelet version the named feed's journal reported,
 // "" when it has not (or there is no such feed).
-func (l *live) feedVersion(name string) string {
+func (l *Service) FeedVersion(name string) string {
 	l.mu.Lock()
 	f := l.feeds[name]
 	l.mu.Unlock()
@@ -57,9 +57,9 @@ func (l *live) feedVersion(name string) string {
 	return f.version
 }
 
-// dropFeed forgets the named feed and deletes its stored lines: its
+// DropFeed forgets the named feed and deletes its stored lines: its
 // browsers are disconnected, a relay still attached feeds nothing that is kept.
-func (l *live) dropFeed(name string) {
+func (l *Service) DropFeed(name string) {
 	l.mu.Lock()
 	f := l.feeds[name]
 	delete(l.feeds, name)

@@ -1,4 +1,4 @@
-package server
+package feeds
 
 // Feeds on JetStream. Every feed's lines live in one stream, a subject per
 // feed; a message is a relay's batch (or part of one) in the ingest wire
@@ -79,7 +79,7 @@ func feedSubject(name string) string {
 }
 
 // openStream creates the feeds' stream, or updates its limits.
-func (l *live) openStream(ctx context.Context) error {
+func (l *Service) openStream(ctx context.Context) error {
 	total := l.cfg.FeedBytes
 	if total <= 0 {
 		total = DefaultFeedBytes
@@ -150,7 +150,7 @@ func idOrder(id string) (family string, n uint64, ok bool) {
 }
 
 // loadTail reads the feed's last message from the stream. f.pubMu is held.
-func (l *live) loadTail(ctx context.Context, f *feed) error {
+func (l *Service) loadTail(ctx context.Context, f *feed) error {
 	t := feedTail{loaded: true, next: 1, high: make(map[string]uint64)}
 	m, err := l.stream.GetLastMsgForSubject(ctx, f.subject)
 	switch {
@@ -204,7 +204,7 @@ func (t *feedTail) stored(id string) bool {
 
 // store publishes the lines of lines not stored yet, and returns once
 // JetStream has acknowledged them.
-func (l *live) store(f *feed, lines []relay.Line, demo bool) error {
+func (l *Service) store(f *feed, lines []relay.Line, demo bool) error {
 	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
 	defer cancel()
 	f.pubMu.Lock()
@@ -229,7 +229,7 @@ func isWrongLastSeq(err error) bool {
 
 // publish filters out what is stored and publishes the rest in messages of
 // bounded size. f.pubMu is held.
-func (l *live) publish(ctx context.Context, f *feed, lines []relay.Line, demo bool) error {
+func (l *Service) publish(ctx context.Context, f *feed, lines []relay.Line, demo bool) error {
 	if !f.tail.loaded {
 		if err := l.loadTail(ctx, f); err != nil {
 			return err
@@ -303,7 +303,7 @@ func (l *live) publish(ctx context.Context, f *feed, lines []relay.Line, demo bo
 // follow starts the replica's ordered consumer of f's subject: it replays
 // the stored lines into the feed's hub, then the live tail. f.ready is
 // closed once the lines stored before it started are in the hub.
-func (l *live) follow(f *feed) error {
+func (l *Service) follow(f *feed) error {
 	// A cluster that just started (or lost a node) may still be electing
 	// the stream's leader: its first requests time out, later ones answer.
 	var end uint64
@@ -368,7 +368,7 @@ const demoLeaseTTL = 15 * time.Second
 // whose entries expire after demoLeaseTTL) until ctx ends: one replica per
 // cluster runs a demo feed, not one each. The flag says whether this
 // replica holds it.
-func (l *live) demoLease(ctx context.Context, key string, held *atomic.Bool) *atomic.Bool {
+func (l *Service) demoLease(ctx context.Context, key string, held *atomic.Bool) *atomic.Bool {
 	if !l.enter() {
 		return held
 	}
@@ -423,7 +423,7 @@ func (l *live) demoLease(ctx context.Context, key string, held *atomic.Bool) *at
 
 // deliver classifies a stored message's lines and publishes them to the
 // feed's hub under their stored sequence numbers.
-func (l *live) deliver(f *feed, h nats.Header, data []byte) {
+func (l *Service) deliver(f *feed, h nats.Header, data []byte) {
 	first, err := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
 	if err != nil || first == 0 {
 		l.log.Warn("live: a stored message without its sequence number", "feed", f.name)
@@ -479,7 +479,7 @@ func (l *live) deliver(f *feed, h nats.Header, data []byte) {
 
 // exportFeed writes the feed's stored lines after seq, in order, one per
 // line as the relay sent it, up to the last one stored when it began.
-func (l *live) exportFeed(ctx context.Context, f *feed, after uint64, w func(raw string) error) error {
+func (l *Service) exportFeed(ctx context.Context, f *feed, after uint64, w func(raw string) error) error {
 	// While a cluster elects a stream leader (a node just died) requests
 	// time out: the export starts again after the last message it wrote,
 	// rather than end a reader's download short.
@@ -536,7 +536,7 @@ var errExportWrite = errors.New("export: write")
 // exportMsgs writes what msgs delivers up to stream sequence end, and
 // reports whether the export is over (it got there, or cannot go on);
 // otherwise err says why msgs stopped. *done is the last message written.
-func (l *live) exportMsgs(ctx context.Context, msgs jetstream.MessagesContext, after, end uint64, done *uint64, w func(raw string) error) (bool, error) {
+func (l *Service) exportMsgs(ctx context.Context, msgs jetstream.MessagesContext, after, end uint64, done *uint64, w func(raw string) error) (bool, error) {
 	stop := context.AfterFunc(ctx, msgs.Stop)
 	defer stop()
 	var lines []relay.Line
@@ -570,7 +570,7 @@ func (l *live) exportMsgs(ctx context.Context, msgs jetstream.MessagesContext, a
 }
 
 // hasStored reports whether the named feed has lines in the stream.
-func (l *live) hasStored(name string) (bool, error) {
+func (l *Service) hasStored(name string) (bool, error) {
 	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
 	defer cancel()
 	_, err := l.stream.GetLastMsgForSubject(ctx, feedSubject(name))
@@ -584,7 +584,7 @@ func (l *live) hasStored(name string) (bool, error) {
 }
 
 // purgeFeed deletes the feed's stored lines.
-func (l *live) purgeFeed(name string) {
+func (l *Service) purgeFeed(name string) {
 	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
 	defer cancel()
 	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(feedSubject(name))); err != nil && l.ctx.Err() == nil {

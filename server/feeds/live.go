@@ -1,8 +1,9 @@
-package server
-
-// The live side of the site: one hub per feed (a ring of recent lines and a
-// fan-out to browsers), fed by relays over the ingest websocket, by the
-// server's own journal command or file, or by the demo feed.
+// Package feeds is the live side of the site: one hub per feed (a ring of
+// recent lines and a fan-out to browsers), fed by relays over the ingest
+// websocket, by the server's own journal command or file, or by the demo
+// feed, and stored in a JetStream stream (live_stream.go). It owns its
+// state; the rooms reach a room's feed only through Service's methods
+// (live_rooms.go).
 //
 // Ingest protocol (GET /feeds/{feed}/ingest, websocket, relay → server):
 //
@@ -40,11 +41,12 @@ package server
 // A browser socket opens only a feed the server has (the default, a live
 // room's, one a relay sent to): any other name answers 404 before the
 // upgrade. The server pings it every Config.PingEvery and closes it when a
-// ping goes unanswered; a feed let go closes it with CloseFeedGone (sockets.go).
+// ping goes unanswered; a feed let go closes it with CloseFeedGone.
 //
 // "cut" marks a line cut at 64 KiB. "reset" says the server's sequence
 // numbers restarted below after, so the browser's lines are not comparable:
 // it clears them and takes the history anew.
+package feeds
 
 import (
 	"bufio"
@@ -59,6 +61,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"slices"
 	"strconv"
@@ -75,17 +78,27 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/classify"
+	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/demo"
 	"github.com/syncloop/syncloop/server/hub"
 	"github.com/syncloop/syncloop/server/jsonstr"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
+// CloseFeedGone is the websocket close code of a feed socket whose feed
+// was let go (its room expired): 4000 plus the HTTP status that says the
+// same, in the range the websocket protocol leaves to applications. A
+// browser that sees a 4xxx close stops reconnecting and says why
+// (static/live.js); any other close (1001 going away, 1006 a dropped
+// connection, 1008 too slow) is worth another try.
+const CloseFeedGone websocket.StatusCode = 4404
+
 const (
 	defaultFeed = "default"
-	maxFeeds    = 64 // feeds other than the tags' demos
+	// MaxFeeds caps the feeds a server holds, the tags' demos apart.
+	MaxFeeds = 64
 	// maxTagDemos caps the tags' demo feeds (tagDemo), which do not count
-	// toward maxFeeds: past it, an unwatched one is let go, or a page at
+	// toward MaxFeeds: past it, an unwatched one is let go, or a page at
 	// one more tag keeps the server's own demo.
 	maxTagDemos  = 8
 	ingestLimit  = 1 << 20  // bytes per ingest message
@@ -101,8 +114,39 @@ const (
 // feedNameRE is what a feed may be called: it is also part of a NATS subject.
 var feedNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// live owns the feeds: per-feed hubs, ingest from relays, the demo feed.
-type live struct {
+// Config is what the feeds need from the server's command line.
+type Config struct {
+	DefaultTag  string // the tag the default feed (and its demo) reads
+	IngestToken string // bearer token a relay must present; "" disables ingest
+	JournalCmd  string // a command whose output feeds the default feed (serve --journal-cmd)
+	JournalFile string // a saved journal replayed into the default feed
+	RingSize    int    // lines kept per feed for late joiners; 0 means 5000
+	// HistoryBytes bounds the recent lines all feeds keep together (their
+	// messages to browsers), shared equally by the feeds; 0 means
+	// DefaultHistoryBytes.
+	HistoryBytes int
+	// FeedBytes bounds what JetStream keeps of all feeds together; 0 means
+	// DefaultFeedBytes. Each feed keeps at most feedMsgsKept batches, none
+	// older than a week.
+	FeedBytes  int64
+	DemoPeriod time.Duration // pace of the demo feed; 0 means its default, negative turns it off
+	// DemoIdle is how long a tag's demo feed runs with no browser
+	// watching; 0 means two minutes.
+	DemoIdle time.Duration
+	// FeedToken, when set, names the ingest token of a feed that has its
+	// own (ok true): that feed takes that token instead of IngestToken.
+	FeedToken func(feed string) (token string, ok bool)
+	NATSName  string // this replica's name in NATS; "" means "syncloop"
+	// Sockets caps the browser sockets per client (shared with the rooms'
+	// sockets) and pings them; nil means a cap of its own with the
+	// defaults. TrustedProxies may name the client (clients.Addr).
+	Sockets        *clients.Sockets
+	TrustedProxies []netip.Prefix
+	Logger         *slog.Logger
+}
+
+// Service owns the feeds: per-feed hubs, ingest from relays, the demo feed.
+type Service struct {
 	cfg         Config
 	reading     func(tag string) *extractor.Reading
 	log         *slog.Logger
@@ -112,7 +156,7 @@ type live struct {
 	stream      jetstream.Stream // the feeds' stream (live_stream.go)
 	vacantAfter time.Duration    // vacantAfter, shorter in tests
 	demoIdle    time.Duration    // demoIdle, shorter in tests
-	sockets     *browserSockets  // shared with the rooms' sockets (sockets.go)
+	sockets     *clients.Sockets // shared with the rooms' sockets (sockets.go)
 	frames      sync.Pool        // *[]byte: browser message buffers
 	ingestBufs  sync.Pool        // *bytes.Buffer: relays' messages while they are read and decoded
 
@@ -129,7 +173,7 @@ type live struct {
 type feed struct {
 	name, tag string
 	hub       *hub.Hub
-	gone      atomic.Bool   // let go by dropFeed: its browsers are told so
+	gone      atomic.Bool   // let go by DropFeed: its browsers are told so
 	status    atomic.Uint64 // bumped when statusMsg would change
 	asked     time.Time     // when live.feed last returned it; guarded by live.mu
 
@@ -166,9 +210,9 @@ type feed struct {
 	arena   []byte // the block ring entries are being cut from
 }
 
-// newLive starts the live side; reading returns the Reading for a tag once
+// New starts the live side on b's JetStream; reading returns the Reading for a tag once
 // it is loaded (nil before), so classifiers can be built lazily.
-func newLive(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Reading) (*live, error) {
+func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Reading) (*Service, error) {
 	if cfg.RingSize <= 0 {
 		cfg.RingSize = 5000
 	}
@@ -178,8 +222,14 @@ func newLive(cfg Config, b *broker.Broker, reading func(tag string) *extractor.R
 	if reading == nil {
 		reading = func(string) *extractor.Reading { return nil }
 	}
-	l := &live{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter, demoIdle: demoIdle,
-		sockets: newBrowserSockets(cfg.SocketsPerClient, cfg.PingEvery)}
+	if cfg.Sockets == nil {
+		cfg.Sockets = clients.NewSockets(0, 0)
+	}
+	if cfg.DemoIdle <= 0 {
+		cfg.DemoIdle = demoIdle
+	}
+	l := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle,
+		sockets: cfg.Sockets}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
@@ -212,7 +262,7 @@ func newLive(cfg Config, b *broker.Broker, reading func(tag string) *extractor.R
 }
 
 // Close stops every feed goroutine and closes websockets with a proper code.
-func (l *live) Close() {
+func (l *Service) Close() {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
@@ -243,8 +293,26 @@ func (f *feed) stop() {
 	}
 }
 
+// Held is how many feeds this replica holds, the tags' demos included.
+func (l *Service) Held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.feeds)
+}
+
+// Browsers is how many browsers watch feed on this replica.
+func (l *Service) Browsers(feed string) int {
+	l.mu.Lock()
+	f := l.feeds[feed]
+	l.mu.Unlock()
+	if f == nil {
+		return 0
+	}
+	return f.hub.Stats().Subscribers
+}
+
 // enter registers a handler or goroutine with the live side; false once closed.
-func (l *live) enter() bool {
+func (l *Service) enter() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -267,7 +335,7 @@ var (
 // and opened. Browsers never
 // create feeds, so made-up names cannot fill the server's feeds and shut
 // out a room's relay.
-func (l *live) existingFeed(name string) (*feed, error) {
+func (l *Service) existingFeed(name string) (*feed, error) {
 	l.mu.Lock()
 	f := l.feeds[name]
 	if f != nil {
@@ -288,7 +356,7 @@ func (l *live) existingFeed(name string) (*feed, error) {
 // feed returns the named feed, creating it (with its stored history) on
 // first use: the server's own feeds (the default, rooms') and those a relay
 // with a valid token sends to.
-func (l *live) feed(name string) (*feed, error) {
+func (l *Service) feed(name string) (*feed, error) {
 	if !feedNameRE.MatchString(name) {
 		return nil, fmt.Errorf("feed name %q: use letters, digits, '.', '_' or '-' (at most 64)", name)
 	}
@@ -303,7 +371,7 @@ func (l *live) feed(name string) (*feed, error) {
 		if l.countLocked(true) >= maxTagDemos && !l.evictDemoLocked() {
 			return nil, errTooManyDemos
 		}
-	} else if l.countLocked(false) >= maxFeeds && !l.evictVacantLocked() {
+	} else if l.countLocked(false) >= MaxFeeds && !l.evictVacantLocked() {
 		return nil, errTooManyFeeds
 	}
 	f := &feed{
@@ -337,9 +405,9 @@ func isTagDemo(name string) bool {
 }
 
 // countLocked counts the tags' demo feeds (demos) or the other feeds. The
-// two have separate caps (maxTagDemos, maxFeeds), so that pages opened at
+// two have separate caps (maxTagDemos, MaxFeeds), so that pages opened at
 // many tags cannot take the feeds relays and rooms need. l.mu is held.
-func (l *live) countLocked(demos bool) int {
+func (l *Service) countLocked(demos bool) int {
 	n := 0
 	for name := range l.feeds {
 		if isTagDemo(name) == demos {
@@ -352,7 +420,7 @@ func (l *live) countLocked(demos bool) int {
 // evictDemoLocked lets go of the tag demo no browser watches that was
 // asked for least recently, if any, and reports whether it did. l.mu is
 // held.
-func (l *live) evictDemoLocked() bool {
+func (l *Service) evictDemoLocked() bool {
 	var oldest *feed
 	for name, f := range l.feeds {
 		if isTagDemo(name) && f.hub.Stats().Subscribers == 0 && (oldest == nil || f.asked.Before(oldest.asked)) {
@@ -385,7 +453,7 @@ const vacantAfter = 10 * time.Second
 // any: one with no lines, no browser, no relay and no source (a relay that
 // connected and sent nothing, a room's feed no one used). It reports
 // whether a feed was let go. l.mu is held.
-func (l *live) evictVacantLocked() bool {
+func (l *Service) evictVacantLocked() bool {
 	var oldest *feed
 	for name, f := range l.feeds {
 		if name == defaultFeed || isTagDemo(name) || time.Since(f.asked) < l.vacantAfter {
@@ -419,7 +487,7 @@ const DefaultHistoryBytes = 64 << 20
 // its ring's byte limit. Lines are bounded in number (RingSize) and in
 // size (64 KiB shown), but not what 64 feeds times 5,000 lines of any size
 // may hold: this is what bounds the server's memory. l.mu is held.
-func (l *live) shareHistory() {
+func (l *Service) shareHistory() {
 	if len(l.feeds) == 0 {
 		return
 	}
@@ -534,7 +602,7 @@ func (f *feed) publish(lines []classify.Line, cuts []bool, demo bool) {
 // ingest stores lines in the feed's stream, skipping those stored
 // already, and returns the id to acknowledge (the batch's last) once
 // JetStream has them. Browsers get them through the feed's consumer.
-func (l *live) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) {
+func (l *Service) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) {
 	var last string
 	for _, in := range lines {
 		if in.ID != "" {
@@ -585,7 +653,7 @@ func (f *feed) statusMsg() statusMsg {
 // startDemo runs the demo feed into f until a relay attaches. A tag's own
 // demo (tagDemo) also stops once no browser has watched it for l.demoIdle,
 // or once the server's feed is no longer a demo, and is then let go.
-func (l *live) startDemo(f *feed) {
+func (l *Service) startDemo(f *feed) {
 	if !l.enter() {
 		return
 	}
@@ -656,7 +724,7 @@ const demoIdle = 2 * time.Minute
 const demoFeedPrefix = "demo-"
 
 // defaultIsDemo reports whether the server's own feed is the demo.
-func (l *live) defaultIsDemo() bool {
+func (l *Service) defaultIsDemo() bool {
 	l.mu.Lock()
 	f := l.feeds[defaultFeed]
 	l.mu.Unlock()
@@ -672,7 +740,7 @@ func (l *live) defaultIsDemo() bool {
 // page at a tag other than the default's shows while the server's own feed
 // is the demo (which simulates the default tag's kubelet). It is nil when
 // tag's Reading is not loaded.
-func (l *live) tagDemo(tag string) (*feed, error) {
+func (l *Service) tagDemo(tag string) (*feed, error) {
 	if l.reading(tag) == nil {
 		return nil, nil
 	}
@@ -699,7 +767,7 @@ func (l *live) tagDemo(tag string) (*feed, error) {
 // dropIdleDemo lets go of a tag's demo feed no browser asked for since
 // l.demoIdle, and reports whether it did. Its stored lines stay (bounded
 // as every feed's): another replica may still be running it.
-func (l *live) dropIdleDemo(f *feed) bool {
+func (l *Service) dropIdleDemo(f *feed) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.feeds[f.name] != f || time.Since(f.asked) < l.demoIdle || f.hub.Stats().Subscribers > 0 {
@@ -714,7 +782,7 @@ func (l *live) dropIdleDemo(f *feed) bool {
 }
 
 // startJournal runs the server's own journal source into f.
-func (l *live) startJournal(f *feed, what string, run func(ctx context.Context, after string, emit relay.Emit) error) {
+func (l *Service) startJournal(f *feed, what string, run func(ctx context.Context, after string, emit relay.Emit) error) {
 	if !l.enter() {
 		return
 	}
@@ -748,7 +816,7 @@ func (l *live) startJournal(f *feed, what string, run func(ctx context.Context, 
 	}()
 }
 
-func (l *live) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
+func (l *Service) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 	f, err := l.feed(chi.URLParam(r, "feed"))
 	switch {
 	case errors.Is(err, errTooManyFeeds):
@@ -764,7 +832,7 @@ func (l *live) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 	return f
 }
 
-func (l *live) handleFeedSocket() http.Handler {
+func (l *Service) HandleFeedSocket() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f, err := l.existingFeed(chi.URLParam(r, "feed"))
 		// A page at another tag than the default's asks for the server's
@@ -801,11 +869,11 @@ func (l *live) handleFeedSocket() http.Handler {
 		if of := r.URL.Query().Get("of"); of != "" && of != f.name {
 			after, reset = 0, true
 		}
-		client := clientAddr(r, l.cfg.TrustedProxies)
-		if !l.sockets.acquire(w, client) {
+		client := clients.Addr(r, l.cfg.TrustedProxies)
+		if !l.sockets.Acquire(w, client) {
 			return
 		}
-		defer l.sockets.release(client)
+		defer l.sockets.Release(client)
 		if !l.enter() {
 			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
@@ -823,7 +891,7 @@ func (l *live) handleFeedSocket() http.Handler {
 		// this handler through the hub (Next returns ErrClosed), not through
 		// ctx: a cancelled ctx would drop the connection without a close frame.
 		ctx := conn.CloseRead(r.Context())
-		defer l.sockets.keepAlive(conn)()
+		defer l.sockets.KeepAlive(conn)()
 		// The feed's stored lines reach the hub first, so after= means the
 		// same here as on any replica.
 		select {
@@ -989,7 +1057,7 @@ func (w *socketWriter) stop() {
 
 // checkToken reports whether r carries the ingest token, comparing in constant time.
 // A feed with a token of its own (Config.FeedToken: a room's) takes only that one.
-func (l *live) checkToken(r *http.Request) bool {
+func (l *Service) checkToken(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	want := l.cfg.IngestToken
 	if own, has := l.feedToken(chi.URLParam(r, "feed")); has {
@@ -999,14 +1067,14 @@ func (l *live) checkToken(r *http.Request) bool {
 }
 
 // feedToken is Config.FeedToken, when set.
-func (l *live) feedToken(feed string) (string, bool) {
+func (l *Service) feedToken(feed string) (string, bool) {
 	if l.cfg.FeedToken == nil {
 		return "", false
 	}
 	return l.cfg.FeedToken(feed)
 }
 
-func (l *live) handleIngest() http.Handler {
+func (l *Service) HandleIngest() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, ownToken := l.feedToken(chi.URLParam(r, "feed"))
 		if l.cfg.IngestToken == "" && !ownToken {
@@ -1172,7 +1240,7 @@ const resumeWait = 2 * time.Second
 const ingestQueue = 16
 
 // attach records a relay on f; the demo stops for good on the first one.
-func (l *live) attach(f *feed) {
+func (l *Service) attach(f *feed) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.relays++
@@ -1187,7 +1255,7 @@ func (l *live) attach(f *feed) {
 	f.changed()
 }
 
-func (l *live) detach(f *feed) {
+func (l *Service) detach(f *feed) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.relays--
@@ -1197,7 +1265,7 @@ func (l *live) detach(f *feed) {
 	f.changed()
 }
 
-func (l *live) handleMetrics() http.Handler {
+func (l *Service) HandleMetrics() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		l.mu.Lock()
 		feeds := slices.SortedFunc(maps.Values(l.feeds), func(a, b *feed) int { return strings.Compare(a.name, b.name) })
@@ -1242,9 +1310,9 @@ func (l *live) handleMetrics() http.Handler {
 		metric("syncloop_clients", "Browsers connected to a feed.", "gauge", func(rw row) {
 			fmt.Fprintf(&b, "syncloop_clients{feed=%s} %d\n", promQuote(rw.name), rw.clients)
 		})
-		fmt.Fprintf(&b, "# HELP syncloop_feeds Feeds the server holds: at most %d, rooms' included, and at most %d tags' demos.\n# TYPE syncloop_feeds gauge\nsyncloop_feeds %d\n", maxFeeds, maxTagDemos, len(feeds))
-		fmt.Fprintf(&b, "# HELP syncloop_sockets_refused_total Browser sockets refused because their client held --sockets-per-client already.\n# TYPE syncloop_sockets_refused_total counter\nsyncloop_sockets_refused_total %d\n", l.sockets.refused.Load())
-		fmt.Fprintf(&b, "# HELP syncloop_sockets_unanswered_total Browser sockets closed because they did not answer a ping (half-open connections).\n# TYPE syncloop_sockets_unanswered_total counter\nsyncloop_sockets_unanswered_total %d\n", l.sockets.unanswered.Load())
+		fmt.Fprintf(&b, "# HELP syncloop_feeds Feeds the server holds: at most %d, rooms' included, and at most %d tags' demos.\n# TYPE syncloop_feeds gauge\nsyncloop_feeds %d\n", MaxFeeds, maxTagDemos, len(feeds))
+		fmt.Fprintf(&b, "# HELP syncloop_sockets_refused_total Browser sockets refused because their client held --sockets-per-client already.\n# TYPE syncloop_sockets_refused_total counter\nsyncloop_sockets_refused_total %d\n", l.sockets.Refused())
+		fmt.Fprintf(&b, "# HELP syncloop_sockets_unanswered_total Browser sockets closed because they did not answer a ping (half-open connections).\n# TYPE syncloop_sockets_unanswered_total counter\nsyncloop_sockets_unanswered_total %d\n", l.sockets.Unanswered())
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		io.WriteString(w, b.String())
 	})
@@ -1256,9 +1324,9 @@ func promQuote(s string) string {
 	return `"` + r.Replace(s) + `"`
 }
 
-// handleExport streams the feed's stored lines as NDJSON (see the top of
+// HandleExport streams the feed's stored lines as NDJSON (see the top of
 // this file).
-func (l *live) handleExport() http.Handler {
+func (l *Service) HandleExport() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var after uint64
 		if s := r.URL.Query().Get("after"); s != "" {

@@ -1,4 +1,4 @@
-package server
+package feeds
 
 import (
 	"bufio"
@@ -20,13 +20,22 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
 const testToken = "t0ken"
 
 // newLiveServer serves the live endpoints as routes.go mounts them.
-func newLiveServer(t testing.TB, cfg Config) (*live, *httptest.Server) {
+func newLiveServer(t testing.TB, cfg Config) (*Service, *httptest.Server) {
+	t.Helper()
+	return newStoredLiveServer(t, "", cfg)
+}
+
+// newStoredLiveServer is newLiveServer with JetStream's files under dir
+// ("" keeps them in memory).
+func newStoredLiveServer(t testing.TB, dir string, cfg Config) (*Service, *httptest.Server) {
 	t.Helper()
 	if cfg.IngestToken == "" {
 		cfg.IngestToken = testToken
@@ -37,33 +46,29 @@ func newLiveServer(t testing.TB, cfg Config) (*live, *httptest.Server) {
 	if cfg.DefaultTag == "" {
 		cfg.DefaultTag = "v1.31.0"
 	}
-	b, err := broker.Open(t.Context(), broker.Config{Dir: cfg.DataDir})
+	b, err := broker.Open(t.Context(), broker.Config{Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := newLive(cfg, b, nil)
+	l, err := New(cfg, b, nil)
 	if err != nil {
 		b.Close()
 		t.Fatal(err)
 	}
 	l.closeBroker = true
 	r := chi.NewRouter()
-	r.Method("GET", "/feeds/{feed}/ws", l.handleFeedSocket())
-	r.Method("GET", "/feeds/{feed}/ingest", l.handleIngest())
-	r.Method("GET", "/feeds/{feed}/export", l.handleExport())
-	r.Method("GET", "/metrics", l.handleMetrics())
+	r.Method("GET", "/feeds/{feed}/ws", l.HandleFeedSocket())
+	r.Method("GET", "/feeds/{feed}/ingest", l.HandleIngest())
+	r.Method("GET", "/feeds/{feed}/export", l.HandleExport())
+	r.Method("GET", "/metrics", l.HandleMetrics())
 	ts := httptest.NewServer(r)
 	t.Cleanup(func() { ts.Close(); l.Close() })
 	return l, ts
 }
 
-func wsURL(ts *httptest.Server, path string) string {
-	return "ws" + strings.TrimPrefix(ts.URL, "http") + path
-}
-
 func dialIngest(t *testing.T, ctx context.Context, ts *httptest.Server, feed string) *websocket.Conn {
 	t.Helper()
-	c, _, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{
+	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/"+feed+"/ingest"), &websocket.DialOptions{
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}},
 	})
 	if err != nil {
@@ -71,24 +76,6 @@ func dialIngest(t *testing.T, ctx context.Context, ts *httptest.Server, feed str
 	}
 	t.Cleanup(func() { c.CloseNow() })
 	return c
-}
-
-// send sends a batch and returns the ack.
-func send(t *testing.T, ctx context.Context, c *websocket.Conn, lines ...relay.Line) string {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"lines": lines})
-	if err := c.Write(ctx, websocket.MessageText, b); err != nil {
-		t.Fatalf("send: %v", err)
-	}
-	_, ack, err := c.Read(ctx)
-	if err != nil {
-		t.Fatalf("read ack: %v", err)
-	}
-	var m struct{ Ack string }
-	if err := json.Unmarshal(ack, &m); err != nil {
-		t.Fatalf("ack %q: %v", ack, err)
-	}
-	return m.Ack
 }
 
 // browserMsg is any message a browser receives.
@@ -119,7 +106,7 @@ type feedClient struct {
 
 func dialBrowser(t *testing.T, ctx context.Context, ts *httptest.Server, path string) *feedClient {
 	t.Helper()
-	c, _, err := websocket.Dial(ctx, wsURL(ts, path), nil)
+	c, _, err := websocket.Dial(ctx, wstest.URL(ts, path), nil)
 	if err != nil {
 		t.Fatalf("dial %s: %v", path, err)
 	}
@@ -223,7 +210,7 @@ func TestLiveIngestAuth(t *testing.T) {
 			if tt.header != "" {
 				h.Set("Authorization", tt.header)
 			}
-			_, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/default/ingest"), &websocket.DialOptions{HTTPHeader: h})
+			_, resp, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/default/ingest"), &websocket.DialOptions{HTTPHeader: h})
 			if err == nil || resp == nil || resp.StatusCode != tt.status {
 				t.Fatalf("dial: %v, %v; want status %d", err, resp, tt.status)
 			}
@@ -250,7 +237,7 @@ func TestLiveBrowserOrigin(t *testing.T) {
 		if tt.origin != "" {
 			h.Set("Origin", tt.origin)
 		}
-		c, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/default/ws"), &websocket.DialOptions{HTTPHeader: h})
+		c, resp, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/default/ws"), &websocket.DialOptions{HTTPHeader: h})
 		if tt.ok != (err == nil) {
 			t.Errorf("origin %q: err %v; want ok=%v", tt.origin, err, tt.ok)
 		}
@@ -293,15 +280,15 @@ func TestLiveIngestDedupHistoryAndTail(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	in := dialIngest(t, ctx, ts, "lab")
-	if ack := send(t, ctx, in, lines("a", 1, 3)...); ack != "a3" {
+	if ack := wstest.Send(t, ctx, in, lines("a", 1, 3)...); ack != "a3" {
 		t.Fatalf("ack %q, want a3", ack)
 	}
 	// a resend of the tail plus new lines, as after a reconnect
-	if ack := send(t, ctx, in, lines("a", 2, 5)...); ack != "a5" {
+	if ack := wstest.Send(t, ctx, in, lines("a", 2, 5)...); ack != "a5" {
 		t.Fatalf("ack %q, want a5", ack)
 	}
 	// a batch of only duplicates still acks
-	if ack := send(t, ctx, in, lines("a", 4, 5)...); ack != "a5" {
+	if ack := wstest.Send(t, ctx, in, lines("a", 4, 5)...); ack != "a5" {
 		t.Fatalf("ack %q, want a5", ack)
 	}
 
@@ -321,7 +308,7 @@ func TestLiveIngestDedupHistoryAndTail(t *testing.T) {
 	if got := strings.Join(resumed.lines(ctx, 2), "|"); got != raws(lines("a", 4, 5)) {
 		t.Fatalf("history after 3: %q", got)
 	}
-	send(t, ctx, in, lines("a", 6, 7)...)
+	wstest.Send(t, ctx, in, lines("a", 6, 7)...)
 	if got := strings.Join(late.lines(ctx, 2), "|"); got != raws(lines("a", 6, 7)) {
 		t.Fatalf("tail %q", got)
 	}
@@ -356,16 +343,16 @@ func TestLiveRestartKeepsHistoryAndDedup(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l1, ts1 := newLiveServer(t, Config{DataDir: dir, RingSize: 4})
+	l1, ts1 := newStoredLiveServer(t, dir, Config{RingSize: 4})
 	in := dialIngest(t, ctx, ts1, "lab")
-	send(t, ctx, in, lines("c", 1, 6)...)
+	wstest.Send(t, ctx, in, lines("c", 1, 6)...)
 	in.CloseNow() // the relay goes away with the server, before its close frame
 	ts1.Close()
 	l1.Close()
 
-	l2, ts2 := newLiveServer(t, Config{DataDir: dir, RingSize: 4})
+	l2, ts2 := newStoredLiveServer(t, dir, Config{RingSize: 4})
 	in2 := dialIngest(t, ctx, ts2, "lab")
-	if ack := send(t, ctx, in2, lines("c", 5, 8)...); ack != "c8" {
+	if ack := wstest.Send(t, ctx, in2, lines("c", 5, 8)...); ack != "c8" {
 		t.Fatalf("ack %q", ack)
 	}
 	b := dialBrowser(t, ctx, ts2, "/feeds/lab/ws?after=4")
@@ -378,8 +365,8 @@ func TestLiveRestartKeepsHistoryAndDedup(t *testing.T) {
 		t.Fatalf("hello for a browser ahead of the server: %+v", m.Hello)
 	}
 	// A resend of everything, with other boundaries, stores nothing.
-	send(t, ctx, in2, lines("c", 1, 3)...)
-	if ack := send(t, ctx, in2, lines("c", 2, 8)...); ack != "c8" {
+	wstest.Send(t, ctx, in2, lines("c", 1, 3)...)
+	if ack := wstest.Send(t, ctx, in2, lines("c", 2, 8)...); ack != "c8" {
 		t.Fatalf("ack %q", ack)
 	}
 	if got := exportLines(t, ctx, ts2, "lab", 0); strings.Join(got, "|") != raws(lines("c", 1, 8)) {
@@ -429,17 +416,17 @@ func TestLiveRestartKeepsVersion(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	l1, ts1 := newLiveServer(t, Config{DataDir: dir, RingSize: 4, DefaultTag: "v1.37.2"})
+	l1, ts1 := newStoredLiveServer(t, dir, Config{RingSize: 4, DefaultTag: "v1.37.2"})
 	in := dialIngest(t, ctx, ts1, "lab")
-	send(t, ctx, in, relay.Line{ID: "v", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`})
+	wstest.Send(t, ctx, in, relay.Line{ID: "v", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`})
 	for i := 0; i < 10; i++ { // far past the ring, and compacted more than once
-		send(t, ctx, in, lines(fmt.Sprint("e", i, "-"), 1, 3)...)
+		wstest.Send(t, ctx, in, lines(fmt.Sprint("e", i, "-"), 1, 3)...)
 	}
 	in.CloseNow()
 	ts1.Close()
 	l1.Close()
 
-	_, ts2 := newLiveServer(t, Config{DataDir: dir, RingSize: 4, DefaultTag: "v1.37.2"})
+	_, ts2 := newStoredLiveServer(t, dir, Config{RingSize: 4, DefaultTag: "v1.37.2"})
 	b := dialBrowser(t, ctx, ts2, "/feeds/lab/ws")
 	m, err := b.next(ctx)
 	if err != nil || m.Hello == nil {
@@ -475,7 +462,7 @@ func TestLiveSlowBrowserGetsSkipped(t *testing.T) {
 			total++
 			batch = append(batch, relay.Line{ID: fmt.Sprint(total), Raw: fmt.Sprint(total, " ", big)})
 		}
-		send(t, ctx, in, batch...)
+		wstest.Send(t, ctx, in, batch...)
 		got := fast.lines(ctx, 100)
 		if !strings.HasPrefix(got[99], fmt.Sprint(total, " ")) {
 			t.Fatalf("fast browser behind: %q…", got[99][:10])
@@ -507,7 +494,7 @@ func TestLiveLongLineCut(t *testing.T) {
 	defer cancel()
 	in := dialIngest(t, ctx, ts, "lab")
 	long := strings.Repeat("é", displayLimit) // 2 bytes each: cut mid-rune unless careful
-	send(t, ctx, in, relay.Line{ID: "1", Raw: long})
+	wstest.Send(t, ctx, in, relay.Line{ID: "1", Raw: long})
 	m := dialBrowser(t, ctx, ts, "/feeds/lab/ws").nextLine(ctx)
 	if !m.Cut || len(m.Line.Raw) > displayLimit || !strings.HasPrefix(long, m.Line.Raw) || len(m.Line.Raw)%2 != 0 {
 		t.Fatalf("cut %v, %d bytes", m.Cut, len(m.Line.Raw))
@@ -548,7 +535,7 @@ func TestLiveVersionAndDemo(t *testing.T) {
 		t.Fatalf("hello on the default feed: %+v, %v; want the demo", m.Hello, err)
 	}
 	in := dialIngest(t, ctx, ts, "default")
-	send(t, ctx, in, relay.Line{ID: "v", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`})
+	wstest.Send(t, ctx, in, relay.Line{ID: "v", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`})
 	var st *statusMsg
 	demoAfter := false
 	for st == nil || st.KubeletVersion == "" {
@@ -625,7 +612,7 @@ func TestLiveJournalEntryShownAsText(t *testing.T) {
 		"MESSAGE":  msg,
 	})
 	in := dialIngest(t, ctx, ts, "lab")
-	send(t, ctx, in, relay.Line{ID: "s=abc;i=7;b=def", Raw: string(entry)})
+	wstest.Send(t, ctx, in, relay.Line{ID: "s=abc;i=7;b=def", Raw: string(entry)})
 	m := dialBrowser(t, ctx, ts, "/feeds/lab/ws").nextLine(ctx)
 	if l := m.Line; l.Raw != "" || l.Text != msg || l.Cursor != "s=abc;i=7;b=def" || l.Host != "node-1" || l.PID != 4242 || l.Case != "pleg" {
 		t.Fatalf("browser's line: %+v", l)
@@ -640,7 +627,7 @@ func TestLiveJournalEntryShownAsText(t *testing.T) {
 
 // Relays with a token create feeds by sending to them (browsers cannot: a
 // made-up name answers 404). Feeds left vacant (no line, no browser, no
-// relay) make room for new ones once the server holds maxFeeds; a feed
+// relay) make room for new ones once the server holds MaxFeeds; a feed
 // with lines or a reader is never let go.
 func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 	l, ts := newLiveServer(t, Config{})
@@ -648,7 +635,7 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	in := dialIngest(t, ctx, ts, "kept-lines")
-	send(t, ctx, in, relay.Line{ID: "1", Raw: "a line"})
+	wstest.Send(t, ctx, in, relay.Line{ID: "1", Raw: "a line"})
 	in.CloseNow()
 	dialIngest(t, ctx, ts, "kept-reader").CloseNow()
 	reader := dialBrowser(t, ctx, ts, "/feeds/kept-reader/ws")
@@ -657,7 +644,7 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 	}
 	// visit connects a relay that sends nothing and leaves.
 	visit := func(name string) int {
-		c, resp, err := websocket.Dial(ctx, wsURL(ts, "/feeds/"+name+"/ingest"), &websocket.DialOptions{
+		c, resp, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/"+name+"/ingest"), &websocket.DialOptions{
 			HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}},
 		})
 		if err != nil {
@@ -669,7 +656,7 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 		c.Close(websocket.StatusNormalClosure, "")
 		return http.StatusSwitchingProtocols
 	}
-	for i := range 3 * maxFeeds { // three times over the cap
+	for i := range 3 * MaxFeeds { // three times over the cap
 		name := fmt.Sprint("made-up-", i)
 		if code := visit(name); code != http.StatusSwitchingProtocols {
 			t.Fatalf("visit %d: %d", i, code)
@@ -697,12 +684,12 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 	l.mu.Lock()
 	n, kept := len(l.feeds), l.feeds["kept-lines"] != nil && l.feeds["kept-reader"] != nil && l.feeds[defaultFeed] != nil
 	l.mu.Unlock()
-	if n > maxFeeds || !kept {
+	if n > MaxFeeds || !kept {
 		t.Fatalf("%d feeds; the default, the one with a line and the one with a reader kept: %v", n, kept)
 	}
 	// A relay still gets a new feed, and the kept ones still work.
 	in2 := dialIngest(t, ctx, ts, "a-new-relay")
-	if ack := send(t, ctx, in2, relay.Line{ID: "x", Raw: "new"}); ack != "x" {
+	if ack := wstest.Send(t, ctx, in2, relay.Line{ID: "x", Raw: "new"}); ack != "x" {
 		t.Fatalf("ack %q", ack)
 	}
 	if got := dialBrowser(t, ctx, ts, "/feeds/kept-lines/ws").lines(ctx, 1); got[0] != "a line" {
@@ -715,7 +702,7 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 	for i := 0; ; i++ {
 		if code := visit(fmt.Sprint("over-", i)); code == http.StatusServiceUnavailable {
 			break
-		} else if i > maxFeeds {
+		} else if i > MaxFeeds {
 			t.Fatal("no 503 past the cap")
 		}
 	}
@@ -735,20 +722,20 @@ func TestLiveDemoOnePerCluster(t *testing.T) {
 	}
 	defer b2.Close()
 	cfg := Config{DefaultTag: "v1.31.0", DemoPeriod: 50 * time.Millisecond}
-	r := func(string) *extractor.Reading { return fixtureReading(t) }
-	l1, err := newLive(cfg, b, r)
+	r := func(string) *extractor.Reading { return fixture.Reading(t) }
+	l1, err := New(cfg, b, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l1.Close()
-	l2, err := newLive(cfg, b2, r)
+	l2, err := New(cfg, b2, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l2.Close()
 	holders := func() int {
 		n := 0
-		for _, l := range []*live{l1, l2} {
+		for _, l := range []*Service{l1, l2} {
 			if l.demoHeld.Load() {
 				n++
 			}
@@ -794,12 +781,12 @@ func TestLiveTagDemo(t *testing.T) {
 	}
 	readings := map[string]*extractor.Reading{}
 	for _, tag := range []string{"v1.31.0", "v1.20.0", "v1.25.0"} {
-		r := *fixtureReading(t)
+		r := *fixture.Reading(t)
 		r.Tag = tag
 		readings[tag] = &r
 	}
 	cfg := Config{DefaultTag: "v1.31.0", DemoPeriod: 20 * time.Millisecond, IngestToken: testToken}
-	l, err := newLive(cfg, b, func(tag string) *extractor.Reading { return readings[tag] })
+	l, err := New(cfg, b, func(tag string) *extractor.Reading { return readings[tag] })
 	if err != nil {
 		b.Close()
 		t.Fatal(err)
@@ -807,8 +794,8 @@ func TestLiveTagDemo(t *testing.T) {
 	l.closeBroker = true
 	l.demoIdle = 300 * time.Millisecond
 	rt := chi.NewRouter()
-	rt.Method("GET", "/feeds/{feed}/ws", l.handleFeedSocket())
-	rt.Method("GET", "/feeds/{feed}/ingest", l.handleIngest())
+	rt.Method("GET", "/feeds/{feed}/ws", l.HandleFeedSocket())
+	rt.Method("GET", "/feeds/{feed}/ingest", l.HandleIngest())
 	ts := httptest.NewServer(rt)
 	t.Cleanup(func() { ts.Close(); l.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -877,7 +864,7 @@ func TestLiveTagDemo(t *testing.T) {
 		t.Fatalf("feed %q", h.Feed)
 	}
 	in := dialIngest(t, ctx, ts, defaultFeed)
-	send(t, ctx, in, relay.Line{ID: "1", Raw: "a real line"})
+	wstest.Send(t, ctx, in, relay.Line{ID: "1", Raw: "a real line"})
 	for {
 		m, err := c.next(ctx)
 		if err != nil {
@@ -891,7 +878,7 @@ func TestLiveTagDemo(t *testing.T) {
 
 // TestLiveTagDemosHaveTheirOwnPool (issue 11: one client cannot lock the
 // others out): pages at other tags start demos, which have their own cap
-// (maxTagDemos) beside the feeds' (maxFeeds). With every feed slot taken, a
+// (maxTagDemos) beside the feeds' (MaxFeeds). With every feed slot taken, a
 // page at another tag still gets its demo; past maxTagDemos watched demos a
 // page keeps the server's demo, and an unwatched demo makes room for a new
 // one. Before, tags' demos took feed slots: 64 pages at 64 tags shut relays
@@ -905,21 +892,21 @@ func TestLiveTagDemosHaveTheirOwnPool(t *testing.T) {
 	var tags []string
 	for i := range maxTagDemos + 1 {
 		tag := fmt.Sprintf("v1.%d.0", 21+i)
-		r := *fixtureReading(t)
+		r := *fixture.Reading(t)
 		r.Tag = tag
 		readings[tag] = &r
 		tags = append(tags, tag)
 	}
 	cfg := Config{DefaultTag: "v1.20.0", DemoPeriod: 50 * time.Millisecond, IngestToken: testToken}
-	readings[cfg.DefaultTag] = fixtureReading(t)
-	l, err := newLive(cfg, b, func(tag string) *extractor.Reading { return readings[tag] })
+	readings[cfg.DefaultTag] = fixture.Reading(t)
+	l, err := New(cfg, b, func(tag string) *extractor.Reading { return readings[tag] })
 	if err != nil {
 		b.Close()
 		t.Fatal(err)
 	}
 	l.closeBroker = true
 	rt := chi.NewRouter()
-	rt.Method("GET", "/feeds/{feed}/ws", l.handleFeedSocket())
+	rt.Method("GET", "/feeds/{feed}/ws", l.HandleFeedSocket())
 	ts := httptest.NewServer(rt)
 	t.Cleanup(func() { ts.Close(); l.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -931,13 +918,13 @@ func TestLiveTagDemosHaveTheirOwnPool(t *testing.T) {
 		return l.countLocked(demos)
 	}
 	// Every feed slot taken, as relays and rooms would.
-	for i := 0; count(false) < maxFeeds; i++ {
+	for i := 0; count(false) < MaxFeeds; i++ {
 		if _, err := l.feed(fmt.Sprintf("relay-%d", i)); err != nil {
 			t.Fatalf("feed %d: %v", i, err)
 		}
 	}
 	if _, err := l.feed("one-more"); !errors.Is(err, errTooManyFeeds) {
-		t.Fatalf("feed past maxFeeds: %v; want errTooManyFeeds", err)
+		t.Fatalf("feed past MaxFeeds: %v; want errTooManyFeeds", err)
 	}
 	open := func(tag string) (*feedClient, string) {
 		t.Helper()
@@ -1001,12 +988,12 @@ func TestLiveTagDemosHaveTheirOwnPool(t *testing.T) {
 // asks, before the stored lines have reached the feed's hub.
 func TestLiveRoomFeedNoteAfterRestart(t *testing.T) {
 	dir := t.TempDir()
-	open := func() *live {
+	open := func() *Service {
 		b, err := broker.Open(t.Context(), broker.Config{Dir: dir})
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := newLive(Config{DefaultTag: "v1.31.0", DemoPeriod: -1}, b, nil)
+		l, err := New(Config{DefaultTag: "v1.31.0", DemoPeriod: -1}, b, nil)
 		if err != nil {
 			b.Close()
 			t.Fatal(err)
@@ -1031,7 +1018,7 @@ func TestLiveRoomFeedNoteAfterRestart(t *testing.T) {
 	l = open()
 	defer l.Close()
 	note := func(name string) string {
-		l.setFeedTag(name, "v1.31.0")
+		l.SetFeedTag(name, "v1.31.0")
 		l.mu.Lock()
 		f := l.feeds[name]
 		l.mu.Unlock()

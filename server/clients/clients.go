@@ -1,12 +1,15 @@
-package server
-
-// Per-client limits, and who a client is. A request comes from its
+// Package clients says who a client is, and holds what feed and room
+// sockets share: a cap on the sockets one client holds open, and the pings
+// that find half-open connections.
+//
+// A request comes from its
 // client address, which every per-client limit (room creation, rooms held,
 // open sockets) counts against. It is the socket's peer address, unless that
 // peer is a proxy the operator trusts (serve --trusted-proxy), in which case
 // the proxy's X-Forwarded-For names the client: the right-most address in it
 // that is not itself a trusted proxy. A client can put anything in the
 // header, but only the part its proxies appended is believed.
+package clients
 
 import (
 	"fmt"
@@ -46,9 +49,9 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// clientAddr is the address a request counts against in every per-client
+// Addr is the address a request counts against in every per-client
 // limit. trusted are the proxies allowed to name the client.
-func clientAddr(r *http.Request, trusted []netip.Prefix) string {
+func Addr(r *http.Request, trusted []netip.Prefix) string {
 	peer, ok := parseAddr(r.RemoteAddr)
 	if !ok {
 		return r.RemoteAddr
