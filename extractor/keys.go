@@ -21,6 +21,11 @@ const (
 // tags; a key's index is its colour slot on the page.
 var CaseKeys = [...]string{KeyConfig, KeyPLEG, KeySync, KeyLiveness, KeyReadiness, KeyStartup, KeyContainer, KeyHousekeeping}
 
+// CaseKeyPattern is what a case key may be, a key a later tag adds
+// included: what a page, a room's message or an address may name (the
+// rooms' "at" messages, the history page check theirs against it).
+const CaseKeyPattern = `^[a-z][a-z0-9_]{0,31}$`
+
 // CaseHue is key's colour slot, 0 to len(CaseKeys)-1, or -1 for a key this
 // list does not know (a case a future tag adds): the page shows it in the
 // neutral colour.

@@ -175,7 +175,7 @@ func waitFor(t *testing.T, ctx context.Context, what, js string) {
 func TestBrowserReadingPage(t *testing.T) {
 	ctx := newBrowser(t)
 	s := newRealServer(t)
-	r := s.loadedReading(s.cfg.DefaultTag)
+	r := s.site.Reading(s.cfg.DefaultTag)
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
 	watch := watchPage(t, ctx, ts)

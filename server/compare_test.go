@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
@@ -231,41 +230,4 @@ func TestNotesSinceMatchesSource(t *testing.T) {
 	if n == 0 {
 		t.Error("no case note gives a since")
 	}
-}
-
-// BenchmarkCompareVsReadingPage measures the compare page of two cached
-// tags (v1.35.4 → v1.36.3: every case changed, the most work a compare
-// does), a whole request through the router, against rendering the newer
-// tag's reading page (index.html, which the server does when the list of
-// readable tags changes), interleaved in one run. It reports the median
-// of each (target for the compare: under 50 ms).
-func BenchmarkCompareVsReadingPage(b *testing.B) {
-	s := realServer(b, "v1.35.4", "v1.36.3")
-	st := s.state("v1.36.3")
-	tags, _ := s.readableTags()
-	path := "/k8s/compare/v1.35.4...v1.36.3"
-	if w := get(b, s, path); w.Code != 200 {
-		b.Fatalf("%s: %d", path, w.Code)
-	}
-	var cmp, page []time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		w := get(b, s, path)
-		t1 := time.Now()
-		_, err := s.execute("index.html", pageData{Title: "x", Page: pageIndex, Tag: st.tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view})
-		t2 := time.Now()
-		if w.Code != 200 || err != nil {
-			b.Fatal(w.Code, err)
-		}
-		cmp, page = append(cmp, t1.Sub(t0)), append(page, t2.Sub(t1))
-	}
-	median := func(d []time.Duration) time.Duration {
-		slices.Sort(d)
-		return d[len(d)/2]
-	}
-	mc, mp := median(cmp), median(page)
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(float64(mc.Microseconds())/1000, "compare-ms")
-	b.ReportMetric(float64(mp.Microseconds())/1000, "reading-page-ms")
-	b.ReportMetric(float64(mc)/float64(mp), "ratio")
 }

@@ -57,15 +57,25 @@ func (e *tagError) Unwrap() error { return e.kind }
 // newTestServer returns a server whose default tag is the fixture, loaded.
 func newTestServer(t testing.TB, fl *fakeLoader) *Server {
 	t.Helper()
+	return newTestServerTuned(t, fl, nil)
+}
+
+// newTestServerTuned is newTestServer with its Config edited first.
+func newTestServerTuned(t testing.TB, fl *fakeLoader, edit func(*Config)) *Server {
+	t.Helper()
 	if fl.readings == nil {
 		fl.readings = map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}
 	}
-	s, err := NewServer(Config{
+	cfg := Config{
 		DefaultTag: fixture.Tag,
 		CacheDir:   t.TempDir(),
 		Load:       fl.load,
 		Getenv:     func(string) string { return "" },
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	s, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +87,9 @@ func newTestServer(t testing.TB, fl *fakeLoader) *Server {
 // waitLoaded waits until tag's Load has finished, successfully or not.
 func waitLoaded(t testing.TB, s *Server, tag string) {
 	t.Helper()
-	st := s.state(tag)
-	select {
-	case <-st.done:
-	case <-time.After(30 * time.Second):
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.site.TagReady(ctx, tag); err != nil && ctx.Err() != nil {
 		t.Fatalf("tag %s still loading after 30s", tag)
 	}
 }

@@ -30,18 +30,8 @@ func (s *Server) handleHealthz() http.Handler {
 // notReady says what keeps the server from serving; nothing when ready.
 func (s *Server) notReady() []string {
 	var why []string
-	tag := s.cfg.DefaultTag
-	if st := s.state(tag); st == nil {
-		why = append(why, fmt.Sprintf("the default tag %s is not loaded (too many tags held)", tag))
-	} else {
-		select {
-		case <-st.done:
-			if st.err != nil {
-				why = append(why, fmt.Sprintf("the default tag %s failed to load: %v", tag, st.err))
-			}
-		default:
-			why = append(why, fmt.Sprintf("the default tag %s is still loading", tag))
-		}
+	if p := s.site.DefaultProblem(); p != "" {
+		why = append(why, p)
 	}
 	if dir := s.cfg.DataDir; dir != "" {
 		if err := probeWrite(dir); err != nil {

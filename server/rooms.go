@@ -18,13 +18,8 @@ import (
 
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/rooms"
+	"github.com/syncloop/syncloop/server/site"
 )
-
-// roomView is what a room's page needs beyond the reading.
-type roomView struct {
-	ID   string
-	Feed string
-}
 
 // openRooms opens the rooms' bucket (importing an older version's
 // rooms.json once) and starts the rooms.
@@ -63,12 +58,12 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 		MaxReaders:     cfg.MaxReaders,
 		Logger:         s.log,
 		Site: rooms.Site{
-			Page: s.roomPage,
-			Status: func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string) {
-				s.statusPage(w, r, code, pageData{Heading: heading, Message: message, Advice: advice})
+			Page: func(w http.ResponseWriter, r *http.Request, kind string, room rooms.Room) bool {
+				return s.site.RoomPage(w, r, kind, room.Tag, site.Room{ID: room.ID, Feed: room.Feed()})
 			},
-			LoadTag:     func(tag string) { s.state(tag) },
-			TagReady:    s.tagReady,
+			Status:      s.site.Status,
+			LoadTag:     s.site.Load,
+			TagReady:    s.site.TagReady,
 			SetFeedTag:  l.SetFeedTag,
 			FeedVersion: l.FeedVersion,
 			DropFeed:    l.DropFeed,
@@ -84,50 +79,6 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 		return nil, err
 	}
 	return rs, nil
-}
-
-// roomPage renders the reading page of kind at the room's tag, with the
-// room bar; false when it answered otherwise (the tag loading, an error).
-func (s *Server) roomPage(w http.ResponseWriter, r *http.Request, kind string, room rooms.Room) bool {
-	tmpl, title := "index.html", "syncLoopIteration"
-	if kind == pagePodWorkers {
-		tmpl, title = "pod-workers.html", "pod_workers.go"
-	}
-	st, ok := s.loaded(w, r, room.Tag, " for this room")
-	if !ok {
-		return false
-	}
-	tags, _ := s.readableTags()
-	body, err := s.execute(tmpl, pageData{
-		Title: "Pair session · " + title + " at " + room.Tag, Page: kind,
-		Tag: room.Tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view,
-		Room: &roomView{ID: room.ID, Feed: room.Feed()},
-	})
-	if err != nil {
-		s.log.Error("render room", "err", err)
-		s.statusPage(w, r, http.StatusInternalServerError, pageData{Heading: "Could not render the room", Message: err.Error()})
-		return false
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Write(body)
-	return true
-}
-
-// tagReady waits until tag's Reading is loaded, or says why it cannot be.
-func (s *Server) tagReady(ctx context.Context, tag string) error {
-	st := s.state(tag)
-	if st == nil {
-		return fmt.Errorf("this server holds too many tags to load %s now", tag)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	select {
-	case <-st.done:
-		return st.err
-	case <-ctx.Done():
-		return fmt.Errorf("%s did not load in time; try again", tag)
-	}
 }
 
 // sameOrigin reports whether a browser sent r from this site's own pages.

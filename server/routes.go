@@ -7,11 +7,12 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/syncloop/syncloop/server/rooms"
+	"github.com/syncloop/syncloop/server/site"
 )
 
 // routes lists every route of the site, and only here.
 //
-// Reading pages (reading.go):
+// Reading pages (package site):
 //
 //	GET /                         redirect to /k8s/{DefaultTag}/
 //	GET /k8s?tag=TAG              the tag switcher's form: redirect to /k8s/TAG/
@@ -21,7 +22,7 @@ import (
 //	GET /k8s/{tag}/reading.json   the Reading
 //	GET /k8s/{tag}/worksheet.md   the worksheet
 //
-// What changed (compare.go):
+// What changed (package site, compare.go):
 //
 //	GET /k8s/compare?from=A&to=B  the "compare with…" form: redirect to /k8s/compare/A...B
 //	GET /k8s/compare/{from}...{to} the loop's cases at two tags, side by side
@@ -54,23 +55,23 @@ import (
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
 	r.Use(securityHeaders, logRequests(s.log), middleware.GetHead)
-	notFound := s.handleNotFound()
+	notFound := s.site.NotFound()
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	})
 
-	r.Method("GET", "/", s.handleRoot())
-	r.Method("GET", "/k8s", s.handleSwitch())
-	r.Method("GET", "/k8s/{tag}", s.handleSlash())
-	r.Method("GET", "/k8s/{tag}/", s.handleTagPage(pageIndex))
-	r.Method("GET", "/k8s/{tag}/pod-workers", s.handleTagPage(pagePodWorkers))
-	r.Method("GET", "/k8s/{tag}/reading.json", s.handleTagPage(pageJSON))
-	r.Method("GET", "/k8s/{tag}/worksheet.md", s.handleTagPage(pageWorksheet))
-	r.Method("GET", "/k8s/compare", s.handleCompareForm())
-	r.Method("GET", "/k8s/compare/{range}", s.handleCompare())
-	r.Method("GET", "/k8s/history/{key}", s.handleHistory())
-	r.Method("GET", "/static/*", s.static.handler(notFound))
+	r.Method("GET", "/", s.site.Root())
+	r.Method("GET", "/k8s", s.site.Switch())
+	r.Method("GET", "/k8s/{tag}", s.site.Slash())
+	r.Method("GET", "/k8s/{tag}/", s.site.TagPage(site.PageIndex))
+	r.Method("GET", "/k8s/{tag}/pod-workers", s.site.TagPage(site.PagePodWorkers))
+	r.Method("GET", "/k8s/{tag}/reading.json", s.site.TagPage(site.PageJSON))
+	r.Method("GET", "/k8s/{tag}/worksheet.md", s.site.TagPage(site.PageWorksheet))
+	r.Method("GET", "/k8s/compare", s.site.CompareForm())
+	r.Method("GET", "/k8s/compare/{range}", s.site.Compare())
+	r.Method("GET", "/k8s/history/{key}", s.site.History())
+	r.Method("GET", "/static/*", s.site.Static(notFound))
 
 	r.Method("GET", "/feeds/{feed}/ws", s.rooms.FeedGate(s.live.HandleFeedSocket()))
 	r.Method("GET", "/feeds/{feed}/ingest", s.rooms.FeedGate(s.live.HandleIngest()))

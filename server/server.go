@@ -1,24 +1,23 @@
-// Package server is syncloop's web site: the reading pages for a tag, the
-// live feed endpoints, and the middleware around them. It knows HTTP and
-// templates; the Reading comes from the extractor, log lines from classify.
+// Package server is syncloop's web site as one http.Handler: the
+// composition root that starts the shared state (package broker), the
+// reading pages (site), the live feeds (feeds), the pair-reading rooms
+// (rooms) and the readers' notes (annotations), wires what each asks of the
+// others, and serves them through routes.go with the middleware around
+// them. Only this package imports them all.
 package server
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"html/template"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
-	"os"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"golang.org/x/mod/semver"
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
@@ -27,6 +26,7 @@ import (
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/rooms"
+	"github.com/syncloop/syncloop/server/site"
 )
 
 // Config is everything the site needs from its command line.
@@ -90,6 +90,9 @@ type Config struct {
 
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
+	// siteTune lets tests change the pages' own settings (how long a
+	// request waits for a Load) before they start.
+	siteTune func(*site.Config)
 	// feedsTune lets tests change the feeds' own settings (a tag demo's
 	// idle time) before they start.
 	feedsTune func(*feeds.Config)
@@ -98,13 +101,14 @@ type Config struct {
 	roomsTune func(*rooms.ServiceConfig)
 }
 
-// Server is the whole site as an http.Handler. Close stops its goroutines.
+// Server is the whole site as an http.Handler: the composition root of the
+// pages (package site), the feeds, the rooms and the readers' notes. Close
+// stops their goroutines.
 type Server struct {
 	cfg    Config
 	log    *slog.Logger
 	router chi.Router
-	tmpl   *template.Template
-	static *assets
+	site   *site.Site
 	broker *broker.Broker
 	live   *feeds.Service
 	// sockets caps the browser sockets (feeds' and rooms') per client.
@@ -114,44 +118,10 @@ type Server struct {
 	// closeNotes stops the notes' store (and the NATS server started for it).
 	closeNotes func()
 
-	// ctx is cancelled by Close; background loads run under it and wg.
+	// ctx is cancelled by Close: the broker and the rooms start under it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
 	closed sync.Once
-	loads  chan struct{} // semaphore: how many Loads may run at once
-	wait   time.Duration // how long a request waits for a Load (waitForLoad)
-
-	mu   sync.Mutex
-	tags map[string]*tagState // every tag asked for since start
-	gen  int                  // bumped when the set of readable tags changes; pages list them
-	disk []string             // tags cached on disk at start
-}
-
-// maxTags bounds the tags remembered (loaded, loading or failed), so a
-// stream of made-up tags cannot grow the server without end.
-const maxTags = 64
-
-// errorTTL is how long a failed Load is remembered before a request retries.
-var errorTTL = map[bool]time.Duration{
-	true:  10 * time.Minute, // the tag itself is wrong: unknown, invalid, unsupported
-	false: 20 * time.Second, // the network or the proxy: worth another try soon
-}
-
-// tagState is one tag's Reading and pages: loading until done is closed.
-type tagState struct {
-	tag    string
-	done   chan struct{}
-	failed time.Time // when err was set
-
-	// set once before done is closed
-	reading *extractor.Reading
-	view    *readingView // the tag's highlighted code and notes, built once
-	err     error
-
-	mu    sync.Mutex
-	pages map[string]*page // rendered for pagesGen
-	gen   int
 }
 
 // NewServer returns the site. It starts loading cfg.DefaultTag in the
@@ -163,43 +133,32 @@ func NewServer(cfg Config) (*Server, error) {
 	if err := extractor.CheckTag(cfg.DefaultTag); err != nil {
 		return nil, err
 	}
-	if cfg.Getenv == nil {
-		cfg.Getenv = os.Getenv
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if cfg.Load == nil {
-		cfg.Load = extractor.Load
-	}
-	static, err := newAssets()
-	if err != nil {
-		return nil, err
-	}
-	tmpl, err := parseTemplates(static)
-	if err != nil {
-		return nil, err
-	}
 	if _, err := content.Notes(); err != nil {
 		return nil, fmt.Errorf("notes: %w", err)
+	}
+	sc := site.Config{DefaultTag: cfg.DefaultTag, SourceDir: cfg.SourceDir, CacheDir: cfg.CacheDir,
+		Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load}
+	if cfg.siteTune != nil {
+		cfg.siteTune(&sc)
+	}
+	pages, err := site.New(sc)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		cfg:    cfg,
 		log:    cfg.Logger,
-		tmpl:   tmpl,
-		static: static,
+		site:   pages,
 		ctx:    ctx,
 		cancel: cancel,
-		loads:  make(chan struct{}, 2),
-		wait:   waitForLoad,
-		tags:   make(map[string]*tagState),
-	}
-	if dir, err := extractor.CacheDir(s.options("")); err == nil {
-		s.disk, _ = extractor.CachedTags(dir)
 	}
 	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger})
 	if err != nil {
+		pages.Close()
 		cancel()
 		return nil, err
 	}
@@ -218,14 +177,16 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.feedsTune != nil {
 		cfg.feedsTune(&fc)
 	}
-	if s.live, err = feeds.New(fc, b, s.loadedReading); err != nil {
+	if s.live, err = feeds.New(fc, b, pages.Reading); err != nil {
 		b.Close()
+		pages.Close()
 		cancel()
 		return nil, err
 	}
 	if err := s.openNotes(); err != nil {
 		s.live.Close()
 		b.Close()
+		pages.Close()
 		cancel()
 		return nil, err
 	}
@@ -239,12 +200,12 @@ func NewServer(cfg Config) (*Server, error) {
 		s.closeNotes()
 		s.live.Close()
 		b.Close()
+		pages.Close()
 		cancel()
 		return nil, err
 	}
 	s.rooms = rs
 	s.router = s.routes()
-	s.state(cfg.DefaultTag)
 	return s, nil
 }
 
@@ -258,7 +219,7 @@ func (s *Server) Close() {
 		s.rooms.Close()
 		s.closeNotes()
 		s.live.Close()
-		s.wg.Wait()
+		s.site.Close()
 		s.broker.Close()
 	})
 }
@@ -266,138 +227,6 @@ func (s *Server) Close() {
 // NATSURL is the embedded NATS server's client URL when it listens
 // (Config.NATSListen), "" otherwise.
 func (s *Server) NATSURL() string { return s.broker.ClientURL() }
-
-// options are the extractor options for tag.
-func (s *Server) options(tag string) extractor.Options {
-	o := extractor.Options{
-		Tag:      tag,
-		CacheDir: s.cfg.CacheDir,
-		Symbols:  content.Symbols(),
-		Getenv:   s.cfg.Getenv,
-		Client:   s.cfg.Client,
-		Logger:   s.log,
-	}
-	if s.cfg.SourceDir != "" && tag == s.cfg.DefaultTag {
-		o.SourceDir = s.cfg.SourceDir
-	}
-	return o
-}
-
-// loadedReading returns tag's Reading once it is loaded, nil before.
-func (s *Server) loadedReading(tag string) *extractor.Reading {
-	s.mu.Lock()
-	st := s.tags[tag]
-	s.mu.Unlock()
-	if st == nil {
-		return nil
-	}
-	select {
-	case <-st.done:
-		return st.reading
-	default:
-		return nil
-	}
-}
-
-// state returns tag's state, starting its Load when none is under way and
-// none succeeded. The caller has checked the tag with extractor.CheckTag.
-// It returns nil when too many tags are remembered to take another.
-func (s *Server) state(tag string) *tagState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st, ok := s.tags[tag]; ok {
-		select {
-		case <-st.done:
-			if st.err == nil || time.Since(st.failed) < errorTTL[permanent(st.err)] {
-				return st
-			}
-		default:
-			return st
-		}
-	}
-	if len(s.tags) >= maxTags && !s.evictFailed() {
-		return nil
-	}
-	st := &tagState{tag: tag, done: make(chan struct{})}
-	s.tags[tag] = st
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		r, err := s.load(tag)
-		var view *readingView
-		if err == nil {
-			view, err = newReadingView(r)
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if err != nil {
-			st.err, st.failed = err, time.Now()
-		} else {
-			st.reading, st.view = r, view
-			s.gen++
-		}
-		close(st.done)
-	}()
-	return st
-}
-
-// load reads tag's Reading from the cache, or has it loaded: at most
-// cap(s.loads) at once, the others waiting their turn.
-func (s *Server) load(tag string) (*extractor.Reading, error) {
-	if r, ok := extractor.Cached(s.options(tag)); ok {
-		return r, nil
-	}
-	select {
-	case s.loads <- struct{}{}:
-	case <-s.ctx.Done():
-		return nil, s.ctx.Err()
-	}
-	defer func() { <-s.loads }()
-	start := time.Now()
-	r, err := s.cfg.Load(s.ctx, s.options(tag))
-	if err != nil {
-		s.log.Warn("load failed", "tag", tag, "err", err)
-		return nil, err
-	}
-	s.log.Info("loaded", "tag", tag, "source", r.Source, "cases", len(r.Function.Cases), "took", time.Since(start).Round(time.Millisecond))
-	return r, nil
-}
-
-// evictFailed forgets the failed tags; s.mu is held. It reports whether
-// any room was made.
-func (s *Server) evictFailed() bool {
-	n := len(s.tags)
-	for tag, st := range s.tags {
-		select {
-		case <-st.done:
-			if st.err != nil {
-				delete(s.tags, tag)
-			}
-		default:
-		}
-	}
-	return len(s.tags) < n
-}
-
-// readableTags are the tags a reader can switch to without a fetch: those
-// cached on disk at start and those loaded since, newest first; and the
-// generation of that list.
-func (s *Server) readableTags() ([]string, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	tags := slices.Clone(s.disk)
-	for tag, st := range s.tags {
-		select {
-		case <-st.done:
-			if st.err == nil {
-				tags = append(tags, tag)
-			}
-		default:
-		}
-	}
-	slices.SortFunc(tags, func(a, b string) int { return semver.Compare(b, a) })
-	return slices.Compact(tags), s.gen
-}
 
 // openNotes opens the rooms' notes: a KV bucket on the server's JetStream.
 func (s *Server) openNotes() error {
@@ -426,10 +255,10 @@ func (s *Server) openNotes() error {
 			return room.Tag, nil
 		},
 		Reading: func(tag string) *extractor.Reading {
-			if r := s.loadedReading(tag); r != nil {
+			if r := s.site.Reading(tag); r != nil {
 				return r
 			}
-			s.state(tag) // start loading it for the next try
+			s.site.Load(tag) // start loading it for the next try
 			return nil
 		},
 		SameOrigin: sameOrigin,

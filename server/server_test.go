@@ -16,6 +16,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/site"
 )
 
 // get runs one request against h and returns the recorded response.
@@ -230,33 +231,17 @@ func TestETagAndGzip(t *testing.T) {
 
 func TestStaticCaching(t *testing.T) {
 	s := newTestServer(t, &fakeLoader{})
-	versioned := s.static.url("style.css")
+	// The versioned address the pages link to.
+	versioned := regexp.MustCompile(`/static/style\.css\?v=[^"]+`).FindString(get(t, s, "/k8s/"+fixture.Tag+"/").Body.String())
+	if versioned == "" {
+		t.Fatal("the page links to no versioned style.css")
+	}
 	if w := get(t, s, versioned); !strings.Contains(w.Header().Get("Cache-Control"), "immutable") {
 		t.Errorf("%s: Cache-Control %q", versioned, w.Header().Get("Cache-Control"))
 	}
 	for _, path := range []string{"/static/style.css", "/static/style.css?v=old"} {
 		if w := get(t, s, path); w.Header().Get("Cache-Control") != "no-cache" {
 			t.Errorf("%s: Cache-Control %q", path, w.Header().Get("Cache-Control"))
-		}
-	}
-}
-
-func TestAcceptsGzip(t *testing.T) {
-	for header, want := range map[string]bool{
-		"":                              false,
-		"gzip":                          true,
-		"gzip, deflate, br":             true,
-		"deflate":                       false,
-		"GZIP;q=0.5":                    true,
-		"gzip;q=0":                      false,
-		"gzip; q=0.000":                 false,
-		"*":                             true,
-		"identity;q=1, *;q=0":           false,
-		"br;q=1.0, gzip;q=0.8, *;q=0.1": true,
-		"gzip;q=bogus":                  false,
-	} {
-		if got := acceptsGzip(header); got != want {
-			t.Errorf("acceptsGzip(%q) = %v, want %v", header, got, want)
 		}
 	}
 }
@@ -357,90 +342,26 @@ func TestReadingJSONRoundTrips(t *testing.T) {
 	}
 }
 
-// TestReconcile reads doc comments shaped like the kubelet's at old and new
-// tags (written here, not copied) against the cases a tag has.
-func TestReconcile(t *testing.T) {
-	cases := func(keys ...string) []extractor.Case {
-		var cs []extractor.Case
-		for _, k := range keys {
-			ch := k + "Ch"
-			if k == "liveness" || k == "readiness" || k == "startup" || k == "container" {
-				ch = "kl." + k + "Manager.Updates()"
-			}
-			cs = append(cs, extractor.Case{Key: k, Channel: ch})
-		}
-		return cs
-	}
-	tests := []struct {
-		name    string
-		doc     string
-		cases   []extractor.Case
-		doc2key map[string]string // doc channel -> its keys, joined
-		unnamed []string
-	}{
-		{
-			name: "old: star bullets, liveness manager",
-			doc: "Reads channels.\n\nthe channels are handled as follows:\n\n" +
-				"* configCh: hand pods over\n*   plegCh: sync one pod\n* syncCh: sync due pods\n" +
-				"* housekeepingCh: clean up\n* liveness manager: sync pods whose\n                    probes failed\n",
-			cases:   cases("config", "pleg", "sync", "liveness", "housekeeping"),
-			doc2key: map[string]string{"configCh": "config", "plegCh": "pleg", "syncCh": "sync", "housekeepingCh": "housekeeping", "liveness manager": "liveness"},
-		},
-		{
-			name: "new: dash bullets, health manager, an extra case",
-			doc: "Arguments:\n1.  configCh: not a bullet\n\nthe channels are handled as follows:\n\n" +
-				"  - configCh: hand pods over\n  - plegCh: sync one pod\n  - syncCh: sync due pods\n" +
-				"  - housekeepingCh: clean up\n  - health manager: sync pods whose\n    probes failed\n",
-			cases:   cases("config", "pleg", "sync", "liveness", "readiness", "startup", "container", "housekeeping"),
-			doc2key: map[string]string{"configCh": "config", "plegCh": "pleg", "syncCh": "sync", "housekeepingCh": "housekeeping", "health manager": "liveness readiness startup"},
-			unnamed: []string{"container"},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rv := reconcile(&extractor.Function{Doc: tt.doc, Cases: tt.cases})
-			got := map[string]string{}
-			for _, d := range rv.Doc {
-				got[d.Name] = strings.Join(d.Keys, " ")
-			}
-			if fmt.Sprint(got) != fmt.Sprint(tt.doc2key) {
-				t.Errorf("doc channels %v, want %v", got, tt.doc2key)
-			}
-			var unnamed []string
-			for _, c := range rv.Unnamed {
-				unnamed = append(unnamed, c.Key)
-			}
-			if fmt.Sprint(unnamed) != fmt.Sprint(tt.unnamed) && len(unnamed)+len(tt.unnamed) > 0 {
-				t.Errorf("unnamed %v, want %v", unnamed, tt.unnamed)
-			}
-			if last := rv.Doc[len(rv.Doc)-1]; !strings.HasSuffix(last.Says, "probes failed") {
-				t.Errorf("continuation line lost: %q", last.Says)
-			}
-		})
-	}
-}
-
 // TestTooManyTags: a stream of made-up tags cannot grow the server without
 // end; once the failed ones are forgotten there is room again.
 func TestTooManyTags(t *testing.T) {
 	release := make(chan struct{})
 	fl := &fakeLoader{hold: map[string]chan struct{}{}}
-	for i := range maxTags + 1 {
+	for i := range site.MaxTags + 1 {
 		fl.hold[fmt.Sprintf("v1.99.%d", i)] = release
 	}
-	s := newTestServer(t, fl)
-	s.wait = time.Millisecond
-	for i := range maxTags - 1 { // the default tag holds one place
+	s := newTestServerTuned(t, fl, func(c *Config) { c.siteTune = func(c *site.Config) { c.Wait = time.Millisecond } })
+	for i := range site.MaxTags - 1 { // the default tag holds one place
 		if w := get(t, s, fmt.Sprintf("/k8s/v1.99.%d/", i)); w.Code != http.StatusAccepted {
 			t.Fatalf("tag %d: %d", i, w.Code)
 		}
 	}
-	over := fmt.Sprintf("/k8s/v1.99.%d/", maxTags)
+	over := fmt.Sprintf("/k8s/v1.99.%d/", site.MaxTags)
 	if w := get(t, s, over); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("tag past the limit: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
 	}
 	close(release) // every held tag now fails as unknown
-	for i := range maxTags - 1 {
+	for i := range site.MaxTags - 1 {
 		waitLoaded(t, s, fmt.Sprintf("v1.99.%d", i))
 	}
 	if w := get(t, s, over); w.Code != http.StatusNotFound {

@@ -69,10 +69,6 @@ const roomColors = 8
 // present gets it.
 const DefaultWheelGrace = 10 * time.Second
 
-// CaseKeyPattern is what a case key may be (the site's history page checks
-// its keys against it too).
-const CaseKeyPattern = `^[a-z][a-z0-9_]{0,31}$`
-
 // position is where the driver is: the selected case and lines, and the
 // lines in view (not pixels: screens differ).
 type position struct {
@@ -87,7 +83,7 @@ type position struct {
 }
 
 var (
-	caseKeyRE = regexp.MustCompile(CaseKeyPattern)
+	caseKeyRE = regexp.MustCompile(extractor.CaseKeyPattern)
 	whereRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{0,64}$`) // an element id: "two-sets", "type-podWorkers"
 )
 

@@ -1,4 +1,4 @@
-package server
+package site
 
 // Highlighting: chroma tokenises the source and names each token's class; we
 // write the lines ourselves, because every line must carry its upstream line

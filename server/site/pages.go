@@ -1,4 +1,4 @@
-package server
+package site
 
 // Pages are rendered once and served from memory: the bytes, their gzip
 // compression and a strong ETag for each encoding, computed up front so a

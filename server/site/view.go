@@ -1,4 +1,4 @@
-package server
+package site
 
 // A readingView is what the templates render for one tag: built once, when
 // the tag's Reading arrives, from the Reading and the notes. Nothing in it

@@ -1,4 +1,4 @@
-package server
+package site
 
 // The reading pages of one tag, and what a reader sees while a tag is being
 // fetched or when it cannot be.
@@ -38,7 +38,7 @@ type pageData struct {
 	Tags       []string // tags readable without a fetch, for the switcher
 	DefaultTag string
 	V          *readingView
-	Room       *roomView    // set on a room's page (rooms.go)
+	Room       *Room        // set on a room's page (RoomPage)
 	Compare    *compareView // the compare page (compare.go)
 	History    *historyView // a case's history page (compare.go)
 
@@ -73,7 +73,7 @@ func parseTemplates(a *assets) (*template.Template, error) {
 	return t, nil
 }
 
-func (s *Server) execute(name string, data pageData) ([]byte, error) {
+func (s *Site) execute(name string, data pageData) ([]byte, error) {
 	var b bytes.Buffer
 	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
 		return nil, fmt.Errorf("template %s: %w", name, err)
@@ -81,14 +81,14 @@ func (s *Server) execute(name string, data pageData) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func (s *Server) handleRoot() http.Handler {
+func (s *Site) Root() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/k8s/"+s.cfg.DefaultTag+"/", http.StatusFound)
 	})
 }
 
-// handleSwitch is the tag switcher's form target.
-func (s *Server) handleSwitch() http.Handler {
+// Switch is the tag switcher's form target.
+func (s *Site) Switch() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := strings.TrimSpace(r.URL.Query().Get("tag"))
 		if tag == "" {
@@ -101,13 +101,13 @@ func (s *Server) handleSwitch() http.Handler {
 	})
 }
 
-func (s *Server) handleSlash() http.Handler {
+func (s *Site) Slash() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/k8s/"+url.PathEscape(chi.URLParam(r, "tag"))+"/", http.StatusMovedPermanently)
 	})
 }
 
-func (s *Server) handleNotFound() http.Handler {
+func (s *Site) NotFound() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.statusPage(w, r, http.StatusNotFound, pageData{
 			Heading: "Not found",
@@ -118,7 +118,7 @@ func (s *Server) handleNotFound() http.Handler {
 }
 
 // statusPage renders a page that is not cached: a fetch under way or an error.
-func (s *Server) statusPage(w http.ResponseWriter, r *http.Request, status int, d pageData) {
+func (s *Site) statusPage(w http.ResponseWriter, r *http.Request, status int, d pageData) {
 	d.Title = d.Heading
 	d.DefaultTag = s.cfg.DefaultTag
 	d.Tags, _ = s.readableTags()
@@ -138,9 +138,9 @@ func (s *Server) statusPage(w http.ResponseWriter, r *http.Request, status int, 
 // the "being fetched" page: long enough for a Reading read from disk.
 const waitForLoad = 400 * time.Millisecond
 
-// handleTagPage serves one of a tag's pages, from memory once the tag is
+// TagPage serves one of a tag's pages, from memory once the tag is
 // loaded; before that a page that reloads itself, never a hung request.
-func (s *Server) handleTagPage(kind string) http.Handler {
+func (s *Site) TagPage(kind string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := chi.URLParam(r, "tag")
 		if err := extractor.CheckTag(tag); err != nil {
@@ -165,14 +165,14 @@ func (s *Server) handleTagPage(kind string) http.Handler {
 // answers itself, with the page that reloads until it is (for whom names
 // who waits, e.g. " for this room"), or with why it cannot be, and reports
 // false.
-func (s *Server) loaded(w http.ResponseWriter, r *http.Request, tag, forWhom string) (*tagState, bool) {
+func (s *Site) loaded(w http.ResponseWriter, r *http.Request, tag, forWhom string) (*tagState, bool) {
 	st := s.state(tag)
 	if st == nil {
 		w.Header().Set("Retry-After", "30")
 		s.statusPage(w, r, http.StatusServiceUnavailable, pageData{
 			Tag:     tag,
 			Heading: "Too many tags at once",
-			Message: fmt.Sprintf("This server is fetching or holding %d tags and cannot take %s now.", maxTags, tag),
+			Message: fmt.Sprintf("This server is fetching or holding %d tags and cannot take %s now.", MaxTags, tag),
 			Advice:  "Try again in a minute, or read a tag already cached.",
 		})
 		return nil, false
@@ -207,7 +207,7 @@ func permanent(err error) bool {
 }
 
 // loadFailed answers for a tag that cannot be read.
-func (s *Server) loadFailed(w http.ResponseWriter, r *http.Request, tag string, err error) {
+func (s *Site) loadFailed(w http.ResponseWriter, r *http.Request, tag string, err error) {
 	d := pageData{Tag: tag, Message: err.Error()}
 	status := http.StatusInternalServerError
 	switch {
@@ -242,7 +242,7 @@ func (s *Server) loadFailed(w http.ResponseWriter, r *http.Request, tag string, 
 
 // pageFor returns the tag's page of the kind, rendering the tag's pages
 // when the list of readable tags (shown in the switcher) has changed.
-func (s *Server) pageFor(st *tagState, kind string) (*page, error) {
+func (s *Site) pageFor(st *tagState, kind string) (*page, error) {
 	tags, gen := s.readableTags()
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -1,4 +1,4 @@
-package server
+package site
 
 // Static files: the embedded static/ directory plus the generated chroma
 // stylesheet, each held as a page (bytes, gzip, ETag). Pages link them as

@@ -1,4 +1,4 @@
-package server
+package site
 
 // What changed between two tags, case by case (/k8s/compare/FROM...TO), and
 // one case across every minor release (/k8s/history/KEY). The differences
@@ -20,7 +20,6 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/diff"
-	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // compareView is the compare page.
@@ -242,9 +241,9 @@ func arrivalURL(key, since string) string {
 	return compareURL(prev, since, key)
 }
 
-// handleCompareForm is the "compare with…" form's target: it redirects to
+// CompareForm is the "compare with…" form's target: it redirects to
 // the compare page.
-func (s *Server) handleCompareForm() http.Handler {
+func (s *Site) CompareForm() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := func(name, def string) string {
 			t := strings.TrimSpace(r.URL.Query().Get(name))
@@ -260,9 +259,9 @@ func (s *Server) handleCompareForm() http.Handler {
 	})
 }
 
-// handleCompare serves /k8s/compare/FROM...TO, fetching either tag as the
+// Compare serves /k8s/compare/FROM...TO, fetching either tag as the
 // reading pages do.
-func (s *Server) handleCompare() http.Handler {
+func (s *Site) Compare() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		from, to, ok := strings.Cut(chi.URLParam(r, "range"), "...")
 		if !ok {
@@ -298,7 +297,7 @@ func (s *Server) handleCompare() http.Handler {
 	})
 }
 
-func (s *Server) renderCompare(a, b *tagState) ([]byte, error) {
+func (s *Site) renderCompare(a, b *tagState) ([]byte, error) {
 	tags, _ := s.readableTags()
 	return s.execute("compare.html", pageData{
 		Title:      fmt.Sprintf("syncLoopIteration, %s → %s", a.tag, b.tag),
@@ -331,11 +330,11 @@ type historyStep struct {
 	Compare string // the compare with the tag before, at this case
 }
 
-var caseKeyRE = regexp.MustCompile(rooms.CaseKeyPattern)
+var caseKeyRE = regexp.MustCompile(extractor.CaseKeyPattern)
 
-// handleHistory serves /k8s/history/KEY: the case at every minor release
+// History serves /k8s/history/KEY: the case at every minor release
 // from extractor.MinTag to the default tag's minor, fetched on demand.
-func (s *Server) handleHistory() http.Handler {
+func (s *Site) History() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := chi.URLParam(r, "key")
 		if !caseKeyRE.MatchString(key) { // what a room may select, too

@@ -1,0 +1,367 @@
+// Package site is syncloop's reading pages: the annotated loop at a tag,
+// its pod_workers page, the Reading as JSON, the worksheet, the compare of
+// two tags and a case's history, the status pages, and the static files.
+// It owns the tags' Readings, loaded on demand and rendered once.
+package site
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/semver"
+
+	"github.com/syncloop/syncloop/content"
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// Config is what the pages need from the command line.
+type Config struct {
+	DefaultTag string // the tag / redirects to
+	SourceDir  string // a local Kubernetes checkout served instead of the proxy
+	CacheDir   string // "" means os.UserCacheDir()/syncloop
+	Getenv     func(string) string
+	Client     *http.Client // for the module proxy; nil means a default one
+	Logger     *slog.Logger
+	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
+	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
+	// Wait is how long a request waits for a Load before it answers with
+	// the page that reloads; 0 means 400 ms (waitForLoad).
+	Wait time.Duration
+}
+
+// The pages every tag has (Site.TagPage); a room shows the first two
+// (Site.RoomPage).
+const (
+	PageIndex      = pageIndex
+	PagePodWorkers = pagePodWorkers
+	PageJSON       = pageJSON
+	PageWorksheet  = pageWorksheet
+)
+
+// Static serves the embedded CSS, JS and chroma stylesheet under /static/;
+// notFound answers for any other name.
+func (s *Site) Static(notFound http.Handler) http.Handler { return s.static.handler(notFound) }
+
+// Site is the reading pages. Close stops its background loads.
+type Site struct {
+	cfg    Config
+	log    *slog.Logger
+	tmpl   *template.Template
+	static *assets
+
+	// ctx is cancelled by Close; background loads run under it and wg.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	loads  chan struct{} // semaphore: how many Loads may run at once
+	wait   time.Duration // how long a request waits for a Load
+
+	mu   sync.Mutex
+	tags map[string]*tagState // every tag asked for since start
+	gen  int                  // bumped when the set of readable tags changes; pages list them
+	disk []string             // tags cached on disk at start
+}
+
+// New returns the pages. It starts loading cfg.DefaultTag in the
+// background, so the first reader finds it ready more often than not.
+func New(cfg Config) (*Site, error) {
+	if cfg.DefaultTag == "" {
+		cfg.DefaultTag = extractor.DefaultTag
+	}
+	if err := extractor.CheckTag(cfg.DefaultTag); err != nil {
+		return nil, err
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.Load == nil {
+		cfg.Load = extractor.Load
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = waitForLoad
+	}
+	static, err := newAssets()
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := parseTemplates(static)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Site{
+		cfg:    cfg,
+		log:    cfg.Logger,
+		tmpl:   tmpl,
+		static: static,
+		ctx:    ctx,
+		cancel: cancel,
+		loads:  make(chan struct{}, 2),
+		wait:   cfg.Wait,
+		tags:   make(map[string]*tagState),
+	}
+	if dir, err := extractor.CacheDir(s.options("")); err == nil {
+		s.disk, _ = extractor.CachedTags(dir)
+	}
+	s.state(cfg.DefaultTag)
+	return s, nil
+}
+
+// Close stops the background loads and waits for them.
+func (s *Site) Close() {
+	s.cancel()
+	s.wg.Wait()
+}
+
+// Load starts loading tag's Reading, if it is not loaded or loading.
+func (s *Site) Load(tag string) {
+	if extractor.CheckTag(tag) == nil {
+		s.state(tag)
+	}
+}
+
+// DefaultProblem says why the default tag's Reading is not ready ("" when
+// it is): still loading, failed, or not taken.
+func (s *Site) DefaultProblem() string {
+	tag := s.cfg.DefaultTag
+	st := s.state(tag)
+	if st == nil {
+		return fmt.Sprintf("the default tag %s is not loaded (too many tags held)", tag)
+	}
+	select {
+	case <-st.done:
+		if st.err != nil {
+			return fmt.Sprintf("the default tag %s failed to load: %v", tag, st.err)
+		}
+		return ""
+	default:
+		return fmt.Sprintf("the default tag %s is still loading", tag)
+	}
+}
+
+// Status answers with a status page: code, what went wrong or is
+// happening, and what to do next.
+func (s *Site) Status(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string) {
+	s.statusPage(w, r, code, pageData{Heading: heading, Message: message, Advice: advice})
+}
+
+// MaxTags bounds the tags remembered (loaded, loading or failed), so a
+// stream of made-up tags cannot grow the server without end.
+const MaxTags = 64
+
+// errorTTL is how long a failed Load is remembered before a request retries.
+var errorTTL = map[bool]time.Duration{
+	true:  10 * time.Minute, // the tag itself is wrong: unknown, invalid, unsupported
+	false: 20 * time.Second, // the network or the proxy: worth another try soon
+}
+
+// tagState is one tag's Reading and pages: loading until done is closed.
+type tagState struct {
+	tag    string
+	done   chan struct{}
+	failed time.Time // when err was set
+
+	// set once before done is closed
+	reading *extractor.Reading
+	view    *readingView // the tag's highlighted code and notes, built once
+	err     error
+
+	mu    sync.Mutex
+	pages map[string]*page // rendered for pagesGen
+	gen   int
+}
+
+// options are the extractor options for tag.
+func (s *Site) options(tag string) extractor.Options {
+	o := extractor.Options{
+		Tag:      tag,
+		CacheDir: s.cfg.CacheDir,
+		Symbols:  content.Symbols(),
+		Getenv:   s.cfg.Getenv,
+		Client:   s.cfg.Client,
+		Logger:   s.log,
+	}
+	if s.cfg.SourceDir != "" && tag == s.cfg.DefaultTag {
+		o.SourceDir = s.cfg.SourceDir
+	}
+	return o
+}
+
+// Reading returns tag's Reading once it is loaded, nil before.
+func (s *Site) Reading(tag string) *extractor.Reading {
+	s.mu.Lock()
+	st := s.tags[tag]
+	s.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	select {
+	case <-st.done:
+		return st.reading
+	default:
+		return nil
+	}
+}
+
+// state returns tag's state, starting its Load when none is under way and
+// none succeeded. The caller has checked the tag with extractor.CheckTag.
+// It returns nil when too many tags are remembered to take another.
+func (s *Site) state(tag string) *tagState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.tags[tag]; ok {
+		select {
+		case <-st.done:
+			if st.err == nil || time.Since(st.failed) < errorTTL[permanent(st.err)] {
+				return st
+			}
+		default:
+			return st
+		}
+	}
+	if len(s.tags) >= MaxTags && !s.evictFailed() {
+		return nil
+	}
+	st := &tagState{tag: tag, done: make(chan struct{})}
+	s.tags[tag] = st
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		r, err := s.load(tag)
+		var view *readingView
+		if err == nil {
+			view, err = newReadingView(r)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			st.err, st.failed = err, time.Now()
+		} else {
+			st.reading, st.view = r, view
+			s.gen++
+		}
+		close(st.done)
+	}()
+	return st
+}
+
+// load reads tag's Reading from the cache, or has it loaded: at most
+// cap(s.loads) at once, the others waiting their turn.
+func (s *Site) load(tag string) (*extractor.Reading, error) {
+	if r, ok := extractor.Cached(s.options(tag)); ok {
+		return r, nil
+	}
+	select {
+	case s.loads <- struct{}{}:
+	case <-s.ctx.Done():
+		return nil, s.ctx.Err()
+	}
+	defer func() { <-s.loads }()
+	start := time.Now()
+	r, err := s.cfg.Load(s.ctx, s.options(tag))
+	if err != nil {
+		s.log.Warn("load failed", "tag", tag, "err", err)
+		return nil, err
+	}
+	s.log.Info("loaded", "tag", tag, "source", r.Source, "cases", len(r.Function.Cases), "took", time.Since(start).Round(time.Millisecond))
+	return r, nil
+}
+
+// evictFailed forgets the failed tags; s.mu is held. It reports whether
+// any room was made.
+func (s *Site) evictFailed() bool {
+	n := len(s.tags)
+	for tag, st := range s.tags {
+		select {
+		case <-st.done:
+			if st.err != nil {
+				delete(s.tags, tag)
+			}
+		default:
+		}
+	}
+	return len(s.tags) < n
+}
+
+// readableTags are the tags a reader can switch to without a fetch: those
+// cached on disk at start and those loaded since, newest first; and the
+// generation of that list.
+func (s *Site) readableTags() ([]string, int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tags := slices.Clone(s.disk)
+	for tag, st := range s.tags {
+		select {
+		case <-st.done:
+			if st.err == nil {
+				tags = append(tags, tag)
+			}
+		default:
+		}
+	}
+	slices.SortFunc(tags, func(a, b string) int { return semver.Compare(b, a) })
+	return slices.Compact(tags), s.gen
+}
+
+// Room is what a room's page needs beyond the reading: the room's id and
+// its feed.
+type Room struct {
+	ID   string
+	Feed string
+}
+
+// RoomPage renders the reading page of kind (PageIndex, PagePodWorkers) at
+// tag, with the room's bar; false when it answered otherwise (the tag
+// loading, an error).
+func (s *Site) RoomPage(w http.ResponseWriter, r *http.Request, kind, tag string, room Room) bool {
+	tmpl, title := "index.html", "syncLoopIteration"
+	if kind == pagePodWorkers {
+		tmpl, title = "pod-workers.html", "pod_workers.go"
+	}
+	st, ok := s.loaded(w, r, tag, " for this room")
+	if !ok {
+		return false
+	}
+	tags, _ := s.readableTags()
+	body, err := s.execute(tmpl, pageData{
+		Title: "Pair session · " + title + " at " + tag, Page: kind,
+		Tag: tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view,
+		Room: &room,
+	})
+	if err != nil {
+		s.log.Error("render room", "err", err)
+		s.statusPage(w, r, http.StatusInternalServerError, pageData{Heading: "Could not render the room", Message: err.Error()})
+		return false
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(body)
+	return true
+}
+
+// TagReady waits until tag's Reading is loaded, or says why it cannot be.
+func (s *Site) TagReady(ctx context.Context, tag string) error {
+	st := s.state(tag)
+	if st == nil {
+		return fmt.Errorf("this server holds too many tags to load %s now", tag)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	select {
+	case <-st.done:
+		return st.err
+	case <-ctx.Done():
+		return fmt.Errorf("%s did not load in time; try again", tag)
+	}
+}
