@@ -437,12 +437,18 @@ func (l *Service) evictDemoLocked() bool {
 	if stopDemo != nil {
 		stopDemo()
 	}
-	delete(l.feeds, oldest.name)
-	l.shareHistory()
-	oldest.stop()
-	oldest.hub.Close()
-	l.log.Info("live: unwatched tag demo let go to make room for another", "feed", oldest.name)
+	l.letGoLocked(oldest, "an unwatched tag demo let go to make room for another")
 	return true
+}
+
+// letGoLocked forgets f on this replica: its consumer stops, its hub
+// closes (its browsers are told). Its stored lines stay. l.mu is held.
+func (l *Service) letGoLocked(f *feed, why string) {
+	delete(l.feeds, f.name)
+	l.shareHistory()
+	f.stop()
+	f.hub.Close()
+	l.log.Info("live: "+why, "feed", f.name)
 }
 
 // vacantAfter is how long a feed must have gone unasked-for before it may
@@ -473,10 +479,7 @@ func (l *Service) evictVacantLocked() bool {
 	if oldest == nil {
 		return false
 	}
-	delete(l.feeds, oldest.name)
-	oldest.stop()
-	oldest.hub.Close()
-	l.log.Info("live: vacant feed let go to make room for another", "feed", oldest.name)
+	l.letGoLocked(oldest, "vacant feed let go to make room for another")
 	return true
 }
 
@@ -773,11 +776,7 @@ func (l *Service) dropIdleDemo(f *feed) bool {
 	if l.feeds[f.name] != f || time.Since(f.asked) < l.demoIdle || f.hub.Stats().Subscribers > 0 {
 		return false
 	}
-	delete(l.feeds, f.name)
-	l.shareHistory()
-	f.stop()
-	f.hub.Close()
-	l.log.Info("live: idle demo feed let go", "feed", f.name)
+	l.letGoLocked(f, "idle demo feed let go")
 	return true
 }
 
