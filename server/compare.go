@@ -279,7 +279,7 @@ func (s *Server) handleCompare() http.Handler {
 				return
 			}
 		}
-		s.state(from) // both fetch at once
+		s.state(to) // both fetch at once: the 202 for from returns before to is asked for
 		a, ok := s.loaded(w, r, from, " for the compare with "+to)
 		if !ok {
 			return

@@ -268,3 +268,32 @@ func BenchmarkCompareVsReadingPage(b *testing.B) {
 	b.ReportMetric(float64(mp.Microseconds())/1000, "reading-page-ms")
 	b.ReportMetric(float64(mc)/float64(mp), "ratio")
 }
+
+// TestCompareFetchesBothTagsAtOnce: a compare of two tags neither cached
+// answers the page that reloads, and both tags' fetches are under way, not
+// only the first's (which the 202 returns on).
+func TestCompareFetchesBothTagsAtOnce(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	fl := &fakeLoader{hold: map[string]chan struct{}{"v1.35.0": release, "v1.36.0": release}}
+	s := newTestServer(t, fl)
+	s.wait = time.Millisecond
+	w := get(t, s, "/k8s/compare/v1.35.0...v1.36.0")
+	if w.Code != 202 || !strings.Contains(w.Body.String(), `<meta http-equiv="refresh" content="2">`) {
+		t.Fatalf("%d\n%s", w.Code, w.Body)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, tag := range []string{"v1.35.0", "v1.36.0"} {
+		st, ok := s.tags[tag]
+		if !ok {
+			t.Errorf("%s is not being fetched after the first request", tag)
+			continue
+		}
+		select {
+		case <-st.done:
+			t.Errorf("%s done while held", tag)
+		default:
+		}
+	}
+}
