@@ -333,6 +333,10 @@ type historyStep struct {
 
 var caseKeyRE = regexp.MustCompile(rooms.CaseKeyPattern)
 
+// caseKeyList names the known case keys for a message, from the one list
+// of them (an upstream rename is one edit there).
+var caseKeyList = strings.Join(extractor.CaseKeys[:], ", ")
+
 // handleHistory serves /k8s/history/KEY: the case at every minor release
 // from extractor.MinTag to the default tag's minor, fetched on demand.
 func (s *Server) handleHistory() http.Handler {
@@ -341,7 +345,7 @@ func (s *Server) handleHistory() http.Handler {
 		if !caseKeyRE.MatchString(key) { // what a room may select, too
 			s.statusPage(w, r, http.StatusNotFound, pageData{
 				Heading: fmt.Sprintf("%q is not a case key", key),
-				Message: "Case keys are config, pleg, sync, housekeeping, liveness, readiness, startup, container.",
+				Message: "Case keys are " + caseKeyList + ".",
 				Advice:  "Pick a case on a reading page and follow its history link.",
 			})
 			return
@@ -388,7 +392,7 @@ func (s *Server) handleHistory() http.Handler {
 			s.statusPage(w, r, http.StatusNotFound, pageData{
 				Heading: "No case " + key,
 				Message: fmt.Sprintf("No minor release from %s to %s has a case %q in syncLoopIteration's select.", tags[0], tags[len(tags)-1], key),
-				Advice:  "Case keys are named for their channel: config, pleg, sync, housekeeping, liveness, readiness, startup, container.",
+				Advice:  "Case keys are named for their channel: " + caseKeyList + ".",
 			})
 			return
 		}
