@@ -215,3 +215,59 @@ func TestDiffJSONChangedCase(t *testing.T) {
 	same("two-set sighting", keysOf(t, set), "name", "status", "from", "to")
 	same("two-set sighting.to", keysOf(t, set["to"]), "name", "file", "line", "kind", "doc", "upstream")
 }
+
+// TestDiffHistory: syncloop diff --history follows a case through every
+// minor release. The container case (case update :=
+// <-kl.containerManager.Updates(), L2482-2497 of pkg/kubelet/kubelet.go at
+// v1.31.0, logging with klog.V(3).InfoS) is in no select from v1.20.0 to
+// v1.30.0 (grep finds no containerManager.Updates() in their kubelet.go).
+func TestDiffHistory(t *testing.T) {
+	env := modcacheEnv(t)
+	stdout, _, err := runDiffCmd(t, env, "--history", "container", "--to", "v1.31.0", "--format", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h struct {
+		Key  string `json:"key"`
+		Tags []map[string]any
+	}
+	if err := json.Unmarshal([]byte(stdout), &h); err != nil {
+		t.Fatal(err)
+	}
+	if h.Key != "container" || len(h.Tags) != 12 {
+		t.Fatalf("key %q, %d tags, want container at 12 (v1.20.0 to v1.31.0)", h.Key, len(h.Tags))
+	}
+	for i, st := range h.Tags[:11] {
+		if want := fmt.Sprintf("v1.%d.0", 20+i); st["tag"] != want || st["present"] != false || len(st) != 2 {
+			t.Errorf("step %d: %v, want only {tag: %s, present: false}", i, st, want)
+		}
+	}
+	last := h.Tags[11]
+	same := func(got, want any) bool { return fmt.Sprint(got) == fmt.Sprint(want) }
+	if want := map[string]any{"tag": "v1.31.0", "present": true, "status": "added", "styles": []any{"structured"},
+		"type": "resourceupdates.Update", "start": 2482.0, "end": 2497.0}; !same(last, want) {
+		t.Errorf("v1.31.0: %v, want %v", last, want)
+	}
+
+	text, _, err := runDiffCmd(t, env, "--history", "container", "--to", "v1.31.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) != 15 || lines[0] != "case container, minor by minor:" {
+		t.Fatalf("text:\n%s", text)
+	}
+	for i, l := range lines[3:14] {
+		if f := strings.Fields(l); !slices.Equal(f, []string{fmt.Sprintf("v1.%d.0", 20+i), "-", "-", "-", "-"}) {
+			t.Errorf("text row %q", l)
+		}
+	}
+	if f := strings.Fields(lines[14]); !slices.Equal(f, []string{"v1.31.0", "L2482-2497", "added", "structured", "resourceupdates.Update"}) {
+		t.Errorf("text row %q", lines[14])
+	}
+
+	// A key no minor release has is an error, not an empty table.
+	if _, _, err := runDiffCmd(t, env, "--history", "nosuchcase", "--to", "v1.31.0"); err == nil || !strings.Contains(err.Error(), `no case "nosuchcase"`) {
+		t.Errorf("--history nosuchcase: %v", err)
+	}
+}
