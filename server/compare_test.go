@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"regexp"
 	"slices"
@@ -336,5 +337,57 @@ func TestHistoryNamesTheCaseKeys(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("%s does not list extractor.CaseKeys in order (%q)\n%s", tc.path, want, body)
 		}
+	}
+}
+
+// TestHistoryWhileFetching: the history page of a case needs every minor
+// release; until they are all read it answers the page that reloads, first
+// naming the newest minor while that one is fetched, then counting how many
+// are ready, and once they are, the history.
+func TestHistoryWhileFetching(t *testing.T) {
+	tags := diff.MinorTags(fixtureTag) // v1.20.0 … v1.37.0
+	newest, middle := tags[len(tags)-1], "v1.25.0"
+	releaseNewest, releaseMiddle := make(chan struct{}), make(chan struct{})
+	fl := &fakeLoader{
+		readings: map[string]*extractor.Reading{fixtureTag: fixtureReading(t)},
+		hold:     map[string]chan struct{}{newest: releaseNewest, middle: releaseMiddle},
+	}
+	for _, tag := range tags {
+		r := *fixtureReading(t)
+		r.Tag = tag
+		fl.readings[tag] = &r
+	}
+	s := newTestServer(t, fl)
+	s.wait = 10 * time.Millisecond
+	reloads := func(w *httptest.ResponseRecorder, says string) {
+		t.Helper()
+		body := w.Body.String()
+		if w.Code != 202 || !strings.Contains(body, `<meta http-equiv="refresh" content="2">`) || !strings.Contains(body, says) {
+			t.Fatalf("%d, want 202 that reloads, saying %q\n%s", w.Code, says, body)
+		}
+	}
+
+	w := get(t, s, "/k8s/history/config")
+	reloads(w, fmt.Sprintf("Fetching k8s.io/kubernetes@%s and %d other minor releases (", newest, len(tags)-1))
+	s.mu.Lock()
+	for _, tag := range tags {
+		if _, ok := s.tags[tag]; !ok {
+			t.Errorf("%s is not being fetched", tag)
+		}
+	}
+	s.mu.Unlock()
+
+	close(releaseNewest)
+	for _, tag := range tags {
+		if tag != middle {
+			waitLoaded(t, s, tag)
+		}
+	}
+	reloads(get(t, s, "/k8s/history/config"), fmt.Sprintf("%d of %d minor releases (v1.20.0 to %s) are ready", len(tags)-1, len(tags), newest))
+
+	close(releaseMiddle)
+	waitLoaded(t, s, middle)
+	if w := get(t, s, "/k8s/history/config"); w.Code != 200 || !strings.Contains(w.Body.String(), "At v1.20.0 the case is there") {
+		t.Errorf("once all are read: %d\n%s", w.Code, w.Body)
 	}
 }
