@@ -68,9 +68,16 @@ func TestBrowserComparePage(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitFor(t, ctx, "container at the top", `location.hash === '#case-container' && Math.abs(document.querySelector('#case-container').getBoundingClientRect().top) < 40`)
-		n := eval[[]int](t, ctx, `[document.querySelectorAll('#case-container .sbs tr.add').length, document.querySelectorAll('#case-container .sbs tr:not(.add)').length - 1]`)
+		n := eval[[]int](t, ctx, `[document.querySelectorAll('#case-container .uni tr.add').length, document.querySelectorAll('#case-container .uni tbody tr:not(.add)').length]`)
 		if n[0] < 5 || n[1] != 0 {
 			t.Errorf("container: %d added rows, %d others", n[0], n[1])
+		}
+		// It has lines at one tag only: one column, not half the page empty.
+		if got := shown("container"); got != "unified" {
+			t.Errorf("container (added) at 1440px: %s", got)
+		}
+		if w := eval[float64](t, ctx, `document.querySelector('#case-container .uni tr.add td.src').getBoundingClientRect().width`); w < 1000 {
+			t.Errorf("container's lines are %.0fpx wide at 1440px", w)
 		}
 		screenshot(t, ctx, "compare-wide-container.png", false)
 		if err := chromedp.Do(ctx, chromedp.Navigate(page+"#case-config"), chromedp.WaitReady("section.cmp-case")); err != nil {
@@ -101,6 +108,12 @@ func TestBrowserComparePage(t *testing.T) {
 			t.Errorf("config unified rows start %q", kinds)
 		}
 		screenshot(t, ctx, "compare-narrow-config.png", false)
+		// A line too long for the column wraps with its rest hung in, as on
+		// the reading page, not at the left edge where it would read as a
+		// line of its own.
+		if in := eval[float64](t, ctx, hungIn); in < 18 {
+			t.Errorf("a wrapped line's rest starts %.1fpx into its cell", in)
+		}
 		if err := chromedp.Do(ctx, chromedp.ScrollIntoView("#case-config .uni tr.del")); err != nil {
 			t.Fatal(err)
 		}
@@ -109,6 +122,15 @@ func TestBrowserComparePage(t *testing.T) {
 			t.Fatal(err)
 		}
 		screenshot(t, ctx, "compare-narrow-top.png", false)
+		// The two sets: each sighting's file at a tag gets the width of the
+		// page, not a quarter of it.
+		if err := chromedp.Do(ctx, chromedp.Navigate(page+"#two-sets"), chromedp.WaitReady("#two-sets")); err != nil {
+			t.Fatal(err)
+		}
+		if w := eval[float64](t, ctx, `Math.min(...[...document.querySelectorAll('#two-sets td[data-tag]')].map(td => td.getBoundingClientRect().width))`); w < 300 {
+			t.Errorf("a two-set sighting's file at 390px is in a cell %.0fpx wide", w)
+		}
+		screenshot(t, ctx, "compare-narrow-two-sets.png", false)
 	})
 	t.Run("dark", func(t *testing.T) {
 		if err := chromedp.Do(ctx,
@@ -132,6 +154,30 @@ func TestBrowserComparePage(t *testing.T) {
 			t.Errorf("a removed line's background in the dark theme: %s", bg)
 		}
 		screenshot(t, ctx, "compare-dark.png", false)
+		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(page+"#case-config"), chromedp.WaitReady("section.cmp-case")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "config at the top", `Math.abs(document.querySelector('#case-config').getBoundingClientRect().top) < 40`)
+		screenshot(t, ctx, "compare-dark-narrow.png", false)
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView("#case-config .uni tr.del")); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, "compare-dark-narrow-code.png", false)
 	})
 	watch.check(t)
 }
+
+// hungIn is how far into its cell (px) the second line of the first
+// wrapped source line in the config case's unified table starts: the
+// leftmost box of its text below the first line.
+const hungIn = `(() => {
+	for (const td of document.querySelectorAll('#case-config .uni td.src')) {
+		const r = document.createRange();
+		r.selectNodeContents(td);
+		const rects = [...r.getClientRects()].filter(b => b.width > 0);
+		if (rects.length === 0) continue;
+		const top = Math.min(...rects.map(b => b.top));
+		const rest = rects.filter(b => b.top > top + 5);
+		if (rest.length > 0) return Math.min(...rest.map(b => b.left)) - td.getBoundingClientRect().left;
+	}
+	return -1 })()`

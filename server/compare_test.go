@@ -1,10 +1,12 @@
 package server
 
 import (
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
@@ -229,5 +231,45 @@ func TestNotesSinceMatchesSource(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no case note gives a since")
+	}
+}
+
+// TestHistoryNamesTheCaseKeys: the history page's answers for a key that is
+// not a case name the keys from extractor.CaseKeys, every one, in its order,
+// so a renamed key upstream is one edit there.
+func TestHistoryNamesTheCaseKeys(t *testing.T) {
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}}
+	for _, tag := range diff.MinorTags(fixture.Tag) {
+		r := *fixture.Reading(t)
+		r.Tag = tag
+		fl.readings[tag] = &r
+	}
+	s := newTestServer(t, fl)
+	want := strings.Join(extractor.CaseKeys[:], ", ") + "."
+	for _, tc := range []struct {
+		path, says string
+	}{
+		{"/k8s/history/Not_A_Key", "is not a case key"},
+		{"/k8s/history/nosuchcase", "No case nosuchcase"}, // a key no minor release has
+	} {
+		var w *httptest.ResponseRecorder
+		for range 100 { // the minor releases load in the background
+			if w = get(t, s, tc.path); w.Code != 202 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		body := w.Body.String()
+		if w.Code != 404 || !strings.Contains(body, tc.says) {
+			t.Fatalf("%s: %d, want 404 saying %q\n%s", tc.path, w.Code, tc.says, body)
+		}
+		for _, key := range extractor.CaseKeys {
+			if !regexp.MustCompile(`\b` + key + `\b`).MatchString(body) {
+				t.Errorf("%s does not name the case key %s", tc.path, key)
+			}
+		}
+		if !strings.Contains(body, want) {
+			t.Errorf("%s does not list extractor.CaseKeys in order (%q)\n%s", tc.path, want, body)
+		}
 	}
 }

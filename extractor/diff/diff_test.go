@@ -2,6 +2,8 @@ package diff
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -247,5 +249,182 @@ func TestMinorTags(t *testing.T) {
 		if got := PreviousMinor(in); got != want {
 			t.Errorf("PreviousMinor(%s) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// typeStatuses is the pod_workers types that differ, name → status and
+// what changed.
+func typeStatuses(d *Diff) map[string]string {
+	m := map[string]string{}
+	for _, ty := range d.PodWorkers {
+		if ty.Status != Same {
+			m[ty.Name] = string(ty.Status) + " " + strings.Join(ty.Changed, ",")
+		}
+	}
+	return m
+}
+
+// v1.22.0's pod_workers.go is the pod lifecycle rewrite: read at both tags,
+// PodStatusFunc's comment went from "…invoked to generate a pod status." to
+// "…invoked to override the pod status when a pod is killed.",
+// syncPodFnType's from "the function to invoke to perform a sync." to "…
+// perform a sync (reconcile the kubelet state to the desired shape of the
+// pod)", podWorkers gained its long comment (it had none), PodWorkType,
+// podWork, syncTerminatingPodFnType, syncTerminatedPodFnType and
+// podSyncStatus are new, syncPodOptions is gone; OnCompleteFunc,
+// KillPodOptions, UpdatePodOptions and PodWorkers keep their comments.
+func TestComparePodWorkersTypes(t *testing.T) {
+	extractortest.Prefetch("v1.21.0", "v1.22.0")
+	d := Compare(reading(t, "v1.21.0"), reading(t, "v1.22.0"))
+	want := map[string]string{
+		"PodStatusFunc": "changed doc", "syncPodFnType": "changed doc", "podWorkers": "changed doc",
+		"PodWorkType": "added ", "podWork": "added ", "syncTerminatingPodFnType": "added ",
+		"syncTerminatedPodFnType": "added ", "podSyncStatus": "added ",
+		"syncPodOptions": "removed ",
+	}
+	if got := typeStatuses(d); !maps.Equal(got, want) {
+		t.Errorf("pod_workers types that differ:\n got %v\nwant %v", got, want)
+	}
+	byName := map[string]Type{}
+	for _, ty := range d.PodWorkers {
+		byName[ty.Name] = ty
+	}
+	for _, name := range []string{"OnCompleteFunc", "KillPodOptions", "UpdatePodOptions", "PodWorkers"} {
+		if ty := byName[name]; ty.Status != Same || ty.Doc != "" || ty.From == nil || ty.To == nil {
+			t.Errorf("%s: %+v, want the same", name, ty)
+		}
+	}
+	if ty := byName["PodStatusFunc"]; ty.Doc != "--- v1.21.0 PodStatusFunc\n+++ v1.22.0 PodStatusFunc\n@@ -1 +1 @@\n"+
+		"-PodStatusFunc is a function that is invoked to generate a pod status.\n"+
+		"+PodStatusFunc is a function that is invoked to override the pod status when a pod is killed.\n" {
+		t.Errorf("PodStatusFunc doc diff:\n%s", ty.Doc)
+	}
+	if ty := byName["podWorkers"]; !strings.HasPrefix(ty.Doc, "--- v1.21.0 podWorkers\n+++ v1.22.0 podWorkers\n@@ -0,0 +1,") ||
+		!strings.Contains(ty.Doc, "\n+podWorkers keeps track of operations on pods and ensures each pod is\n") || strings.Contains(ty.Doc, "\n-") {
+		t.Errorf("podWorkers doc diff (all added):\n%s", ty.Doc)
+	}
+	if ty := byName["PodWorkType"]; ty.From != nil || ty.To == nil || ty.To.Kind != "ident" || ty.To.Line != 91 {
+		t.Errorf("PodWorkType (type PodWorkType int at L91): %+v", ty.To)
+	}
+	if ty := byName["syncPodOptions"]; ty.To != nil || ty.From == nil || ty.From.Kind != "struct" || ty.From.Line != 80 {
+		t.Errorf("syncPodOptions (struct at v1.21.0 L80): %+v", ty.From)
+	}
+}
+
+// The two-set sightings are the same six at v1.20.0 and v1.37.2 (read with
+// grep '^type \(Desired\|Actual\)StateOfWorld ' under pkg/ at both tags:
+// the kubelet's volume manager and plugin manager, and the attach/detach
+// controller), though their lines moved. No minor release in between adds,
+// moves or drops one; moved, added and gone are checked on v1.37.2's
+// sightings with one moved, one reworded, one dropped and one added in a
+// file of another name (one of the same name, elsewhere, would be moved).
+func TestCompareTwoSets(t *testing.T) {
+	extractortest.Prefetch("v1.20.0", extractor.DefaultTag)
+	a, b := reading(t, "v1.20.0"), reading(t, extractor.DefaultTag)
+	d := Compare(a, b)
+	var got []string
+	for _, s := range d.TwoSets {
+		got = append(got, fmt.Sprintf("%s %s %s:%d→%d", s.Status, s.Name, s.To.File, s.From.Line, s.To.Line))
+	}
+	want := []string{
+		"same ActualStateOfWorld pkg/kubelet/pluginmanager/cache/actual_state_of_world.go:35→37",
+		"same DesiredStateOfWorld pkg/kubelet/pluginmanager/cache/desired_state_of_world.go:35→38",
+		"same ActualStateOfWorld pkg/kubelet/volumemanager/cache/actual_state_of_world.go:46→48",
+		"same DesiredStateOfWorld pkg/kubelet/volumemanager/cache/desired_state_of_world.go:45→53",
+		"same ActualStateOfWorld pkg/controller/volume/attachdetach/cache/actual_state_of_world.go:45→47",
+		"same DesiredStateOfWorld pkg/controller/volume/attachdetach/cache/desired_state_of_world.go:45→45",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("v1.20.0 → %s sightings:\n got %q\nwant %q", extractor.DefaultTag, got, want)
+	}
+
+	next := slices.Clone(b.TwoSets)
+	moved := slices.IndexFunc(next, func(s extractor.SetDecl) bool {
+		return s.File == "pkg/kubelet/volumemanager/cache/actual_state_of_world.go"
+	})
+	next[moved].File = "pkg/kubelet/volumemanager/state/actual_state_of_world.go" // another package, the same file name
+	reworded := slices.IndexFunc(next, func(s extractor.SetDecl) bool {
+		return s.File == "pkg/kubelet/pluginmanager/cache/desired_state_of_world.go"
+	})
+	next[reworded].Doc += "\nIt is reworded."
+	next = slices.DeleteFunc(next, func(s extractor.SetDecl) bool {
+		return s.File == "pkg/controller/volume/attachdetach/cache/desired_state_of_world.go"
+	})
+	next = append(next, extractor.SetDecl{Name: "DesiredStateOfWorld", File: "pkg/kubelet/cm/dra/state.go", Line: 30, Kind: "interface"})
+	file := func(s *extractor.SetDecl) string {
+		if s == nil {
+			return "-"
+		}
+		return s.File
+	}
+	got = nil
+	for _, s := range compareSets(b.TwoSets, next) {
+		got = append(got, string(s.Status)+" "+s.Name+" "+file(s.From)+" → "+file(s.To))
+	}
+	want = []string{
+		"same ActualStateOfWorld pkg/kubelet/pluginmanager/cache/actual_state_of_world.go → pkg/kubelet/pluginmanager/cache/actual_state_of_world.go",
+		"changed DesiredStateOfWorld pkg/kubelet/pluginmanager/cache/desired_state_of_world.go → pkg/kubelet/pluginmanager/cache/desired_state_of_world.go",
+		"moved ActualStateOfWorld pkg/kubelet/volumemanager/cache/actual_state_of_world.go → pkg/kubelet/volumemanager/state/actual_state_of_world.go",
+		"same DesiredStateOfWorld pkg/kubelet/volumemanager/cache/desired_state_of_world.go → pkg/kubelet/volumemanager/cache/desired_state_of_world.go",
+		"same ActualStateOfWorld pkg/controller/volume/attachdetach/cache/actual_state_of_world.go → pkg/controller/volume/attachdetach/cache/actual_state_of_world.go",
+		"added DesiredStateOfWorld - → pkg/kubelet/cm/dra/state.go",
+		"gone DesiredStateOfWorld pkg/controller/volume/attachdetach/cache/desired_state_of_world.go → -",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("sightings moved, reworded, dropped and added:\n got %q\nwant %q", got, want)
+	}
+}
+
+// v1.21.0 moved the liveness case's body into a new same-file helper,
+// handleProbeSync(kl, update, handler, "liveness", "unhealthy"), which the
+// new readiness and startup cases call too; isSyncPodWorthy is in both
+// (read in pkg/kubelet/kubelet.go: v1.20.0 L1947-1961, v1.21.0 L1998-2001
+// and L2025-2035). v1.36.0 gave handleProbeSync a ctx and a contextual
+// logger (v1.35.4 L2699, v1.36.0 L2817).
+func TestCompareHelpersCalled(t *testing.T) {
+	extractortest.Prefetch("v1.20.0", "v1.21.0", "v1.35.4", "v1.36.0")
+	d := Compare(reading(t, "v1.20.0"), reading(t, "v1.21.0"))
+	var helpers []string
+	for _, h := range d.Helpers {
+		helpers = append(helpers, h.Name+" "+string(h.Status))
+	}
+	if want := []string{"isSyncPodWorthy same", "handleProbeSync added"}; !slices.Equal(helpers, want) {
+		t.Errorf("v1.20.0 → v1.21.0 helpers %q, want %q", helpers, want)
+	}
+	live, _ := d.Case("liveness")
+	if live.Status != Changed || !slices.Contains(live.Changed, "calls") ||
+		!slices.Equal(live.Calls.Added, []string{"handleProbeSync"}) ||
+		!slices.Equal(live.Calls.Removed, []string{"kl.podManager.GetPodByUID", "handler.HandlePodSyncs"}) {
+		t.Errorf("liveness: %s %v, calls %+v", live.Status, live.Changed, live.Calls)
+	}
+	// Its log call moved into the helper, reworded and structured.
+	var moved *Log
+	for i, l := range live.Logs {
+		if l.To != nil && l.To.Message == "SyncLoop (probe)" {
+			moved = &live.Logs[i]
+		}
+	}
+	if moved == nil || moved.From == nil || moved.From.Message != "SyncLoop (container unhealthy): %q" || moved.From.Func != "syncLoopIteration" ||
+		moved.To.Func != "handleProbeSync" || moved.To.Line != 2033 || !slices.Equal(moved.Changed, []string{"message", "style", "func"}) {
+		t.Errorf("liveness's V(1) log call: %+v", moved)
+	}
+	for _, key := range []string{"readiness", "startup"} {
+		if c, _ := d.Case(key); c.Status != Added || !slices.Contains(c.Calls.Added, "handleProbeSync") {
+			t.Errorf("%s: %s, calls %+v", key, c.Status, c.Calls)
+		}
+	}
+
+	d = Compare(reading(t, "v1.35.4"), reading(t, "v1.36.0"))
+	helpers = nil
+	for _, h := range d.Helpers {
+		helpers = append(helpers, h.Name+" "+string(h.Status))
+		if h.Name == "handleProbeSync" && (!strings.HasPrefix(h.Diff, "--- v1.35.4 pkg/kubelet/kubelet.go:2699\n+++ v1.36.0 pkg/kubelet/kubelet.go:2817\n") ||
+			!strings.Contains(h.Diff, "\n-func handleProbeSync(kl *Kubelet, update proberesults.Update, handler SyncHandler, probe, status string) {\n") ||
+			!strings.Contains(h.Diff, "\n+func handleProbeSync(ctx context.Context, kl *Kubelet, update proberesults.Update, handler SyncHandler, probe, status string) {\n+\tlogger := klog.FromContext(ctx)\n")) {
+			t.Errorf("handleProbeSync diff:\n%s", h.Diff)
+		}
+	}
+	if want := []string{"isSyncPodWorthy same", "handleProbeSync changed"}; !slices.Equal(helpers, want) {
+		t.Errorf("v1.35.4 → v1.36.0 helpers %q, want %q", helpers, want)
 	}
 }

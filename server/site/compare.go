@@ -278,7 +278,7 @@ func (s *Site) Compare() http.Handler {
 				return
 			}
 		}
-		s.state(from) // both fetch at once
+		s.state(to) // both fetch at once: the 202 for from returns before to is asked for
 		a, ok := s.loaded(w, r, from, " for the compare with "+to)
 		if !ok {
 			return
@@ -332,6 +332,10 @@ type historyStep struct {
 
 var caseKeyRE = regexp.MustCompile(extractor.CaseKeyPattern)
 
+// caseKeyList names the known case keys for a message, from the one list
+// of them (an upstream rename is one edit there).
+var caseKeyList = strings.Join(extractor.CaseKeys[:], ", ")
+
 // History serves /k8s/history/KEY: the case at every minor release
 // from extractor.MinTag to the default tag's minor, fetched on demand.
 func (s *Site) History() http.Handler {
@@ -340,7 +344,7 @@ func (s *Site) History() http.Handler {
 		if !caseKeyRE.MatchString(key) { // what a room may select, too
 			s.statusPage(w, r, http.StatusNotFound, pageData{
 				Heading: fmt.Sprintf("%q is not a case key", key),
-				Message: "Case keys are config, pleg, sync, housekeeping, liveness, readiness, startup, container.",
+				Message: "Case keys are " + caseKeyList + ".",
 				Advice:  "Pick a case on a reading page and follow its history link.",
 			})
 			return
@@ -387,7 +391,7 @@ func (s *Site) History() http.Handler {
 			s.statusPage(w, r, http.StatusNotFound, pageData{
 				Heading: "No case " + key,
 				Message: fmt.Sprintf("No minor release from %s to %s has a case %q in syncLoopIteration's select.", tags[0], tags[len(tags)-1], key),
-				Advice:  "Case keys are named for their channel: config, pleg, sync, housekeeping, liveness, readiness, startup, container.",
+				Advice:  "Case keys are named for their channel: " + caseKeyList + ".",
 			})
 			return
 		}

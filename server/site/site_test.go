@@ -1,9 +1,7 @@
 package site
 
 import (
-	"context"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -22,17 +20,11 @@ func realSite(t testing.TB, tags ...string) *Site {
 	t.Helper()
 	extractortest.NeedNetwork(t)
 	extractortest.Prefetch(tags...)
-	readings := map[string]*extractor.Reading{}
+	fl := &fakeLoader{readings: map[string]*extractor.Reading{}}
 	for _, tag := range tags {
-		readings[tag] = extractortest.Reading(t, tag, content.Symbols())
+		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
-	s, err := New(Config{DefaultTag: tags[len(tags)-1], CacheDir: t.TempDir(), Getenv: func(string) string { return "" },
-		Load: func(_ context.Context, o extractor.Options) (*extractor.Reading, error) {
-			if r := readings[o.Tag]; r != nil {
-				return r, nil
-			}
-			return nil, fmt.Errorf("%s: %w", o.Tag, extractor.ErrUnknownTag)
-		}})
+	s, err := New(Config{DefaultTag: tags[len(tags)-1], CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.load})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,18 +168,13 @@ func BenchmarkCompareVsReadingPage(b *testing.B) {
 	path := "/k8s/compare/v1.35.4...v1.36.3"
 	rt := chi.NewRouter()
 	rt.Method("GET", "/k8s/compare/{range}", s.Compare())
-	get := func(path string) *httptest.ResponseRecorder {
-		w := httptest.NewRecorder()
-		rt.ServeHTTP(w, httptest.NewRequest("GET", path, nil))
-		return w
-	}
-	if w := get(path); w.Code != 200 {
+	if w := get(rt, path); w.Code != 200 {
 		b.Fatalf("%s: %d", path, w.Code)
 	}
 	var cmp, page []time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		w := get(path)
+		w := get(rt, path)
 		t1 := time.Now()
 		_, err := s.execute("index.html", pageData{Title: "x", Page: pageIndex, Tag: st.tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view})
 		t2 := time.Now()
