@@ -1,6 +1,7 @@
 package server
 
 import (
+	"html/template"
 	"net/http/httptest"
 	"regexp"
 	"slices"
@@ -270,6 +271,32 @@ func TestHistoryNamesTheCaseKeys(t *testing.T) {
 		}
 		if !strings.Contains(body, want) {
 			t.Errorf("%s does not list extractor.CaseKeys in order (%q)\n%s", tc.path, want, body)
+		}
+	}
+}
+
+// TestCompareAddedTypeComments: a pod_workers type added or removed
+// between two tags has no other side to diff; the compare shows its
+// comment whole (v1.21.0 → v1.22.0, where podSyncStatus arrived with
+// the pod worker rewrite and syncPodOptions went, as pod_workers.go reads
+// at both tags).
+func TestCompareAddedTypeComments(t *testing.T) {
+	s := realServer(t, "v1.21.0", "v1.22.0")
+	body := get(t, s, "/k8s/compare/v1.21.0...v1.22.0").Body.String()
+	for _, c := range []struct{ tag, name string }{{"v1.22.0", "podSyncStatus"}, {"v1.21.0", "syncPodOptions"}} {
+		r := extractortest.Reading(t, c.tag, content.Symbols())
+		var doc string
+		for _, ty := range r.PodWorkers.Types {
+			if ty.Name == c.name {
+				doc = ty.Doc
+			}
+		}
+		first, _, _ := strings.Cut(doc, "\n")
+		if first == "" {
+			t.Fatalf("%s has no comment at %s: the test reads the wrong type", c.name, c.tag)
+		}
+		if !strings.Contains(body, `<blockquote class="cmp-typedoc">`+template.HTMLEscapeString(first)) {
+			t.Errorf("the compare does not show %s's comment at %s (%q)", c.name, c.tag, first)
 		}
 	}
 }
