@@ -90,6 +90,8 @@ type Config struct {
 	// roomsTune lets tests change the rooms' own settings (their rates,
 	// the wheel's grace) before they start.
 	roomsTune func(*rooms.ServiceConfig)
+	// notesTune lets tests change the notes' handlers' settings.
+	notesTune func(*annotations.HTTPConfig)
 }
 
 // Server is the whole site as an http.Handler. Close stops its goroutines.
@@ -394,7 +396,7 @@ func (s *Server) openNotes() error {
 		return err
 	}
 	s.closeNotes = st.Close
-	s.notes = annotations.NewHandlers(annotations.HTTPConfig{
+	hc := annotations.HTTPConfig{
 		Store: st,
 		Room: func(id string) (string, error) {
 			room, err := s.rooms.Get(id)
@@ -416,6 +418,10 @@ func (s *Server) openNotes() error {
 		SameOrigin: sameOrigin,
 		ClientIP:   func(r *http.Request) string { return clientAddr(r, s.cfg.TrustedProxies) },
 		Logger:     s.log,
-	})
+	}
+	if s.cfg.notesTune != nil {
+		s.cfg.notesTune(&hc)
+	}
+	s.notes = annotations.NewHandlers(hc)
 	return nil
 }

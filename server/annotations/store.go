@@ -274,6 +274,22 @@ func (s *Store) Subscribe(room string) ([]Note, <-chan Note, func()) {
 	}
 }
 
+// End tells the room's subscribers here that the room is gone, and ends
+// their subscriptions. A room's notes tell their pages so when they are
+// purged; a room with no notes has nothing to purge, and would tell no one.
+func (s *Store) End(room string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.subs[room] {
+		select {
+		case ch <- Note{Deleted: true, Gone: true}:
+		default:
+		}
+		close(ch)
+	}
+	delete(s.subs, room)
+}
+
 // Put writes n into the room's notes if the note's revision is still rev
 // (0: the note must not exist yet). On a conflict it returns a
 // *ConflictError holding the note as it is now. The returned note has its

@@ -161,3 +161,25 @@ func TestRestartAndDeleteRoom(t *testing.T) {
 		t.Errorf("history kept after the room went: %+v", h)
 	}
 }
+
+// TestExpiredEmptyRoom: a room that ends with nothing written in it still
+// tells its open pages (nothing is purged, so no note's event would).
+func TestExpiredEmptyRoom(t *testing.T) {
+	s, stop := open(t, t.TempDir())
+	defer stop()
+	_, ch, cancel := s.Subscribe(room)
+	defer cancel()
+	h := NewHandlers(HTTPConfig{Store: s})
+	h.Expired(room)
+	select {
+	case n, ok := <-ch:
+		if !ok || !n.Gone {
+			t.Fatalf("got %+v (open %v), want the room gone", n, ok)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the subscriber of an expired room with no notes heard nothing")
+	}
+	if _, ok := <-ch; ok {
+		t.Error("the subscription goes on after the room ended")
+	}
+}
