@@ -27,11 +27,12 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/server/annotations"
 )
 
 // newAnnotateServer serves the real Readings of v1.30.0 (the default here)
 // and v1.36.0, where the config case's logging calls changed.
-func newAnnotateServer(t *testing.T) *httptest.Server {
+func newAnnotateServer(t *testing.T, edits ...func(*Config)) *httptest.Server {
 	t.Helper()
 	extractortest.NeedNetwork(t)
 	extractortest.Prefetch("v1.30.0", "v1.36.0")
@@ -39,7 +40,11 @@ func newAnnotateServer(t *testing.T) *httptest.Server {
 	for _, tag := range []string{"v1.30.0", "v1.36.0"} {
 		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
-	s, err := NewServer(Config{DefaultTag: "v1.30.0", CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
+	cfg := Config{DefaultTag: "v1.30.0", CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1}
+	for _, e := range edits {
+		e(&cfg)
+	}
+	s, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,6 +232,104 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		waitFor(t, driver, "both texts on Ann's page", `document.querySelector('[data-annot-field="sentence"] textarea').value === `+jsJSON(want))
 	})
 
+	t.Run("both edit one note before either save lands: both texts survive", func(t *testing.T) {
+		const field = `[data-annot-field="case.sync"]`
+		box := func(p context.Context) string {
+			return eval[string](t, p, `document.querySelector('`+field+` textarea').value`)
+		}
+		set := func(p context.Context, text string) {
+			eval[bool](t, p, `(() => { const i = document.querySelector('`+field+` textarea'); i.focus(); i.value = `+jsJSON(text)+`; i.dispatchEvent(new Event('input')); return true })()`)
+		}
+		prompt := `!document.querySelector('` + field + ` .annot-conflict').hidden`
+		// Within the 350 ms each page waits for more typing: neither save
+		// has gone out when the other types.
+		set(driver, "Ann: the periodic sync re-queues every pod worker.")
+		set(viewer, "Bob: a safety net for missed PLEG events.")
+		var loser, winner context.Context
+		var loserText, winnerText, winnerName string
+		deadline := time.Now().Add(10 * time.Second)
+		for loser == nil && time.Now().Before(deadline) {
+			switch {
+			case eval[bool](t, driver, prompt):
+				loser, winner, loserText, winnerText, winnerName = driver, viewer, "Ann: the periodic sync re-queues every pod worker.", "Bob: a safety net for missed PLEG events.", "Bob"
+			case eval[bool](t, viewer, prompt):
+				loser, winner, loserText, winnerText, winnerName = viewer, driver, "Bob: a safety net for missed PLEG events.", "Ann: the periodic sync re-queues every pod worker.", "Ann"
+			default:
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if loser == nil {
+			t.Fatalf("no merge prompt on either page; Ann's box %q, Bob's %q", box(driver), box(viewer))
+		}
+		if eval[bool](t, winner, prompt) {
+			t.Error("both pages show the merge prompt: one of the two saves landed")
+		}
+		inPrompt := func(p context.Context, cls string) string {
+			return eval[string](t, p, `document.querySelector('`+field+` .annot-conflict .`+cls+`')?.textContent || ''`)
+		}
+		if got := inPrompt(loser, "annot-theirs"); got != winnerText {
+			t.Errorf("the prompt's other text: %q, want %q", got, winnerText)
+		}
+		if got := inPrompt(loser, "annot-mine"); got != loserText {
+			t.Errorf("the prompt's own text: %q, want %q", got, loserText)
+		}
+		if head := inPrompt(loser, "annot-conflict-head"); !strings.Contains(head, "Changed by "+winnerName+" meanwhile — merge") {
+			t.Errorf("the prompt says %q", head)
+		}
+		serverText := func() string {
+			return eval[string](t, winner, `fetch(location.pathname + '/notes').then(r => r.json()).then(b => b.views.find(v => v.id === 'case.sync').text)`)
+		}
+
+		// The loser types on with the prompt open: the prompt follows, and
+		// no auto-save overwrites the other's text (before: it did, from
+		// the other's revision, and "Keep both" merged a stale copy).
+		eval[bool](t, loser, `(() => { const i = document.querySelector('`+field+` textarea'); i.value += ' And more.'; i.dispatchEvent(new Event('input')); i.blur(); return true })()`)
+		loserText += " And more."
+		time.Sleep(1200 * time.Millisecond) // three saves' worth
+		if got := serverText(); got != winnerText {
+			t.Errorf("with the prompt open, the server's text became %q, want the other's %q kept", got, winnerText)
+		}
+		if got := inPrompt(loser, "annot-mine"); got != loserText {
+			t.Errorf("the prompt's own text after typing on: %q, want %q", got, loserText)
+		}
+
+		// The winner edits again: the loser's box keeps the unsaved text,
+		// and the prompt shows the newest other text (before: the box was
+		// replaced by it).
+		set(winner, winnerText+" Edited.")
+		winnerText += " Edited."
+		for deadline := time.Now().Add(5 * time.Second); serverText() != winnerText && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond) // its live event reaches the other page in milliseconds
+		if got := box(loser); got != loserText {
+			t.Errorf("a remote update replaced the unsaved box: %q, want %q", got, loserText)
+		}
+		waitFor(t, loser, "the newest other text in the prompt", `document.querySelector('`+field+` .annot-theirs')?.textContent === `+jsJSON(winnerText))
+		screenshot(t, loser, "annotate-room-conflict-live.png", false)
+
+		eval[bool](t, loser, `(() => { document.querySelector('`+field+` [data-merge="both"]').click(); return true })()`)
+		want := winnerText + "\n\n" + loserText
+		waitFor(t, loser, "the merge saved", `document.querySelector('`+field+` .annot-conflict').hidden && document.querySelector('`+field+` .annot-by')?.textContent.includes('last changed by')`)
+		waitFor(t, winner, "the merged text on the other page", `document.querySelector('`+field+` textarea').value === `+jsJSON(want))
+		if got := serverText(); got != want {
+			t.Errorf("the server's text %q, want both: %q", got, want)
+		}
+	})
+
+	t.Run("typed, then the page is left at once: the text is saved", func(t *testing.T) {
+		const text = "Housekeeping: the whole desired set, every two seconds."
+		// The page goes away in the same task as the keystroke: the
+		// 350 ms wait for more typing never ends.
+		eval[bool](t, viewer, `(() => { const i = document.querySelector('[data-annotate="housekeeping"]'); i.value = `+jsJSON(text)+`; i.dispatchEvent(new Event('input')); location.href = '/'; return true })()`)
+		waitFor(t, viewer, "the page left", `!location.pathname.startsWith('/rooms/')`)
+		waitFor(t, driver, "Bob's last words on Ann's page", `document.querySelector('[data-annotate="housekeeping"]').value === `+jsJSON(text))
+		if err := chromedp.Do(viewer, chromedp.Navigate(ts.URL+"/rooms/"+id), chromedp.WaitReady(`[data-annotate="housekeeping"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "the text back in the room", `document.body.classList.contains('annot-live') && document.querySelector('[data-annotate="housekeeping"]').value === `+jsJSON(text))
+	})
+
 	t.Run("the hand-in downloads with its authors", func(t *testing.T) {
 		dir := t.TempDir()
 		allowDownloads(t, driver, dir)
@@ -281,9 +384,47 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 	}
 
 	t.Run("quiz mode hides the site's note until mine is written", func(t *testing.T) {
+		// What the site wrote that answers the worksheet: each case's note,
+		// the two sets (their names, files and lines), the introduction.
+		secrets := eval[[]string](t, ctx, `[
+			...[...document.querySelectorAll('.seg.case .prose.note, .seg.case h3.note-title, #two-sets > h2, #two-sets .sightings a, section.intro > .prose p')].map(e => e.textContent.trim().slice(0, 60)),
+			'DesiredStateOfWorld', 'ActualStateOfWorld'].filter(s => s.length > 8)`)
+		if len(secrets) < 12 {
+			t.Fatalf("the site's answers on the page: %q", secrets)
+		}
+		visible := func() string { return eval[string](t, ctx, `document.body.innerText`) }
 		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`[data-annot-quiz]`), chromedp.Click(`[data-annot-quiz]`)); err != nil {
 			t.Fatal(err)
 		}
+		page := visible()
+		for _, s := range secrets {
+			if strings.Contains(page, s) {
+				t.Errorf("quiz mode shows the site's %q before the reader wrote theirs", s)
+			}
+		}
+		sets := `[data-annot-reveal="two-sets"]`
+		if !eval[bool](t, ctx, `document.querySelector('`+sets+`').disabled && document.querySelector('[data-annot-reveal="intro"]').disabled`) {
+			t.Error("the two sets or the introduction can be revealed before the reader wrote")
+		}
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`#two-sets`)); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, "annotate-quiz-sets-hidden.png", false)
+		typeInto(t, ctx, `[data-annot-field="set.desired"] input`, "Desired, somewhere in volumemanager")
+		if !eval[bool](t, ctx, `document.querySelector('`+sets+`').disabled`) {
+			t.Error("the two sets can be revealed with one written")
+		}
+		typeInto(t, ctx, `[data-annot-field="set.actual"] input`, "Actual, beside it")
+		waitFor(t, ctx, "the sets' reveal enabled", `!document.querySelector('`+sets+`').disabled`)
+		if err := chromedp.Do(ctx, chromedp.Click(sets)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the two sets shown", `document.body.innerText.includes('DesiredStateOfWorld') && document.body.innerText.includes('ActualStateOfWorld')`)
+		if strings.Contains(visible(), secrets[0]) {
+			t.Error("revealing the two sets showed a case's note")
+		}
+		// Empty again, for the tests below.
+		eval[bool](t, ctx, `(() => { for (const i of document.querySelectorAll('[data-annot-field^="set."] input')) { i.value = ''; i.dispatchEvent(new Event('input')); i.blur() } return true })()`)
 		if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('#case-config .prose.note')).display === 'none'`) {
 			t.Error("quiz mode shows the site's note")
 		}
@@ -323,6 +464,18 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 		screenshot(t, ctx, "annotate-alone-v1.36.0.png", false)
 	})
 
+	t.Run("typed, then the page is left at once: the text is kept", func(t *testing.T) {
+		const text = "Startup probes: the startup manager's updates."
+		// The page goes away in the same task as the keystroke: the
+		// 350 ms wait for more typing never ends.
+		eval[bool](t, ctx, `(() => { const i = document.querySelector('[data-annotate="startup"]'); i.value = `+jsJSON(text)+`; i.dispatchEvent(new Event('input')); location.href = '/k8s/v1.30.0/'; return true })()`)
+		waitFor(t, ctx, "the other page", `location.pathname === '/k8s/v1.30.0/'`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/v1.36.0/"), chromedp.WaitReady(`[data-annotate="startup"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the text kept", `document.querySelector('[data-annotate="startup"]').value === `+jsJSON(text))
+	})
+
 	t.Run("screens", func(t *testing.T) {
 		for _, sc := range []struct {
 			name          string
@@ -331,6 +484,8 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 		}{
 			{"annotate-1440-light.png", 1440, 900, false},
 			{"annotate-1440-dark.png", 1440, 900, true},
+			{"annotate-1024-light.png", 1024, 768, false},
+			{"annotate-1024-dark.png", 1024, 768, true},
 			{"annotate-390-light.png", 390, 844, false},
 			{"annotate-390-dark.png", 390, 844, true},
 		} {
@@ -393,4 +548,42 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 		}
 	})
 	watch.check(t)
+}
+
+// TestBrowserAnnotateRoomEnds: a page open on a room that ends with nothing
+// written in it turns read-only and says so (before: no note was purged, so
+// no event told it, and its writes went on failing unseen).
+func TestBrowserAnnotateRoomEnds(t *testing.T) {
+	ts := newAnnotateServer(t, func(c *Config) {
+		c.RoomTTL = 3 * time.Second
+		c.notesTune = func(h *annotations.HTTPConfig) { h.RoomCheck = 200 * time.Millisecond }
+	})
+	ctx := newBrowser(t)
+	if err := chromedp.Do(ctx, enableNetwork, chromedp.Navigate(ts.URL+"/k8s/v1.30.0/"), chromedp.WaitReady(`form.pair-start button`), chromedp.Click("form.pair-start button")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the notes live", `document.body.classList.contains('annot-live')`)
+	if n := eval[int](t, ctx, `fetch(location.pathname + '/notes').then(r => r.json()).then(b => b.views.filter(v => v.rev).length)`); n != 0 {
+		t.Fatalf("%d notes written, want none", n)
+	}
+	start := time.Now()
+	deadline := start.Add(15 * time.Second)
+	for !eval[bool](t, ctx, `!!document.querySelector('[data-annot-ended]')`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the page of an ended room still takes notes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("read-only %v after the room's TTL began", time.Since(start).Round(100*time.Millisecond))
+	for _, js := range []string{
+		`document.querySelector('[data-annot-ended]').textContent.startsWith('This room has ended; notes are read-only')`,
+		`document.querySelector('[data-annot-ended]').getBoundingClientRect().height > 0`,
+		`[...document.querySelectorAll('.annot-input')].every(i => i.readOnly)`,
+		`document.querySelector('.annot-bar').hidden || getComputedStyle(document.querySelector('.annot-bar')).display === 'none'`,
+	} {
+		if !eval[bool](t, ctx, js) {
+			t.Errorf("%s is false", js)
+		}
+	}
+	screenshot(t, ctx, "annotate-room-ended.png", false)
 }

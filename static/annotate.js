@@ -28,7 +28,12 @@ const SAVE_DELAY = 350; // ms after the last keystroke; a peer sees it well with
 const STORE_KEY = 'syncloop-notes-v1';
 
 const notes = new Map(); // id → view {id, text, rev, author, color, quote, html, checks, anchor, prev}
-const editors = new Map(); // id → {input, base, dirty, timer, saving, conflict}
+// id → the editor of a note: its elements, and where its text stands:
+// base, the revision it was last in step with; synced, the text the server
+// holds at base (the box holds unsaved text when it differs); saving, a
+// write on its way; pending, another's change that came meanwhile; theirs,
+// the other's version while the merge prompt is open.
+const editors = new Map();
 let readOnly = false;
 
 // --- small helpers ---
@@ -41,6 +46,38 @@ function me() {
 function when(iso) {
 	const d = new Date(iso);
 	return isNaN(d) || d.getFullYear() < 2000 ? '' : d.toLocaleString();
+}
+function unsaved(ed) {
+	return ed.input.value !== ed.synced;
+}
+
+// --- drafts: a room's unsaved text, kept in this browser until it is saved ---
+// The tab may close before a write lands (or while a merge waits): the
+// text is then still here when the reader comes back to the room.
+const DRAFTS_KEY = 'syncloop-drafts-v1';
+function drafts() {
+	try {
+		const all = JSON.parse(stored(DRAFTS_KEY, '{}'));
+		return all && typeof all === 'object' ? all : {};
+	} catch {
+		return {};
+	}
+}
+function setDraft(id, text, base) {
+	const all = drafts();
+	const week = Date.now() - 7 * 864e5;
+	for (const [r, ds] of Object.entries(all)) {
+		for (const [k, d] of Object.entries(ds)) if (!(d.at > week)) delete ds[k];
+		if (!Object.keys(ds).length) delete all[r];
+	}
+	const mine = (all[roomID] ||= {});
+	if (text === null) delete mine[id];
+	else mine[id] = { text, base, at: Date.now() };
+	if (!Object.keys(mine).length) delete all[roomID];
+	store(DRAFTS_KEY, JSON.stringify(all));
+}
+function draftOf(id) {
+	return drafts()[roomID]?.[id] || null;
 }
 
 // --- the editors --------------------------------------------------------------
@@ -71,20 +108,28 @@ function field(id, { label, multiline = true, placeholder = '', attr = null }) {
 	conflict.setAttribute('role', 'alert');
 	const paper = el('div', 'annot-print-text'); // the text on paper (annotate.css)
 	box.append(lab, view, paper, conflict, checks, by);
-	const ed = { input, view, paper, by, checks, conflict, box, base: 0, dirty: false, timer: 0, saving: false };
+	const ed = { input, view, paper, by, checks, conflict, box, label: span, base: 0, synced: '', timer: 0, saving: false, pending: null, theirs: null };
 	editors.set(id, ed);
 	input.addEventListener('input', () => {
-		ed.dirty = true;
 		paper.textContent = input.value;
 		// "still empty" is stale from the first letter; the source's other
 		// checks come back with the save.
 		for (const li of checks.querySelectorAll('.empty')) if (input.value.trim()) li.remove();
-		clearTimeout(ed.timer);
-		ed.timer = setTimeout(() => save(id), SAVE_DELAY);
 		if (id.startsWith('case.')) quizState(id.slice(5));
+		sheetQuizState();
+		clearTimeout(ed.timer);
+		if (roomID) setDraft(id, input.value, ed.base);
+		if (ed.theirs) {
+			// The merge prompt is open: it shows this text as it is typed,
+			// and nothing is saved until the reader chooses.
+			const m = conflict.querySelector('.annot-mine');
+			if (m) m.textContent = input.value || '(empty)';
+			return;
+		}
+		ed.timer = setTimeout(() => save(id), SAVE_DELAY);
 	});
 	input.addEventListener('blur', () => {
-		if (ed.dirty) {
+		if (unsaved(ed) && !ed.theirs) {
 			clearTimeout(ed.timer);
 			save(id);
 		}
@@ -92,9 +137,9 @@ function field(id, { label, multiline = true, placeholder = '', attr = null }) {
 	return box;
 }
 
-// show puts a note's view into its editor, unless the reader is typing in
-// it (their text wins on their page; the save that follows will be
-// compared with what came in).
+// show puts a note's view into its editor, unless the editor holds text
+// the reader has not saved (or is saving, or merging): their text is never
+// replaced; what came in meets it at the save, or in the merge prompt.
 function show(v) {
 	notes.set(v.id, v);
 	if (v.id.startsWith('comment.')) {
@@ -103,23 +148,61 @@ function show(v) {
 	}
 	const ed = editors.get(v.id);
 	if (!ed) return;
-	if (!ed.dirty && !ed.saving) {
-		if (ed.input.value !== v.text) ed.input.value = v.text || '';
+	if (!unsaved(ed) && !ed.saving && !ed.theirs) {
+		if (ed.input.value !== (v.text || '')) ed.input.value = v.text || '';
+		ed.synced = ed.input.value;
 		ed.base = v.rev || 0;
 	}
 	ed.paper.textContent = ed.input.value;
 	ed.view.replaceChildren();
 	ed.view.hidden = true;
-	if (v.html && v.text) {
+	if (v.html && v.text && ed.input.value === v.text) {
 		// Safe-mode Markdown from the server: no raw HTML, no javascript:
 		// links. Shown under the box only when it formats something: plain
 		// paragraphs would only repeat the box.
 		ed.view.innerHTML = v.html;
 		ed.view.hidden = !ed.view.querySelector(':not(p)');
 	}
-	showBy(ed.by, v);
+	if (!ed.theirs) showBy(ed.by, v);
 	showChecks(ed.checks, v.checks);
 	if (v.id.startsWith('case.')) quizState(v.id.slice(5));
+	sheetQuizState();
+}
+
+// remote takes another reader's version of a note (a live event, or a
+// snapshot after a reconnect) into its editor.
+function remote(v) {
+	const ed = editors.get(v.id);
+	if (!ed) {
+		show(v);
+		return;
+	}
+	if ((v.rev || 0) <= ed.base) {
+		// Our own write coming back, older news, or a note not yet written.
+		if (!unsaved(ed) && !ed.saving && !ed.theirs) show(v);
+		else notes.set(v.id, v);
+		return;
+	}
+	if (ed.saving) {
+		ed.pending = v; // the write will meet it, or it came after the write
+		notes.set(v.id, v);
+		return;
+	}
+	if (ed.theirs) {
+		conflict(v.id, v); // the prompt shows their newest text
+		return;
+	}
+	if (!unsaved(ed) || ed.input.value === (v.text || '')) {
+		clearTimeout(ed.timer);
+		if (ed.input.value !== (v.text || '')) ed.input.value = v.text || '';
+		ed.synced = ed.input.value;
+		ed.base = v.rev || 0;
+		if (roomID) setDraft(v.id, null);
+		show(v);
+		return;
+	}
+	// The reader has unsaved text here, and someone else changed the note.
+	conflict(v.id, v);
 }
 
 function showBy(p, v) {
@@ -162,21 +245,34 @@ function localNotes() {
 	}
 }
 
-async function save(id) {
+// save writes a note's text: to this browser alone, or to the room,
+// compare-and-set from the revision the editor is in step with. keepalive
+// lets the write outlive the page (pagehide).
+async function save(id, keepalive = false) {
 	const ed = editors.get(id);
+	if (ed?.theirs) return; // never while the merge prompt is open
 	const text = ed ? ed.input.value : notes.get(id)?.text || '';
-	if (ed) ed.dirty = false;
 	if (!roomID) {
 		const all = localNotes();
 		const prev = all[id];
 		if (text === '' && !id.startsWith('comment.')) delete all[id];
 		else all[id] = { ...prev, id, text, author: me().author, at: new Date().toISOString() };
 		store(STORE_KEY, JSON.stringify(all));
+		if (ed) ed.synced = text;
 		renderLocalSoon();
 		return;
 	}
 	if (readOnly) return;
-	if (ed) ed.saving = true;
+	if (ed?.saving) {
+		// One write at a time: the next goes from the revision this one makes.
+		clearTimeout(ed.timer);
+		ed.timer = setTimeout(() => save(id), SAVE_DELAY);
+		return;
+	}
+	if (ed) {
+		clearTimeout(ed.timer);
+		ed.saving = true;
+	}
 	const { author, color } = me();
 	const base = ed ? ed.base : notes.get(id)?.rev || 0;
 	let resp;
@@ -185,34 +281,41 @@ async function save(id) {
 			method: 'PUT',
 			headers: { 'Content-Type': 'application/json' },
 			body: JSON.stringify({ text, rev: base, author, color }),
+			keepalive,
 		});
 	} catch {
 		if (ed) {
 			ed.saving = false;
-			ed.dirty = true;
 			ed.timer = setTimeout(() => save(id), 2000);
 		}
 		status('Offline: your text is kept here and sent when the server answers.');
 		return;
 	}
-	if (ed) ed.saving = false;
 	const body = await resp.json().catch(() => ({}));
+	if (ed) ed.saving = false;
+	const pending = ed?.pending;
+	if (ed) ed.pending = null;
 	if (resp.ok && body.conflict && body.current && ed) {
-		conflict(id, text, body.current, body.error);
+		conflict(id, body.current, body.error);
 		return;
 	}
 	if (resp.ok) {
-		if (ed) ed.base = body.rev;
-		if (ed && ed.input.value !== text) {
-			// typed on while it was saved: save again from the new revision
-			ed.dirty = true;
-			clearTimeout(ed.timer);
-			ed.timer = setTimeout(() => save(id), SAVE_DELAY);
-			notes.set(id, body);
+		if (!ed) {
+			show(body);
 			return;
 		}
-		show(body);
+		ed.base = body.rev;
+		ed.synced = text;
 		status('');
+		if (ed.input.value !== text) {
+			// typed on while it was saved: save again from the new revision
+			notes.set(id, body);
+			ed.timer = setTimeout(() => save(id), SAVE_DELAY);
+		} else {
+			setDraft(id, null);
+			show(body);
+		}
+		if (pending && pending.rev > ed.base) remote(pending); // written after ours
 		return;
 	}
 	if (resp.status === 410) {
@@ -220,62 +323,115 @@ async function save(id) {
 		return;
 	}
 	if ((resp.status === 429 || resp.status === 503) && ed) {
-		ed.dirty = true;
 		ed.timer = setTimeout(() => save(id), 2000);
 		return;
 	}
 	status(body.error || 'Could not save: ' + resp.status);
-	if (ed) ed.dirty = true;
 }
 
-// conflict shows both texts: the reader decides, nothing is dropped.
-function conflict(id, mine, theirs, msg) {
+// conflict opens (or brings up to date) the merge prompt of note id: the
+// other's version beside the reader's own text, which stays in the box and
+// is followed as it is typed. Nothing is saved until the reader chooses,
+// and the choice is saved compare-and-set from their version: a third
+// change meanwhile brings the prompt back.
+function conflict(id, theirs, msg) {
 	const ed = editors.get(id);
-	ed.base = theirs.rev;
+	if (!ed) return;
 	notes.set(id, theirs);
+	ed.base = theirs.rev || 0;
+	clearTimeout(ed.timer);
+	const t = theirs.text || '';
+	if (ed.input.value === t) {
+		// The same text: nothing to merge.
+		ed.theirs = null;
+		ed.synced = t;
+		ed.conflict.hidden = true;
+		ed.conflict.replaceChildren();
+		if (roomID) setDraft(id, null);
+		show(theirs);
+		return;
+	}
+	const first = !ed.theirs;
+	ed.theirs = theirs;
+	if (roomID) setDraft(id, ed.input.value, ed.base);
 	showBy(ed.by, theirs);
 	const c = ed.conflict;
 	c.replaceChildren();
 	c.hidden = false;
-	const who = el('strong', 'annot-author rc-' + ((theirs.color || 0) % COLORS), theirs.author || 'someone');
-	c.append(el('p', 'annot-conflict-head'));
-	c.firstChild.append('Changed by ', who, ' meanwhile — merge: their text is below, yours stays in the box.');
-	c.append(el('pre', 'annot-theirs', theirs.text || '(they emptied it)'));
+	const who = () => el('strong', 'annot-author rc-' + ((theirs.color || 0) % COLORS), theirs.author || 'someone');
+	const head = el('p', 'annot-conflict-head');
+	head.append('Changed by ', who(), ' meanwhile — merge. Nothing is saved until you choose.');
+	const cols = el('div', 'annot-conflict-texts');
+	const th = el('div', 'annot-conflict-text');
+	const thHead = el('p', 'annot-conflict-who');
+	thHead.append('Theirs (', who(), ')');
+	th.append(thHead, el('pre', 'annot-theirs', t || '(they emptied it)'));
+	const mi = el('div', 'annot-conflict-text');
+	mi.append(el('p', 'annot-conflict-who', 'Yours (the box above, not saved)'), el('pre', 'annot-mine', ed.input.value || '(empty)'));
+	cols.append(th, mi);
 	const row = el('p', 'annot-conflict-actions');
-	const both = el('button', '', 'Keep both');
-	both.type = 'button';
-	both.dataset.merge = 'both';
-	const mineB = el('button', '', 'Keep mine');
-	mineB.type = 'button';
-	mineB.dataset.merge = 'mine';
-	const theirsB = el('button', '', 'Take theirs');
-	theirsB.type = 'button';
-	theirsB.dataset.merge = 'theirs';
-	row.append(both, mineB, theirsB);
-	c.append(row);
+	for (const [k, label] of [
+		['both', 'Keep both'],
+		['mine', 'Keep mine'],
+		['theirs', 'Take theirs'],
+	]) {
+		const b = el('button', '', label);
+		b.type = 'button';
+		b.dataset.merge = k;
+		row.append(b);
+	}
+	c.append(head, cols, row);
 	row.addEventListener('click', (ev) => {
 		const b = ev.target.closest('button');
-		if (!b) return;
-		const t = theirs.text || '';
-		if (b.dataset.merge === 'both') ed.input.value = t && mine !== t ? t + '\n\n' + mine : mine;
+		if (!b || ed.theirs !== theirs) return;
+		const mine = ed.input.value; // as it is now, not as it was
+		if (b.dataset.merge === 'both') ed.input.value = !t || mine === t ? mine || t : !mine ? t : t + '\n\n' + mine;
 		else if (b.dataset.merge === 'theirs') ed.input.value = t;
-		else ed.input.value = mine;
 		ed.paper.textContent = ed.input.value;
+		ed.theirs = null;
 		c.hidden = true;
 		c.replaceChildren();
 		if (b.dataset.merge === 'theirs') {
-			ed.dirty = false;
+			ed.synced = t;
+			if (roomID) setDraft(id, null);
 			show(theirs);
-		} else save(id);
+		} else {
+			ed.synced = t; // in step with theirs: the save replaces it
+			if (roomID) setDraft(id, ed.input.value, ed.base);
+			save(id);
+		}
 	});
-	announce(msg || 'Changed meanwhile', 2600);
+	if (first) announce(msg || `Changed by ${theirs.author || 'someone'} meanwhile`, 2600);
+}
+
+// flush saves what is typed and not yet saved, now: the page is going
+// away (pagehide), or out of sight (and may be closed unseen). In a room
+// the write is made keepalive, so that it outlives the page; its draft
+// stays in this browser in case it does not land.
+function flush() {
+	for (const [id, ed] of editors) {
+		if (ed.theirs || !unsaved(ed)) continue;
+		clearTimeout(ed.timer);
+		if (!ed.saving) save(id, true);
+	}
 }
 
 function goReadOnly(msg) {
+	if (readOnly) return;
 	readOnly = true;
 	document.body.classList.add('annot-readonly');
-	for (const ed of editors.values()) ed.input.readOnly = true;
-	status(msg || 'This room expired: what you see is read-only.');
+	for (const ed of editors.values()) {
+		ed.input.readOnly = true;
+		clearTimeout(ed.timer);
+	}
+	for (const f of document.querySelectorAll('form.annot-new')) f.remove();
+	updateBar();
+	const text = 'This room has ended; notes are read-only. Download the worksheet to keep them: they are gone from the server.';
+	status(msg && !/^this room expired/i.test(msg) ? msg : text);
+	const banner = el('p', 'annot-ended', text);
+	banner.dataset.annotEnded = '';
+	banner.setAttribute('role', 'status');
+	document.querySelector('article.text')?.prepend(banner);
 	if (events) events.close();
 }
 
@@ -320,6 +476,7 @@ async function renderLocal() {
 // --- in a room: live ----------------------------------------------------------
 
 let events = null;
+let snapshotted = false; // the first snapshot restores this browser's drafts
 function connectRoom() {
 	events = new EventSource(`/rooms/${roomID}/notes/events?tag=${encodeURIComponent(tag)}`);
 	events.addEventListener('snapshot', (ev) => {
@@ -327,8 +484,24 @@ function connectRoom() {
 		const seen = new Set();
 		for (const v of body.views || []) {
 			seen.add(v.id);
-			show(v);
+			const ed = editors.get(v.id);
+			const d = !snapshotted && ed && draftOf(v.id);
+			if (d && d.text !== (v.text || '')) {
+				// Text typed here last time and not known to have landed.
+				ed.input.value = d.text;
+				ed.paper.textContent = d.text;
+				if ((v.rev || 0) === d.base) {
+					ed.synced = v.text || '';
+					ed.base = v.rev || 0;
+					show(v);
+					ed.timer = setTimeout(() => save(v.id), SAVE_DELAY);
+				} else conflict(v.id, v);
+				continue;
+			}
+			if (d) setDraft(v.id, null);
+			remote(v);
 		}
+		snapshotted = true;
 		for (const id of [...notes.keys()]) {
 			if (!seen.has(id) && id.startsWith('comment.')) removeComment(id);
 		}
@@ -340,14 +513,7 @@ function connectRoom() {
 			removeComment(v.id);
 			return;
 		}
-		const ed = editors.get(v.id);
-		if (ed && (ed.dirty || ed.saving) && v.rev !== ed.base && v.text !== ed.input.value) {
-			// Someone else's change while this reader types: keep typing;
-			// their save will meet the conflict and offer the merge.
-			notes.set(v.id, v);
-			return;
-		}
-		show(v);
+		remote(v);
 	});
 	events.addEventListener('expired', (ev) => {
 		goReadOnly(JSON.parse(ev.data || '{}').error);
@@ -606,10 +772,60 @@ function quizState(key) {
 		btn.textContent = written ? "Compare with the site's note" : "Write yours first to see the site's note";
 	}
 }
+// The page's other answers: the two sets (#two-sets), revealed once both
+// are written, and the introduction, which says the sentence, once the
+// sentence is.
+const SHEET_QUIZ = [
+	{ key: 'two-sets', ids: ['set.desired', 'set.actual'], what: 'the two sets' },
+	{ key: 'intro', ids: ['sentence'], what: 'the sentence' },
+];
+const SET_LABELS = {
+	'set.desired': ['DesiredStateOfWorld is declared at', 'One set: its type and file:line'],
+	'set.actual': ['ActualStateOfWorld is declared at', 'The other set: its type and file:line'],
+};
+function sheetQuizState() {
+	const r = revealed();
+	for (const q of SHEET_QUIZ) {
+		const sec = q.key === 'two-sets' ? document.getElementById('two-sets') : document.querySelector('section.intro');
+		if (!sec) continue;
+		const written = q.ids.every((id) => editors.get(id)?.input.value.trim());
+		const shown = r.has(tag + ' ' + q.key);
+		sec.classList.toggle('annot-revealed', shown);
+		const btn = sec.querySelector('[data-annot-reveal]');
+		if (btn) {
+			btn.disabled = !written;
+			btn.textContent = written ? "Compare with the site's answer" : `Write ${q.what} in your worksheet first`;
+		}
+	}
+	const hide = quizOn() && !r.has(tag + ' two-sets');
+	for (const [id, [plain, quiz]] of Object.entries(SET_LABELS)) {
+		const ed = editors.get(id);
+		if (!ed) continue;
+		ed.label.textContent = hide ? quiz : plain;
+		ed.input.placeholder = hide ? 'TypeName, file.go:line' : 'file.go:line';
+	}
+}
+function quizPlaceholder(key, head, text) {
+	const box = el('div', 'annot-quiz-hidden');
+	if (head) box.append(el('h2', '', head));
+	box.append(el('p', '', text));
+	const b = el('button', 'annot-reveal');
+	b.type = 'button';
+	b.dataset.annotReveal = key;
+	b.addEventListener('click', () => {
+		const r = revealed();
+		r.add(tag + ' ' + key);
+		store('syncloop-revealed', JSON.stringify([...r]));
+		sheetQuizState();
+	});
+	box.append(b);
+	return box;
+}
 function setQuiz(on) {
 	document.body.classList.toggle('annot-quiz', on);
 	store('syncloop-quiz', on ? '1' : '');
 	for (const c of caseEls) quizState(c.dataset.case);
+	sheetQuizState();
 }
 
 // --- hand-in ------------------------------------------------------------------------
@@ -731,8 +947,8 @@ function build() {
 	}
 	const sets = el('div', 'annot-sets');
 	sets.append(el('h3', '', 'The two sets'));
-	sets.append(field('set.desired', { label: 'DesiredStateOfWorld is declared at', multiline: false, placeholder: 'file.go:line' }));
-	sets.append(field('set.actual', { label: 'ActualStateOfWorld is declared at', multiline: false, placeholder: 'file.go:line' }));
+	sets.append(field('set.desired', { label: SET_LABELS['set.desired'][0], multiline: false, placeholder: 'file.go:line' }));
+	sets.append(field('set.actual', { label: SET_LABELS['set.actual'][0], multiline: false, placeholder: 'file.go:line' }));
 	const sentence = el('div', 'annot-sentence');
 	sentence.append(el('h3', '', 'The pattern, in one sentence'));
 	sentence.append(field('sentence', { label: 'How does the loop make level-triggered reconcile?', placeholder: 'One sentence connecting the select to “compare desired with actual, close the gap”' }));
@@ -744,6 +960,12 @@ function build() {
 	orphans.append(ol);
 	sheet.append(h, where, tools, st, writers, sets, sentence, orphans);
 	const after = document.getElementById('two-sets');
+	after?.prepend(
+		quizPlaceholder('two-sets', 'The two sets', "Quiz mode: the site's answer (both sets' names, and where they are declared) is hidden until you have written yours below."),
+	);
+	document
+		.querySelector('section.intro > .prose')
+		?.before(quizPlaceholder('intro', '', "Quiz mode: the site's introduction, which says what the pattern is, is hidden until you have written your sentence in the worksheet."));
 	if (after) after.after(sheet);
 	else document.querySelector('article.text')?.append(sheet);
 
@@ -760,12 +982,14 @@ if (tag && caseEls.length) {
 		renderLocal();
 		// another tab of this browser wrote
 		window.addEventListener('storage', (ev) => {
-			if (ev.key === STORE_KEY) {
-				for (const ed of editors.values()) ed.dirty = false;
-				renderLocal();
-			}
+			if (ev.key === STORE_KEY) renderLocal(); // what this tab has not saved stays
 		});
 	}
 	onSelect(updateBar);
 	updateBar();
+	// A reader who closes the tab right after typing keeps the text.
+	window.addEventListener('pagehide', flush);
+	document.addEventListener('visibilitychange', () => {
+		if (document.visibilityState === 'hidden') flush();
+	});
 }
