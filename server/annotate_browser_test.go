@@ -585,5 +585,24 @@ func TestBrowserAnnotateRoomEnds(t *testing.T) {
 			t.Errorf("%s is false", js)
 		}
 	}
+	// The room's worksheet went with it: the download is built from what
+	// the page holds.
+	dir := t.TempDir()
+	allowDownloads(t, ctx, dir)
+	eval[bool](t, ctx, `(() => { document.querySelector('[data-annot-export]').click(); return true })()`)
+	var md []byte
+	for deadline := time.Now().Add(10 * time.Second); len(md) == 0 && time.Now().Before(deadline); {
+		if files, _ := filepath.Glob(filepath.Join(dir, "*.md")); len(files) == 1 {
+			md, _ = os.ReadFile(files[0])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(string(md), "# syncloop worksheet") {
+		t.Errorf("the ended room's download: %q", md)
+	}
+	eval[bool](t, ctx, `(() => { const m = document.querySelector('[data-room-more][aria-expanded="true"]'); if (m) m.click(); document.querySelector('#case-config').scrollIntoView(); scrollBy(0, -120); return true })()`)
+	if !eval[bool](t, ctx, `(() => { const b = document.querySelector('[data-annot-ended]').getBoundingClientRect(); return b.top >= 0 && b.bottom < innerHeight })()`) {
+		t.Error("scrolled down, the page no longer says the room has ended")
+	}
 	screenshot(t, ctx, "annotate-room-ended.png", false)
 }

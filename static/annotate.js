@@ -426,7 +426,25 @@ function goReadOnly(msg) {
 	}
 	for (const f of document.querySelectorAll('form.annot-new')) f.remove();
 	updateBar();
-	const text = 'This room has ended; notes are read-only. Download the worksheet to keep them: they are gone from the server.';
+	const text = 'This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows.';
+	// The room's worksheet is gone with it: the download is made from
+	// what this page holds.
+	const dl = document.querySelector('[data-annot-export]');
+	if (dl && roomID) {
+		dl.removeAttribute('href');
+		dl.setAttribute('role', 'button');
+		dl.tabIndex = 0;
+		dl.addEventListener('click', (ev) => {
+			ev.preventDefault();
+			const list = [...notes.values()].filter((v) => v.text).map(({ id, text, author, quote, at }) => ({ id, text, author, quote, at }));
+			for (const [id, ed] of editors) {
+				const i = list.findIndex((v) => v.id === id);
+				if (ed.input.value && i < 0) list.push({ id, text: ed.input.value, author: me().author });
+				else if (i >= 0) list[i].text = ed.input.value || list[i].text;
+			}
+			exportLocal(list, `syncloop-worksheet-${tag}-room-${roomID.slice(0, 6)}.md`);
+		});
+	}
 	status(msg && !/^this room expired/i.test(msg) ? msg : text);
 	const banner = el('p', 'annot-ended', text);
 	banner.dataset.annotEnded = '';
@@ -830,11 +848,14 @@ function setQuiz(on) {
 
 // --- hand-in ------------------------------------------------------------------------
 
-async function exportLocal() {
+// exportLocal downloads a worksheet built from notes this page holds: the
+// reader's own, or an ended room's as this page last saw them (the server
+// keeps nothing of either).
+async function exportLocal(list = Object.values(localNotes()), name = `syncloop-worksheet-${tag}-mine.md`) {
 	const resp = await fetch(`/k8s/${encodeURIComponent(tag)}/worksheet.md`, {
 		method: 'POST',
 		headers: { 'Content-Type': 'application/json' },
-		body: JSON.stringify({ notes: Object.values(localNotes()) }),
+		body: JSON.stringify({ notes: list }),
 	});
 	if (!resp.ok) {
 		announce('Could not build the worksheet: ' + resp.status);
@@ -843,7 +864,7 @@ async function exportLocal() {
 	const blob = new Blob([await resp.text()], { type: 'text/markdown' });
 	const a = el('a');
 	a.href = URL.createObjectURL(blob);
-	a.download = `syncloop-worksheet-${tag}-mine.md`;
+	a.download = name;
 	document.body.append(a);
 	a.click();
 	a.remove();
@@ -927,7 +948,7 @@ function build() {
 		dl.download = '';
 	} else {
 		dl.type = 'button';
-		dl.addEventListener('click', exportLocal);
+		dl.addEventListener('click', () => exportLocal());
 	}
 	const pr = el('button', 'annot-print-btn', 'Print with my annotation');
 	pr.type = 'button';

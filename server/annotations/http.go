@@ -70,7 +70,7 @@ const (
 )
 
 // expiredMsg is what an open page of an expired room says.
-const expiredMsg = "This room has ended; notes are read-only. Download the worksheet to keep them: they are gone from the server."
+const expiredMsg = "This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows."
 
 // Handlers serves the routes above.
 type Handlers struct {
