@@ -211,6 +211,41 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		waitFor(t, viewer, "the notes again", `document.querySelector('[data-annotate="config"]').value.startsWith('Pod specs') && document.querySelectorAll('.annot-comment').length === 1`)
 	})
 
+	t.Run("a comment is answered and edited; an edit crossed by another's keeps both", func(t *testing.T) {
+		card := `[...document.querySelectorAll('#case-config .annot-comment')].find(c => c.textContent.includes('the ADD log'))`
+		eval[bool](t, driver, `(() => { const b = `+card+`.querySelector('[data-annot-reply]'); b.scrollIntoView({block: 'center'}); b.click(); return true })()`)
+		typeInto(t, driver, `form.annot-reply-form textarea`, "and V(4) for RECONCILE")
+		if err := chromedp.Do(driver, chromedp.Click(`form.annot-reply-form button[type=submit]`)); err != nil {
+			t.Fatal(err)
+		}
+		reply := `[...document.querySelectorAll('#case-config .annot-comment')].find(c => c.textContent.includes('V(4) for RECONCILE'))`
+		waitFor(t, viewer, "Ann's reply under Bob's comment", `(() => { const r = `+reply+`, c = `+card+`; return !!r && r.classList.contains('annot-reply') && c.nextElementSibling === r && r.querySelector('.annot-lines').textContent === 'L`+itoa(addLine30)+`' })()`)
+
+		// Both open an edit of Bob's comment; Ann saves first.
+		open := func(p context.Context) {
+			eval[bool](t, p, `(() => { `+card+`.querySelector('[data-annot-edit]').click(); return true })()`)
+			waitFor(t, p, "the edit box", `!!`+card+`?.querySelector('form.annot-edit textarea')`)
+		}
+		open(driver)
+		open(viewer)
+		edit := func(p context.Context, text string) {
+			eval[bool](t, p, `(() => { const f = `+card+`.querySelector('form.annot-edit'); f.querySelector('textarea').value = `+jsJSON(text)+`; f.querySelector('button[type=submit]').click(); return true })()`)
+		}
+		edit(driver, "the ADD log: V(2), Ann says")
+		waitFor(t, viewer, "Ann's edit above Bob's open box, his text kept", `(() => { const c = `+card+`; const f = c?.querySelector('form.annot-edit'); return !!f && c.querySelector('.annot-comment-body').textContent.includes('Ann says') && f.querySelector('textarea').value === 'the ADD log: V(2)' && f.querySelector('.annot-form-msg').textContent.includes('Changed by Ann meanwhile') })()`)
+		edit(viewer, "the ADD log: V(2), at every ADD")
+		waitFor(t, driver, "Bob's edit on Ann's page", `(() => { const c = `+card+`; return !!c && c.querySelector('.annot-comment-body').textContent.includes('at every ADD') && !c.querySelector('form.annot-edit') })()`)
+		for _, p := range []context.Context{driver, viewer} {
+			if !eval[bool](t, p, `(() => { const c = `+card+`, r = `+reply+`; return !c.classList.contains('annot-reply') && c.nextElementSibling === r && r.classList.contains('annot-reply') })()`) {
+				t.Error("after the edit, the comment is no longer first in its thread")
+			}
+		}
+		if err := chromedp.Do(viewer, chromedp.ScrollIntoView(`#L`+itoa(addLine30))); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, viewer, "annotate-room-thread.png", false)
+	})
+
 	t.Run("a conflict is merged, not lost", func(t *testing.T) {
 		typeInto(t, driver, `[data-annot-field="sentence"] textarea`, "Each case re-reads the state.")
 		waitFor(t, viewer, "Ann's sentence", `document.querySelector('[data-annot-field="sentence"] textarea').value === 'Each case re-reads the state.'`)
@@ -546,6 +581,24 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 		if !strings.Contains(string(got), "Config updates") {
 			t.Errorf("the downloaded worksheet: %q", got)
 		}
+	})
+	t.Run("a comment sits level with its line", func(t *testing.T) {
+		const line = addLine36 + 19 // near the end of the config case at v1.36.0
+		commentOn(t, ctx, line, line, "the last ADD-path line")
+		level := `(() => { const c = [...document.querySelectorAll('#case-config .annot-comment')].find(c => c.textContent.includes('the last ADD-path line')); return Math.round(c.getBoundingClientRect().top - document.getElementById('L` + itoa(line) + `').getBoundingClientRect().top) })()`
+		waitFor(t, ctx, "the comment level with L"+itoa(line), `Math.abs(`+level+`) <= 2`)
+		// The earlier comment, on L2709, stays where it was, above.
+		if !eval[bool](t, ctx, `(() => { const cs = [...document.querySelectorAll('#case-config .annot-comment')]; return cs.length === 2 && cs[0].textContent.includes('klog here') })()`) {
+			t.Error("the comments are not in line order")
+		}
+		// An edit of my own comment, kept in this browser.
+		eval[bool](t, ctx, `(() => { [...document.querySelectorAll('#case-config .annot-comment')].find(c => c.textContent.includes('klog here')).querySelector('[data-annot-edit]').click(); return true })()`)
+		eval[bool](t, ctx, `(() => { const f = document.querySelector('form.annot-edit'); f.querySelector('textarea').value = 'klog here, then logger'; f.querySelector('button[type=submit]').click(); return true })()`)
+		waitFor(t, ctx, "the edit kept", `JSON.parse(localStorage.getItem('syncloop-notes-v1')) && Object.values(JSON.parse(localStorage.getItem('syncloop-notes-v1'))).some(n => n.text === 'klog here, then logger') && [...document.querySelectorAll('.annot-comment-body')].some(b => b.textContent.includes('then logger'))`)
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`#L`+itoa(line))); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, "annotate-comment-level.png", false)
 	})
 	watch.check(t)
 }

@@ -571,6 +571,7 @@ function marginFor(n) {
 			else m.append(list);
 		}
 		seg.classList.add('has-comments');
+		if (sizes) for (const e of seg.querySelectorAll(':scope > pre.code, :scope > .margin > .annot-case')) sizes.observe(e);
 		return list;
 	}
 	const helper = line.closest('details.helper');
@@ -592,10 +593,20 @@ function removeComment(id) {
 }
 
 function placeComment(v) {
-	for (const c of document.querySelectorAll('[data-comment]')) if (c.dataset.comment === v.id) c.remove();
+	let editing = null; // an edit open on this comment stays open, text and all
+	for (const c of document.querySelectorAll('[data-comment]')) {
+		if (c.dataset.comment !== v.id) continue;
+		editing ||= c.querySelector(':scope > form.annot-edit');
+		c.remove();
+	}
 	const a = v.anchor || { status: 'orphan' };
 	const card = el('article', 'annot-comment ' + a.status);
 	card.dataset.comment = v.id;
+	if (a.status !== 'orphan') {
+		card.dataset.start = a.start;
+		card.dataset.end = a.end;
+	}
+	card.dataset.at = v.created || v.at || ''; // a thread is in the order written, not edited
 	const head = el('p', 'annot-comment-head');
 	const q = v.quote || {};
 	if (a.status !== 'orphan') {
@@ -611,11 +622,19 @@ function placeComment(v) {
 	}[a.status];
 	if (badge) head.append(' ', el('span', 'annot-badge ' + a.status, badge));
 	if (v.author && roomID) head.append(' ', el('span', 'annot-author rc-' + ((v.color || 0) % COLORS), v.author));
-	const del = el('button', 'annot-del', 'delete');
-	del.type = 'button';
-	del.title = 'Delete this comment';
-	del.addEventListener('click', () => deleteComment(v.id));
-	head.append(' ', del);
+	const acts = el('span', 'annot-comment-acts');
+	const button = (label, title, fn, data) => {
+		const b = el('button', 'annot-act', label);
+		b.type = 'button';
+		b.title = title;
+		b.dataset[data] = '';
+		b.addEventListener('click', fn);
+		acts.append(b);
+	};
+	if (a.status !== 'orphan') button('reply', 'Reply: a comment on the same lines', () => replyTo(card, a), 'annotReply');
+	button('edit', 'Edit this comment', () => editComment(card, v.id), 'annotEdit');
+	button('delete', 'Delete this comment', () => deleteComment(v.id), 'annotDelete');
+	head.append(' ', acts);
 	card.append(head);
 	if (a.status === 'changed' || a.status === 'orphan') {
 		const was = el('pre', 'annot-quote', dedent(q.exact || ''));
@@ -625,12 +644,190 @@ function placeComment(v) {
 	const body = el('div', 'annot-comment-body prose');
 	body.innerHTML = v.html || ''; // safe-mode Markdown from the server
 	card.append(body);
+	if (editing) {
+		card.append(editing);
+		if (Number(editing.dataset.rev) !== (v.rev || 0)) editChanged(editing, v);
+	}
 	const list = a.status === 'orphan' ? document.querySelector('[data-annot-orphans]') : marginFor(a.start);
-	(list || document.querySelector('[data-annot-orphans]'))?.append(card);
+	const into = list || document.querySelector('[data-annot-orphans]');
+	if (into) {
+		// In line order; on the same lines, a thread in the order written.
+		const key = (c) => [Number(c.dataset.start || 1e9), c.dataset.at || ''];
+		const [ks, kt] = key(card);
+		const next = [...into.querySelectorAll(':scope > .annot-comment')].find((c) => {
+			const [s2, t2] = key(c);
+			return s2 > ks || (s2 === ks && t2 > kt);
+		});
+		into.insertBefore(card, next || into.querySelector(':scope > form.annot-new'));
+		threads(into);
+	}
 	const orphans = document.querySelector('[data-annot-orphans]');
 	if (orphans) orphans.closest('.annot-orphans').hidden = !orphans.children.length;
 	markLines();
+	alignSoon();
 }
+
+// threads marks the comments that answer the one before them: on the
+// same lines.
+function threads(list) {
+	let prev = null;
+	for (const c of list.querySelectorAll(':scope > .annot-comment')) {
+		const reply = !!prev && !!c.dataset.start && prev.dataset.start === c.dataset.start && prev.dataset.end === c.dataset.end;
+		c.classList.toggle('annot-reply', reply);
+		prev = c;
+	}
+}
+
+// commentForm is the box a comment is written in: a new one, a reply, an edit.
+function commentForm(cls, label, text, submit, onCancel) {
+	const form = el('form', cls);
+	const lab = el('label', 'annot-label');
+	lab.append(el('span', 'annot-label-text', label));
+	const ta = el('textarea', 'annot-input');
+	ta.rows = 3;
+	ta.maxLength = 8192;
+	ta.value = text;
+	lab.append(ta);
+	const msg = el('p', 'annot-form-msg');
+	msg.hidden = true;
+	msg.setAttribute('role', 'alert');
+	const ok = el('button', '', submit);
+	ok.type = 'submit';
+	const cancel = el('button', '', 'Cancel');
+	cancel.type = 'button';
+	const row = el('p', 'annot-conflict-actions');
+	row.append(ok, cancel);
+	form.append(lab, msg, row);
+	cancel.addEventListener('click', () => {
+		form.remove();
+		onCancel?.();
+		updateBar();
+		alignSoon();
+	});
+	return { form, ta, ok, msg };
+}
+
+function replyTo(card, a) {
+	if (readOnly || card.parentElement?.querySelector(':scope > form.annot-new')) return;
+	const s = { lo: a.start, hi: a.end };
+	const { form, ta, ok } = commentForm('annot-new annot-reply-form', s.lo === s.hi ? `Your reply on line ${s.lo}` : `Your reply on lines ${s.lo}–${s.hi}`, '', 'Reply');
+	form.dataset.start = a.start;
+	// After the thread it answers.
+	let last = card;
+	while (last.nextElementSibling?.classList.contains('annot-reply')) last = last.nextElementSibling;
+	last.after(form);
+	ta.focus();
+	updateBar();
+	alignSoon();
+	form.addEventListener('submit', async (ev) => {
+		ev.preventDefault();
+		const text = ta.value.trim();
+		if (!text) return;
+		ok.disabled = true;
+		if (await addComment(newID(), text, s)) {
+			form.remove();
+			updateBar();
+		} else ok.disabled = false;
+	});
+}
+
+// editComment opens the comment's text for editing, under it. The edit is
+// saved compare-and-set: a change by someone else meanwhile is shown
+// above, and the reader's text stays in the box until they save again.
+function editComment(card, id) {
+	const v = notes.get(id);
+	if (!v || readOnly || card.querySelector(':scope > form.annot-edit')) return;
+	const { form, ta, ok } = commentForm('annot-edit', 'Edit your comment', v.text || '', 'Save');
+	form.dataset.rev = v.rev || 0;
+	card.append(form);
+	ta.focus();
+	alignSoon();
+	form.addEventListener('submit', async (ev) => {
+		ev.preventDefault();
+		const text = ta.value.trim();
+		if (!text) return;
+		ok.disabled = true;
+		const done = await saveComment(id, text, Number(form.dataset.rev), form);
+		ok.disabled = false;
+		if (done) {
+			form.remove();
+			alignSoon();
+		}
+	});
+}
+
+// editChanged says, in an open edit, that the comment changed meanwhile.
+function editChanged(form, cur) {
+	form.dataset.rev = cur.rev || 0;
+	const msg = form.querySelector('.annot-form-msg');
+	msg.replaceChildren('Changed by ', el('strong', 'annot-author rc-' + ((cur.color || 0) % COLORS), cur.author || 'someone'), ' meanwhile: their text is above, yours stays here. Save to replace theirs with yours.');
+	msg.hidden = false;
+}
+
+async function saveComment(id, text, rev, form) {
+	if (!roomID) {
+		const all = localNotes();
+		if (!all[id]) return true;
+		all[id] = { ...all[id], text, created: all[id].created || all[id].at, at: new Date().toISOString() };
+		store(STORE_KEY, JSON.stringify(all));
+		renderLocalSoon();
+		return true;
+	}
+	const { author, color } = me();
+	const resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
+		method: 'PUT',
+		headers: { 'Content-Type': 'application/json' },
+		body: JSON.stringify({ text, rev, author, color }),
+	}).catch(() => null);
+	if (!resp) {
+		announce('Offline: your text stays in the box');
+		return false;
+	}
+	const body = await resp.json().catch(() => ({}));
+	if (resp.ok && body.conflict && body.current) {
+		editChanged(form, body.current);
+		return false;
+	}
+	if (resp.ok) {
+		show(body);
+		return true;
+	}
+	if (resp.status === 410) goReadOnly(body.error);
+	else announce(body.error || 'Could not save the comment');
+	return false;
+}
+
+// alignSoon puts each comment level with its first line, where the margin
+// is beside the code and there is room: never above what precedes it.
+let alignFrame = 0;
+function alignSoon() {
+	cancelAnimationFrame(alignFrame);
+	alignFrame = requestAnimationFrame(align);
+}
+function align() {
+	for (const list of document.querySelectorAll('.seg > .margin > .annot-comments')) {
+		const seg = list.closest('.seg');
+		const pre = seg.querySelector(':scope > pre.code');
+		const items = [...list.children];
+		for (const c of items) c.style.marginTop = '';
+		if (!pre || pre.getBoundingClientRect().left < list.getBoundingClientRect().right - 1) continue; // not side by side
+		// The code starts level with the case's head (or the margin): that
+		// is where it is when it is not stuck to the top of the window.
+		const ref = seg.querySelector(':scope > .case-head') || seg.querySelector(':scope > .margin');
+		const preTop = pre.getBoundingClientRect().top;
+		const codeTop = ref.getBoundingClientRect().top;
+		for (const c of items) {
+			const n = Number(c.dataset.start);
+			const line = n && lineEl(n);
+			if (!line || c.classList.contains('annot-reply') || c.classList.contains('annot-reply-form')) continue;
+			const want = codeTop + (line.getBoundingClientRect().top - preTop);
+			const at = c.getBoundingClientRect().top;
+			if (want > at + 1) c.style.marginTop = `${want - at + parseFloat(getComputedStyle(c).marginTop)}px`;
+		}
+	}
+}
+window.addEventListener('resize', alignSoon);
+const sizes = typeof ResizeObserver === 'function' ? new ResizeObserver(alignSoon) : null;
 
 // dedent drops the indentation the quoted lines share.
 function dedent(s) {
@@ -699,28 +896,13 @@ barBtn.addEventListener('click', () => {
 	if (!s) return;
 	const list = marginFor(s.lo);
 	if (!list) return;
-	const form = el('form', 'annot-new');
-	const lab = el('label', 'annot-label');
-	lab.append(el('span', 'annot-label-text', s.lo === s.hi ? `Your comment on line ${s.lo}` : `Your comment on lines ${s.lo}–${s.hi}`));
-	const ta = el('textarea', 'annot-input');
-	ta.rows = 3;
-	ta.maxLength = 8192;
+	const { form, ta, ok } = commentForm('annot-new', s.lo === s.hi ? `Your comment on line ${s.lo}` : `Your comment on lines ${s.lo}–${s.hi}`, '', 'Add comment');
 	ta.dataset.annotNewComment = '';
-	lab.append(ta);
-	const ok = el('button', '', 'Add comment');
-	ok.type = 'submit';
-	const cancel = el('button', '', 'Cancel');
-	cancel.type = 'button';
-	const row = el('p', 'annot-conflict-actions');
-	row.append(ok, cancel);
-	form.append(lab, row);
+	form.dataset.start = s.lo;
 	list.append(form);
 	ta.focus();
 	updateBar();
-	cancel.addEventListener('click', () => {
-		form.remove();
-		updateBar();
-	});
+	alignSoon();
 	form.addEventListener('submit', async (ev) => {
 		ev.preventDefault();
 		const text = ta.value.trim();
@@ -783,6 +965,7 @@ function quizState(key) {
 	const written = !!ed?.input.value.trim();
 	const shown = revealed().has(tag + ' ' + key);
 	sec.classList.toggle('annot-revealed', shown);
+	alignSoon();
 	const btn = sec.querySelector('[data-annot-reveal]');
 	if (btn) {
 		btn.disabled = !written;

@@ -390,8 +390,9 @@ type localBody struct {
 		Text   string `json:"text"`
 		Author string `json:"author"`
 		// A local comment keeps the quote made when it was written.
-		Quote *anchor.Quote `json:"quote,omitempty"`
-		At    time.Time     `json:"at"`
+		Quote   *anchor.Quote `json:"quote,omitempty"`
+		At      time.Time     `json:"at"`
+		Created time.Time     `json:"created"`
 	} `json:"notes"`
 }
 
@@ -421,7 +422,7 @@ func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Rea
 		if !ValidID(n.ID) || len(notes) >= MaxRoomNotes {
 			continue
 		}
-		note := Note{ID: n.ID, Text: CleanText(n.Text), Rev: 1, At: n.At}
+		note := Note{ID: n.ID, Text: CleanText(n.Text), Rev: 1, At: n.At, Created: n.Created}
 		note.Author, _ = CleanName(n.Author)
 		if Kind(n.ID) == "comment" {
 			if n.Quote == nil || n.Quote.Valid() != nil {

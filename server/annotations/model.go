@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
@@ -109,6 +110,8 @@ func sortViews(r *extractor.Reading, vs []View) {
 			order[id] = i
 		}
 	}
+	// Comments on the same lines are a thread: the first, then its replies
+	// in the order they were written.
 	rank := func(v View) (int, int, string) {
 		if i, ok := order[v.ID]; ok {
 			return 0, i, ""
@@ -120,7 +123,7 @@ func sortViews(r *extractor.Reading, vs []View) {
 			} else if v.Quote != nil {
 				line = 1<<29 + v.Quote.Start
 			}
-			return 2, line, v.ID
+			return 2, line, v.CreatedAt().UTC().Format(time.RFC3339Nano) + " " + v.ID
 		}
 		return 1, 0, v.ID
 	}

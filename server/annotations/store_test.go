@@ -183,3 +183,26 @@ func TestExpiredEmptyRoom(t *testing.T) {
 		t.Error("the subscription goes on after the room ended")
 	}
 }
+
+// TestEditComment: an edit of a comment names no lines; it keeps those it
+// was written on (before: it was refused for want of a quote).
+func TestEditComment(t *testing.T) {
+	ctx := context.Background()
+	s, stop := open(t, t.TempDir())
+	defer stop()
+	q := &anchor.Quote{Exact: "kl.sourcesReady.AddSource(u.Source)", Start: 2449, End: 2449, Tag: "v1.30.0", Case: "config"}
+	c, err := s.Put(ctx, room, Note{ID: "comment.abc123", Text: "marks the source seen", Author: "Ann", Quote: q}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Put(ctx, room, Note{ID: "comment.abc123", Text: "marks the source seen, once", Author: "Bob"}, c.Rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Quote == nil || e.Quote.Start != 2449 || e.Prev == nil || e.Prev.Author != "Ann" || !e.Created.Equal(c.Created) || !e.At.After(c.Created) {
+		t.Errorf("edited: %+v", e)
+	}
+	if _, err := s.Put(ctx, room, Note{ID: "comment.new123", Text: "no lines", Author: "Bob"}, 0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a new comment without lines: %v, want ErrInvalid", err)
+	}
+}
