@@ -479,6 +479,9 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		screenshot(t, ctx, "annotate-quiz-revealed.png", false)
+		if eval[bool](t, ctx, `!!document.querySelector('[data-annot-field="case.config"] .annot-check.empty')`) {
+			t.Error(`a written note says "still empty"`)
+		}
 		if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('#case-pleg .prose.note')).display === 'none'`) {
 			t.Error("revealing config showed pleg's note")
 		}

@@ -164,7 +164,8 @@ function show(v) {
 		ed.view.hidden = !ed.view.querySelector(':not(p)');
 	}
 	if (!ed.theirs) showBy(ed.by, v);
-	showChecks(ed.checks, v.checks);
+	// Checks of an older text: "still empty" is wrong once the box is not.
+	showChecks(ed.checks, ed.input.value.trim() ? (v.checks || []).filter((c) => c.level !== 'empty') : v.checks);
 	if (v.id.startsWith('case.')) quizState(v.id.slice(5));
 	sheetQuizState();
 }
