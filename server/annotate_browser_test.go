@@ -458,6 +458,25 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 		if strings.Contains(visible(), secrets[0]) {
 			t.Error("revealing the two sets showed a case's note")
 		}
+		// Before annotate.js has run on a page loaded in quiz mode (as it
+		// is while the module loads), nothing shows either.
+		if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		if !eval[bool](t, ctx, `document.documentElement.classList.contains('annot-quiz-early')`) {
+			t.Error("the page in quiz mode is not marked before it is drawn")
+		}
+		eval[bool](t, ctx, `(() => { document.body.classList.remove('annot-on', 'annot-quiz'); document.getElementById('your-worksheet').remove(); for (const e of document.querySelectorAll('.annot-revealed')) e.classList.remove('annot-revealed'); return true })()`)
+		page = visible()
+		for _, s := range secrets {
+			if strings.Contains(page, s) {
+				t.Errorf("before annotate.js ran, quiz mode shows the site's %q", s)
+			}
+		}
+		if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the notes back", `document.querySelector('[data-annotate="set.desired"], [data-annot-field="set.desired"] input').value !== ''`)
 		// Empty again, for the tests below.
 		eval[bool](t, ctx, `(() => { for (const i of document.querySelectorAll('[data-annot-field^="set."] input')) { i.value = ''; i.dispatchEvent(new Event('input')); i.blur() } return true })()`)
 		if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('#case-config .prose.note')).display === 'none'`) {
