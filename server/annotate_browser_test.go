@@ -365,6 +365,34 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		waitFor(t, viewer, "the text back in the room", `document.body.classList.contains('annot-live') && document.querySelector('[data-annotate="housekeeping"]').value === `+jsJSON(text))
 	})
 
+	t.Run("text typed here whose save never landed is back after a reload", func(t *testing.T) {
+		// As if the tab closed with a save in flight: the draft this
+		// browser kept. From the revision the server still has, it is
+		// saved; from an older one, the merge prompt offers both.
+		rev := func(id string) float64 {
+			return eval[float64](t, viewer, `fetch(location.pathname + '/notes').then(r => r.json()).then(b => b.views.find(v => v.id === '`+id+`').rev)`)
+		}
+		drafts := map[string]any{id: map[string]any{
+			"writer.sync":    map[string]any{"text": "the pod workers' requeue", "base": rev("writer.sync"), "at": time.Now().UnixMilli()},
+			"case.readiness": map[string]any{"text": "Bob's lost readiness note", "base": 1, "at": time.Now().UnixMilli()},
+		}}
+		code, m := notesReq(t, "PUT", ts.URL+"/rooms/"+id+"/notes/case.readiness", map[string]any{"text": "Dana's readiness note", "rev": rev("case.readiness"), "author": "Dana", "color": 5})
+		if code != 200 {
+			t.Fatalf("Dana's PUT: %d %v", code, m)
+		}
+		waitFor(t, viewer, "Dana's note on Bob's page", `document.querySelector('[data-annotate="readiness"]').value === "Dana's readiness note"`)
+		b, _ := json.Marshal(drafts)
+		eval[bool](t, viewer, `(() => { localStorage.setItem('syncloop-drafts-v1', `+jsJSON(string(b))+`); return true })()`)
+		if err := chromedp.Do(viewer, chromedp.Reload(), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, driver, "the saved draft on Ann's page", `document.querySelector('[data-annot-field="writer.sync"] input').value === "the pod workers' requeue"`)
+		waitFor(t, viewer, "the merge prompt for the other", `(() => { const f = document.querySelector('[data-annot-field="case.readiness"]'); return !f.querySelector('.annot-conflict').hidden && f.querySelector('textarea').value === "Bob's lost readiness note" && f.querySelector('.annot-theirs').textContent === "Dana's readiness note" })()`)
+		eval[bool](t, viewer, `(() => { document.querySelector('[data-annot-field="case.readiness"] [data-merge="both"]').click(); return true })()`)
+		waitFor(t, driver, "both readiness notes on Ann's page", `document.querySelector('[data-annotate="readiness"]').value === "Dana's readiness note\n\nBob's lost readiness note"`)
+		waitFor(t, viewer, "no drafts left once saved", `['', '{}'].includes(localStorage.getItem('syncloop-drafts-v1') || '')`)
+	})
+
 	t.Run("the hand-in downloads with its authors", func(t *testing.T) {
 		dir := t.TempDir()
 		allowDownloads(t, driver, dir)
