@@ -765,6 +765,21 @@ function editChanged(form, cur) {
 	msg.hidden = false;
 }
 
+// putNote writes a comment to the room, waiting out the write limit (a
+// burst of saves) a few times rather than failing a reader's click; null
+// when the server cannot be reached.
+async function putNote(id, body) {
+	for (let i = 0; ; i++) {
+		const resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
+			method: 'PUT',
+			headers: { 'Content-Type': 'application/json' },
+			body: JSON.stringify(body),
+		}).catch(() => null);
+		if (!resp || (resp.status !== 429 && resp.status !== 503) || i === 4) return resp;
+		await new Promise((r) => setTimeout(r, 1000 * (Number(resp.headers.get('Retry-After')) || 2)));
+	}
+}
+
 async function saveComment(id, text, rev, form) {
 	if (!roomID) {
 		const all = localNotes();
@@ -775,11 +790,7 @@ async function saveComment(id, text, rev, form) {
 		return true;
 	}
 	const { author, color } = me();
-	const resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
-		method: 'PUT',
-		headers: { 'Content-Type': 'application/json' },
-		body: JSON.stringify({ text, rev, author, color }),
-	}).catch(() => null);
+	const resp = await putNote(id, { text, rev, author, color });
 	if (!resp) {
 		announce('Offline: your text stays in the box');
 		return false;
@@ -933,11 +944,11 @@ async function addComment(id, text, s) {
 		renderLocalSoon();
 		return true;
 	}
-	const resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
-		method: 'PUT',
-		headers: { 'Content-Type': 'application/json' },
-		body: JSON.stringify({ text, rev: 0, author, color, quote: { tag, start: s.lo, end: s.hi } }),
-	});
+	const resp = await putNote(id, { text, rev: 0, author, color, quote: { tag, start: s.lo, end: s.hi } });
+	if (!resp) {
+		announce('Offline: your comment stays in the box');
+		return false;
+	}
 	const body = await resp.json().catch(() => ({}));
 	if (resp.ok) {
 		show(body);
