@@ -234,7 +234,18 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		edit(driver, "the ADD log: V(2), Ann says")
 		waitFor(t, viewer, "Ann's edit above Bob's open box, his text kept", `(() => { const c = `+card+`; const f = c?.querySelector('form.annot-edit'); return !!f && c.querySelector('.annot-comment-body').textContent.includes('Ann says') && f.querySelector('textarea').value === 'the ADD log: V(2)' && f.querySelector('.annot-form-msg').textContent.includes('Changed by Ann meanwhile') })()`)
 		edit(viewer, "the ADD log: V(2), at every ADD")
-		waitFor(t, driver, "Bob's edit on Ann's page", `(() => { const c = `+card+`; return !!c && c.querySelector('.annot-comment-body').textContent.includes('at every ADD') && !c.querySelector('form.annot-edit') })()`)
+		diag := func() {
+			for _, p := range []context.Context{driver, viewer} {
+				t.Log(eval[string](t, p, `[...document.querySelectorAll('#case-config .annot-comment')].map(c => c.className + ' :: ' + c.textContent.slice(0, 300) + ' :: ' + (c.querySelector('form.annot-edit textarea')?.value || '-')).join(' ## ') + ' TOAST ' + document.getElementById('toast')?.textContent`))
+			}
+		}
+		for deadline := time.Now().Add(10 * time.Second); !eval[bool](t, driver, `(() => { const c = `+card+`; return !!c && c.querySelector('.annot-comment-body').textContent.includes('at every ADD') && !c.querySelector('form.annot-edit') })()`); {
+			if time.Now().After(deadline) {
+				diag()
+				t.Fatal("Bob's edit not on Ann's page")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
 		for _, p := range []context.Context{driver, viewer} {
 			if !eval[bool](t, p, `(() => { const c = `+card+`, r = `+reply+`; return !c.classList.contains('annot-reply') && c.nextElementSibling === r && r.classList.contains('annot-reply') })()`) {
 				t.Error("after the edit, the comment is no longer first in its thread")

@@ -840,6 +840,7 @@ function align() {
 }
 window.addEventListener('resize', alignSoon);
 window.addEventListener('beforeprint', align); // paper's width: now, not at the next frame
+document.fonts?.ready.then(alignSoon);
 const sizes = typeof ResizeObserver === 'function' ? new ResizeObserver(alignSoon) : null;
 
 // dedent drops the indentation the quoted lines share.
