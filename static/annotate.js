@@ -141,11 +141,15 @@ function field(id, { label, multiline = true, placeholder = '', attr = null }) {
 // the reader has not saved (or is saving, or merging): their text is never
 // replaced; what came in meets it at the save, or in the merge prompt.
 function show(v) {
-	notes.set(v.id, v);
 	if (v.id.startsWith('comment.')) {
+		// A write's answer can come after the live event of a later write:
+		// the older version does not replace the newer.
+		if ((notes.get(v.id)?.rev || 0) > (v.rev || 0)) return;
+		notes.set(v.id, v);
 		placeComment(v);
 		return;
 	}
+	notes.set(v.id, v);
 	const ed = editors.get(v.id);
 	if (!ed) return;
 	if (!unsaved(ed) && !ed.saving && !ed.theirs) {
