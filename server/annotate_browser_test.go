@@ -27,11 +27,12 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/server/annotations"
 )
 
 // newAnnotateServer serves the real Readings of v1.30.0 (the default here)
 // and v1.36.0, where the config case's logging calls changed.
-func newAnnotateServer(t *testing.T) *httptest.Server {
+func newAnnotateServer(t *testing.T, edits ...func(*Config)) *httptest.Server {
 	t.Helper()
 	extractortest.NeedNetwork(t)
 	extractortest.Prefetch("v1.30.0", "v1.36.0")
@@ -39,7 +40,11 @@ func newAnnotateServer(t *testing.T) *httptest.Server {
 	for _, tag := range []string{"v1.30.0", "v1.36.0"} {
 		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
-	s, err := NewServer(Config{DefaultTag: "v1.30.0", CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
+	cfg := Config{DefaultTag: "v1.30.0", CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1}
+	for _, e := range edits {
+		e(&cfg)
+	}
+	s, err := NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,6 +211,52 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		waitFor(t, viewer, "the notes again", `document.querySelector('[data-annotate="config"]').value.startsWith('Pod specs') && document.querySelectorAll('.annot-comment').length === 1`)
 	})
 
+	t.Run("a comment is answered and edited; an edit crossed by another's keeps both", func(t *testing.T) {
+		card := `[...document.querySelectorAll('#case-config .annot-comment')].find(c => c.textContent.includes('the ADD log'))`
+		eval[bool](t, driver, `(() => { const b = `+card+`.querySelector('[data-annot-reply]'); b.scrollIntoView({block: 'center'}); b.click(); return true })()`)
+		typeInto(t, driver, `form.annot-reply-form textarea`, "and V(4) for RECONCILE")
+		if err := chromedp.Do(driver, chromedp.Click(`form.annot-reply-form button[type=submit]`)); err != nil {
+			t.Fatal(err)
+		}
+		reply := `[...document.querySelectorAll('#case-config .annot-comment')].find(c => c.textContent.includes('V(4) for RECONCILE'))`
+		waitFor(t, viewer, "Ann's reply under Bob's comment", `(() => { const r = `+reply+`, c = `+card+`; return !!r && r.classList.contains('annot-reply') && c.nextElementSibling === r && r.querySelector('.annot-lines').textContent === 'L`+itoa(addLine30)+`' })()`)
+
+		// Both open an edit of Bob's comment; Ann saves first.
+		open := func(p context.Context) {
+			eval[bool](t, p, `(() => { `+card+`.querySelector('[data-annot-edit]').click(); return true })()`)
+			waitFor(t, p, "the edit box", `!!`+card+`?.querySelector('form.annot-edit textarea')`)
+		}
+		open(driver)
+		open(viewer)
+		edit := func(p context.Context, text string) {
+			eval[bool](t, p, `(() => { const f = `+card+`.querySelector('form.annot-edit'); f.querySelector('textarea').value = `+jsJSON(text)+`; f.querySelector('button[type=submit]').click(); return true })()`)
+		}
+		edit(driver, "the ADD log: V(2), Ann says")
+		waitFor(t, viewer, "Ann's edit above Bob's open box, his text kept", `(() => { const c = `+card+`; const f = c?.querySelector('form.annot-edit'); return !!f && c.querySelector('.annot-comment-body').textContent.includes('Ann says') && f.querySelector('textarea').value === 'the ADD log: V(2)' && f.querySelector('.annot-form-msg').textContent.includes('Changed by Ann meanwhile') })()`)
+		edit(viewer, "the ADD log: V(2), at every ADD")
+		diag := func() {
+			for _, p := range []context.Context{driver, viewer} {
+				t.Log(eval[string](t, p, `[...document.querySelectorAll('#case-config .annot-comment')].map(c => c.className + ' :: ' + c.textContent.slice(0, 300) + ' :: ' + (c.querySelector('form.annot-edit textarea')?.value || '-')).join(' ## ') + ' TOAST ' + document.getElementById('toast')?.textContent`))
+			}
+		}
+		for deadline := time.Now().Add(10 * time.Second); !eval[bool](t, driver, `(() => { const c = `+card+`; return !!c && c.querySelector('.annot-comment-body').textContent.includes('at every ADD') && !c.querySelector('form.annot-edit') })()`); {
+			if time.Now().After(deadline) {
+				diag()
+				t.Fatal("Bob's edit not on Ann's page")
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		for _, p := range []context.Context{driver, viewer} {
+			if !eval[bool](t, p, `(() => { const c = `+card+`, r = `+reply+`; return !c.classList.contains('annot-reply') && c.nextElementSibling === r && r.classList.contains('annot-reply') })()`) {
+				t.Error("after the edit, the comment is no longer first in its thread")
+			}
+		}
+		if err := chromedp.Do(viewer, chromedp.ScrollIntoView(`#L`+itoa(addLine30))); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, viewer, "annotate-room-thread.png", false)
+	})
+
 	t.Run("a conflict is merged, not lost", func(t *testing.T) {
 		typeInto(t, driver, `[data-annot-field="sentence"] textarea`, "Each case re-reads the state.")
 		waitFor(t, viewer, "Ann's sentence", `document.querySelector('[data-annot-field="sentence"] textarea').value === 'Each case re-reads the state.'`)
@@ -225,6 +276,132 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		want := "Dana's own sentence.\n\nEach case re-reads the state. Bob adds this."
 		waitFor(t, viewer, "the merge saved", `document.querySelector('[data-annot-field="sentence"] .annot-conflict').hidden`)
 		waitFor(t, driver, "both texts on Ann's page", `document.querySelector('[data-annot-field="sentence"] textarea').value === `+jsJSON(want))
+	})
+
+	t.Run("both edit one note before either save lands: both texts survive", func(t *testing.T) {
+		const field = `[data-annot-field="case.sync"]`
+		box := func(p context.Context) string {
+			return eval[string](t, p, `document.querySelector('`+field+` textarea').value`)
+		}
+		set := func(p context.Context, text string) {
+			eval[bool](t, p, `(() => { const i = document.querySelector('`+field+` textarea'); i.focus(); i.value = `+jsJSON(text)+`; i.dispatchEvent(new Event('input')); return true })()`)
+		}
+		prompt := `!document.querySelector('` + field + ` .annot-conflict').hidden`
+		// Within the 350 ms each page waits for more typing: neither save
+		// has gone out when the other types.
+		set(driver, "Ann: the periodic sync re-queues every pod worker.")
+		set(viewer, "Bob: a safety net for missed PLEG events.")
+		var loser, winner context.Context
+		var loserText, winnerText, winnerName string
+		deadline := time.Now().Add(10 * time.Second)
+		for loser == nil && time.Now().Before(deadline) {
+			switch {
+			case eval[bool](t, driver, prompt):
+				loser, winner, loserText, winnerText, winnerName = driver, viewer, "Ann: the periodic sync re-queues every pod worker.", "Bob: a safety net for missed PLEG events.", "Bob"
+			case eval[bool](t, viewer, prompt):
+				loser, winner, loserText, winnerText, winnerName = viewer, driver, "Bob: a safety net for missed PLEG events.", "Ann: the periodic sync re-queues every pod worker.", "Ann"
+			default:
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if loser == nil {
+			t.Fatalf("no merge prompt on either page; Ann's box %q, Bob's %q", box(driver), box(viewer))
+		}
+		if eval[bool](t, winner, prompt) {
+			t.Error("both pages show the merge prompt: one of the two saves landed")
+		}
+		inPrompt := func(p context.Context, cls string) string {
+			return eval[string](t, p, `document.querySelector('`+field+` .annot-conflict .`+cls+`')?.textContent || ''`)
+		}
+		if got := inPrompt(loser, "annot-theirs"); got != winnerText {
+			t.Errorf("the prompt's other text: %q, want %q", got, winnerText)
+		}
+		if got := inPrompt(loser, "annot-mine"); got != loserText {
+			t.Errorf("the prompt's own text: %q, want %q", got, loserText)
+		}
+		if head := inPrompt(loser, "annot-conflict-head"); !strings.Contains(head, "Changed by "+winnerName+" meanwhile — merge") {
+			t.Errorf("the prompt says %q", head)
+		}
+		serverText := func() string {
+			return eval[string](t, winner, `fetch(location.pathname + '/notes').then(r => r.json()).then(b => b.views.find(v => v.id === 'case.sync').text)`)
+		}
+
+		// The loser types on with the prompt open: the prompt follows, and
+		// no auto-save overwrites the other's text (before: it did, from
+		// the other's revision, and "Keep both" merged a stale copy).
+		eval[bool](t, loser, `(() => { const i = document.querySelector('`+field+` textarea'); i.value += ' And more.'; i.dispatchEvent(new Event('input')); i.blur(); return true })()`)
+		loserText += " And more."
+		time.Sleep(1200 * time.Millisecond) // three saves' worth
+		if got := serverText(); got != winnerText {
+			t.Errorf("with the prompt open, the server's text became %q, want the other's %q kept", got, winnerText)
+		}
+		if got := inPrompt(loser, "annot-mine"); got != loserText {
+			t.Errorf("the prompt's own text after typing on: %q, want %q", got, loserText)
+		}
+
+		// The winner edits again: the loser's box keeps the unsaved text,
+		// and the prompt shows the newest other text (before: the box was
+		// replaced by it).
+		set(winner, winnerText+" Edited.")
+		winnerText += " Edited."
+		for deadline := time.Now().Add(5 * time.Second); serverText() != winnerText && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+		time.Sleep(500 * time.Millisecond) // its live event reaches the other page in milliseconds
+		if got := box(loser); got != loserText {
+			t.Errorf("a remote update replaced the unsaved box: %q, want %q", got, loserText)
+		}
+		waitFor(t, loser, "the newest other text in the prompt", `document.querySelector('`+field+` .annot-theirs')?.textContent === `+jsJSON(winnerText))
+		screenshot(t, loser, "annotate-room-conflict-live.png", false)
+
+		eval[bool](t, loser, `(() => { document.querySelector('`+field+` [data-merge="both"]').click(); return true })()`)
+		want := winnerText + "\n\n" + loserText
+		waitFor(t, loser, "the merge saved", `document.querySelector('`+field+` .annot-conflict').hidden && document.querySelector('`+field+` .annot-by')?.textContent.includes('last changed by')`)
+		waitFor(t, winner, "the merged text on the other page", `document.querySelector('`+field+` textarea').value === `+jsJSON(want))
+		if got := serverText(); got != want {
+			t.Errorf("the server's text %q, want both: %q", got, want)
+		}
+	})
+
+	t.Run("typed, then the page is left at once: the text is saved", func(t *testing.T) {
+		const text = "Housekeeping: the whole desired set, every two seconds."
+		// The page goes away in the same task as the keystroke: the
+		// 350 ms wait for more typing never ends.
+		eval[bool](t, viewer, `(() => { const i = document.querySelector('[data-annotate="housekeeping"]'); i.value = `+jsJSON(text)+`; i.dispatchEvent(new Event('input')); location.href = '/'; return true })()`)
+		waitFor(t, viewer, "the page left", `!location.pathname.startsWith('/rooms/')`)
+		waitFor(t, driver, "Bob's last words on Ann's page", `document.querySelector('[data-annotate="housekeeping"]').value === `+jsJSON(text))
+		if err := chromedp.Do(viewer, chromedp.Navigate(ts.URL+"/rooms/"+id), chromedp.WaitReady(`[data-annotate="housekeeping"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, viewer, "the text back in the room", `document.body.classList.contains('annot-live') && document.querySelector('[data-annotate="housekeeping"]').value === `+jsJSON(text))
+	})
+
+	t.Run("text typed here whose save never landed is back after a reload", func(t *testing.T) {
+		// As if the tab closed with a save in flight: the draft this
+		// browser kept. From the revision the server still has, it is
+		// saved; from an older one, the merge prompt offers both.
+		rev := func(id string) float64 {
+			return eval[float64](t, viewer, `fetch(location.pathname + '/notes').then(r => r.json()).then(b => b.views.find(v => v.id === '`+id+`').rev)`)
+		}
+		drafts := map[string]any{id: map[string]any{
+			"writer.sync":    map[string]any{"text": "the pod workers' requeue", "base": rev("writer.sync"), "at": time.Now().UnixMilli()},
+			"case.readiness": map[string]any{"text": "Bob's lost readiness note", "base": 1, "at": time.Now().UnixMilli()},
+		}}
+		code, m := notesReq(t, "PUT", ts.URL+"/rooms/"+id+"/notes/case.readiness", map[string]any{"text": "Dana's readiness note", "rev": rev("case.readiness"), "author": "Dana", "color": 5})
+		if code != 200 {
+			t.Fatalf("Dana's PUT: %d %v", code, m)
+		}
+		waitFor(t, viewer, "Dana's note on Bob's page", `document.querySelector('[data-annotate="readiness"]').value === "Dana's readiness note"`)
+		b, _ := json.Marshal(drafts)
+		eval[bool](t, viewer, `(() => { localStorage.setItem('syncloop-drafts-v1', `+jsJSON(string(b))+`); return true })()`)
+		if err := chromedp.Do(viewer, chromedp.Reload(), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, driver, "the saved draft on Ann's page", `document.querySelector('[data-annot-field="writer.sync"] input').value === "the pod workers' requeue"`)
+		waitFor(t, viewer, "the merge prompt for the other", `(() => { const f = document.querySelector('[data-annot-field="case.readiness"]'); return !f.querySelector('.annot-conflict').hidden && f.querySelector('textarea').value === "Bob's lost readiness note" && f.querySelector('.annot-theirs').textContent === "Dana's readiness note" })()`)
+		eval[bool](t, viewer, `(() => { document.querySelector('[data-annot-field="case.readiness"] [data-merge="both"]').click(); return true })()`)
+		waitFor(t, driver, "both readiness notes on Ann's page", `document.querySelector('[data-annotate="readiness"]').value === "Dana's readiness note\n\nBob's lost readiness note"`)
+		waitFor(t, viewer, "no drafts left once saved", `['', '{}'].includes(localStorage.getItem('syncloop-drafts-v1') || '')`)
 	})
 
 	t.Run("the hand-in downloads with its authors", func(t *testing.T) {
@@ -281,9 +458,66 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 	}
 
 	t.Run("quiz mode hides the site's note until mine is written", func(t *testing.T) {
+		// What the site wrote that answers the worksheet: each case's note,
+		// the two sets (their names, files and lines), the introduction.
+		secrets := eval[[]string](t, ctx, `[
+			...[...document.querySelectorAll('.seg.case .prose.note, .seg.case h3.note-title, #two-sets > h2, #two-sets .sightings a, section.intro > .prose p')].map(e => e.textContent.trim().slice(0, 60)),
+			'DesiredStateOfWorld', 'ActualStateOfWorld'].filter(s => s.length > 8)`)
+		if len(secrets) < 12 {
+			t.Fatalf("the site's answers on the page: %q", secrets)
+		}
+		visible := func() string { return eval[string](t, ctx, `document.body.innerText`) }
 		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`[data-annot-quiz]`), chromedp.Click(`[data-annot-quiz]`)); err != nil {
 			t.Fatal(err)
 		}
+		page := visible()
+		for _, s := range secrets {
+			if strings.Contains(page, s) {
+				t.Errorf("quiz mode shows the site's %q before the reader wrote theirs", s)
+			}
+		}
+		sets := `[data-annot-reveal="two-sets"]`
+		if !eval[bool](t, ctx, `document.querySelector('`+sets+`').disabled && document.querySelector('[data-annot-reveal="intro"]').disabled`) {
+			t.Error("the two sets or the introduction can be revealed before the reader wrote")
+		}
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`#two-sets`)); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, "annotate-quiz-sets-hidden.png", false)
+		typeInto(t, ctx, `[data-annot-field="set.desired"] input`, "Desired, somewhere in volumemanager")
+		if !eval[bool](t, ctx, `document.querySelector('`+sets+`').disabled`) {
+			t.Error("the two sets can be revealed with one written")
+		}
+		typeInto(t, ctx, `[data-annot-field="set.actual"] input`, "Actual, beside it")
+		waitFor(t, ctx, "the sets' reveal enabled", `!document.querySelector('`+sets+`').disabled`)
+		if err := chromedp.Do(ctx, chromedp.Click(sets)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the two sets shown", `document.body.innerText.includes('DesiredStateOfWorld') && document.body.innerText.includes('ActualStateOfWorld')`)
+		if strings.Contains(visible(), secrets[0]) {
+			t.Error("revealing the two sets showed a case's note")
+		}
+		// Before annotate.js has run on a page loaded in quiz mode (as it
+		// is while the module loads), nothing shows either.
+		if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		if !eval[bool](t, ctx, `document.documentElement.classList.contains('annot-quiz-early')`) {
+			t.Error("the page in quiz mode is not marked before it is drawn")
+		}
+		eval[bool](t, ctx, `(() => { document.body.classList.remove('annot-on', 'annot-quiz'); document.getElementById('your-worksheet').remove(); for (const e of document.querySelectorAll('.annot-revealed')) e.classList.remove('annot-revealed'); return true })()`)
+		page = visible()
+		for _, s := range secrets {
+			if strings.Contains(page, s) {
+				t.Errorf("before annotate.js ran, quiz mode shows the site's %q", s)
+			}
+		}
+		if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the notes back", `document.querySelector('[data-annotate="set.desired"], [data-annot-field="set.desired"] input').value !== ''`)
+		// Empty again, for the tests below.
+		eval[bool](t, ctx, `(() => { for (const i of document.querySelectorAll('[data-annot-field^="set."] input')) { i.value = ''; i.dispatchEvent(new Event('input')); i.blur() } return true })()`)
 		if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('#case-config .prose.note')).display === 'none'`) {
 			t.Error("quiz mode shows the site's note")
 		}
@@ -303,6 +537,9 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 			t.Fatal(err)
 		}
 		screenshot(t, ctx, "annotate-quiz-revealed.png", false)
+		if eval[bool](t, ctx, `!!document.querySelector('[data-annot-field="case.config"] .annot-check.empty')`) {
+			t.Error(`a written note says "still empty"`)
+		}
 		if !eval[bool](t, ctx, `getComputedStyle(document.querySelector('#case-pleg .prose.note')).display === 'none'`) {
 			t.Error("revealing config showed pleg's note")
 		}
@@ -323,6 +560,18 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 		screenshot(t, ctx, "annotate-alone-v1.36.0.png", false)
 	})
 
+	t.Run("typed, then the page is left at once: the text is kept", func(t *testing.T) {
+		const text = "Startup probes: the startup manager's updates."
+		// The page goes away in the same task as the keystroke: the
+		// 350 ms wait for more typing never ends.
+		eval[bool](t, ctx, `(() => { const i = document.querySelector('[data-annotate="startup"]'); i.value = `+jsJSON(text)+`; i.dispatchEvent(new Event('input')); location.href = '/k8s/v1.30.0/'; return true })()`)
+		waitFor(t, ctx, "the other page", `location.pathname === '/k8s/v1.30.0/'`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/v1.36.0/"), chromedp.WaitReady(`[data-annotate="startup"]`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the text kept", `document.querySelector('[data-annotate="startup"]').value === `+jsJSON(text))
+	})
+
 	t.Run("screens", func(t *testing.T) {
 		for _, sc := range []struct {
 			name          string
@@ -331,6 +580,8 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 		}{
 			{"annotate-1440-light.png", 1440, 900, false},
 			{"annotate-1440-dark.png", 1440, 900, true},
+			{"annotate-1024-light.png", 1024, 768, false},
+			{"annotate-1024-dark.png", 1024, 768, true},
 			{"annotate-390-light.png", 390, 844, false},
 			{"annotate-390-dark.png", 390, 844, true},
 		} {
@@ -392,5 +643,80 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 			t.Errorf("the downloaded worksheet: %q", got)
 		}
 	})
+	t.Run("a comment sits level with its line", func(t *testing.T) {
+		const line = addLine36 + 19 // near the end of the config case at v1.36.0
+		commentOn(t, ctx, line, line, "the last ADD-path line")
+		level := `(() => { const c = [...document.querySelectorAll('#case-config .annot-comment')].find(c => c.textContent.includes('the last ADD-path line')); return Math.round(c.getBoundingClientRect().top - document.getElementById('L` + itoa(line) + `').getBoundingClientRect().top) })()`
+		waitFor(t, ctx, "the comment level with L"+itoa(line), `Math.abs(`+level+`) <= 2`)
+		// The earlier comment, on L2709, stays where it was, above.
+		if !eval[bool](t, ctx, `(() => { const cs = [...document.querySelectorAll('#case-config .annot-comment')]; return cs.length === 2 && cs[0].textContent.includes('klog here') })()`) {
+			t.Error("the comments are not in line order")
+		}
+		// An edit of my own comment, kept in this browser.
+		eval[bool](t, ctx, `(() => { [...document.querySelectorAll('#case-config .annot-comment')].find(c => c.textContent.includes('klog here')).querySelector('[data-annot-edit]').click(); return true })()`)
+		eval[bool](t, ctx, `(() => { const f = document.querySelector('form.annot-edit'); f.querySelector('textarea').value = 'klog here, then logger'; f.querySelector('button[type=submit]').click(); return true })()`)
+		waitFor(t, ctx, "the edit kept", `JSON.parse(localStorage.getItem('syncloop-notes-v1')) && Object.values(JSON.parse(localStorage.getItem('syncloop-notes-v1'))).some(n => n.text === 'klog here, then logger') && [...document.querySelectorAll('.annot-comment-body')].some(b => b.textContent.includes('then logger'))`)
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`#L`+itoa(line))); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, "annotate-comment-level.png", false)
+	})
 	watch.check(t)
+}
+
+// TestBrowserAnnotateRoomEnds: a page open on a room that ends with nothing
+// written in it turns read-only and says so (before: no note was purged, so
+// no event told it, and its writes went on failing unseen).
+func TestBrowserAnnotateRoomEnds(t *testing.T) {
+	ts := newAnnotateServer(t, func(c *Config) {
+		c.RoomTTL = 3 * time.Second
+		c.notesTune = func(h *annotations.HTTPConfig) { h.RoomCheck = 200 * time.Millisecond }
+	})
+	ctx := newBrowser(t)
+	if err := chromedp.Do(ctx, enableNetwork, chromedp.Navigate(ts.URL+"/k8s/v1.30.0/"), chromedp.WaitReady(`form.pair-start button`), chromedp.Click("form.pair-start button")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the notes live", `document.body.classList.contains('annot-live')`)
+	if n := eval[int](t, ctx, `fetch(location.pathname + '/notes').then(r => r.json()).then(b => b.views.filter(v => v.rev).length)`); n != 0 {
+		t.Fatalf("%d notes written, want none", n)
+	}
+	start := time.Now()
+	deadline := start.Add(15 * time.Second)
+	for !eval[bool](t, ctx, `!!document.querySelector('[data-annot-ended]')`) {
+		if time.Now().After(deadline) {
+			t.Fatal("the page of an ended room still takes notes")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("read-only %v after the room's TTL began", time.Since(start).Round(100*time.Millisecond))
+	for _, js := range []string{
+		`document.querySelector('[data-annot-ended]').textContent.startsWith('This room has ended; notes are read-only')`,
+		`document.querySelector('[data-annot-ended]').getBoundingClientRect().height > 0`,
+		`[...document.querySelectorAll('.annot-input')].every(i => i.readOnly)`,
+		`document.querySelector('.annot-bar').hidden || getComputedStyle(document.querySelector('.annot-bar')).display === 'none'`,
+	} {
+		if !eval[bool](t, ctx, js) {
+			t.Errorf("%s is false", js)
+		}
+	}
+	// The room's worksheet went with it: the download is built from what
+	// the page holds.
+	dir := t.TempDir()
+	allowDownloads(t, ctx, dir)
+	eval[bool](t, ctx, `(() => { document.querySelector('[data-annot-export]').click(); return true })()`)
+	var md []byte
+	for deadline := time.Now().Add(10 * time.Second); len(md) == 0 && time.Now().Before(deadline); {
+		if files, _ := filepath.Glob(filepath.Join(dir, "*.md")); len(files) == 1 {
+			md, _ = os.ReadFile(files[0])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(string(md), "# syncloop worksheet") {
+		t.Errorf("the ended room's download: %q", md)
+	}
+	eval[bool](t, ctx, `(() => { const m = document.querySelector('[data-room-more][aria-expanded="true"]'); if (m) m.click(); document.querySelector('#case-config').scrollIntoView(); scrollBy(0, -120); return true })()`)
+	if !eval[bool](t, ctx, `(() => { const b = document.querySelector('[data-annot-ended]').getBoundingClientRect(); return b.top >= 0 && b.bottom < innerHeight })()`) {
+		t.Error("scrolled down, the page no longer says the room has ended")
+	}
+	screenshot(t, ctx, "annotate-room-ended.png", false)
 }

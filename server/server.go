@@ -99,6 +99,8 @@ type Config struct {
 	// roomsTune lets tests change the rooms' own settings (their rates,
 	// the wheel's grace) before they start.
 	roomsTune func(*rooms.ServiceConfig)
+	// notesTune lets tests change the notes' handlers' settings.
+	notesTune func(*annotations.HTTPConfig)
 }
 
 // Server is the whole site as an http.Handler: the composition root of the
@@ -242,7 +244,7 @@ func (s *Server) openNotes() error {
 		return err
 	}
 	s.closeNotes = st.Close
-	s.notes = annotations.NewHandlers(annotations.HTTPConfig{
+	hc := annotations.HTTPConfig{
 		Store: st,
 		Room: func(id string) (string, error) {
 			room, err := s.rooms.Get(id)
@@ -264,6 +266,10 @@ func (s *Server) openNotes() error {
 		SameOrigin: sameOrigin,
 		ClientIP:   func(r *http.Request) string { return clients.Addr(r, s.cfg.TrustedProxies) },
 		Logger:     s.log,
-	})
+	}
+	if s.cfg.notesTune != nil {
+		s.cfg.notesTune(&hc)
+	}
+	s.notes = annotations.NewHandlers(hc)
 	return nil
 }

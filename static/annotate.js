@@ -28,7 +28,12 @@ const SAVE_DELAY = 350; // ms after the last keystroke; a peer sees it well with
 const STORE_KEY = 'syncloop-notes-v1';
 
 const notes = new Map(); // id → view {id, text, rev, author, color, quote, html, checks, anchor, prev}
-const editors = new Map(); // id → {input, base, dirty, timer, saving, conflict}
+// id → the editor of a note: its elements, and where its text stands:
+// base, the revision it was last in step with; synced, the text the server
+// holds at base (the box holds unsaved text when it differs); saving, a
+// write on its way; pending, another's change that came meanwhile; theirs,
+// the other's version while the merge prompt is open.
+const editors = new Map();
 let readOnly = false;
 
 // --- small helpers ---
@@ -41,6 +46,38 @@ function me() {
 function when(iso) {
 	const d = new Date(iso);
 	return isNaN(d) || d.getFullYear() < 2000 ? '' : d.toLocaleString();
+}
+function unsaved(ed) {
+	return ed.input.value !== ed.synced;
+}
+
+// --- drafts: a room's unsaved text, kept in this browser until it is saved ---
+// The tab may close before a write lands (or while a merge waits): the
+// text is then still here when the reader comes back to the room.
+const DRAFTS_KEY = 'syncloop-drafts-v1';
+function drafts() {
+	try {
+		const all = JSON.parse(stored(DRAFTS_KEY, '{}'));
+		return all && typeof all === 'object' ? all : {};
+	} catch {
+		return {};
+	}
+}
+function setDraft(id, text, base) {
+	const all = drafts();
+	const week = Date.now() - 7 * 864e5;
+	for (const [r, ds] of Object.entries(all)) {
+		for (const [k, d] of Object.entries(ds)) if (!(d.at > week)) delete ds[k];
+		if (!Object.keys(ds).length) delete all[r];
+	}
+	const mine = (all[roomID] ||= {});
+	if (text === null) delete mine[id];
+	else mine[id] = { text, base, at: Date.now() };
+	if (!Object.keys(mine).length) delete all[roomID];
+	store(DRAFTS_KEY, JSON.stringify(all));
+}
+function draftOf(id) {
+	return drafts()[roomID]?.[id] || null;
 }
 
 // --- the editors --------------------------------------------------------------
@@ -71,20 +108,28 @@ function field(id, { label, multiline = true, placeholder = '', attr = null }) {
 	conflict.setAttribute('role', 'alert');
 	const paper = el('div', 'annot-print-text'); // the text on paper (annotate.css)
 	box.append(lab, view, paper, conflict, checks, by);
-	const ed = { input, view, paper, by, checks, conflict, box, base: 0, dirty: false, timer: 0, saving: false };
+	const ed = { input, view, paper, by, checks, conflict, box, label: span, base: 0, synced: '', timer: 0, saving: false, pending: null, theirs: null };
 	editors.set(id, ed);
 	input.addEventListener('input', () => {
-		ed.dirty = true;
 		paper.textContent = input.value;
 		// "still empty" is stale from the first letter; the source's other
 		// checks come back with the save.
 		for (const li of checks.querySelectorAll('.empty')) if (input.value.trim()) li.remove();
-		clearTimeout(ed.timer);
-		ed.timer = setTimeout(() => save(id), SAVE_DELAY);
 		if (id.startsWith('case.')) quizState(id.slice(5));
+		sheetQuizState();
+		clearTimeout(ed.timer);
+		if (roomID) setDraft(id, input.value, ed.base);
+		if (ed.theirs) {
+			// The merge prompt is open: it shows this text as it is typed,
+			// and nothing is saved until the reader chooses.
+			const m = conflict.querySelector('.annot-mine');
+			if (m) m.textContent = input.value || '(empty)';
+			return;
+		}
+		ed.timer = setTimeout(() => save(id), SAVE_DELAY);
 	});
 	input.addEventListener('blur', () => {
-		if (ed.dirty) {
+		if (unsaved(ed) && !ed.theirs) {
 			clearTimeout(ed.timer);
 			save(id);
 		}
@@ -92,34 +137,77 @@ function field(id, { label, multiline = true, placeholder = '', attr = null }) {
 	return box;
 }
 
-// show puts a note's view into its editor, unless the reader is typing in
-// it (their text wins on their page; the save that follows will be
-// compared with what came in).
+// show puts a note's view into its editor, unless the editor holds text
+// the reader has not saved (or is saving, or merging): their text is never
+// replaced; what came in meets it at the save, or in the merge prompt.
 function show(v) {
-	notes.set(v.id, v);
 	if (v.id.startsWith('comment.')) {
+		// A write's answer can come after the live event of a later write:
+		// the older version does not replace the newer.
+		if ((notes.get(v.id)?.rev || 0) > (v.rev || 0)) return;
+		notes.set(v.id, v);
 		placeComment(v);
 		return;
 	}
+	notes.set(v.id, v);
 	const ed = editors.get(v.id);
 	if (!ed) return;
-	if (!ed.dirty && !ed.saving) {
-		if (ed.input.value !== v.text) ed.input.value = v.text || '';
+	if (!unsaved(ed) && !ed.saving && !ed.theirs) {
+		if (ed.input.value !== (v.text || '')) ed.input.value = v.text || '';
+		ed.synced = ed.input.value;
 		ed.base = v.rev || 0;
 	}
 	ed.paper.textContent = ed.input.value;
 	ed.view.replaceChildren();
 	ed.view.hidden = true;
-	if (v.html && v.text) {
+	if (v.html && v.text && ed.input.value === v.text) {
 		// Safe-mode Markdown from the server: no raw HTML, no javascript:
 		// links. Shown under the box only when it formats something: plain
 		// paragraphs would only repeat the box.
 		ed.view.innerHTML = v.html;
 		ed.view.hidden = !ed.view.querySelector(':not(p)');
 	}
-	showBy(ed.by, v);
-	showChecks(ed.checks, v.checks);
+	if (!ed.theirs) showBy(ed.by, v);
+	// Checks of an older text: "still empty" is wrong once the box is not.
+	showChecks(ed.checks, ed.input.value.trim() ? (v.checks || []).filter((c) => c.level !== 'empty') : v.checks);
 	if (v.id.startsWith('case.')) quizState(v.id.slice(5));
+	sheetQuizState();
+}
+
+// remote takes another reader's version of a note (a live event, or a
+// snapshot after a reconnect) into its editor.
+function remote(v) {
+	const ed = editors.get(v.id);
+	if (!ed) {
+		show(v);
+		return;
+	}
+	if ((v.rev || 0) <= ed.base) {
+		// Our own write coming back, older news, or a note not yet written.
+		if (!unsaved(ed) && !ed.saving && !ed.theirs) show(v);
+		else notes.set(v.id, v);
+		return;
+	}
+	if (ed.saving) {
+		ed.pending = v; // the write will meet it, or it came after the write
+		notes.set(v.id, v);
+		return;
+	}
+	if (ed.theirs) {
+		conflict(v.id, v); // the prompt shows their newest text
+		return;
+	}
+	if (!unsaved(ed) || ed.input.value === (v.text || '')) {
+		clearTimeout(ed.timer);
+		if (ed.input.value !== (v.text || '')) ed.input.value = v.text || '';
+		ed.synced = ed.input.value;
+		ed.base = v.rev || 0;
+		if (roomID) setDraft(v.id, null);
+		show(v);
+		return;
+	}
+	// The reader has unsaved text here, and someone else changed the note.
+	conflict(v.id, v);
 }
 
 function showBy(p, v) {
@@ -162,21 +250,34 @@ function localNotes() {
 	}
 }
 
-async function save(id) {
+// save writes a note's text: to this browser alone, or to the room,
+// compare-and-set from the revision the editor is in step with. keepalive
+// lets the write outlive the page (pagehide).
+async function save(id, keepalive = false) {
 	const ed = editors.get(id);
+	if (ed?.theirs) return; // never while the merge prompt is open
 	const text = ed ? ed.input.value : notes.get(id)?.text || '';
-	if (ed) ed.dirty = false;
 	if (!roomID) {
 		const all = localNotes();
 		const prev = all[id];
 		if (text === '' && !id.startsWith('comment.')) delete all[id];
 		else all[id] = { ...prev, id, text, author: me().author, at: new Date().toISOString() };
 		store(STORE_KEY, JSON.stringify(all));
+		if (ed) ed.synced = text;
 		renderLocalSoon();
 		return;
 	}
 	if (readOnly) return;
-	if (ed) ed.saving = true;
+	if (ed?.saving) {
+		// One write at a time: the next goes from the revision this one makes.
+		clearTimeout(ed.timer);
+		ed.timer = setTimeout(() => save(id), SAVE_DELAY);
+		return;
+	}
+	if (ed) {
+		clearTimeout(ed.timer);
+		ed.saving = true;
+	}
 	const { author, color } = me();
 	const base = ed ? ed.base : notes.get(id)?.rev || 0;
 	let resp;
@@ -185,34 +286,41 @@ async function save(id) {
 			method: 'PUT',
 			headers: { 'Content-Type': 'application/json' },
 			body: JSON.stringify({ text, rev: base, author, color }),
+			keepalive,
 		});
 	} catch {
 		if (ed) {
 			ed.saving = false;
-			ed.dirty = true;
 			ed.timer = setTimeout(() => save(id), 2000);
 		}
 		status('Offline: your text is kept here and sent when the server answers.');
 		return;
 	}
-	if (ed) ed.saving = false;
 	const body = await resp.json().catch(() => ({}));
+	if (ed) ed.saving = false;
+	const pending = ed?.pending;
+	if (ed) ed.pending = null;
 	if (resp.ok && body.conflict && body.current && ed) {
-		conflict(id, text, body.current, body.error);
+		conflict(id, body.current, body.error);
 		return;
 	}
 	if (resp.ok) {
-		if (ed) ed.base = body.rev;
-		if (ed && ed.input.value !== text) {
-			// typed on while it was saved: save again from the new revision
-			ed.dirty = true;
-			clearTimeout(ed.timer);
-			ed.timer = setTimeout(() => save(id), SAVE_DELAY);
-			notes.set(id, body);
+		if (!ed) {
+			show(body);
 			return;
 		}
-		show(body);
+		ed.base = body.rev;
+		ed.synced = text;
 		status('');
+		if (ed.input.value !== text) {
+			// typed on while it was saved: save again from the new revision
+			notes.set(id, body);
+			ed.timer = setTimeout(() => save(id), SAVE_DELAY);
+		} else {
+			setDraft(id, null);
+			show(body);
+		}
+		if (pending && pending.rev > ed.base) remote(pending); // written after ours
 		return;
 	}
 	if (resp.status === 410) {
@@ -220,62 +328,133 @@ async function save(id) {
 		return;
 	}
 	if ((resp.status === 429 || resp.status === 503) && ed) {
-		ed.dirty = true;
 		ed.timer = setTimeout(() => save(id), 2000);
 		return;
 	}
 	status(body.error || 'Could not save: ' + resp.status);
-	if (ed) ed.dirty = true;
 }
 
-// conflict shows both texts: the reader decides, nothing is dropped.
-function conflict(id, mine, theirs, msg) {
+// conflict opens (or brings up to date) the merge prompt of note id: the
+// other's version beside the reader's own text, which stays in the box and
+// is followed as it is typed. Nothing is saved until the reader chooses,
+// and the choice is saved compare-and-set from their version: a third
+// change meanwhile brings the prompt back.
+function conflict(id, theirs, msg) {
 	const ed = editors.get(id);
-	ed.base = theirs.rev;
+	if (!ed) return;
 	notes.set(id, theirs);
+	ed.base = theirs.rev || 0;
+	clearTimeout(ed.timer);
+	const t = theirs.text || '';
+	if (ed.input.value === t) {
+		// The same text: nothing to merge.
+		ed.theirs = null;
+		ed.synced = t;
+		ed.conflict.hidden = true;
+		ed.conflict.replaceChildren();
+		if (roomID) setDraft(id, null);
+		show(theirs);
+		return;
+	}
+	const first = !ed.theirs;
+	ed.theirs = theirs;
+	if (roomID) setDraft(id, ed.input.value, ed.base);
 	showBy(ed.by, theirs);
 	const c = ed.conflict;
 	c.replaceChildren();
 	c.hidden = false;
-	const who = el('strong', 'annot-author rc-' + ((theirs.color || 0) % COLORS), theirs.author || 'someone');
-	c.append(el('p', 'annot-conflict-head'));
-	c.firstChild.append('Changed by ', who, ' meanwhile — merge: their text is below, yours stays in the box.');
-	c.append(el('pre', 'annot-theirs', theirs.text || '(they emptied it)'));
+	const who = () => el('strong', 'annot-author rc-' + ((theirs.color || 0) % COLORS), theirs.author || 'someone');
+	const head = el('p', 'annot-conflict-head');
+	head.append('Changed by ', who(), ' meanwhile — merge. Nothing is saved until you choose.');
+	const cols = el('div', 'annot-conflict-texts');
+	const th = el('div', 'annot-conflict-text');
+	const thHead = el('p', 'annot-conflict-who');
+	thHead.append('Theirs (', who(), ')');
+	th.append(thHead, el('pre', 'annot-theirs', t || '(they emptied it)'));
+	const mi = el('div', 'annot-conflict-text');
+	mi.append(el('p', 'annot-conflict-who', 'Yours (the box above, not saved)'), el('pre', 'annot-mine', ed.input.value || '(empty)'));
+	cols.append(th, mi);
 	const row = el('p', 'annot-conflict-actions');
-	const both = el('button', '', 'Keep both');
-	both.type = 'button';
-	both.dataset.merge = 'both';
-	const mineB = el('button', '', 'Keep mine');
-	mineB.type = 'button';
-	mineB.dataset.merge = 'mine';
-	const theirsB = el('button', '', 'Take theirs');
-	theirsB.type = 'button';
-	theirsB.dataset.merge = 'theirs';
-	row.append(both, mineB, theirsB);
-	c.append(row);
+	for (const [k, label] of [
+		['both', 'Keep both'],
+		['mine', 'Keep mine'],
+		['theirs', 'Take theirs'],
+	]) {
+		const b = el('button', '', label);
+		b.type = 'button';
+		b.dataset.merge = k;
+		row.append(b);
+	}
+	c.append(head, cols, row);
 	row.addEventListener('click', (ev) => {
 		const b = ev.target.closest('button');
-		if (!b) return;
-		const t = theirs.text || '';
-		if (b.dataset.merge === 'both') ed.input.value = t && mine !== t ? t + '\n\n' + mine : mine;
+		if (!b || ed.theirs !== theirs) return;
+		const mine = ed.input.value; // as it is now, not as it was
+		if (b.dataset.merge === 'both') ed.input.value = !t || mine === t ? mine || t : !mine ? t : t + '\n\n' + mine;
 		else if (b.dataset.merge === 'theirs') ed.input.value = t;
-		else ed.input.value = mine;
 		ed.paper.textContent = ed.input.value;
+		ed.theirs = null;
 		c.hidden = true;
 		c.replaceChildren();
 		if (b.dataset.merge === 'theirs') {
-			ed.dirty = false;
+			ed.synced = t;
+			if (roomID) setDraft(id, null);
 			show(theirs);
-		} else save(id);
+		} else {
+			ed.synced = t; // in step with theirs: the save replaces it
+			if (roomID) setDraft(id, ed.input.value, ed.base);
+			save(id);
+		}
 	});
-	announce(msg || 'Changed meanwhile', 2600);
+	if (first) announce(msg || `Changed by ${theirs.author || 'someone'} meanwhile`, 2600);
+}
+
+// flush saves what is typed and not yet saved, now: the page is going
+// away (pagehide), or out of sight (and may be closed unseen). In a room
+// the write is made keepalive, so that it outlives the page; its draft
+// stays in this browser in case it does not land.
+function flush() {
+	for (const [id, ed] of editors) {
+		if (ed.theirs || !unsaved(ed)) continue;
+		clearTimeout(ed.timer);
+		if (!ed.saving) save(id, true);
+	}
 }
 
 function goReadOnly(msg) {
+	if (readOnly) return;
 	readOnly = true;
 	document.body.classList.add('annot-readonly');
-	for (const ed of editors.values()) ed.input.readOnly = true;
-	status(msg || 'This room expired: what you see is read-only.');
+	for (const ed of editors.values()) {
+		ed.input.readOnly = true;
+		clearTimeout(ed.timer);
+	}
+	for (const f of document.querySelectorAll('form.annot-new')) f.remove();
+	updateBar();
+	const text = 'This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows.';
+	// The room's worksheet is gone with it: the download is made from
+	// what this page holds.
+	const dl = document.querySelector('[data-annot-export]');
+	if (dl && roomID) {
+		dl.removeAttribute('href');
+		dl.setAttribute('role', 'button');
+		dl.tabIndex = 0;
+		dl.addEventListener('click', (ev) => {
+			ev.preventDefault();
+			const list = [...notes.values()].filter((v) => v.text).map(({ id, text, author, quote, at }) => ({ id, text, author, quote, at }));
+			for (const [id, ed] of editors) {
+				const i = list.findIndex((v) => v.id === id);
+				if (ed.input.value && i < 0) list.push({ id, text: ed.input.value, author: me().author });
+				else if (i >= 0) list[i].text = ed.input.value || list[i].text;
+			}
+			exportLocal(list, `syncloop-worksheet-${tag}-room-${roomID.slice(0, 6)}.md`);
+		});
+	}
+	status(msg && !/^this room expired/i.test(msg) ? msg : text);
+	const banner = el('p', 'annot-ended', text);
+	banner.dataset.annotEnded = '';
+	banner.setAttribute('role', 'status');
+	document.querySelector('article.text')?.prepend(banner);
 	if (events) events.close();
 }
 
@@ -320,6 +499,7 @@ async function renderLocal() {
 // --- in a room: live ----------------------------------------------------------
 
 let events = null;
+let snapshotted = false; // the first snapshot restores this browser's drafts
 function connectRoom() {
 	events = new EventSource(`/rooms/${roomID}/notes/events?tag=${encodeURIComponent(tag)}`);
 	events.addEventListener('snapshot', (ev) => {
@@ -327,8 +507,24 @@ function connectRoom() {
 		const seen = new Set();
 		for (const v of body.views || []) {
 			seen.add(v.id);
-			show(v);
+			const ed = editors.get(v.id);
+			const d = !snapshotted && ed && draftOf(v.id);
+			if (d && d.text !== (v.text || '')) {
+				// Text typed here last time and not known to have landed.
+				ed.input.value = d.text;
+				ed.paper.textContent = d.text;
+				if ((v.rev || 0) === d.base) {
+					ed.synced = v.text || '';
+					ed.base = v.rev || 0;
+					show(v);
+					ed.timer = setTimeout(() => save(v.id), SAVE_DELAY);
+				} else conflict(v.id, v);
+				continue;
+			}
+			if (d) setDraft(v.id, null);
+			remote(v);
 		}
+		snapshotted = true;
 		for (const id of [...notes.keys()]) {
 			if (!seen.has(id) && id.startsWith('comment.')) removeComment(id);
 		}
@@ -340,14 +536,7 @@ function connectRoom() {
 			removeComment(v.id);
 			return;
 		}
-		const ed = editors.get(v.id);
-		if (ed && (ed.dirty || ed.saving) && v.rev !== ed.base && v.text !== ed.input.value) {
-			// Someone else's change while this reader types: keep typing;
-			// their save will meet the conflict and offer the merge.
-			notes.set(v.id, v);
-			return;
-		}
-		show(v);
+		remote(v);
 	});
 	events.addEventListener('expired', (ev) => {
 		goReadOnly(JSON.parse(ev.data || '{}').error);
@@ -387,6 +576,7 @@ function marginFor(n) {
 			else m.append(list);
 		}
 		seg.classList.add('has-comments');
+		if (sizes) for (const e of seg.querySelectorAll(':scope > pre.code, :scope > .margin > .annot-case')) sizes.observe(e);
 		return list;
 	}
 	const helper = line.closest('details.helper');
@@ -408,10 +598,20 @@ function removeComment(id) {
 }
 
 function placeComment(v) {
-	for (const c of document.querySelectorAll('[data-comment]')) if (c.dataset.comment === v.id) c.remove();
+	let editing = null; // an edit open on this comment stays open, text and all
+	for (const c of document.querySelectorAll('[data-comment]')) {
+		if (c.dataset.comment !== v.id) continue;
+		editing ||= c.querySelector(':scope > form.annot-edit');
+		c.remove();
+	}
 	const a = v.anchor || { status: 'orphan' };
 	const card = el('article', 'annot-comment ' + a.status);
 	card.dataset.comment = v.id;
+	if (a.status !== 'orphan') {
+		card.dataset.start = a.start;
+		card.dataset.end = a.end;
+	}
+	card.dataset.at = v.created || v.at || ''; // a thread is in the order written, not edited
 	const head = el('p', 'annot-comment-head');
 	const q = v.quote || {};
 	if (a.status !== 'orphan') {
@@ -427,11 +627,19 @@ function placeComment(v) {
 	}[a.status];
 	if (badge) head.append(' ', el('span', 'annot-badge ' + a.status, badge));
 	if (v.author && roomID) head.append(' ', el('span', 'annot-author rc-' + ((v.color || 0) % COLORS), v.author));
-	const del = el('button', 'annot-del', 'delete');
-	del.type = 'button';
-	del.title = 'Delete this comment';
-	del.addEventListener('click', () => deleteComment(v.id));
-	head.append(' ', del);
+	const acts = el('span', 'annot-comment-acts');
+	const button = (label, title, fn, data) => {
+		const b = el('button', 'annot-act', label);
+		b.type = 'button';
+		b.title = title;
+		b.dataset[data] = '';
+		b.addEventListener('click', fn);
+		acts.append(b);
+	};
+	if (a.status !== 'orphan') button('reply', 'Reply: a comment on the same lines', () => replyTo(card, a), 'annotReply');
+	button('edit', 'Edit this comment', () => editComment(card, v.id), 'annotEdit');
+	button('delete', 'Delete this comment', () => deleteComment(v.id), 'annotDelete');
+	head.append(' ', acts);
 	card.append(head);
 	if (a.status === 'changed' || a.status === 'orphan') {
 		const was = el('pre', 'annot-quote', dedent(q.exact || ''));
@@ -441,12 +649,203 @@ function placeComment(v) {
 	const body = el('div', 'annot-comment-body prose');
 	body.innerHTML = v.html || ''; // safe-mode Markdown from the server
 	card.append(body);
+	if (editing) {
+		card.append(editing);
+		if (Number(editing.dataset.rev) !== (v.rev || 0)) editChanged(editing, v);
+	}
 	const list = a.status === 'orphan' ? document.querySelector('[data-annot-orphans]') : marginFor(a.start);
-	(list || document.querySelector('[data-annot-orphans]'))?.append(card);
+	const into = list || document.querySelector('[data-annot-orphans]');
+	if (into) {
+		// In line order; on the same lines, a thread in the order written.
+		const key = (c) => [Number(c.dataset.start || 1e9), c.dataset.at || ''];
+		const [ks, kt] = key(card);
+		const next = [...into.querySelectorAll(':scope > .annot-comment')].find((c) => {
+			const [s2, t2] = key(c);
+			return s2 > ks || (s2 === ks && t2 > kt);
+		});
+		into.insertBefore(card, next || into.querySelector(':scope > form.annot-new'));
+		threads(into);
+	}
 	const orphans = document.querySelector('[data-annot-orphans]');
 	if (orphans) orphans.closest('.annot-orphans').hidden = !orphans.children.length;
 	markLines();
+	alignSoon();
 }
+
+// threads marks the comments that answer the one before them: on the
+// same lines.
+function threads(list) {
+	let prev = null;
+	for (const c of list.querySelectorAll(':scope > .annot-comment')) {
+		const reply = !!prev && !!c.dataset.start && prev.dataset.start === c.dataset.start && prev.dataset.end === c.dataset.end;
+		c.classList.toggle('annot-reply', reply);
+		prev = c;
+	}
+}
+
+// commentForm is the box a comment is written in: a new one, a reply, an edit.
+function commentForm(cls, label, text, submit, onCancel) {
+	const form = el('form', cls);
+	const lab = el('label', 'annot-label');
+	lab.append(el('span', 'annot-label-text', label));
+	const ta = el('textarea', 'annot-input');
+	ta.rows = 3;
+	ta.maxLength = 8192;
+	ta.value = text;
+	lab.append(ta);
+	const msg = el('p', 'annot-form-msg');
+	msg.hidden = true;
+	msg.setAttribute('role', 'alert');
+	const ok = el('button', '', submit);
+	ok.type = 'submit';
+	const cancel = el('button', '', 'Cancel');
+	cancel.type = 'button';
+	const row = el('p', 'annot-conflict-actions');
+	row.append(ok, cancel);
+	form.append(lab, msg, row);
+	cancel.addEventListener('click', () => {
+		form.remove();
+		onCancel?.();
+		updateBar();
+		alignSoon();
+	});
+	return { form, ta, ok, msg };
+}
+
+function replyTo(card, a) {
+	if (readOnly || card.parentElement?.querySelector(':scope > form.annot-new')) return;
+	const s = { lo: a.start, hi: a.end };
+	const { form, ta, ok } = commentForm('annot-new annot-reply-form', s.lo === s.hi ? `Your reply on line ${s.lo}` : `Your reply on lines ${s.lo}–${s.hi}`, '', 'Reply');
+	form.dataset.start = a.start;
+	// After the thread it answers.
+	let last = card;
+	while (last.nextElementSibling?.classList.contains('annot-reply')) last = last.nextElementSibling;
+	last.after(form);
+	ta.focus();
+	updateBar();
+	alignSoon();
+	form.addEventListener('submit', async (ev) => {
+		ev.preventDefault();
+		const text = ta.value.trim();
+		if (!text) return;
+		ok.disabled = true;
+		if (await addComment(newID(), text, s)) {
+			form.remove();
+			updateBar();
+		} else ok.disabled = false;
+	});
+}
+
+// editComment opens the comment's text for editing, under it. The edit is
+// saved compare-and-set: a change by someone else meanwhile is shown
+// above, and the reader's text stays in the box until they save again.
+function editComment(card, id) {
+	const v = notes.get(id);
+	if (!v || readOnly || card.querySelector(':scope > form.annot-edit')) return;
+	const { form, ta, ok } = commentForm('annot-edit', 'Edit your comment', v.text || '', 'Save');
+	form.dataset.rev = v.rev || 0;
+	card.append(form);
+	ta.focus();
+	alignSoon();
+	form.addEventListener('submit', async (ev) => {
+		ev.preventDefault();
+		const text = ta.value.trim();
+		if (!text) return;
+		ok.disabled = true;
+		const done = await saveComment(id, text, Number(form.dataset.rev), form);
+		ok.disabled = false;
+		if (done) {
+			form.remove();
+			alignSoon();
+		}
+	});
+}
+
+// editChanged says, in an open edit, that the comment changed meanwhile.
+function editChanged(form, cur) {
+	form.dataset.rev = cur.rev || 0;
+	const msg = form.querySelector('.annot-form-msg');
+	msg.replaceChildren('Changed by ', el('strong', 'annot-author rc-' + ((cur.color || 0) % COLORS), cur.author || 'someone'), ' meanwhile: their text is above, yours stays here. Save to replace theirs with yours.');
+	msg.hidden = false;
+}
+
+// putNote writes a comment to the room, waiting out the write limit (a
+// burst of saves) a few times rather than failing a reader's click; null
+// when the server cannot be reached.
+async function putNote(id, body) {
+	for (let i = 0; ; i++) {
+		const resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
+			method: 'PUT',
+			headers: { 'Content-Type': 'application/json' },
+			body: JSON.stringify(body),
+		}).catch(() => null);
+		if (!resp || (resp.status !== 429 && resp.status !== 503) || i === 4) return resp;
+		await new Promise((r) => setTimeout(r, 1000 * (Number(resp.headers.get('Retry-After')) || 2)));
+	}
+}
+
+async function saveComment(id, text, rev, form) {
+	if (!roomID) {
+		const all = localNotes();
+		if (!all[id]) return true;
+		all[id] = { ...all[id], text, created: all[id].created || all[id].at, at: new Date().toISOString() };
+		store(STORE_KEY, JSON.stringify(all));
+		renderLocalSoon();
+		return true;
+	}
+	const { author, color } = me();
+	const resp = await putNote(id, { text, rev, author, color });
+	if (!resp) {
+		announce('Offline: your text stays in the box');
+		return false;
+	}
+	const body = await resp.json().catch(() => ({}));
+	if (resp.ok && body.conflict && body.current) {
+		editChanged(form, body.current);
+		return false;
+	}
+	if (resp.ok) {
+		show(body);
+		return true;
+	}
+	if (resp.status === 410) goReadOnly(body.error);
+	else announce(body.error || 'Could not save the comment');
+	return false;
+}
+
+// alignSoon puts each comment level with its first line, where the margin
+// is beside the code and there is room: never above what precedes it.
+let alignFrame = 0;
+function alignSoon() {
+	cancelAnimationFrame(alignFrame);
+	alignFrame = requestAnimationFrame(align);
+}
+function align() {
+	for (const list of document.querySelectorAll('.seg > .margin > .annot-comments')) {
+		const seg = list.closest('.seg');
+		const pre = seg.querySelector(':scope > pre.code');
+		const items = [...list.children];
+		for (const c of items) c.style.marginTop = '';
+		if (!pre || pre.getBoundingClientRect().left < list.getBoundingClientRect().right - 1) continue; // not side by side
+		// The code starts level with the case's head (or the margin): that
+		// is where it is when it is not stuck to the top of the window.
+		const ref = seg.querySelector(':scope > .case-head') || seg.querySelector(':scope > .margin');
+		const preTop = pre.getBoundingClientRect().top;
+		const codeTop = ref.getBoundingClientRect().top;
+		for (const c of items) {
+			const n = Number(c.dataset.start);
+			const line = n && lineEl(n);
+			if (!line || c.classList.contains('annot-reply') || c.classList.contains('annot-reply-form')) continue;
+			const want = codeTop + (line.getBoundingClientRect().top - preTop);
+			const at = c.getBoundingClientRect().top;
+			if (want > at + 1) c.style.marginTop = `${want - at + parseFloat(getComputedStyle(c).marginTop)}px`;
+		}
+	}
+}
+window.addEventListener('resize', alignSoon);
+window.addEventListener('beforeprint', align); // paper's width: now, not at the next frame
+document.fonts?.ready.then(alignSoon);
+const sizes = typeof ResizeObserver === 'function' ? new ResizeObserver(alignSoon) : null;
 
 // dedent drops the indentation the quoted lines share.
 function dedent(s) {
@@ -515,28 +914,13 @@ barBtn.addEventListener('click', () => {
 	if (!s) return;
 	const list = marginFor(s.lo);
 	if (!list) return;
-	const form = el('form', 'annot-new');
-	const lab = el('label', 'annot-label');
-	lab.append(el('span', 'annot-label-text', s.lo === s.hi ? `Your comment on line ${s.lo}` : `Your comment on lines ${s.lo}–${s.hi}`));
-	const ta = el('textarea', 'annot-input');
-	ta.rows = 3;
-	ta.maxLength = 8192;
+	const { form, ta, ok } = commentForm('annot-new', s.lo === s.hi ? `Your comment on line ${s.lo}` : `Your comment on lines ${s.lo}–${s.hi}`, '', 'Add comment');
 	ta.dataset.annotNewComment = '';
-	lab.append(ta);
-	const ok = el('button', '', 'Add comment');
-	ok.type = 'submit';
-	const cancel = el('button', '', 'Cancel');
-	cancel.type = 'button';
-	const row = el('p', 'annot-conflict-actions');
-	row.append(ok, cancel);
-	form.append(lab, row);
+	form.dataset.start = s.lo;
 	list.append(form);
 	ta.focus();
 	updateBar();
-	cancel.addEventListener('click', () => {
-		form.remove();
-		updateBar();
-	});
+	alignSoon();
 	form.addEventListener('submit', async (ev) => {
 		ev.preventDefault();
 		const text = ta.value.trim();
@@ -565,11 +949,11 @@ async function addComment(id, text, s) {
 		renderLocalSoon();
 		return true;
 	}
-	const resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
-		method: 'PUT',
-		headers: { 'Content-Type': 'application/json' },
-		body: JSON.stringify({ text, rev: 0, author, color, quote: { tag, start: s.lo, end: s.hi } }),
-	});
+	const resp = await putNote(id, { text, rev: 0, author, color, quote: { tag, start: s.lo, end: s.hi } });
+	if (!resp) {
+		announce('Offline: your comment stays in the box');
+		return false;
+	}
 	const body = await resp.json().catch(() => ({}));
 	if (resp.ok) {
 		show(body);
@@ -599,6 +983,7 @@ function quizState(key) {
 	const written = !!ed?.input.value.trim();
 	const shown = revealed().has(tag + ' ' + key);
 	sec.classList.toggle('annot-revealed', shown);
+	alignSoon();
 	const btn = sec.querySelector('[data-annot-reveal]');
 	if (btn) {
 		btn.disabled = !written;
@@ -606,19 +991,72 @@ function quizState(key) {
 		btn.textContent = written ? "Compare with the site's note" : "Write yours first to see the site's note";
 	}
 }
+// The page's other answers: the two sets (#two-sets), revealed once both
+// are written, and the introduction, which says the sentence, once the
+// sentence is.
+const SHEET_QUIZ = [
+	{ key: 'two-sets', ids: ['set.desired', 'set.actual'], what: 'the two sets' },
+	{ key: 'intro', ids: ['sentence'], what: 'the sentence' },
+];
+const SET_LABELS = {
+	'set.desired': ['DesiredStateOfWorld is declared at', 'One set: its type and file:line'],
+	'set.actual': ['ActualStateOfWorld is declared at', 'The other set: its type and file:line'],
+};
+function sheetQuizState() {
+	const r = revealed();
+	for (const q of SHEET_QUIZ) {
+		const sec = q.key === 'two-sets' ? document.getElementById('two-sets') : document.querySelector('section.intro');
+		if (!sec) continue;
+		const written = q.ids.every((id) => editors.get(id)?.input.value.trim());
+		const shown = r.has(tag + ' ' + q.key);
+		sec.classList.toggle('annot-revealed', shown);
+		const btn = sec.querySelector('[data-annot-reveal]');
+		if (btn) {
+			btn.disabled = !written;
+			btn.textContent = written ? "Compare with the site's answer" : `Write ${q.what} in your worksheet first`;
+		}
+	}
+	const hide = quizOn() && !r.has(tag + ' two-sets');
+	for (const [id, [plain, quiz]] of Object.entries(SET_LABELS)) {
+		const ed = editors.get(id);
+		if (!ed) continue;
+		ed.label.textContent = hide ? quiz : plain;
+		ed.input.placeholder = hide ? 'TypeName, file.go:line' : 'file.go:line';
+	}
+}
+function quizPlaceholder(key, head, text) {
+	const box = el('div', 'annot-quiz-hidden');
+	if (head) box.append(el('h2', '', head));
+	box.append(el('p', '', text));
+	const b = el('button', 'annot-reveal');
+	b.type = 'button';
+	b.dataset.annotReveal = key;
+	b.addEventListener('click', () => {
+		const r = revealed();
+		r.add(tag + ' ' + key);
+		store('syncloop-revealed', JSON.stringify([...r]));
+		sheetQuizState();
+	});
+	box.append(b);
+	return box;
+}
 function setQuiz(on) {
 	document.body.classList.toggle('annot-quiz', on);
 	store('syncloop-quiz', on ? '1' : '');
 	for (const c of caseEls) quizState(c.dataset.case);
+	sheetQuizState();
 }
 
 // --- hand-in ------------------------------------------------------------------------
 
-async function exportLocal() {
+// exportLocal downloads a worksheet built from notes this page holds: the
+// reader's own, or an ended room's as this page last saw them (the server
+// keeps nothing of either).
+async function exportLocal(list = Object.values(localNotes()), name = `syncloop-worksheet-${tag}-mine.md`) {
 	const resp = await fetch(`/k8s/${encodeURIComponent(tag)}/worksheet.md`, {
 		method: 'POST',
 		headers: { 'Content-Type': 'application/json' },
-		body: JSON.stringify({ notes: Object.values(localNotes()) }),
+		body: JSON.stringify({ notes: list }),
 	});
 	if (!resp.ok) {
 		announce('Could not build the worksheet: ' + resp.status);
@@ -627,7 +1065,7 @@ async function exportLocal() {
 	const blob = new Blob([await resp.text()], { type: 'text/markdown' });
 	const a = el('a');
 	a.href = URL.createObjectURL(blob);
-	a.download = `syncloop-worksheet-${tag}-mine.md`;
+	a.download = name;
 	document.body.append(a);
 	a.click();
 	a.remove();
@@ -711,7 +1149,7 @@ function build() {
 		dl.download = '';
 	} else {
 		dl.type = 'button';
-		dl.addEventListener('click', exportLocal);
+		dl.addEventListener('click', () => exportLocal());
 	}
 	const pr = el('button', 'annot-print-btn', 'Print with my annotation');
 	pr.type = 'button';
@@ -731,8 +1169,8 @@ function build() {
 	}
 	const sets = el('div', 'annot-sets');
 	sets.append(el('h3', '', 'The two sets'));
-	sets.append(field('set.desired', { label: 'DesiredStateOfWorld is declared at', multiline: false, placeholder: 'file.go:line' }));
-	sets.append(field('set.actual', { label: 'ActualStateOfWorld is declared at', multiline: false, placeholder: 'file.go:line' }));
+	sets.append(field('set.desired', { label: SET_LABELS['set.desired'][0], multiline: false, placeholder: 'file.go:line' }));
+	sets.append(field('set.actual', { label: SET_LABELS['set.actual'][0], multiline: false, placeholder: 'file.go:line' }));
 	const sentence = el('div', 'annot-sentence');
 	sentence.append(el('h3', '', 'The pattern, in one sentence'));
 	sentence.append(field('sentence', { label: 'How does the loop make level-triggered reconcile?', placeholder: 'One sentence connecting the select to “compare desired with actual, close the gap”' }));
@@ -744,6 +1182,12 @@ function build() {
 	orphans.append(ol);
 	sheet.append(h, where, tools, st, writers, sets, sentence, orphans);
 	const after = document.getElementById('two-sets');
+	after?.prepend(
+		quizPlaceholder('two-sets', 'The two sets', "Quiz mode: the site's answer (both sets' names, and where they are declared) is hidden until you have written yours below."),
+	);
+	document
+		.querySelector('section.intro > .prose')
+		?.before(quizPlaceholder('intro', '', "Quiz mode: the site's introduction, which says what the pattern is, is hidden until you have written your sentence in the worksheet."));
 	if (after) after.after(sheet);
 	else document.querySelector('article.text')?.append(sheet);
 
@@ -760,12 +1204,14 @@ if (tag && caseEls.length) {
 		renderLocal();
 		// another tab of this browser wrote
 		window.addEventListener('storage', (ev) => {
-			if (ev.key === STORE_KEY) {
-				for (const ed of editors.values()) ed.dirty = false;
-				renderLocal();
-			}
+			if (ev.key === STORE_KEY) renderLocal(); // what this tab has not saved stays
 		});
 	}
 	onSelect(updateBar);
 	updateBar();
+	// A reader who closes the tab right after typing keeps the text.
+	window.addEventListener('pagehide', flush);
+	document.addEventListener('visibilitychange', () => {
+		if (document.visibilityState === 'hidden') flush();
+	});
 }

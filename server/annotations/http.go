@@ -55,7 +55,10 @@ type HTTPConfig struct {
 	SameOrigin func(r *http.Request) bool
 	// ClientIP is the address writes are rate-limited by.
 	ClientIP func(r *http.Request) string
-	Logger   *slog.Logger
+	// RoomCheck is how often an open event stream asks whether its room
+	// still lives; 0 means every 5 s.
+	RoomCheck time.Duration
+	Logger    *slog.Logger
 }
 
 // Write limits: per room and client address.
@@ -65,6 +68,9 @@ const (
 	maxBody    = 32 << 10
 	keepalive  = 20 * time.Second
 )
+
+// expiredMsg is what an open page of an expired room says.
+const expiredMsg = "This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows."
 
 // Handlers serves the routes above.
 type Handlers struct {
@@ -78,12 +84,16 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.RoomCheck <= 0 {
+		cfg.RoomCheck = 5 * time.Second
+	}
 	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(writeRate, writeBurst, 10000)}
 }
 
 // Expired purges a room's notes once it is gone; the server calls it when
 // a room expires, and the handlers when they meet an expired room.
 func (h *Handlers) Expired(id string) {
+	h.cfg.Store.End(id) // the pages still open turn read-only
 	if _, done := h.purged.LoadOrStore(id, true); done {
 		return
 	}
@@ -322,10 +332,20 @@ func (h *Handlers) Events() http.Handler {
 		}
 		t := time.NewTicker(keepalive)
 		defer t.Stop()
+		// The room can end with nothing written in it: no note's event
+		// would tell this page. Ask now and then.
+		check := time.NewTicker(h.cfg.RoomCheck)
+		defer check.Stop()
 		for {
 			select {
 			case <-r.Context().Done():
 				return
+			case <-check.C:
+				if _, err := h.cfg.Room(id); errors.Is(err, ErrRoomExpired) {
+					send("expired", map[string]string{"error": expiredMsg})
+					go h.Expired(id)
+					return
+				}
 			case <-t.C:
 				if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
 					return
@@ -337,7 +357,7 @@ func (h *Handlers) Events() http.Handler {
 					return
 				}
 				if n.Gone {
-					send("expired", map[string]string{"error": "this room expired"})
+					send("expired", map[string]string{"error": expiredMsg})
 					return
 				}
 				if send("note", ViewAt(reading, n)) != nil {
@@ -370,8 +390,9 @@ type localBody struct {
 		Text   string `json:"text"`
 		Author string `json:"author"`
 		// A local comment keeps the quote made when it was written.
-		Quote *anchor.Quote `json:"quote,omitempty"`
-		At    time.Time     `json:"at"`
+		Quote   *anchor.Quote `json:"quote,omitempty"`
+		At      time.Time     `json:"at"`
+		Created time.Time     `json:"created"`
 	} `json:"notes"`
 }
 
@@ -401,7 +422,7 @@ func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Rea
 		if !ValidID(n.ID) || len(notes) >= MaxRoomNotes {
 			continue
 		}
-		note := Note{ID: n.ID, Text: CleanText(n.Text), Rev: 1, At: n.At}
+		note := Note{ID: n.ID, Text: CleanText(n.Text), Rev: 1, At: n.At, Created: n.Created}
 		note.Author, _ = CleanName(n.Author)
 		if Kind(n.ID) == "comment" {
 			if n.Quote == nil || n.Quote.Valid() != nil {

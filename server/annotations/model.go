@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
@@ -109,6 +110,8 @@ func sortViews(r *extractor.Reading, vs []View) {
 			order[id] = i
 		}
 	}
+	// Comments on the same lines are a thread: the first, then its replies
+	// in the order they were written.
 	rank := func(v View) (int, int, string) {
 		if i, ok := order[v.ID]; ok {
 			return 0, i, ""
@@ -120,7 +123,7 @@ func sortViews(r *extractor.Reading, vs []View) {
 			} else if v.Quote != nil {
 				line = 1<<29 + v.Quote.Start
 			}
-			return 2, line, v.ID
+			return 2, line, v.CreatedAt().UTC().Format(time.RFC3339Nano) + " " + v.ID
 		}
 		return 1, 0, v.ID
 	}
@@ -158,7 +161,9 @@ func CheckNote(r *extractor.Reading, id, text string) []Check {
 	case "set":
 		name := map[string]string{"desired": "DesiredStateOfWorld", "actual": "ActualStateOfWorld"}[key]
 		if text == "" {
-			return []Check{{"empty", "Where is " + name + " declared? file:line"}}
+			// Not the answer: in quiz mode the page hides the set names
+			// until the reader has written theirs.
+			return []Check{{"empty", "Which set, declared where? Its type's name and file:line"}}
 		}
 		return checkSet(r, name, text)
 	case "sentence":
@@ -169,7 +174,29 @@ func CheckNote(r *extractor.Reading, id, text string) []Check {
 	return nil
 }
 
+// checkSet checks a set's answer: the type the reader names (either of
+// the two, whichever field it is in), else the field's, at the file:line
+// given. A check never names a set the reader has not named.
 func checkSet(r *extractor.Reading, name, text string) []Check {
+	named := ""
+	for _, n := range []string{"DesiredStateOfWorld", "ActualStateOfWorld"} {
+		if strings.Contains(strings.ToLower(text), strings.ToLower(n)) {
+			named = n
+			break
+		}
+	}
+	it, It := "this set", "This set"
+	if named != "" {
+		name, it, It = named, named, named
+	}
+	out := checkSetAt(r, name, it, It, text)
+	if named == "" {
+		out = append(out, Check{"warn", "Name the type too: the worksheet asks for each set's name and its file:line."})
+	}
+	return out
+}
+
+func checkSetAt(r *extractor.Reading, name, it, It, text string) []Check {
 	var decls []extractor.SetDecl
 	for _, d := range r.TwoSets {
 		if d.Name == name {
@@ -177,7 +204,7 @@ func checkSet(r *extractor.Reading, name, text string) []Check {
 		}
 	}
 	if len(decls) == 0 {
-		return []Check{{"warn", fmt.Sprintf("At %s no type %s is declared under pkg/.", r.Tag, name)}}
+		return []Check{{"warn", fmt.Sprintf("At %s %s is declared nowhere under pkg/.", r.Tag, it)}}
 	}
 	ms := fileLineRE.FindAllStringSubmatch(text, -1)
 	if len(ms) == 0 {
@@ -187,17 +214,22 @@ func checkSet(r *extractor.Reading, name, text string) []Check {
 	for _, m := range ms {
 		file := m[1]
 		line, _ := strconv.Atoi(m[2])
-		i := slices.IndexFunc(decls, func(d extractor.SetDecl) bool {
+		in := func(d extractor.SetDecl) bool {
 			return d.File == file || strings.HasSuffix(d.File, "/"+strings.TrimPrefix(file, "/"))
-		})
+		}
+		// A short path can name several files: the one with that line, if any.
+		i := slices.IndexFunc(decls, func(d extractor.SetDecl) bool { return in(d) && d.Line == line })
+		if i < 0 {
+			i = slices.IndexFunc(decls, in)
+		}
 		switch {
 		case i < 0:
 			// Not the answer: how many places to look, not where.
-			out = append(out, Check{"warn", fmt.Sprintf("At %s %s is not declared in %s (it is declared in %d files under pkg/).", r.Tag, name, file, len(decls))})
+			out = append(out, Check{"warn", fmt.Sprintf("At %s %s is not declared in %s (it is declared in %d files under pkg/).", r.Tag, it, file, len(decls))})
 		case decls[i].Line != line:
 			out = append(out, Check{"warn", fmt.Sprintf("At %s that is line %d (%s:%d).", r.Tag, decls[i].Line, decls[i].File, decls[i].Line)})
 		default:
-			out = append(out, Check{"ok", fmt.Sprintf("%s is declared at %s:%d at %s.", name, decls[i].File, decls[i].Line, r.Tag)})
+			out = append(out, Check{"ok", fmt.Sprintf("%s is declared at %s:%d at %s.", It, decls[i].File, decls[i].Line, r.Tag)})
 		}
 	}
 	return out

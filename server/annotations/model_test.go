@@ -61,7 +61,10 @@ func TestChecksAgainstSource(t *testing.T) {
 		{"set.actual", "pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48", "ok", "declared at pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48"},
 		{"set.actual", "kubelet.go:10", "warn", "is not declared in kubelet.go"},
 		{"set.desired", "the volume manager's", "warn", "Give it as file:line"},
-		{"set.desired", "", "empty", "Where is DesiredStateOfWorld declared"},
+		{"set.desired", "", "empty", "Which set, declared where?"},
+		{"set.desired", "desired_state_of_world.go:53", "warn", "Name the type too"},
+		// Named, the other set in this field: checked as the one named.
+		{"set.desired", "ActualStateOfWorld, actual_state_of_world.go:48", "ok", "ActualStateOfWorld is declared at pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48"},
 		{"case.config", "", "empty", "still empty"},
 		{"case.nosuch", "text", "warn", "no nosuch case at v1.37.2"},
 		{"writer.config", "pkg/kubelet/config.(*PodConfig).Updates", "ok", "is at pkg/kubelet/config/config.go:"},
@@ -71,6 +74,14 @@ func TestChecksAgainstSource(t *testing.T) {
 		cs := checksOf(t, "v1.37.2", tc.id, tc.text)
 		if !slices.ContainsFunc(cs, func(c Check) bool { return c.Level == tc.level && strings.Contains(c.Text, tc.says) }) {
 			t.Errorf("%s %q: %+v, want %s %q", tc.id, tc.text, cs, tc.level, tc.says)
+		}
+	}
+	// A check names no set the reader has not named (quiz mode hides them).
+	for _, text := range []string{"", "kubelet.go:10", "desired_state_of_world.go:53", "the volume manager's"} {
+		for _, c := range checksOf(t, "v1.37.2", "set.desired", text) {
+			if strings.Contains(c.Text, "StateOfWorld") {
+				t.Errorf("set.desired %q: the check %q names a set", text, c.Text)
+			}
 		}
 	}
 	if cs := checksOf(t, "v1.37.2", "writer.config", "the config sources, through a mux"); len(cs) != 0 {

@@ -45,6 +45,9 @@ type Note struct {
 	Color  int           `json:"color"`
 	Quote  *anchor.Quote `json:"quote,omitempty"`
 	At     time.Time     `json:"at"`
+	// Created is when the note was first written (At is its last change):
+	// a thread of comments is in the order they were written.
+	Created time.Time `json:"created,omitzero"`
 	// Prev is the text this change replaced, and who had written it.
 	Prev *Version `json:"prev,omitempty"`
 	// Rev is the bucket's revision of this version; 0 for a note not yet
@@ -274,15 +277,39 @@ func (s *Store) Subscribe(room string) ([]Note, <-chan Note, func()) {
 	}
 }
 
+// End tells the room's subscribers here that the room is gone, and ends
+// their subscriptions. A room's notes tell their pages so when they are
+// purged; a room with no notes has nothing to purge, and would tell no one.
+func (s *Store) End(room string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.subs[room] {
+		select {
+		case ch <- Note{Deleted: true, Gone: true}:
+		default:
+		}
+		close(ch)
+	}
+	delete(s.subs, room)
+}
+
 // Put writes n into the room's notes if the note's revision is still rev
 // (0: the note must not exist yet). On a conflict it returns a
 // *ConflictError holding the note as it is now. The returned note has its
 // new revision.
 func (s *Store) Put(ctx context.Context, room string, n Note, rev uint64) (Note, error) {
+	key := room + "." + n.ID
+	if n.Quote == nil && rev != 0 && Kind(n.ID) == "comment" {
+		// An edit of a comment keeps the lines it was written on.
+		cur, err := s.get(ctx, key)
+		if err != nil {
+			return Note{}, err
+		}
+		n.Quote = cur.Quote
+	}
 	if err := s.check(room, &n); err != nil {
 		return Note{}, err
 	}
-	key := room + "." + n.ID
 	cur, err := s.get(ctx, key)
 	if err != nil {
 		return Note{}, err
@@ -300,6 +327,10 @@ func (s *Store) Put(ctx context.Context, room string, n Note, rev uint64) (Note,
 		n.Quote = cur.Quote // a comment keeps the lines it was written on
 	}
 	n.At = time.Now().UTC().Truncate(time.Millisecond)
+	n.Created = n.At
+	if cur.Rev != 0 {
+		n.Created = cur.CreatedAt()
+	}
 	b, err := json.Marshal(stored(n))
 	if err != nil {
 		return Note{}, err
@@ -324,6 +355,14 @@ func (s *Store) Put(ctx context.Context, room string, n Note, rev uint64) (Note,
 	}
 	n.Rev = newRev
 	return n, nil
+}
+
+// CreatedAt is when the note was first written, as far as it says.
+func (n Note) CreatedAt() time.Time {
+	if n.Created.IsZero() {
+		return n.At
+	}
+	return n.Created
 }
 
 // stored is a note as the bucket keeps it: without the revision, which is

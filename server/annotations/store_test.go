@@ -161,3 +161,48 @@ func TestRestartAndDeleteRoom(t *testing.T) {
 		t.Errorf("history kept after the room went: %+v", h)
 	}
 }
+
+// TestExpiredEmptyRoom: a room that ends with nothing written in it still
+// tells its open pages (nothing is purged, so no note's event would).
+func TestExpiredEmptyRoom(t *testing.T) {
+	s, stop := open(t, t.TempDir())
+	defer stop()
+	_, ch, cancel := s.Subscribe(room)
+	defer cancel()
+	h := NewHandlers(HTTPConfig{Store: s})
+	h.Expired(room)
+	select {
+	case n, ok := <-ch:
+		if !ok || !n.Gone {
+			t.Fatalf("got %+v (open %v), want the room gone", n, ok)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the subscriber of an expired room with no notes heard nothing")
+	}
+	if _, ok := <-ch; ok {
+		t.Error("the subscription goes on after the room ended")
+	}
+}
+
+// TestEditComment: an edit of a comment names no lines; it keeps those it
+// was written on (before: it was refused for want of a quote).
+func TestEditComment(t *testing.T) {
+	ctx := context.Background()
+	s, stop := open(t, t.TempDir())
+	defer stop()
+	q := &anchor.Quote{Exact: "kl.sourcesReady.AddSource(u.Source)", Start: 2449, End: 2449, Tag: "v1.30.0", Case: "config"}
+	c, err := s.Put(ctx, room, Note{ID: "comment.abc123", Text: "marks the source seen", Author: "Ann", Quote: q}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := s.Put(ctx, room, Note{ID: "comment.abc123", Text: "marks the source seen, once", Author: "Bob"}, c.Rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Quote == nil || e.Quote.Start != 2449 || e.Prev == nil || e.Prev.Author != "Ann" || !e.Created.Equal(c.Created) || !e.At.After(c.Created) {
+		t.Errorf("edited: %+v", e)
+	}
+	if _, err := s.Put(ctx, room, Note{ID: "comment.new123", Text: "no lines", Author: "Bob"}, 0); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a new comment without lines: %v, want ErrInvalid", err)
+	}
+}
