@@ -699,6 +699,8 @@ func TestBrowserAnnotateRoomEnds(t *testing.T) {
 			t.Errorf("%s is false", js)
 		}
 	}
+	// The room bar says so too, rather than go on saying who drives.
+	waitFor(t, ctx, "the room bar to say the room expired", `document.querySelector('[data-room-role]').textContent === 'this room expired'`)
 	// The room's worksheet went with it: the download is built from what
 	// the page holds.
 	dir := t.TempDir()

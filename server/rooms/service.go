@@ -30,6 +30,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -214,12 +215,32 @@ func (rs *Service) housekeep() {
 			rs.log.Error("rooms: saving", "err", err)
 		}
 		for _, id := range gone {
+			rs.endReaders(id)
 			rs.site.DropFeed(FeedPrefix + id)
 			if rs.onExpire != nil {
 				rs.onExpire(id)
 			}
 			rs.log.Info("rooms: expired", "room", id[:6]+"…")
 		}
+	}
+}
+
+// endReaders closes the sockets of an expired room's readers on this
+// replica with CloseGone: their pages say the room expired and stop
+// reconnecting, rather than go on showing who drives.
+func (rs *Service) endReaders(id string) {
+	rs.mu.Lock()
+	rl := rs.active[id]
+	rs.mu.Unlock()
+	if rl == nil {
+		return
+	}
+	rl.mu.Lock()
+	readers := slices.Clone(rl.readers)
+	rl.mu.Unlock()
+	for _, r := range readers {
+		r.expired.Store(true)
+		r.drop()
 	}
 }
 

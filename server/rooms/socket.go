@@ -51,6 +51,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -154,6 +155,9 @@ type roomReader struct {
 	wake     chan struct{}
 	gone     chan struct{}
 	goneOnce sync.Once
+	// expired: gone because the room expired (endReaders), which its
+	// socket's close code says, so the page stops reconnecting.
+	expired atomic.Bool
 }
 
 // maxQueued is how many messages other than the state a reader may have
@@ -624,7 +628,11 @@ func (rs *Service) Socket() http.Handler {
 				case <-ctx.Done():
 					return
 				case <-me.gone:
-					conn.Close(websocket.StatusPolicyViolation, "too slow: messages piled up")
+					if me.expired.Load() {
+						conn.Close(CloseGone, "this room expired")
+					} else {
+						conn.Close(websocket.StatusPolicyViolation, "too slow: messages piled up")
+					}
 					return
 				case <-me.wake:
 					for _, msg := range me.take() {

@@ -14,6 +14,7 @@ package rooms
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -146,13 +147,18 @@ func (rs *Service) subscribe(rl *roomLive) func() {
 	return func() { sub.Unsubscribe() }
 }
 
-// changed is told by the store of a room's record changed (here or on
-// another replica): readers here see the new driver, tag, loan.
+// changed is told by the store of a room's record changed or gone (here
+// or on another replica): readers here see the new driver, tag, loan, or
+// are told the room expired.
 func (rs *Service) changed(id string) {
 	rs.mu.Lock()
 	rl := rs.active[id]
 	rs.mu.Unlock()
 	if rl == nil {
+		return
+	}
+	if _, err := rs.store.Get(id); errors.Is(err, ErrExpired) {
+		rs.endReaders(id) // expired here or on another replica
 		return
 	}
 	rl.mu.Lock()
