@@ -28,6 +28,7 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
 	"github.com/syncloop/syncloop/server/annotations"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // newAnnotateServer serves the real Readings of v1.30.0 (the default here)
@@ -36,11 +37,11 @@ func newAnnotateServer(t *testing.T, edits ...func(*Config)) *httptest.Server {
 	t.Helper()
 	extractortest.NeedNetwork(t)
 	extractortest.Prefetch("v1.30.0", "v1.36.0")
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{}}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{}}
 	for _, tag := range []string{"v1.30.0", "v1.36.0"} {
-		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
+		fl.Readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
-	cfg := Config{DefaultTag: "v1.30.0", CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1}
+	cfg := Config{DefaultTag: "v1.30.0", CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }, DemoPeriod: -1}
 	for _, e := range edits {
 		e(&cfg)
 	}

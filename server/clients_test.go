@@ -275,10 +275,10 @@ func TestRefusalCloseCodes(t *testing.T) {
 // directory the server writes cannot be written, 200 otherwise.
 func TestHealthz(t *testing.T) {
 	hold := make(chan struct{})
-	fl := &fakeLoader{hold: map[string]chan struct{}{fixture.Tag: hold}}
-	fl.readings = nil
+	fl := &fixture.Loader{Hold: map[string]chan struct{}{fixture.Tag: hold}}
+	fl.Readings = nil
 	dataDir := filepath.Join(t.TempDir(), "data")
-	s, err := NewServer(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), DataDir: dataDir, Load: fl.load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
+	s, err := NewServer(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), DataDir: dataDir, Load: fl.Load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,9 +291,9 @@ func TestHealthz(t *testing.T) {
 		}
 	}
 	check("while the default Reading loads", 503, "not ready: the default tag "+fixture.Tag+" is still loading")
-	fl.mu.Lock()
-	fl.readings = map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}
-	fl.mu.Unlock()
+	fl.Mu.Lock()
+	fl.Readings = map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}
+	fl.Mu.Unlock()
 	close(hold)
 	waitLoaded(t, s, fixture.Tag)
 	check("loaded", 200, "ok\n")

@@ -41,10 +41,10 @@ func olderFixture(t testing.TB, tag string) *extractor.Reading {
 }
 
 func TestComparePage(t *testing.T) {
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{
 		fixture.Tag: fixture.Reading(t),
 		"v1.36.0":   olderFixture(t, "v1.36.0"),
-	}, hold: map[string]chan struct{}{"v1.36.0": make(chan struct{})}}
+	}, Hold: map[string]chan struct{}{"v1.36.0": make(chan struct{})}}
 	s := newTestServer(t, fl)
 	path := "/k8s/compare/v1.36.0..." + fixture.Tag
 
@@ -54,7 +54,7 @@ func TestComparePage(t *testing.T) {
 		!strings.Contains(w.Body.String(), `<meta http-equiv="refresh" content="2">`) {
 		t.Fatalf("before the fetch: %d\n%s", w.Code, w.Body)
 	}
-	close(fl.hold["v1.36.0"])
+	close(fl.Hold["v1.36.0"])
 	waitLoaded(t, s, "v1.36.0")
 
 	w = get(t, s, path)
@@ -134,12 +134,12 @@ func realServer(t testing.TB, tags ...string) *Server {
 	t.Helper()
 	extractortest.NeedNetwork(t)
 	extractortest.Prefetch(tags...)
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{}}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{}}
 	for _, tag := range tags {
-		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
+		fl.Readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
 	def := tags[len(tags)-1]
-	s, err := NewServer(Config{DefaultTag: def, CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }})
+	s, err := NewServer(Config{DefaultTag: def, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,11 +239,11 @@ func TestNotesSinceMatchesSource(t *testing.T) {
 // not a case name the keys from extractor.CaseKeys, every one, in its order,
 // so a renamed key upstream is one edit there.
 func TestHistoryNamesTheCaseKeys(t *testing.T) {
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}}
 	for _, tag := range diff.MinorTags(fixture.Tag) {
 		r := *fixture.Reading(t)
 		r.Tag = tag
-		fl.readings[tag] = &r
+		fl.Readings[tag] = &r
 	}
 	s := newTestServer(t, fl)
 	want := strings.Join(extractor.CaseKeys[:], ", ") + "."

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // TestBrowserLivePane drives the live pane in Chromium on the default tag's
@@ -59,8 +60,8 @@ func siteJournal(t *testing.T, r *extractor.Reading) string {
 func testLivePane(t *testing.T, demo bool) {
 	ctx := newBrowser(t)
 	r := realReading(t)
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
-	cfg := Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
+	cfg := Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
 		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond}
 	if !demo {
 		cfg.JournalFile = siteJournal(t, r)
@@ -203,8 +204,8 @@ func testLivePane(t *testing.T, demo bool) {
 func TestBrowserReconnectCountdown(t *testing.T) {
 	ctx := newBrowser(t)
 	r := realReading(t)
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
 		Getenv: func(string) string { return "" }, DemoPeriod: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

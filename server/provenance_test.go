@@ -30,7 +30,7 @@ func TestFooterSaysHowVerified(t *testing.T) {
 		t.Run(tc.source+" "+tc.verified, func(t *testing.T) {
 			r := fixture.Reading(t)
 			r.Source, r.Verified = tc.source, tc.verified
-			s := newTestServer(t, &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: r}})
+			s := newTestServer(t, &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: r}})
 			for _, path := range []string{"/k8s/" + fixture.Tag + "/", "/k8s/" + fixture.Tag + "/pod-workers"} {
 				body := get(t, s, path).Body.String()
 				_, foot, ok := strings.Cut(body, `<footer class="site">`)
@@ -51,7 +51,7 @@ func TestFooterSaysHowVerified(t *testing.T) {
 	old.Source, old.Verified = "modcache", extractor.VerifiedZiphash
 	cur := fixture.Reading(t)
 	cur.Source, cur.Verified = "proxy", extractor.VerifiedPinnedSumDB
-	s := newTestServer(t, &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: cur, "v1.36.0": old}})
+	s := newTestServer(t, &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: cur, "v1.36.0": old}})
 	get(t, s, "/k8s/v1.36.0/")
 	waitLoaded(t, s, "v1.36.0")
 	body := get(t, s, "/k8s/compare/v1.36.0..."+fixture.Tag).Body.String()
@@ -63,7 +63,7 @@ func TestFooterSaysHowVerified(t *testing.T) {
 	}
 
 	// A status page (no Reading) says where sources come from, and no more.
-	s = newTestServer(t, &fakeLoader{})
+	s = newTestServer(t, &fixture.Loader{})
 	body = get(t, s, "/k8s/not-a-tag/").Body.String()
 	_, foot, _ = strings.Cut(body, `<footer class="site">`)
 	if want := "each tag's pages say how its source was verified"; !strings.Contains(foot, want) || strings.Contains(foot, "verified against") {

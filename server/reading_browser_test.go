@@ -24,6 +24,7 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
 	"github.com/syncloop/syncloop/server/feeds"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // viewport is one window a reader reads in.
@@ -44,13 +45,13 @@ var viewports = []viewport{
 func demoSite(t *testing.T, others ...string) (*httptest.Server, *extractor.Reading) {
 	t.Helper()
 	r := realReading(t)
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
 	for _, tag := range others {
 		o := *r
 		o.Tag = tag
-		fl.readings[tag] = &o
+		fl.Readings[tag] = &o
 	}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
 		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -463,8 +464,8 @@ func TestBrowserFeedAtAnotherTag(t *testing.T) {
 	r := realReading(t)
 	o := *r
 	o.Tag = "v1.31.0"
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r, o.Tag: &o}}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r, o.Tag: &o}}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
 		Getenv: func(string) string { return "" }, JournalFile: siteJournal(t, r)})
 	if err != nil {
 		t.Fatal(err)
@@ -492,23 +493,23 @@ func TestBrowserFeedAtAnotherTag(t *testing.T) {
 func realDemoSite(t *testing.T, idle time.Duration, others ...string) (*httptest.Server, *Server, map[string]*extractor.Reading) {
 	t.Helper()
 	r := realReading(t)
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
 	for _, tag := range others {
-		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
+		fl.Readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load,
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
 		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond,
 		feedsTune: func(c *feeds.Config) { c.DemoIdle = idle }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	for tag := range fl.readings {
+	for tag := range fl.Readings {
 		waitLoaded(t, s, tag)
 	}
 	ts := httptest.NewServer(s)
 	t.Cleanup(ts.Close)
-	return ts, s, fl.readings
+	return ts, s, fl.Readings
 }
 
 // logCallRE is a log call in kubelet.go: klog's, or a contextual logger's.

@@ -9,6 +9,7 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // realReading is the real Reading of the default tag, with the notes'
@@ -23,8 +24,8 @@ func realReading(t testing.TB) *extractor.Reading {
 func newRealServer(t testing.TB) *Server {
 	t.Helper()
 	r := realReading(t)
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }})
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,8 +88,8 @@ func TestOtherTags(t *testing.T) {
 		t.Run(tag, func(t *testing.T) {
 			extractortest.NeedNetwork(t)
 			r := extractortest.Reading(t, tag, content.Symbols())
-			fl := &fakeLoader{readings: map[string]*extractor.Reading{tag: r}}
-			s, err := NewServer(Config{DefaultTag: tag, CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }})
+			fl := &fixture.Loader{Readings: map[string]*extractor.Reading{tag: r}}
+			s, err := NewServer(Config{DefaultTag: tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -31,13 +32,13 @@ import (
 func newRealServerTags(t *testing.T, others ...string) *Server {
 	t.Helper()
 	r := realReading(t)
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{r.Tag: r}}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
 	for _, tag := range others {
 		o := *r
 		o.Tag = tag
-		fl.readings[tag] = &o
+		fl.Readings[tag] = &o
 	}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.load, Getenv: func(string) string { return "" }})
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,12 +31,12 @@ func newRoomServer(t testing.TB, dataDir string, edit func(*Config)) (*Server, *
 	t.Helper()
 	other := *fixture.Reading(t)
 	other.Tag = "v1.31.0"
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t), other.Tag: &other}}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t), other.Tag: &other}}
 	cfg := Config{
 		DefaultTag:  fixture.Tag,
 		CacheDir:    t.TempDir(),
 		DataDir:     dataDir,
-		Load:        fl.load,
+		Load:        fl.Load,
 		Getenv:      func(string) string { return "" },
 		DemoPeriod:  -1,
 		IngestToken: testToken,

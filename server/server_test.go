@@ -32,7 +32,7 @@ func get(t testing.TB, h http.Handler, path string, header ...string) *httptest.
 }
 
 func TestRoutes(t *testing.T) {
-	s := newTestServer(t, &fakeLoader{})
+	s := newTestServer(t, &fixture.Loader{})
 	tests := []struct {
 		path     string
 		status   int
@@ -106,7 +106,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestEveryCaseHasOneBlock(t *testing.T) {
-	s := newTestServer(t, &fakeLoader{})
+	s := newTestServer(t, &fixture.Loader{})
 	body := get(t, s, "/k8s/v1.37.2/").Body.String()
 	r := fixture.Reading(t)
 	blocks := regexp.MustCompile(`<section class="seg case" id="case-([a-z]+)"`).FindAllStringSubmatch(body, -1)
@@ -133,7 +133,7 @@ func TestEveryCaseHasOneBlock(t *testing.T) {
 // TestCSPHolds checks what the Content-Security-Policy forbids is absent:
 // inline style attributes, inline scripts, and anything from another host.
 func TestCSPHolds(t *testing.T) {
-	s := newTestServer(t, &fakeLoader{})
+	s := newTestServer(t, &fixture.Loader{})
 	for _, path := range []string{"/k8s/v1.37.2/", "/k8s/v1.37.2/pod-workers", "/nowhere", "/k8s/v1.2/", "/k8s/compare/v1.37.2...v1.37.2"} {
 		body := get(t, s, path).Body.String()
 		if regexp.MustCompile(`(?i)\sstyle=`).MatchString(body) || strings.Contains(body, "<style") {
@@ -158,7 +158,7 @@ func TestCSPHolds(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
-	s := newTestServer(t, &fakeLoader{})
+	s := newTestServer(t, &fixture.Loader{})
 	for _, path := range []string{"/", "/k8s/v1.37.2/", "/k8s/v1.37.2/reading.json", "/static/style.css", "/nowhere", "/k8s/v0.1.0/", "/healthz", "/k8s/compare/v1.37.2...v1.37.2"} {
 		w := get(t, s, path)
 		for h, want := range map[string]string{
@@ -177,7 +177,7 @@ func TestSecurityHeaders(t *testing.T) {
 }
 
 func TestETagAndGzip(t *testing.T) {
-	s := newTestServer(t, &fakeLoader{})
+	s := newTestServer(t, &fixture.Loader{})
 	for _, path := range []string{"/k8s/v1.37.2/", "/k8s/v1.37.2/reading.json", "/static/reader.js"} {
 		t.Run(path, func(t *testing.T) {
 			plain := get(t, s, path)
@@ -230,7 +230,7 @@ func TestETagAndGzip(t *testing.T) {
 }
 
 func TestStaticCaching(t *testing.T) {
-	s := newTestServer(t, &fakeLoader{})
+	s := newTestServer(t, &fixture.Loader{})
 	// The versioned address the pages link to.
 	versioned := regexp.MustCompile(`/static/style\.css\?v=[^"]+`).FindString(get(t, s, "/k8s/"+fixture.Tag+"/").Body.String())
 	if versioned == "" {
@@ -256,17 +256,17 @@ func TestFetchingThenFailing(t *testing.T) {
 		status int
 		want   []string
 	}{
-		{"v1.99.0", &tagError{extractor.ErrUnknownTag, "tag v1.99.0: the module proxy does not serve it"}, 404, []string{"No tag v1.99.0 of k8s.io/kubernetes", "the module proxy does not serve it"}},
-		{"v1.30.1", &tagError{extractor.ErrProxyUnreachable, "fetch v1.30.1: dial tcp: connection refused"}, 502, []string{"Could not fetch v1.30.1", "Try again in a little while", "a local Kubernetes checkout"}},
-		{"v1.30.2", &tagError{extractor.ErrChecksumMismatch, "v1.30.2: h1: mismatch"}, 502, []string{"did not verify"}},
+		{"v1.99.0", &fixture.TagError{Kind: extractor.ErrUnknownTag, Msg: "tag v1.99.0: the module proxy does not serve it"}, 404, []string{"No tag v1.99.0 of k8s.io/kubernetes", "the module proxy does not serve it"}},
+		{"v1.30.1", &fixture.TagError{Kind: extractor.ErrProxyUnreachable, Msg: "fetch v1.30.1: dial tcp: connection refused"}, 502, []string{"Could not fetch v1.30.1", "Try again in a little while", "a local Kubernetes checkout"}},
+		{"v1.30.2", &fixture.TagError{Kind: extractor.ErrChecksumMismatch, Msg: "v1.30.2: h1: mismatch"}, 502, []string{"did not verify"}},
 		{"v1.30.3", fmt.Errorf("something else broke"), 500, []string{"Could not read v1.30.3", "something else broke"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {
 			release := make(chan struct{})
-			fl := &fakeLoader{errs: map[string]error{tt.tag: tt.err}, hold: map[string]chan struct{}{tt.tag: release}}
+			fl := &fixture.Loader{Errs: map[string]error{tt.tag: tt.err}, Hold: map[string]chan struct{}{tt.tag: release}}
 			s := newTestServer(t, fl)
-			base := fl.calls.Load()
+			base := fl.Calls.Load()
 			var wg sync.WaitGroup
 			for range 8 {
 				wg.Add(1)
@@ -293,7 +293,7 @@ func TestFetchingThenFailing(t *testing.T) {
 			wg.Wait()
 			close(release)
 			waitLoaded(t, s, tt.tag)
-			if n := fl.calls.Load() - base; n != 1 {
+			if n := fl.Calls.Load() - base; n != 1 {
 				t.Errorf("Load called %d times for one tag, want 1", n)
 			}
 			w := get(t, s, "/k8s/"+tt.tag+"/pod-workers")
@@ -313,7 +313,7 @@ func TestFetchingThenFailing(t *testing.T) {
 func TestNewTagJoinsSwitcher(t *testing.T) {
 	other := fixture.Reading(t)
 	other.Tag = "v1.31.0"
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t), "v1.31.0": other}}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t), "v1.31.0": other}}
 	s := newTestServer(t, fl)
 	first := get(t, s, "/k8s/v1.37.2/")
 	if strings.Contains(first.Body.String(), `<option value="v1.31.0">`) {
@@ -331,7 +331,7 @@ func TestNewTagJoinsSwitcher(t *testing.T) {
 }
 
 func TestReadingJSONRoundTrips(t *testing.T) {
-	s := newTestServer(t, &fakeLoader{})
+	s := newTestServer(t, &fixture.Loader{})
 	var got extractor.Reading
 	if err := json.Unmarshal(get(t, s, "/k8s/v1.37.2/reading.json").Body.Bytes(), &got); err != nil {
 		t.Fatal(err)
@@ -346,9 +346,9 @@ func TestReadingJSONRoundTrips(t *testing.T) {
 // end; once the failed ones are forgotten there is room again.
 func TestTooManyTags(t *testing.T) {
 	release := make(chan struct{})
-	fl := &fakeLoader{hold: map[string]chan struct{}{}}
+	fl := &fixture.Loader{Hold: map[string]chan struct{}{}}
 	for i := range site.MaxTags + 1 {
-		fl.hold[fmt.Sprintf("v1.99.%d", i)] = release
+		fl.Hold[fmt.Sprintf("v1.99.%d", i)] = release
 	}
 	s := newTestServerTuned(t, fl, func(c *Config) { c.siteTune = func(c *site.Config) { c.Wait = time.Millisecond } })
 	for i := range site.MaxTags - 1 { // the default tag holds one place
@@ -370,7 +370,7 @@ func TestTooManyTags(t *testing.T) {
 }
 
 func TestHead(t *testing.T) {
-	s := newTestServer(t, &fakeLoader{})
+	s := newTestServer(t, &fixture.Loader{})
 	for _, path := range []string{"/k8s/v1.37.2/", "/static/style.css"} {
 		req := httptest.NewRequest("HEAD", path, nil)
 		w := httptest.NewRecorder()

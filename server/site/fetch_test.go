@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,42 +16,15 @@ import (
 	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
-// fakeLoader stands in for extractor.Load: it serves readings by tag and
-// holds a tag's load until its channel is closed.
-type fakeLoader struct {
-	mu       sync.Mutex
-	readings map[string]*extractor.Reading
-	hold     map[string]chan struct{}
-}
-
-func (f *fakeLoader) load(ctx context.Context, o extractor.Options) (*extractor.Reading, error) {
-	f.mu.Lock()
-	hold := f.hold[o.Tag]
-	f.mu.Unlock()
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if r := f.readings[o.Tag]; r != nil {
-		return r, nil
-	}
-	return nil, fmt.Errorf("tag %s: %w", o.Tag, extractor.ErrUnknownTag)
-}
-
 // newTestSite serves fl's readings (the fixture's at its tag when it has
 // none) with the default tag loaded, a request waiting wait for a Load;
 // h routes the compare and history pages as the server does.
-func newTestSite(t testing.TB, fl *fakeLoader, wait time.Duration) (*Site, http.Handler) {
+func newTestSite(t testing.TB, fl *fixture.Loader, wait time.Duration) (*Site, http.Handler) {
 	t.Helper()
-	if fl.readings == nil {
-		fl.readings = map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}
+	if fl.Readings == nil {
+		fl.Readings = map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}
 	}
-	s, err := New(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.load, Wait: wait})
+	s, err := New(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.Load, Wait: wait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +58,7 @@ func get(h http.Handler, path string) *httptest.ResponseRecorder {
 func TestCompareFetchesBothTagsAtOnce(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	fl := &fakeLoader{hold: map[string]chan struct{}{"v1.35.0": release, "v1.36.0": release}}
+	fl := &fixture.Loader{Hold: map[string]chan struct{}{"v1.35.0": release, "v1.36.0": release}}
 	s, h := newTestSite(t, fl, time.Millisecond)
 	w := get(h, "/k8s/compare/v1.35.0...v1.36.0")
 	if w.Code != 202 || !strings.Contains(w.Body.String(), `<meta http-equiv="refresh" content="2">`) {
@@ -116,14 +88,14 @@ func TestHistoryWhileFetching(t *testing.T) {
 	tags := diff.MinorTags(fixture.Tag) // v1.20.0 … v1.37.0
 	newest, middle := tags[len(tags)-1], "v1.25.0"
 	releaseNewest, releaseMiddle := make(chan struct{}), make(chan struct{})
-	fl := &fakeLoader{
-		readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)},
-		hold:     map[string]chan struct{}{newest: releaseNewest, middle: releaseMiddle},
+	fl := &fixture.Loader{
+		Readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)},
+		Hold:     map[string]chan struct{}{newest: releaseNewest, middle: releaseMiddle},
 	}
 	for _, tag := range tags {
 		r := *fixture.Reading(t)
 		r.Tag = tag
-		fl.readings[tag] = &r
+		fl.Readings[tag] = &r
 	}
 	s, h := newTestSite(t, fl, 10*time.Millisecond)
 	reloads := func(w *httptest.ResponseRecorder, says string) {

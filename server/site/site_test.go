@@ -12,6 +12,7 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // realSite serves the real Readings of tags (the last is the default),
@@ -20,11 +21,11 @@ func realSite(t testing.TB, tags ...string) *Site {
 	t.Helper()
 	extractortest.NeedNetwork(t)
 	extractortest.Prefetch(tags...)
-	fl := &fakeLoader{readings: map[string]*extractor.Reading{}}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{}}
 	for _, tag := range tags {
-		fl.readings[tag] = extractortest.Reading(t, tag, content.Symbols())
+		fl.Readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
-	s, err := New(Config{DefaultTag: tags[len(tags)-1], CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.load})
+	s, err := New(Config{DefaultTag: tags[len(tags)-1], CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.Load})
 	if err != nil {
 		t.Fatal(err)
 	}
