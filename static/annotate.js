@@ -715,12 +715,19 @@ function commentForm(cls, label, text, submit, onCancel) {
 function replyTo(card, a) {
 	if (readOnly || card.parentElement?.querySelector(':scope > form.annot-new')) return;
 	const s = { lo: a.start, hi: a.end };
-	const { form, ta, ok } = commentForm('annot-new annot-reply-form', s.lo === s.hi ? `Your reply on line ${s.lo}` : `Your reply on lines ${s.lo}–${s.hi}`, '', 'Reply');
-	form.dataset.start = a.start;
 	// After the thread it answers.
 	let last = card;
 	while (last.nextElementSibling?.classList.contains('annot-reply')) last = last.nextElementSibling;
-	last.after(form);
+	openNewComment('annot-new annot-reply-form', s, 'reply', 'Reply', (f) => last.after(f));
+}
+
+// openNewComment opens a form for a new comment on lines s (a reply, or
+// one from the selection bar), placed by place; submitting adds the
+// comment and closes the form.
+function openNewComment(cls, s, what, button, place) {
+	const { form, ta, ok } = commentForm(cls, s.lo === s.hi ? `Your ${what} on line ${s.lo}` : `Your ${what} on lines ${s.lo}–${s.hi}`, '', button);
+	form.dataset.start = s.lo;
+	place(form);
 	ta.focus();
 	updateBar();
 	alignSoon();
@@ -734,6 +741,7 @@ function replyTo(card, a) {
 			updateBar();
 		} else ok.disabled = false;
 	});
+	return form;
 }
 
 // editComment opens the comment's text for editing, under it. The edit is
@@ -911,27 +919,10 @@ function updateBar() {
 
 barBtn.addEventListener('click', () => {
 	const s = selection();
-	if (!s) return;
-	const list = marginFor(s.lo);
+	const list = s && marginFor(s.lo);
 	if (!list) return;
-	const { form, ta, ok } = commentForm('annot-new', s.lo === s.hi ? `Your comment on line ${s.lo}` : `Your comment on lines ${s.lo}–${s.hi}`, '', 'Add comment');
-	ta.dataset.annotNewComment = '';
-	form.dataset.start = s.lo;
-	list.append(form);
-	ta.focus();
-	updateBar();
-	alignSoon();
-	form.addEventListener('submit', async (ev) => {
-		ev.preventDefault();
-		const text = ta.value.trim();
-		if (!text) return;
-		ok.disabled = true;
-		const id = newID();
-		if (await addComment(id, text, s)) {
-			form.remove();
-			updateBar();
-		} else ok.disabled = false;
-	});
+	const form = openNewComment('annot-new', s, 'comment', 'Add comment', (f) => list.append(f));
+	form.querySelector('textarea').dataset.annotNewComment = '';
 });
 
 async function addComment(id, text, s) {
