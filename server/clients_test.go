@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +105,7 @@ func TestBogusFeedSocketsCreateNoFeed(t *testing.T) {
 			t.Fatalf("made-up feed %d: %v, want 404", i, err)
 		}
 	}
-	if n := s.live.Held(); n != 1 {
+	if n := gauge(t, s, "syncloop_feeds"); n != 1 {
 		t.Errorf("%d feeds after the made-up sockets, want the default alone", n)
 	}
 	id, key := createRoom(t, ts)
@@ -192,7 +193,7 @@ func TestPingClosesSilentSockets(t *testing.T) {
 	}
 	defer room.CloseNow()
 	_ = feed
-	subscribers := func() int { return s.live.Browsers("default") }
+	subscribers := func() int { return gauge(t, s, `syncloop_clients{feed="default"}`) }
 	waitUntil(t, "the silent sockets to be counted", func() bool {
 		_, readers, _ := s.rooms.Counts()
 		return subscribers() == 1 && readers == 1
@@ -210,6 +211,23 @@ func TestPingClosesSilentSockets(t *testing.T) {
 	if n := subscribers(); n != 1 {
 		t.Errorf("a reading browser: %d subscribers after five pings, want 1", n)
 	}
+}
+
+// gauge reads a gauge's value from the server's /metrics, as outside
+// checks do.
+func gauge(t *testing.T, s *Server, series string) int {
+	t.Helper()
+	for line := range strings.Lines(get(t, s, "/metrics").Body.String()) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), series+" "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s: %v", series, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/metrics has no %s", series)
+	return 0
 }
 
 // drain reads c until it fails, as a browser does: reading is what answers pings.

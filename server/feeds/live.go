@@ -293,24 +293,6 @@ func (f *feed) stop() {
 	}
 }
 
-// Held is how many feeds this replica holds, the tags' demos included.
-func (l *Service) Held() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.feeds)
-}
-
-// Browsers is how many browsers watch feed on this replica.
-func (l *Service) Browsers(feed string) int {
-	l.mu.Lock()
-	f := l.feeds[feed]
-	l.mu.Unlock()
-	if f == nil {
-		return 0
-	}
-	return f.hub.Stats().Subscribers
-}
-
 // enter registers a handler or goroutine with the live side; false once closed.
 func (l *Service) enter() bool {
 	l.mu.Lock()
