@@ -53,6 +53,7 @@ type Hub struct {
 	byteLimit int     // the most bytes kept (but always the last entry); 0: no limit
 	next      uint64  // sequence number of the next entry
 	subs      map[*Subscription]struct{}
+	advanced  chan struct{} // closed when next moves (or the hub closes); nil while nobody waits
 	closed    bool
 	dropped   uint64 // entries slow subscribers skipped, all time
 }
@@ -111,6 +112,42 @@ func (h *Hub) SetNext(seq uint64) {
 		}
 	}
 	h.next = seq
+	h.advancedLocked()
+}
+
+// advancedLocked wakes WaitNext's waiters. h.mu is held.
+func (h *Hub) advancedLocked() {
+	if h.advanced != nil {
+		close(h.advanced)
+		h.advanced = nil
+	}
+}
+
+// WaitNext waits until the hub is past entry n (n was published, or
+// SetNext moved beyond it: Next() > n), and reports whether it is; false
+// when ctx ends or the hub closes first.
+func (h *Hub) WaitNext(ctx context.Context, n uint64) bool {
+	for {
+		h.mu.Lock()
+		if h.next > n {
+			h.mu.Unlock()
+			return true
+		}
+		if h.closed {
+			h.mu.Unlock()
+			return false
+		}
+		if h.advanced == nil {
+			h.advanced = make(chan struct{})
+		}
+		ch := h.advanced
+		h.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // Publish assigns the next sequence number, builds the entry's data with it
@@ -145,6 +182,7 @@ func (h *Hub) PublishN(n int, build func(i int, seq uint64) []byte) uint64 {
 	for s := range h.subs {
 		s.wake()
 	}
+	h.advancedLocked()
 	return first
 }
 
@@ -249,6 +287,7 @@ func (h *Hub) Close() {
 	for s := range h.subs {
 		s.closeLocked()
 	}
+	h.advancedLocked()
 }
 
 // Subscription is one subscriber's cursor. Next must be called from one

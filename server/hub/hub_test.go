@@ -422,3 +422,60 @@ func TestByteLimit(t *testing.T) {
 		t.Fatalf("limit removed: %+v", st)
 	}
 }
+
+// TestWaitNext: WaitNext(n) returns once entry n is published or SetNext
+// moves past it, and false when its context ends or the hub
+// closes first; a waiter is woken, not left to poll.
+func TestWaitNext(t *testing.T) {
+	h := New(8)
+	h.Publish(data) // 1
+	if !h.WaitNext(t.Context(), 0) {
+		t.Fatal("WaitNext(0) with entry 1 published: false")
+	}
+
+	woke := make(chan bool, 1)
+	go func() { woke <- h.WaitNext(context.Background(), 3) }()
+	select {
+	case <-woke:
+		t.Fatal("WaitNext(3) returned with only entry 1 published")
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.Publish(data) // 2: not yet
+	select {
+	case <-woke:
+		t.Fatal("WaitNext(3) returned at entry 2")
+	case <-time.After(50 * time.Millisecond):
+	}
+	start := time.Now()
+	h.Publish(data) // 3
+	select {
+	case ok := <-woke:
+		if !ok {
+			t.Fatal("WaitNext(3) false after entry 3")
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("woken %v after the entry", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitNext(3) not woken by entry 3")
+	}
+
+	go func() { woke <- h.WaitNext(context.Background(), 10) }()
+	time.Sleep(20 * time.Millisecond)
+	h.SetNext(20)
+	if ok := <-woke; !ok {
+		t.Fatal("WaitNext(10) false after SetNext(20)")
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+	defer cancel()
+	if h.WaitNext(ctx, 100) {
+		t.Fatal("WaitNext(100) true when its context ended")
+	}
+	go func() { woke <- h.WaitNext(context.Background(), 100) }()
+	time.Sleep(20 * time.Millisecond)
+	h.Close()
+	if ok := <-woke; ok {
+		t.Fatal("WaitNext(100) true after Close")
+	}
+}
