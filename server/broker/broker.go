@@ -35,9 +35,10 @@ type Config struct {
 	// server, so that other replicas can use it.
 	Listen string
 	// SyncInterval is how often the embedded server fsyncs JetStream's
-	// files; 0 fsyncs each write before it is acknowledged, so a line a
-	// relay saw acknowledged survives a host crash. (A process crash loses
-	// nothing either way: the write has reached the kernel.) A cluster
+	// files. 0 means that what Synced waits for is on disk: a line a relay
+	// saw acknowledged survives a host crash (sync.go); everything else is
+	// fsynced within backstopSync. (A process crash loses nothing either
+	// way: each write has reached the kernel before its PubAck.) A cluster
 	// keeps acknowledged writes by replication, and its own setting.
 	SyncInterval time.Duration
 	// Name names this process's connection (it shows in NATS monitoring).
@@ -69,6 +70,37 @@ type Broker struct {
 	unlock func()
 	tmp    string
 	once   sync.Once
+
+	gs       *groupSync // nil: Synced waits for nothing
+	gsStop   context.CancelFunc
+	gsDone   chan struct{}
+	gsCloseF func()
+}
+
+// backstopSync is how often the embedded server fsyncs by itself when
+// Config.SyncInterval is 0: what nobody waited for with Synced (a room's
+// record, a reader's note) is on disk within it.
+const backstopSync = time.Second
+
+// Synced returns a channel closed once everything JetStream acknowledged
+// before the call is on disk (embedded, with Config.SyncInterval 0), or at
+// once (a cluster: replicated before its PubAck; or a SyncInterval chosen).
+func (b *Broker) Synced() <-chan struct{} {
+	if b.gs == nil {
+		return closedChan
+	}
+	return b.gs.synced()
+}
+
+// Sync waits until everything JetStream acknowledged before the call is on
+// disk, as Synced says.
+func (b *Broker) Sync(ctx context.Context) error {
+	select {
+	case <-b.Synced():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // Open starts an embedded server or connects to cfg.URLs.
@@ -153,10 +185,28 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 		MaxPayload: 8 << 20, // a relay's batch is up to 1 MiB; a journald entry can be large
 		NoLog:      true,
 		DontListen: cfg.Listen == "",
-		SyncAlways: cfg.SyncInterval <= 0,
 	}
-	if cfg.SyncInterval > 0 {
+	switch {
+	case cfg.SyncInterval > 0:
 		so.SyncInterval = cfg.SyncInterval
+	case b.Memory:
+		// Nothing is on disk to be waited for.
+	default:
+		sync, closeF, err := syncFS(store)
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		if sync == nil { // no syncfs here: fsync each write before its PubAck
+			so.SyncAlways = true
+			break
+		}
+		so.SyncInterval = backstopSync
+		b.gs = newGroupSync(sync, func(err error) { log.Error("nats: storage not synced; acknowledgements wait", "err", err) })
+		b.gsCloseF = closeF
+		ctx, cancel := context.WithCancel(context.Background())
+		b.gsStop, b.gsDone = cancel, make(chan struct{})
+		go func() { defer close(b.gsDone); b.gs.run(ctx) }() // owned: stopped in close
 	}
 	if cfg.Listen != "" {
 		host, port, err := net.SplitHostPort(cfg.Listen)
@@ -287,6 +337,11 @@ func (b *Broker) drain() {
 }
 
 func (b *Broker) close() {
+	if b.gsStop != nil {
+		b.gsStop()
+		<-b.gsDone
+		b.gsCloseF()
+	}
 	if b.ns != nil {
 		b.ns.Shutdown()
 		b.ns.WaitForShutdown()

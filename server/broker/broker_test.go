@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -75,25 +76,96 @@ func TestEmbeddedListen(t *testing.T) {
 	}
 }
 
-// TestEmbeddedSync: by default the embedded server fsyncs each write
-// before JetStream acknowledges it (a relay's acknowledged lines survive
-// a host crash); a SyncInterval trades that for a periodic fsync.
+// TestEmbeddedSync: by default the embedded server writes each message to
+// the kernel before its PubAck and Synced waits for a syncfs of the store
+// (a relay's acknowledged lines survive a host crash), with a periodic
+// fsync as the backstop for what nobody waits for; a SyncInterval trades
+// the wait for a periodic fsync, and Synced then waits for nothing.
 func TestEmbeddedSync(t *testing.T) {
 	for _, tc := range []struct {
-		every      time.Duration
-		wantAlways bool
-	}{{0, true}, {time.Second, false}} {
+		every     time.Duration
+		wantEvery time.Duration
+		wantGroup bool
+	}{{0, backstopSync, true}, {time.Minute, time.Minute, false}} {
 		b, err := Open(t.Context(), Config{Dir: t.TempDir(), SyncInterval: tc.every})
 		if err != nil {
 			t.Fatal(err)
 		}
 		jc := b.ns.JetStreamConfig()
+		select {
+		case <-b.Synced():
+		case <-time.After(10 * time.Second):
+			t.Errorf("SyncInterval %v: Synced not closed within 10 s", tc.every)
+		}
+		group := b.gs != nil
 		b.Close()
 		if jc == nil {
 			t.Fatal("the embedded server has no JetStream config")
 		}
-		if jc.SyncAlways != tc.wantAlways || (!tc.wantAlways && jc.SyncInterval != tc.every) {
-			t.Errorf("SyncInterval %v: JetStream syncs always %v every %v; want always %v", tc.every, jc.SyncAlways, jc.SyncInterval, tc.wantAlways)
+		if jc.SyncAlways || jc.SyncInterval != tc.wantEvery || group != tc.wantGroup {
+			t.Errorf("SyncInterval %v: JetStream syncs always %v, every %v, group commit %v; want every %v, group commit %v",
+				tc.every, jc.SyncAlways, jc.SyncInterval, group, tc.wantEvery, tc.wantGroup)
 		}
+	}
+}
+
+// TestGroupSync: a channel Synced returned closes only after a sync that
+// began after the call ended well; waiters that arrive during a sync wait
+// for the next one, and share it; a failed sync is retried, never taken
+// for done.
+func TestGroupSync(t *testing.T) {
+	type call struct {
+		began   chan struct{}
+		release chan error
+	}
+	calls := make(chan call)
+	g := newGroupSync(func() error {
+		c := call{make(chan struct{}), make(chan error)}
+		calls <- c
+		close(c.began)
+		return <-c.release
+	}, func(error) {})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); g.run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		case <-time.After(50 * time.Millisecond):
+			return false
+		}
+	}
+	a1, a2 := g.synced(), g.synced()
+	first := <-calls
+	<-first.began
+	b := g.synced() // arrives while the first sync runs: not covered by it
+	if closed(a1) {
+		t.Fatal("closed before its sync ended")
+	}
+	first.release <- nil
+	if !closed(a1) || !closed(a2) {
+		t.Fatal("waiters before a sync not released by it")
+	}
+	if closed(b) {
+		t.Fatal("a waiter that arrived during a sync was released by it")
+	}
+	second := <-calls
+	second.release <- errors.New("disk on fire")
+	if closed(b) {
+		t.Fatal("released by a sync that failed")
+	}
+	third := <-calls // retried
+	third.release <- nil
+	if !closed(b) {
+		t.Fatal("not released by the retried sync")
+	}
+	select {
+	case c := <-calls:
+		c.release <- nil
+		t.Fatal("a sync ran with nobody waiting")
+	case <-time.After(50 * time.Millisecond):
 	}
 }
