@@ -125,9 +125,9 @@ type Config struct {
 	// messages to browsers), shared equally by the feeds; 0 means
 	// DefaultHistoryBytes.
 	HistoryBytes int
-	// FeedBytes bounds what JetStream keeps of all feeds together; 0 means
-	// DefaultFeedBytes. Each feed keeps at most feedMsgsKept batches, none
-	// older than a week.
+	// FeedBytes bounds what JetStream keeps of each feed (compressed); 0
+	// means DefaultFeedBytes. A tag's demo keeps at most 4 MiB; nothing is
+	// kept longer than a week. All feeds together: MaxStoredBytes.
 	FeedBytes  int64
 	DemoPeriod time.Duration // pace of the demo feed; 0 means its default, negative turns it off
 	// DemoIdle is how long a tag's demo feed runs with no browser
@@ -151,14 +151,15 @@ type Service struct {
 	reading     func(tag string) *extractor.Reading
 	log         *slog.Logger
 	b           *broker.Broker
-	closeBroker bool             // Close closes b too (tests that make a live alone)
-	demoHeld    atomic.Bool      // this replica holds the cluster's demo lease (live_stream.go)
-	stream      jetstream.Stream // the feeds' stream (live_stream.go)
-	vacantAfter time.Duration    // vacantAfter, shorter in tests
-	demoIdle    time.Duration    // demoIdle, shorter in tests
-	sockets     *clients.Sockets // shared with the rooms' sockets (sockets.go)
-	frames      sync.Pool        // *[]byte: browser message buffers
-	ingestBufs  sync.Pool        // *bytes.Buffer: relays' messages while they are read and decoded
+	closeBroker bool                   // Close closes b too (tests that make a live alone)
+	demoHeld    atomic.Bool            // this replica holds the cluster's demo lease (live_stream.go)
+	vacantAfter time.Duration          // vacantAfter, shorter in tests
+	demoIdle    time.Duration          // demoIdle, shorter in tests
+	sockets     *clients.Sockets       // shared with the rooms' sockets (sockets.go)
+	synced      func() <-chan struct{} // broker.Synced; a test's own in tests
+	followFeed  func(*feed) error      // follow; a test's own in tests
+	frames      sync.Pool              // *[]byte: browser message buffers
+	ingestBufs  sync.Pool              // *bytes.Buffer: relays' messages while they are read and decoded
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -177,7 +178,13 @@ type feed struct {
 	status    atomic.Uint64 // bumped when statusMsg would change
 	asked     time.Time     // when live.feed last returned it; guarded by live.mu
 
-	subject    string        // its JetStream subject
+	subject string           // its JetStream subject
+	stream  jetstream.Stream // its JetStream stream; set before started is closed
+	// started is closed once the feed's stream is followed (or could not
+	// be: startErr); until then the feed is a placeholder in Service.feeds,
+	// which holds its name while JetStream is asked, outside Service.mu.
+	started    chan struct{}
+	startErr   error
 	ready      chan struct{} // closed once the lines stored before this replica followed it are in the hub
 	readyOnce  sync.Once
 	stopFollow func() // stops the consumer; nil until follow succeeds
@@ -187,7 +194,8 @@ type feed struct {
 	pubMu  sync.Mutex
 	tail   feedTail
 	kept   []relay.Line
-	msgBuf []byte
+	msgBuf []byte // a stored message's data (compressed)
+	recBuf []byte // its records before compression
 
 	mu         sync.Mutex       // serializes delivery to the hub; guards the fields below
 	cls        *classify.Stream // per feed: it follows the kubelet's version
@@ -229,14 +237,15 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 		cfg.DemoIdle = demoIdle
 	}
 	l := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle,
-		sockets: cfg.Sockets}
+		sockets: cfg.Sockets, synced: b.Synced}
+	l.followFeed = l.follow
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
 	l.frames.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	l.ingestBufs.New = func() any { return new(bytes.Buffer) }
 	l.ctx, l.cancel = context.WithCancel(context.Background())
-	if err := l.openStream(l.ctx); err != nil {
+	if err := l.migrateLegacy(l.ctx); err != nil {
 		l.cancel()
 		return nil, err
 	}
@@ -273,6 +282,7 @@ func (l *Service) Close() {
 	l.mu.Unlock()
 	l.cancel()
 	for _, f := range feeds {
+		<-f.started // its follow ends soon: l.ctx is done
 		f.stop()
 		f.hub.Close()
 	}
@@ -312,11 +322,10 @@ var (
 )
 
 // existingFeed returns the named feed if the server has it, nil if not:
-// what a browser asks for. A feed with lines in the stream (a relay sent
-// to it before the server restarted, or through another replica) is had,
-// and opened. Browsers never
-// create feeds, so made-up names cannot fill the server's feeds and shut
-// out a room's relay.
+// what a browser asks for. A feed with lines stored (a relay sent to it
+// before the server restarted, or through another replica) is had, and
+// opened. Browsers never create feeds, so made-up names cannot fill the
+// server's feeds and shut out a room's relay.
 func (l *Service) existingFeed(name string) (*feed, error) {
 	l.mu.Lock()
 	f := l.feeds[name]
@@ -324,8 +333,11 @@ func (l *Service) existingFeed(name string) (*feed, error) {
 		f.asked = time.Now()
 	}
 	l.mu.Unlock()
-	if f != nil || !feedNameRE.MatchString(name) {
-		return f, nil
+	if f != nil {
+		return f.waitStarted()
+	}
+	if !feedNameRE.MatchString(name) {
+		return nil, nil
 	}
 	if stored, err := l.hasStored(name); err != nil {
 		return nil, errStorage
@@ -337,23 +349,31 @@ func (l *Service) existingFeed(name string) (*feed, error) {
 
 // feed returns the named feed, creating it (with its stored history) on
 // first use: the server's own feeds (the default, rooms') and those a relay
-// with a valid token sends to.
+// with a valid token sends to. Its stream is made and followed outside
+// l.mu: while JetStream elects a leader (up to followWithin), other feeds
+// are looked up as usual.
 func (l *Service) feed(name string) (*feed, error) {
 	if !feedNameRE.MatchString(name) {
 		return nil, fmt.Errorf("feed name %q: use letters, digits, '.', '_' or '-' (at most 64)", name)
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if f, ok := l.feeds[name]; ok {
 		f.asked = time.Now()
-		return f, nil
+		l.mu.Unlock()
+		return f.waitStarted()
+	}
+	if l.closed {
+		l.mu.Unlock()
+		return nil, errStorage
 	}
 	tagDemo := isTagDemo(name)
 	if tagDemo {
 		if l.countLocked(true) >= maxTagDemos && !l.evictDemoLocked() {
+			l.mu.Unlock()
 			return nil, errTooManyDemos
 		}
 	} else if l.countLocked(false) >= MaxFeeds && !l.evictVacantLocked() {
+		l.mu.Unlock()
 		return nil, errTooManyFeeds
 	}
 	f := &feed{
@@ -364,20 +384,49 @@ func (l *Service) feed(name string) (*feed, error) {
 		source:  "none",
 		byCase:  make(map[string]uint64),
 		subject: feedSubject(name),
+		started: make(chan struct{}),
 		ready:   make(chan struct{}),
 	}
 	if tagDemo {
 		f.tag = strings.TrimPrefix(name, demoFeedPrefix) // a tag's demo feed reads its tag
 	}
 	f.cls = classify.New(nil).Stream()
-	if err := l.follow(f); err != nil {
-		f.hub.Close()
-		l.log.Error("live: feed not followed", "feed", name, "err", err)
-		return nil, errStorage
-	}
-	l.feeds[name] = f
+	l.feeds[name] = f // a placeholder until started: it counts, and a second caller waits for it
 	l.shareHistory()
+	l.mu.Unlock()
+
+	if err := l.followFeed(f); err != nil {
+		l.log.Error("live: feed not followed", "feed", name, "err", err)
+		l.mu.Lock()
+		if l.feeds[name] == f {
+			delete(l.feeds, name)
+			l.shareHistory()
+		}
+		l.mu.Unlock()
+		f.hub.Close()
+		f.startErr = errStorage
+	}
+	close(f.started)
+	return f.waitStarted()
+}
+
+// waitStarted waits until f is followed, and returns it, or why it could not be.
+func (f *feed) waitStarted() (*feed, error) {
+	<-f.started
+	if f.startErr != nil {
+		return nil, f.startErr
+	}
 	return f, nil
+}
+
+// isStarted reports whether f is followed (or failed to be), not a placeholder.
+func (f *feed) isStarted() bool {
+	select {
+	case <-f.started:
+		return true
+	default:
+		return false
+	}
 }
 
 // isTagDemo reports whether name is a tag's demo feed ("demo-v1.20.0").
@@ -405,7 +454,7 @@ func (l *Service) countLocked(demos bool) int {
 func (l *Service) evictDemoLocked() bool {
 	var oldest *feed
 	for name, f := range l.feeds {
-		if isTagDemo(name) && f.hub.Stats().Subscribers == 0 && (oldest == nil || f.asked.Before(oldest.asked)) {
+		if isTagDemo(name) && f.isStarted() && f.hub.Stats().Subscribers == 0 && (oldest == nil || f.asked.Before(oldest.asked)) {
 			oldest = f
 		}
 	}
@@ -444,7 +493,7 @@ const vacantAfter = 10 * time.Second
 func (l *Service) evictVacantLocked() bool {
 	var oldest *feed
 	for name, f := range l.feeds {
-		if name == defaultFeed || isTagDemo(name) || time.Since(f.asked) < l.vacantAfter {
+		if name == defaultFeed || isTagDemo(name) || time.Since(f.asked) < l.vacantAfter || !f.isStarted() {
 			continue
 		}
 		if st := f.hub.Stats(); st.Stored > 0 || st.Subscribers > 0 {
@@ -885,10 +934,11 @@ func (l *Service) HandleFeedSocket() http.Handler {
 		// A browser resuming after a line this replica's hub has not had
 		// yet (stored a moment ago, or through another replica) waits for
 		// it rather than be told to start over.
-		for wait := time.Now().Add(resumeWait); !reset && after >= f.hub.Next() && time.Now().Before(wait); {
-			select {
-			case <-time.After(20 * time.Millisecond):
-			case <-ctx.Done():
+		if !reset && after >= f.hub.Next() {
+			wctx, cancel := context.WithTimeout(ctx, resumeWait)
+			f.hub.WaitNext(wctx, after)
+			cancel()
+			if ctx.Err() != nil {
 				return
 			}
 		}
@@ -1143,9 +1193,53 @@ func (l *Service) HandleIngest() http.Handler {
 			}
 		}()
 		defer func() { close(done); conn.CloseNow(); <-readerDone }()
+		// Acks go out in order from their own goroutine, each once what it
+		// acknowledges is on disk (broker.Synced): the next group is read
+		// and stored meanwhile. Acks that are ready together go as one.
+		type pendingAck struct {
+			id     string
+			synced <-chan struct{}
+		}
+		acks := make(chan pendingAck, ackQueue)
+		ackerDone := make(chan struct{})
+		go func() { // owned: ends when acks is closed, or the connection fails
+			defer close(ackerDone)
+			var b []byte
+			for a := range acks {
+				select {
+				case <-a.synced:
+				case <-ctx.Done():
+					return
+				case <-l.ctx.Done():
+					return
+				}
+			ready:
+				for {
+					select {
+					case next, ok := <-acks:
+						if !ok {
+							break ready
+						}
+						select {
+						case <-next.synced:
+						case <-ctx.Done():
+							return
+						}
+						a = next
+					default:
+						break ready
+					}
+				}
+				b = append(jsonstr.Append(append(b[:0], `{"ack":`...), a.id), '}')
+				if out.write(b) != nil {
+					conn.CloseNow() // the reader notices, and the handler ends
+					return
+				}
+			}
+		}()
+		defer func() { close(acks); <-ackerDone }()
 		var (
 			lines   []relay.Line
-			ack     []byte
 			pending *ingestMsg
 		)
 		for {
@@ -1192,8 +1286,9 @@ func (l *Service) HandleIngest() http.Handler {
 					return
 				}
 				if last != "" {
-					ack = append(jsonstr.Append(append(ack[:0], `{"ack":`...), last), '}')
-					if out.write(ack) != nil {
+					select {
+					case acks <- pendingAck{last, l.synced()}:
+					case <-ackerDone:
 						return
 					}
 				}
@@ -1219,6 +1314,10 @@ const resumeWait = 2 * time.Second
 // ingestQueue is how many relay messages a connection reads ahead while
 // earlier ones are stored.
 const ingestQueue = 16
+
+// ackQueue is how many stored groups' acks may wait for the disk before
+// ingest waits too.
+const ackQueue = 64
 
 // attach records a relay on f; the demo stops for good on the first one.
 func (l *Service) attach(f *feed) {

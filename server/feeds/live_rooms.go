@@ -57,7 +57,7 @@ func (l *Service) FeedVersion(name string) string {
 	return f.version
 }
 
-// DropFeed forgets the named feed and deletes its stored lines: its
+// DropFeed forgets the named feed and deletes its stream (its stored lines): its
 // browsers are disconnected, a relay still attached feeds nothing that is kept.
 func (l *Service) DropFeed(name string) {
 	l.mu.Lock()
@@ -66,6 +66,7 @@ func (l *Service) DropFeed(name string) {
 	l.shareHistory()
 	l.mu.Unlock()
 	if f != nil {
+		<-f.started // then its consumer, if any, is there to stop
 		f.gone.Store(true)
 		f.stop()
 		f.hub.Close()

@@ -1,16 +1,26 @@
 package feeds
 
-// Feeds on JetStream. Every feed's lines live in one stream, a subject per
-// feed; a message is a relay's batch (or part of one) in the ingest wire
-// format, exactly as the relay sent its lines, with the feed's sequence
-// number of its first line in a header. Sequence numbers are the feed's
-// own, consecutive from 1, the same on every replica: a browser resumes
-// with ?after=SEQ on any of them.
+// Feeds on JetStream. Each feed's lines live in a stream of their own
+// (SYNCLOOP_FEED_<name>, one subject); a message is a group of a relay's
+// lines (stored.go), with the feed's sequence number of its first line in
+// a header. Sequence numbers are the feed's own, consecutive from 1, the
+// same on every replica: a browser resumes with ?after=SEQ on any of them.
 //
-//	relay ──► ingest (any replica) ──► publish, expecting the subject's last
+//	relay ──► ingest (any replica) ──► publish, expecting the stream's last
 //	                                   message to be the one it knows; PubAck
-//	                                   ──► ack to the relay
+//	                                   ──► this replica's hub, and the ack to the relay
 //	stream ──► each replica's ordered consumer per feed ──► classify ──► hub ──► browsers
+//
+// A stream per feed, not one for all: each stream stores (and, embedded,
+// fsyncs) its messages on its own goroutine, so fifty feeds' writes go on
+// side by side instead of queueing behind each other, and each feed has a
+// byte limit of its own (a noisy feed cannot evict a quiet room's history).
+//
+// The replica that stored a message gives its lines to its own hub once
+// JetStream acknowledged them, when the hub has every line before them:
+// the common case, which spares a round trip through the consumer. The
+// consumer then skips the message by its headers (Syncloop-Lines) without
+// reading it; it delivers what other replicas stored, and the history.
 //
 // Resends are recognized two ways:
 //   - a message's Nats-Msg-Id is its feed and the ids of its first and last
@@ -23,7 +33,7 @@ package feeds
 //     published learns the feed's tail from the stream when its publish
 //     is refused as out of date, and filters again.
 //
-// Publishing expects the subject's last stream sequence to be the one this
+// Publishing expects the stream's last sequence to be the one this
 // replica knows: two replicas ingesting one feed at once take turns
 // instead of giving two lines one sequence number.
 
@@ -44,22 +54,31 @@ import (
 )
 
 const (
-	feedStream        = "SYNCLOOP_FEEDS"
-	feedSubjectPrefix = "syncloop.feed."
-	// feedMsgsKept bounds each feed's messages (relay batches of at most
-	// maxLinesPerMsg lines and msgBytes bytes each).
-	feedMsgsKept = 4096
+	feedStreamPrefix  = "SYNCLOOP_FEED_"
+	feedSubjectPrefix = "syncloop.feeds."
+	// legacyStream held every feed, a subject each under
+	// legacySubjectPrefix, before feeds had streams of their own; it is
+	// moved into them once (migrate.go). (Two streams cannot share a
+	// subject: the feeds' own have another prefix.)
+	legacyStream        = "SYNCLOOP_FEEDS"
+	legacySubjectPrefix = "syncloop.feed."
+	// feedMsgsKept bounds each feed's messages (groups of at most
+	// maxLinesPerMsg lines and msgBytes bytes each); bytes and age are the
+	// bounds that matter.
+	feedMsgsKept = 1 << 20
 	// feedMaxAge is how long a line is kept at most.
 	feedMaxAge = 7 * 24 * time.Hour
 	// dupWindow is how long JetStream remembers a message id. A relay
 	// resends what is unacknowledged as soon as it reconnects; resends
 	// later than this are still recognized by the id check in ingest.
 	dupWindow = 10 * time.Minute
-	// DefaultFeedBytes is Config.FeedBytes's default: all feeds together.
-	DefaultFeedBytes = 1 << 30
+	// DefaultFeedBytes is Config.FeedBytes's default: what JetStream keeps
+	// of one feed (compressed: about 400,000 journald entries of a real
+	// kubelet, or two million klog lines).
+	DefaultFeedBytes = 64 << 20
+	// demoFeedBytes bounds a tag's demo feed, whose lines are made up.
+	demoFeedBytes = 4 << 20
 
-	hdrSeq  = "Syncloop-Seq"  // the feed's sequence number of the message's first line
-	hdrDemo = "Syncloop-Demo" // "1": demo lines
 	// maxLinesPerMsg and msgBytes bound a message, so a relay's batch of
 	// any size fits a NATS message (1 MiB by default on a cluster).
 	maxLinesPerMsg = 1000
@@ -78,34 +97,43 @@ func feedSubject(name string) string {
 	return feedSubjectPrefix + strings.ReplaceAll(name, ".", "%2E")
 }
 
-// openStream creates the feeds' stream, or updates its limits.
-func (l *Service) openStream(ctx context.Context) error {
-	total := l.cfg.FeedBytes
-	if total <= 0 {
-		total = DefaultFeedBytes
+// feedStreamName is the feed's stream: a stream name has no '.' either.
+func feedStreamName(name string) string {
+	return feedStreamPrefix + strings.ReplaceAll(name, ".", "%2E")
+}
+
+// MaxStoredBytes is the most JetStream keeps of all feeds together: each
+// feed's limit, times the feeds a server holds at once. (Feeds let go keep
+// their lines, bounded by age.)
+func MaxStoredBytes(feedBytes int64) int64 {
+	if feedBytes <= 0 {
+		feedBytes = DefaultFeedBytes
 	}
-	cfg := jetstream.StreamConfig{
-		Name:              feedStream,
-		Description:       "syncloop feeds: a subject per feed, a message per relay batch",
-		Subjects:          []string{feedSubjectPrefix + ">"},
-		Storage:           broker.Storage(l.b.Memory),
-		Replicas:          l.b.Replicas,
-		MaxMsgsPerSubject: feedMsgsKept,
-		MaxBytes:          total,
-		MaxAge:            feedMaxAge,
-		Duplicates:        dupWindow,
-		Discard:           jetstream.DiscardOld,
-		MaxMsgSize:        4 << 20,
+	return MaxFeeds*feedBytes + maxTagDemos*min(feedBytes, demoFeedBytes)
+}
+
+// streamConfig is the named feed's stream.
+func (l *Service) streamConfig(name string) jetstream.StreamConfig {
+	limit := l.cfg.FeedBytes
+	if limit <= 0 {
+		limit = DefaultFeedBytes
 	}
-	err := broker.Retry(ctx, time.Minute, func(ctx context.Context) error {
-		s, err := l.b.JS.CreateOrUpdateStream(ctx, cfg)
-		l.stream = s
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("feeds stream: %w", err)
+	if isTagDemo(name) {
+		limit = min(limit, demoFeedBytes)
 	}
-	return nil
+	return jetstream.StreamConfig{
+		Name:        feedStreamName(name),
+		Description: "syncloop feed " + name + ": a message per group of a relay's lines",
+		Subjects:    []string{feedSubject(name)},
+		Storage:     broker.Storage(l.b.Memory),
+		Replicas:    l.b.Replicas,
+		MaxMsgs:     feedMsgsKept,
+		MaxBytes:    limit,
+		MaxAge:      feedMaxAge,
+		Duplicates:  dupWindow,
+		Discard:     jetstream.DiscardOld,
+		MaxMsgSize:  int32(min(4<<20, limit)), // no larger than the stream may hold
+	}
 }
 
 // feedTail is what ingest knows of a feed's last stored message.
@@ -149,21 +177,24 @@ func idOrder(id string) (family string, n uint64, ok bool) {
 	return id[:i], n, true
 }
 
-// loadTail reads the feed's last message from the stream. f.pubMu is held.
+// loadTail reads the feed's last message from its stream. f.pubMu is held.
 func (l *Service) loadTail(ctx context.Context, f *feed) error {
 	t := feedTail{loaded: true, next: 1, high: make(map[string]uint64)}
-	m, err := l.stream.GetLastMsgForSubject(ctx, f.subject)
+	m, err := f.stream.GetLastMsgForSubject(ctx, f.subject)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 	case err != nil:
 		return fmt.Errorf("feed %s: reading its last message: %w", f.name, err)
 	default:
-		first, _ := strconv.ParseUint(m.Header.Get(hdrSeq), 10, 64)
-		lines, err := relay.DecodeBatch(m.Data, nil)
+		sh, err := readHead(m.Header)
 		if err != nil {
 			return fmt.Errorf("feed %s: message %d: %w", f.name, m.Sequence, err)
 		}
-		t.streamSeq, t.next = m.Sequence, first+uint64(len(lines))
+		lines, err := decodeStored(m.Header, m.Data, nil, new([]byte))
+		if err != nil {
+			return fmt.Errorf("feed %s: message %d: %w", f.name, m.Sequence, err)
+		}
+		t.streamSeq, t.next = m.Sequence, sh.first+uint64(len(lines))
 		for _, in := range lines {
 			t.note(in.ID)
 		}
@@ -261,20 +292,16 @@ func (l *Service) publish(ctx context.Context, f *feed, lines []relay.Line, demo
 		}
 		chunk := keep[:n]
 		keep = keep[n:]
-		msg := nats.NewMsg(f.subject)
-		f.msgBuf = relay.AppendBatch(f.msgBuf[:0], chunk)
-		msg.Data = f.msgBuf
-		msg.Header.Set(hdrSeq, strconv.FormatUint(f.tail.next, 10))
-		if demo {
-			msg.Header.Set(hdrDemo, "1")
-		}
+		first := f.tail.next
+		var msg *nats.Msg
+		msg, f.msgBuf, f.recBuf = storedMsg(f.subject, first, chunk, demo, f.msgBuf, f.recBuf)
 		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq)}
 		if first, last := chunk[0].ID, chunk[len(chunk)-1].ID; first != "" && last != "" {
 			opts = append(opts, jetstream.WithMsgID(f.name+"\x00"+first+"\x00"+last+"\x00"+strconv.Itoa(len(chunk))))
 		}
 		ack, err := l.b.Lane(f.name).PublishMsg(ctx, msg, opts...)
-		if cap(f.msgBuf) > 2*msgBytes {
-			f.msgBuf = nil
+		if cap(f.msgBuf) > 2*msgBytes || cap(f.recBuf) > 2*msgBytes {
+			f.msgBuf, f.recBuf = nil, nil
 		}
 		if err != nil {
 			return fmt.Errorf("feed %s: publish: %w", f.name, err)
@@ -288,10 +315,15 @@ func (l *Service) publish(ctx context.Context, f *feed, lines []relay.Line, demo
 		}
 		f.tail.streamSeq = ack.Sequence
 		f.tail.next += uint64(len(chunk))
+		f.mu.Lock()
 		// Counted as stored here, where it is stored: the metric is this
 		// replica's, and up to date once the relay has its ack.
-		f.mu.Lock()
 		f.ingested += uint64(len(chunk))
+		// This replica's hub gets the lines now, if it has every line
+		// before them; the consumer delivers them otherwise.
+		if f.hub.Next() == first {
+			l.deliverLocked(f, first, chunk, demo)
+		}
 		f.mu.Unlock()
 		for _, in := range chunk {
 			f.tail.note(in.ID)
@@ -300,15 +332,24 @@ func (l *Service) publish(ctx context.Context, f *feed, lines []relay.Line, demo
 	return nil
 }
 
-// follow starts the replica's ordered consumer of f's subject: it replays
-// the stored lines into the feed's hub, then the live tail. f.ready is
-// closed once the lines stored before it started are in the hub.
+// follow creates the feed's stream (or updates its limits) and starts the
+// replica's ordered consumer of it: it replays the stored lines into the
+// feed's hub, then the live tail. f.ready is closed once the lines stored
+// before it started are in the hub.
 func (l *Service) follow(f *feed) error {
 	// A cluster that just started (or lost a node) may still be electing
 	// the stream's leader: its first requests time out, later ones answer.
 	var end uint64
 	var cons jetstream.Consumer
+	js := l.b.Lane(f.name)
 	err := broker.Retry(l.ctx, followWithin, func(ctx context.Context) error {
+		if f.stream == nil {
+			s, err := js.CreateOrUpdateStream(ctx, l.streamConfig(f.name))
+			if err != nil {
+				return fmt.Errorf("feed %s: stream: %w", f.name, err)
+			}
+			f.stream = s
+		}
 		f.pubMu.Lock()
 		err := l.loadTail(ctx, f)
 		end = f.tail.streamSeq
@@ -316,7 +357,7 @@ func (l *Service) follow(f *feed) error {
 		if err != nil {
 			return err
 		}
-		cons, err = l.b.Lane(f.name).OrderedConsumer(ctx, feedStream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}})
+		cons, err = js.OrderedConsumer(ctx, feedStreamName(f.name), jetstream.OrderedConsumerConfig{})
 		if err != nil {
 			return fmt.Errorf("feed %s: consumer: %w", f.name, err)
 		}
@@ -328,12 +369,13 @@ func (l *Service) follow(f *feed) error {
 	if end == 0 {
 		f.markReady()
 	}
+	var unz []byte // the consumer's decompression buffer
 	cc, err := cons.Consume(func(m jetstream.Msg) {
 		md, err := m.Metadata()
 		if err != nil {
 			return
 		}
-		l.deliver(f, m.Headers(), m.Data())
+		l.deliver(f, m.Headers(), m.Data(), &unz)
 		if md.Sequence.Stream >= end {
 			f.markReady()
 		}
@@ -345,7 +387,9 @@ func (l *Service) follow(f *feed) error {
 	if err != nil {
 		return fmt.Errorf("feed %s: consume: %w", f.name, err)
 	}
+	f.pubMu.Lock()
 	f.stopFollow = cc.Stop
+	f.pubMu.Unlock()
 	return nil
 }
 
@@ -421,23 +465,36 @@ func (l *Service) demoLease(ctx context.Context, key string, held *atomic.Bool) 
 	return held
 }
 
-// deliver classifies a stored message's lines and publishes them to the
-// feed's hub under their stored sequence numbers.
-func (l *Service) deliver(f *feed, h nats.Header, data []byte) {
-	first, err := strconv.ParseUint(h.Get(hdrSeq), 10, 64)
-	if err != nil || first == 0 {
-		l.log.Warn("live: a stored message without its sequence number", "feed", f.name)
+// deliver gives the feed's hub the lines of a stored message it does not
+// have yet: another replica's, or the history.
+func (l *Service) deliver(f *feed, h nats.Header, data []byte, unz *[]byte) {
+	sh, err := readHead(h)
+	if err != nil {
+		l.log.Warn("live: "+err.Error(), "feed", f.name)
 		return
 	}
-	demo := h.Get(hdrDemo) == "1"
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	lines, err := relay.DecodeBatch(data, f.decoded[:0])
+	if sh.lines >= 0 && sh.first+uint64(sh.lines) <= f.hub.Next() {
+		return // delivered already: this replica stored it
+	}
+	lines, err := decodeStored(h, data, f.decoded[:0], unz)
 	if err != nil {
-		l.log.Warn("live: a stored message that is not a batch", "feed", f.name, "err", err)
+		l.log.Warn("live: a stored message that cannot be read", "feed", f.name, "err", err)
 		return
 	}
-	defer func() { clear(lines); f.decoded = lines[:0] }()
+	l.deliverLocked(f, sh.first, lines, sh.demo)
+	clear(lines)
+	f.decoded = lines[:0]
+	if cap(*unz) > 2*msgBytes {
+		*unz = nil
+	}
+}
+
+// deliverLocked classifies lines, the first of which is the feed's line
+// first, and publishes those the hub does not have yet under their stored
+// sequence numbers. f.mu is held.
+func (l *Service) deliverLocked(f *feed, first uint64, lines []relay.Line, demo bool) {
 	f.refreshClassifier(l.reading)
 	f.hub.SetNext(first)
 	next := f.hub.Next()
@@ -485,7 +542,7 @@ func (l *Service) exportFeed(ctx context.Context, f *feed, after uint64, w func(
 	// rather than end a reader's download short.
 	var end, done uint64 // the last message to write; the last one written
 	err := broker.Retry(ctx, followWithin, func(ctx context.Context) error {
-		m, err := l.stream.GetLastMsgForSubject(ctx, f.subject)
+		m, err := f.stream.GetLastMsgForSubject(ctx, f.subject)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound): // nothing stored: end stays 0
 			return nil
@@ -500,11 +557,11 @@ func (l *Service) exportFeed(ctx context.Context, f *feed, after uint64, w func(
 	for stuck := 0; ; {
 		var msgs jetstream.MessagesContext
 		err := broker.Retry(ctx, followWithin, func(actx context.Context) error {
-			cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{f.subject}}
+			var cfg jetstream.OrderedConsumerConfig
 			if done > 0 {
 				cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, done+1
 			}
-			cons, err := l.b.Lane(f.name).OrderedConsumer(actx, feedStream, cfg)
+			cons, err := l.b.Lane(f.name).OrderedConsumer(actx, feedStreamName(f.name), cfg)
 			if err != nil {
 				return err
 			}
@@ -540,6 +597,7 @@ func (l *Service) exportMsgs(ctx context.Context, msgs jetstream.MessagesContext
 	stop := context.AfterFunc(ctx, msgs.Stop)
 	defer stop()
 	var lines []relay.Line
+	var unz []byte
 	for {
 		m, err := msgs.Next()
 		if err != nil {
@@ -549,10 +607,14 @@ func (l *Service) exportMsgs(ctx context.Context, msgs jetstream.MessagesContext
 		if err != nil {
 			return false, err
 		}
-		first, _ := strconv.ParseUint(m.Headers().Get(hdrSeq), 10, 64)
-		if m.Headers().Get(hdrDemo) != "1" {
-			if lines, err = relay.DecodeBatch(m.Data(), lines[:0]); err != nil {
-				return true, fmt.Errorf("stored message %d: %w", md.Sequence.Stream, err) // it will not read better later
+		sh, err := readHead(m.Headers())
+		if err != nil {
+			return true, fmt.Errorf("stored message %d: %w", md.Sequence.Stream, err) // it will not read better later
+		}
+		first := sh.first
+		if !sh.demo && (sh.lines < 0 || first+uint64(sh.lines) > after+1) {
+			if lines, err = decodeStored(m.Headers(), m.Data(), lines[:0], &unz); err != nil {
+				return true, fmt.Errorf("stored message %d: %w", md.Sequence.Stream, err)
 			}
 			for i, in := range lines {
 				if first+uint64(i) > after {
@@ -569,25 +631,26 @@ func (l *Service) exportMsgs(ctx context.Context, msgs jetstream.MessagesContext
 	}
 }
 
-// hasStored reports whether the named feed has lines in the stream.
+// hasStored reports whether the named feed has lines stored.
 func (l *Service) hasStored(name string) (bool, error) {
 	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
 	defer cancel()
-	_, err := l.stream.GetLastMsgForSubject(ctx, feedSubject(name))
+	s, err := l.b.Lane(name).Stream(ctx, feedStreamName(name))
 	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
-	return true, nil
+	return s.CachedInfo().State.Msgs > 0, nil
 }
 
-// purgeFeed deletes the feed's stored lines.
+// purgeFeed deletes the feed's stream and its stored lines.
 func (l *Service) purgeFeed(name string) {
 	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
 	defer cancel()
-	if err := l.stream.Purge(ctx, jetstream.WithPurgeSubject(feedSubject(name))); err != nil && l.ctx.Err() == nil {
-		l.log.Warn("live: feed not purged", "feed", name, "err", err)
+	err := l.b.Lane(name).DeleteStream(ctx, feedStreamName(name))
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && l.ctx.Err() == nil {
+		l.log.Warn("live: feed not deleted", "feed", name, "err", err)
 	}
 }

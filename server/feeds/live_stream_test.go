@@ -1,0 +1,330 @@
+package feeds
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/internal/wstest"
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+// serveLive serves l's endpoints as routes.go mounts them.
+func serveLive(t testing.TB, l *Service) *httptest.Server {
+	r := chi.NewRouter()
+	r.Method("GET", "/feeds/{feed}/ws", l.HandleFeedSocket())
+	r.Method("GET", "/feeds/{feed}/ingest", l.HandleIngest())
+	r.Method("GET", "/feeds/{feed}/export", l.HandleExport())
+	ts := httptest.NewServer(r)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// TestLiveAckWaitsForDisk: a relay's batch is acknowledged only once what
+// stores it is on disk (broker.Synced), while browsers see its lines as
+// soon as JetStream has them; the next batch is stored meanwhile.
+func TestLiveAckWaitsForDisk(t *testing.T) {
+	l, ts := newStoredLiveServer(t, t.TempDir(), Config{})
+	var mu sync.Mutex
+	var pending []chan struct{}
+	l.synced = func() <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		ch := make(chan struct{})
+		pending = append(pending, ch)
+		return ch
+	}
+	release := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, ch := range pending {
+			close(ch)
+		}
+		pending = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	in := dialIngest(t, ctx, ts, "disk")
+	b := dialBrowser(t, ctx, ts, "/feeds/disk/ws")
+	send := func(ls []relay.Line) {
+		msg := relay.AppendBatch(nil, ls)
+		if err := in.Write(ctx, 1, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(lines("d", 1, 3))
+	if got := strings.Join(b.lines(ctx, 3), "|"); got != raws(lines("d", 1, 3)) {
+		t.Fatalf("browser got %q", got)
+	}
+	send(lines("d", 4, 5)) // stored while the first ack waits
+	if got := strings.Join(b.lines(ctx, 2), "|"); got != raws(lines("d", 4, 5)) {
+		t.Fatalf("browser got %q while the first ack waited", got)
+	}
+	actx, acancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	_, early, err := in.Read(actx)
+	acancel()
+	if err == nil {
+		t.Fatalf("ack %s before the disk had the lines", early)
+	}
+	// (A read cut short by its context closes the socket: read acks anew.)
+	in = dialIngest(t, ctx, ts, "disk")
+	go func() { time.Sleep(100 * time.Millisecond); release() }()
+	if ack := wstest.Send(t, ctx, in, lines("d", 5, 6)...); ack != "d6" {
+		t.Fatalf("ack %q once synced, want d6", ack)
+	}
+	release()
+}
+
+// TestLiveRetentionPerFeed: each feed's stream keeps at most its own
+// bytes: a noisy feed drops its own oldest lines, never a quiet feed's.
+func TestLiveRetentionPerFeed(t *testing.T) {
+	const limit = 64 << 10
+	_, ts := newStoredLiveServer(t, t.TempDir(), Config{FeedBytes: limit})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	quiet := dialIngest(t, ctx, ts, "quiet")
+	if ack := wstest.Send(t, ctx, quiet, lines("q", 1, 3)...); ack != "q3" {
+		t.Fatalf("ack %q", ack)
+	}
+	noisy := dialIngest(t, ctx, ts, "noisy")
+	noise := make([]byte, 2048) // random: compression cannot make it small
+	for i := range 100 {
+		var batch []relay.Line
+		for j := range 10 {
+			rand.Read(noise)
+			batch = append(batch, relay.Line{ID: fmt.Sprintf("n-%d", i*10+j+1), Raw: hex.EncodeToString(noise)})
+		}
+		wstest.Send(t, ctx, noisy, batch...)
+	}
+	if got := exportLines(t, ctx, ts, "quiet", 0); strings.Join(got, "|") != raws(lines("q", 1, 3)) {
+		t.Fatalf("the quiet feed after the noisy one: %q", got)
+	}
+	got := exportLines(t, ctx, ts, "noisy", 0)
+	size := 0
+	for _, l := range got {
+		size += len(l)
+	}
+	if len(got) == 0 || len(got) >= 1000 || size > 2*limit {
+		t.Fatalf("the noisy feed keeps %d of 1000 lines, %d bytes; want its newest within its %d bytes", len(got), size, limit)
+	}
+	if last := got[len(got)-1]; len(last) != 4096 {
+		t.Fatalf("its last line is %d bytes", len(last))
+	}
+}
+
+// TestLiveMigratesLegacyStream: an older version's feeds, subjects of one
+// stream, move into streams of their own at start: their lines, numbers
+// and demo marks are kept, new lines follow them, and the old stream goes.
+func TestLiveMigratesLegacyStream(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := broker.Open(ctx, broker.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{
+		Name: legacyStream, Subjects: []string{legacySubjectPrefix + ">"}, Storage: jetstream.FileStorage, MaxMsgsPerSubject: 4096,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(feed string, first int, demo bool, ls []relay.Line) {
+		m := nats.NewMsg(legacySubjectPrefix + strings.ReplaceAll(feed, ".", "%2E"))
+		m.Data = relay.AppendBatch(nil, ls) // as the older version stored them
+		m.Header.Set(hdrSeq, fmt.Sprint(first))
+		if demo {
+			m.Header.Set(hdrDemo, "1")
+		}
+		if _, err := b.JS.PublishMsg(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("room-ab.12", 1, false, lines("r", 1, 3))
+	put("default", 1, true, []relay.Line{{Raw: "a demo line"}})
+	put("room-ab.12", 4, false, lines("r", 4, 5))
+	put("default", 2, false, lines("k", 1, 2))
+	b.Close()
+
+	for range 2 { // the second start finds nothing to move
+		l, ts := newStoredLiveServer(t, dir, Config{})
+		if got := exportLines(t, ctx, ts, "room-ab.12", 0); strings.Join(got, "|") != raws(lines("r", 1, 5)) {
+			t.Fatalf("room feed after the move: %q", got)
+		}
+		if got := exportLines(t, ctx, ts, "default", 0); strings.Join(got, "|") != raws(lines("k", 1, 2)) {
+			t.Fatalf("default feed after the move (demo lines are not exported): %q", got)
+		}
+		br := dialBrowser(t, ctx, ts, "/feeds/room-ab.12/ws?after=3")
+		if got := strings.Join(br.lines(ctx, 2), "|"); got != raws(lines("r", 4, 5)) {
+			t.Fatalf("history after 3: %q", got)
+		}
+		if _, err := l.b.JS.Stream(ctx, legacyStream); err == nil {
+			t.Fatal("the older version's stream is still there")
+		}
+		ts.Close()
+		l.Close()
+	}
+	_, ts := newStoredLiveServer(t, dir, Config{})
+	in := dialIngest(t, ctx, ts, "room-ab.12")
+	if ack := wstest.Send(t, ctx, in, lines("r", 4, 7)...); ack != "r7" {
+		t.Fatalf("ack %q", ack)
+	}
+	br := dialBrowser(t, ctx, ts, "/feeds/room-ab.12/ws?after=5")
+	if got := strings.Join(br.lines(ctx, 2), "|"); got != raws(lines("r", 6, 7)) {
+		t.Fatalf("new lines after the moved ones: %q", got)
+	}
+}
+
+// TestLiveTwoReplicasOneFeed: two replicas ingesting one feed at once
+// (a relay that failed over while the first connection lingered) give
+// each line one number, the same on both; each replica's hub, which takes
+// its own lines at once and the other's through its consumer, holds the
+// same history as the stream.
+func TestLiveTwoReplicasOneFeed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	b1, err := broker.Open(ctx, broker.Config{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2, err := broker.Open(ctx, broker.Config{URLs: []string{b1.ClientURL()}})
+	if err != nil {
+		b1.Close()
+		t.Fatal(err)
+	}
+	cfg := Config{IngestToken: testToken, DemoPeriod: -1, DefaultTag: "v1.31.0"}
+	l1, err := New(cfg, b1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := New(cfg, b2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l2.Close(); l1.Close(); b2.Close(); b1.Close() })
+	ts1, ts2 := serveLive(t, l1), serveLive(t, l2)
+
+	// Each relay sends its batches without waiting for acks, so the two
+	// replicas' publishes interleave as tightly as they can.
+	const batches, per = 300, 2
+	var wg sync.WaitGroup
+	for i, ts := range []*httptest.Server{ts1, ts2} {
+		in := dialIngest(t, ctx, ts, "shared")
+		prefix := fmt.Sprintf("r%d-", i+1)
+		wg.Go(func() {
+			for k := range batches {
+				if err := in.Write(ctx, 1, relay.AppendBatch(nil, lines(prefix, k*per+1, (k+1)*per))); err != nil {
+					t.Errorf("replica %d: %v", i+1, err)
+					return
+				}
+			}
+			last := fmt.Sprintf(`{"ack":"%s%d"}`, prefix, batches*per)
+			for {
+				_, ack, err := in.Read(ctx)
+				if err != nil {
+					t.Errorf("replica %d: no ack of its last line: %v", i+1, err)
+					return
+				}
+				if string(ack) == last {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	const total = 2 * batches * per
+	export := exportLines(t, ctx, ts1, "shared", 0)
+	if len(export) != total {
+		t.Fatalf("export holds %d lines, want %d", len(export), total)
+	}
+	seen := make(map[string]bool)
+	for _, l := range export {
+		if seen[l] {
+			t.Fatalf("%q stored twice", l)
+		}
+		seen[l] = true
+	}
+	for i, ts := range []*httptest.Server{ts1, ts2} {
+		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+		defer rcancel()
+		br := dialBrowser(t, rctx, ts, "/feeds/shared/ws")
+		var got []string
+		var seqs []uint64
+		for len(got) < total {
+			m, err := br.next(rctx)
+			if err != nil {
+				t.Fatalf("replica %d: after %d lines: %v", i+1, len(got), err)
+			}
+			if m.Line != nil {
+				got, seqs = append(got, m.Line.Raw), append(seqs, m.Seq)
+			}
+		}
+		for k := range got {
+			if got[k] != export[k] || seqs[k] != uint64(k+1) {
+				t.Fatalf("replica %d: line %d is #%d %q; the stream's is #%d %q", i+1, k, seqs[k], got[k], k+1, export[k])
+			}
+		}
+	}
+}
+
+// TestLiveFeedStartsOutsideLock: while one feed's stream is being made and
+// followed (JetStream electing a leader can take many seconds), other
+// feeds are looked up as usual; a second caller for the same feed waits
+// for the first's, and both get the one feed.
+func TestLiveFeedStartsOutsideLock(t *testing.T) {
+	l, _ := newLiveServer(t, Config{})
+	release := make(chan struct{})
+	follow := l.followFeed
+	l.followFeed = func(f *feed) error {
+		if f.name == "slow" {
+			<-release
+		}
+		return follow(f)
+	}
+	got := make(chan *feed, 2)
+	for range 2 {
+		go func() {
+			f, err := l.feed("slow")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- f
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.feed("other")
+		if err == nil {
+			_, err = l.existingFeed(defaultFeed)
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("other feeds waited for a feed being started")
+	}
+	select {
+	case <-got:
+		t.Fatal("a feed returned before it was followed")
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if a, b := <-got, <-got; a == nil || a != b {
+		t.Fatalf("two callers got %p and %p", a, b)
+	}
+}
