@@ -132,7 +132,7 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 		o.Token = randomToken()
 		var stop func()
 		if *inProcess {
-			o.Server, stop, err = serveInProcess(filepath.Join(dir, "cache"), o.Token, *tag)
+			o.Server, stop, err = serveInProcess(filepath.Join(dir, "cache"), filepath.Join(dir, "data"), o.Token, *tag)
 			o.PID = os.Getpid()
 		} else {
 			var exe string
@@ -237,9 +237,12 @@ func serveChild(ctx context.Context, exe, cacheDir, token, tag, logName string) 
 	return url, cmd.Process.Pid, stop, nil
 }
 
-func serveInProcess(cacheDir, token, tag string) (url string, stop func(), err error) {
+// serveInProcess serves as serveChild does, in this process: JetStream's
+// files in a data dir of the run's own, so that a profile shows what a
+// server that keeps its feeds on disk does (an fsync per write among it).
+func serveInProcess(cacheDir, dataDir, token, tag string) (url string, stop func(), err error) {
 	srv, err := server.NewServer(server.Config{
-		DefaultTag: tag, CacheDir: cacheDir, Getenv: os.Getenv, IngestToken: token,
+		DefaultTag: tag, CacheDir: cacheDir, DataDir: dataDir, Getenv: os.Getenv, IngestToken: token,
 		SocketsPerClient: 1 << 20, // every reader comes from 127.0.0.1
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
