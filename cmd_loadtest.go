@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 	"github.com/syncloop/syncloop/server/loadtest"
 )
 
-const loadtestUsage = `Usage: syncloop loadtest [--rooms M] [--readers N] [--rate L] [--duration D] [--server URL --token T [--pid PID]]
+const loadtestUsage = `Usage: syncloop loadtest [--rooms M] [--readers N] [--rate L] [--duration D] [--replicas R --nats URL,…] [--server URL,… --token T] [--pid PID,…]
 
 Load a syncloop server on loopback as a class would: M feeds, each fed by a
 relay-like ingest client at L lines/s (klog lines at the tag's real log
@@ -38,6 +39,14 @@ from the user cache when there), and stops it at the end. --in-process runs
 the server inside this process instead (its RSS and CPU then include the
 clients'), which lets --cpuprofile profile server and clients together.
 
+With --nats it starts --replicas replicas of "syncloop serve --nats URL,…" on
+that NATS cluster instead, and spreads the load over them as a load
+balancer would: feed i's relay goes to replica i mod R, and its readers to
+every replica in turn (so most read lines another replica stored). --pid
+adds processes to measure, such as the cluster's nats-server nodes: the
+server's CPU and RSS are then theirs too (server/loadtest/cluster.sh runs
+the whole shape: three nats-server nodes, two replicas).
+
 It exits 1 when a reader that kept up lost a line, a line was duplicated,
 or --max-p99 / --max-rss-mb is exceeded.
 
@@ -45,6 +54,7 @@ Examples:
   syncloop loadtest --rooms 50 --readers 10 --rate 1000 --duration 20s --max-p99 100ms --max-rss-mb 300
   syncloop loadtest --rooms 1 --readers 200 --rate 5000 --duration 20s --max-p99 100ms --max-rss-mb 200
   syncloop loadtest --server http://127.0.0.1:8080 --token "$T" --pid "$(pgrep -n syncloop)"
+  syncloop loadtest --replicas 2 --nats nats://127.0.0.1:4222,nats://127.0.0.1:4223,nats://127.0.0.1:4224 --pid "$NATS_PIDS"
 
 Flags (each also settable as SYNCLOOP_<FLAG>):
 `
@@ -56,9 +66,11 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 	rate := fs.Int("rate", 1000, "lines per second sent to each feed")
 	duration := fs.Duration("duration", 20*time.Second, "how long lines are sent")
 	drain := fs.Duration("drain", 10*time.Second, "how long readers may take to catch up afterwards")
-	target := fs.String("server", "", "load this running server (loopback only) instead of starting one")
+	target := fs.String("server", "", "load this running server (`URL,…`: replicas of one cluster; loopback only) instead of starting one")
 	token := fs.String("token", "", "with --server: its ingest token")
-	pid := fs.Int("pid", 0, "with --server: its process id, to measure RSS and CPU")
+	pids := fs.String("pid", "", "measure the RSS and CPU of these processes (`PID,…`) as the server's: with --server, its own; otherwise in addition to those started here (a NATS cluster's nodes)")
+	replicas := fs.Int("replicas", 1, "with --nats: replicas of the server to start on the cluster")
+	natsURLs := fs.String("nats", "", "start the replicas on this NATS cluster (`URL,…`) instead of each embedding NATS")
 	inProcess := fs.Bool("in-process", false, "run the server in this process instead of a child process")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to `FILE` (with --in-process: server and clients)")
 	memProfile := fs.String("memprofile", "", "with --in-process: write a heap profile to `FILE` once the last line is acknowledged")
@@ -80,13 +92,24 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 		return usageError{errors.New("loadtest: --server needs the server's --token")}
 	case *target != "" && *inProcess:
 		return usageError{errors.New("loadtest: give --server or --in-process, not both")}
-	case *target == "" && *pid != 0:
-		return usageError{errors.New("loadtest: --pid is for --server; the server started here is measured anyway")}
+	case *replicas < 1 || (*replicas > 1 && *natsURLs == ""):
+		return usageError{errors.New("loadtest: --replicas above 1 need a cluster to share: give --nats")}
+	case *natsURLs != "" && (*target != "" || *inProcess):
+		return usageError{errors.New("loadtest: --nats starts replicas here: not with --server or --in-process")}
 	}
-	if *target != "" {
-		if err := loadtest.CheckLoopback(*target); err != nil {
+	servers := splitList(*target)
+	for _, u := range servers {
+		if err := loadtest.CheckLoopback(u); err != nil {
 			return usageError{err}
 		}
+	}
+	var measure []int
+	for _, p := range splitList(*pids) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return usageError{fmt.Errorf("loadtest: --pid %q: want process ids", p)}
+		}
+		measure = append(measure, n)
 	}
 
 	if *cpuProfile != "" {
@@ -102,7 +125,7 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 	}
 
 	o := loadtest.Options{
-		Server: *target, Token: *token, PID: *pid,
+		Servers: servers, Token: *token, PIDs: measure,
 		Rooms: *rooms, Readers: *readers, Rate: *rate, Duration: *duration, Drain: *drain,
 		Tag: *tag, Journal: *journal, Log: s.stderr,
 	}
@@ -130,26 +153,30 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 		defer os.RemoveAll(dir)
 		copyReadingCache(filepath.Join(dir, "cache"), *tag)
 		o.Token = randomToken()
-		var stop func()
 		if *inProcess {
-			o.Server, stop, err = serveInProcess(filepath.Join(dir, "cache"), filepath.Join(dir, "data"), o.Token, *tag)
-			o.PID = os.Getpid()
+			url, stop, err := serveInProcess(filepath.Join(dir, "cache"), filepath.Join(dir, "data"), o.Token, *tag)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			o.Servers, o.PIDs = []string{url}, append(o.PIDs, os.Getpid())
+			fmt.Fprintf(s.stderr, "loadtest: server %s (pid %d, this process)\n", url, os.Getpid())
 		} else {
-			var exe string
-			if exe, err = os.Executable(); err != nil {
+			exe, err := os.Executable()
+			if err != nil {
 				return fmt.Errorf("loadtest: %w", err)
 			}
-			o.Server, o.PID, stop, err = serveChild(ctx, exe, filepath.Join(dir, "cache"), o.Token, *tag, filepath.Join(dir, "serve.log"))
+			for i := range *replicas {
+				url, pid, stop, err := serveChild(ctx, exe, filepath.Join(dir, "cache"), o.Token, *tag, *natsURLs,
+					filepath.Join(dir, fmt.Sprintf("serve-%d.log", i)))
+				if err != nil {
+					return err
+				}
+				defer stop()
+				o.Servers, o.PIDs = append(o.Servers, url), append(o.PIDs, pid)
+				fmt.Fprintf(s.stderr, "loadtest: server %s (pid %d, child process)\n", url, pid)
+			}
 		}
-		if err != nil {
-			return err
-		}
-		defer stop()
-		where := "child process"
-		if *inProcess {
-			where = "this process"
-		}
-		fmt.Fprintf(s.stderr, "loadtest: server %s (pid %d, %s)\n", o.Server, o.PID, where)
 	}
 
 	res, err := loadtest.Run(ctx, o)
@@ -192,8 +219,9 @@ func copyReadingCache(cacheDir, tag string) {
 }
 
 // serveChild starts "exe serve" (exe: a syncloop binary) on a free
-// loopback port and waits for /healthz.
-func serveChild(ctx context.Context, exe, cacheDir, token, tag, logName string) (url string, pid int, stop func(), err error) {
+// loopback port, on the NATS cluster at natsURLs when given, and waits for
+// /healthz.
+func serveChild(ctx context.Context, exe, cacheDir, token, tag, natsURLs, logName string) (url string, pid int, stop func(), err error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return "", 0, nil, err
@@ -208,8 +236,12 @@ func serveChild(ctx context.Context, exe, cacheDir, token, tag, logName string) 
 		logf.Close()
 		return "", 0, nil, fmt.Errorf("loadtest: %w", err)
 	}
-	cmd := exec.Command(exe, "serve", "--addr", addr, "--token", token, "--cache-dir", cacheDir, "--data-dir", dataDir, "--tag", tag, "--log-level", "warn",
-		"--sockets-per-client", "1000000") // every reader comes from 127.0.0.1
+	args := []string{"serve", "--addr", addr, "--token", token, "--cache-dir", cacheDir, "--data-dir", dataDir, "--tag", tag, "--log-level", "warn",
+		"--sockets-per-client", "1000000"} // every reader comes from 127.0.0.1
+	if natsURLs != "" {
+		args = append(args, "--nats", natsURLs)
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dataDir)

@@ -430,14 +430,14 @@ func fanoutE2E(b *testing.B, bin string, clients int) loadtest.Result {
 	copyReadingCache(cache, extractor.DefaultTag)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	url, pid, stop, err := serveChild(ctx, bin, cache, "bench", extractor.DefaultTag, filepath.Join(dir, "serve.log"))
+	url, pid, stop, err := serveChild(ctx, bin, cache, "bench", extractor.DefaultTag, "", filepath.Join(dir, "serve.log"))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer stop()
 	b.ResetTimer()
 	r, err := loadtest.Run(ctx, loadtest.Options{
-		Server: url, Token: "bench", PID: pid,
+		Servers: []string{url}, Token: "bench", PIDs: []int{pid},
 		Rooms: 1, Readers: clients, Rate: 5000, Duration: 3 * time.Second,
 	})
 	b.StopTimer()

@@ -47,9 +47,9 @@ type Config struct {
 	// messages to browsers), shared equally by the feeds; 0 means
 	// feeds.DefaultHistoryBytes.
 	HistoryBytes int
-	// FeedBytes bounds what JetStream keeps of all feeds together; 0 means
-	// feeds.DefaultFeedBytes. Each feed keeps at most feedMsgsKept batches, none
-	// older than a week.
+	// FeedBytes bounds what JetStream keeps of each feed (compressed); 0
+	// means feeds.DefaultFeedBytes. Nothing is kept over a week; all feeds
+	// together keep at most feeds.MaxStoredBytes(FeedBytes).
 	FeedBytes  int64
 	DemoPeriod time.Duration // pace of the demo feed; 0 means its default
 

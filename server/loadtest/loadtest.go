@@ -1,6 +1,8 @@
-// Package loadtest drives a running syncloop server on loopback the way a
+// Package loadtest drives running syncloop servers on loopback the way a
 // class would: M feeds, each fed by a relay-like ingest client at L lines/s
-// and read by N browser-like websocket clients, for a bounded time. It
+// and read by N browser-like websocket clients, for a bounded time. Given
+// several replicas of one cluster, feeds' relays and each feed's readers
+// are spread over them, as a load balancer would. It
 // measures what a reader sees (ingest-send → browser-receive latency, lines
 // delivered, skipped by the server's markers, lost, duplicated) and what the
 // server costs (RSS and CPU of its process, read from /proc).
@@ -37,14 +39,14 @@ import (
 
 // Options says what load to apply to which server.
 type Options struct {
-	Server   string        // base URL, http://127.0.0.1:PORT; only loopback hosts are accepted
+	Servers  []string      // base URLs, http://127.0.0.1:PORT (replicas of one cluster); only loopback hosts are accepted
 	Token    string        // the server's ingest token
 	Rooms    int           // feeds (one per room, until rooms exist)
 	Readers  int           // browser clients per feed
 	Rate     int           // lines per second sent to each feed
 	Duration time.Duration // how long lines are sent
 	Drain    time.Duration // how long readers may take to catch up after the last ack; 10 s
-	PID      int           // the server's process, measured through /proc; 0: not measured
+	PIDs     []int         // the server's processes (its replicas, its NATS), measured through /proc
 	Tag      string        // the tag whose log sites lines are written at; extractor.DefaultTag
 	Journal  bool          // send each line wrapped in a journald JSON entry, as journalctl -o json writes it
 	Sites    []extractor.LogSite
@@ -76,10 +78,18 @@ type Result struct {
 
 	P50, P99, Max time.Duration // ingest-send → browser-receive
 
-	RSSPeak, RSSEnd int64         // server VmRSS in bytes; 0 when not measured
-	ServerCPU       time.Duration // server user+system CPU while lines were sent
+	RSSPeak, RSSEnd int64         // server VmRSS in bytes, its processes' summed; 0 when not measured
+	ServerCPU       time.Duration // server user+system CPU while lines were sent, its processes' summed
+	Procs           []ProcResult  // each process measured, when there are several
 	ClientCPU       time.Duration // this process's user+system CPU over the same time
 	Sites           int           // distinct log sites lines were written at
+}
+
+// ProcResult is what one of the server's processes cost.
+type ProcResult struct {
+	PID             int
+	RSSPeak, RSSEnd int64
+	CPU             time.Duration
 }
 
 // Run applies the load and returns what it measured. It stops on its own
@@ -100,7 +110,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 	}
 	if len(o.Sites) == 0 {
-		o.Sites = FetchSites(ctx, o.Server, o.Tag)
+		o.Sites = FetchSites(ctx, o.Servers[0], o.Tag)
 	}
 	run := strconv.FormatUint(rand.Uint64()>>40, 36)
 	res := Result{Rooms: o.Rooms, Readers: o.Readers, Rate: o.Rate, Journal: o.Journal, Sites: len(o.Sites)}
@@ -120,13 +130,16 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	client := loopbackClient(o.Rooms*o.Readers + o.Rooms)
 	for i := range feeds {
 		feeds[i] = fmt.Sprintf("load-%s-%d", run, i)
-		// A browser socket does not create a feed: a relay does.
-		if err := openFeed(ctx, client, o.Server, o.Token, feeds[i]); err != nil {
-			return res, err
+		// A browser socket does not create a feed: a relay does, on each
+		// replica it connects to.
+		for _, server := range o.Servers {
+			if err := openFeed(ctx, client, server, o.Token, feeds[i]); err != nil {
+				return res, err
+			}
 		}
-		for range o.Readers {
+		for j := range o.Readers {
 			r := &reader{run: run, total: total, seen: make([]uint64, (total+64)/64)}
-			if err := r.dial(ctx, client, o.Server, feeds[i]); err != nil {
+			if err := r.dial(ctx, client, o.server(i+j), feeds[i]); err != nil {
 				return res, err
 			}
 			readers = append(readers, r)
@@ -139,9 +152,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	logf("%d readers connected to %d feeds; sending %d lines/s to each for %v", len(readers), len(feeds), o.Rate, o.Duration)
 
-	var stats *procStats
-	if o.PID > 0 {
-		stats = startProcStats(ctx, o.PID)
+	var stats []*procStats
+	for _, pid := range o.PIDs {
+		stats = append(stats, startProcStats(ctx, pid))
 	}
 	selfBefore := selfCPU()
 
@@ -152,7 +165,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	errs := make([]error, len(feeds))
 	for i, f := range feeds {
 		ings[i] = &ingester{run: run, feed: f, room: i, sites: o.Sites, journal: o.Journal}
-		iwg.Go(func() { errs[i] = ings[i].send(ctx, client, o.Server, o.Token, o.Rate, total, began) })
+		iwg.Go(func() { errs[i] = ings[i].send(ctx, client, o.server(i), o.Token, o.Rate, total, began) })
 	}
 	iwg.Wait()
 	res.Duration = time.Since(began)
@@ -163,8 +176,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 			return res, fmt.Errorf("loadtest: feed %s: %w", in.feed, errs[i])
 		}
 	}
-	if stats != nil {
-		res.ServerCPU = stats.cpuSince()
+	res.Procs = make([]ProcResult, len(stats))
+	for i, st := range stats {
+		res.Procs[i] = ProcResult{PID: st.pid, CPU: st.cpuSince()}
+		res.ServerCPU += res.Procs[i].CPU
 	}
 	res.ClientCPU = selfCPU() - selfBefore
 	logf("sent %d lines in %v (%d acknowledged); waiting up to %v for readers", res.Sent, res.Duration.Round(time.Millisecond), res.Acked, o.Drain)
@@ -187,8 +202,14 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if stats != nil {
-		res.RSSPeak, res.RSSEnd = stats.stop()
+	for i, st := range stats {
+		p := &res.Procs[i]
+		p.RSSPeak, p.RSSEnd = st.stop()
+		res.RSSPeak += p.RSSPeak
+		res.RSSEnd += p.RSSEnd
+	}
+	if len(res.Procs) < 2 {
+		res.Procs = nil
 	}
 	rcancel()
 	rwg.Wait()
@@ -225,9 +246,19 @@ func (o *Options) check() error {
 		return errors.New("loadtest: want at least 1 room, 0 or more readers, a rate of 1 line/s or more and a duration")
 	case o.Token == "":
 		return errors.New("loadtest: the server's ingest token is needed")
+	case len(o.Servers) == 0:
+		return errors.New("loadtest: no server to load")
 	}
-	return CheckLoopback(o.Server)
+	for _, s := range o.Servers {
+		if err := CheckLoopback(s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// server is the replica the i-th client uses.
+func (o *Options) server(i int) string { return o.Servers[i%len(o.Servers)] }
 
 // CheckLoopback refuses a server URL whose host is not a loopback address:
 // a load test is not to be pointed at someone else's server.

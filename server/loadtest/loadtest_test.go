@@ -56,9 +56,9 @@ func testSmoke(t *testing.T, journal bool) {
 	defer cancel()
 	var log strings.Builder
 	res, err := Run(ctx, Options{
-		Server: base, Token: "load-token",
+		Servers: []string{base}, Token: "load-token",
 		Rooms: 3, Readers: 5, Rate: 200, Duration: 3 * time.Second,
-		PID: os.Getpid(), Sites: sites, Log: &log, Journal: journal,
+		PIDs: []int{os.Getpid()}, Sites: sites, Log: &log, Journal: journal,
 	})
 	t.Log(log.String())
 	if err != nil {
@@ -137,7 +137,7 @@ func TestCheckLoopback(t *testing.T) {
 			t.Errorf("CheckLoopback(%q) = %v, want ok=%v", tc.url, err, tc.ok)
 		}
 	}
-	if _, err := Run(context.Background(), Options{Server: "http://192.0.2.1:80", Token: "x", Rooms: 1, Readers: 1, Rate: 1, Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "not on loopback") {
+	if _, err := Run(context.Background(), Options{Servers: []string{"http://192.0.2.1:80"}, Token: "x", Rooms: 1, Readers: 1, Rate: 1, Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "not on loopback") {
 		t.Errorf("Run on a non-loopback server: %v", err)
 	}
 }
