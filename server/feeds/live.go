@@ -147,19 +147,20 @@ type Config struct {
 
 // Service owns the feeds: per-feed hubs, ingest from relays, the demo feed.
 type Service struct {
-	cfg         Config
-	reading     func(tag string) *extractor.Reading
-	log         *slog.Logger
-	b           *broker.Broker
-	closeBroker bool                   // Close closes b too (tests that make a live alone)
-	demoHeld    atomic.Bool            // this replica holds the cluster's demo lease (live_stream.go)
-	vacantAfter time.Duration          // vacantAfter, shorter in tests
-	demoIdle    time.Duration          // demoIdle, shorter in tests
-	sockets     *clients.Sockets       // shared with the rooms' sockets (sockets.go)
-	synced      func() <-chan struct{} // broker.Synced; a test's own in tests
-	followFeed  func(*feed) error      // follow; a test's own in tests
-	frames      sync.Pool              // *[]byte: browser message buffers
-	ingestBufs  sync.Pool              // *bytes.Buffer: relays' messages while they are read and decoded
+	cfg            Config
+	reading        func(tag string) *extractor.Reading
+	log            *slog.Logger
+	b              *broker.Broker
+	closeBroker    bool                   // Close closes b too (tests that make a live alone)
+	demoHeld       atomic.Bool            // this replica holds the cluster's demo lease (live_stream.go)
+	vacantAfter    time.Duration          // vacantAfter, shorter in tests
+	demoIdle       time.Duration          // demoIdle, shorter in tests
+	demoStreamIdle time.Duration          // demoStreamIdle, shorter in tests
+	sockets        *clients.Sockets       // shared with the rooms' sockets (sockets.go)
+	synced         func() <-chan struct{} // broker.Synced; a test's own in tests
+	followFeed     func(*feed) error      // follow; a test's own in tests
+	frames         sync.Pool              // *[]byte: browser message buffers
+	ingestBufs     sync.Pool              // *bytes.Buffer: relays' messages while they are read and decoded
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -236,7 +237,7 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 	if cfg.DemoIdle <= 0 {
 		cfg.DemoIdle = demoIdle
 	}
-	l := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle,
+	l := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
 		sockets: cfg.Sockets, synced: b.Synced}
 	l.followFeed = l.follow
 	if l.log == nil {
@@ -255,6 +256,7 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 		l.Close()
 		return nil, err
 	}
+	l.sweep()
 	switch {
 	case cfg.JournalCmd != "":
 		l.startJournal(f, "journal command", func(ctx context.Context, after string, emit relay.Emit) error {

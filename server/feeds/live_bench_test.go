@@ -31,7 +31,7 @@ func BenchmarkFanout(b *testing.B) {
 				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 				b.ResetTimer()
 				r, err := loadtest.Run(ctx, loadtest.Options{
-					Server: ts.URL, Token: testToken, PID: os.Getpid(),
+					Servers: []string{ts.URL}, Token: testToken, PIDs: []int{os.Getpid()},
 					Rooms: 1, Readers: readers, Rate: 5000, Duration: 3 * time.Second,
 					Sites: []extractor.LogSite{{File: "pkg/kubelet/kubelet.go", Line: 2500, Message: "SyncLoop (PLEG): event for pod"}},
 				})

@@ -76,8 +76,11 @@ const (
 	// of one feed (compressed: about 400,000 journald entries of a real
 	// kubelet, or two million klog lines).
 	DefaultFeedBytes = 64 << 20
-	// demoFeedBytes bounds a tag's demo feed, whose lines are made up.
-	demoFeedBytes = 4 << 20
+	// demoFeedBytes and demoMaxAge bound a tag's demo feed, whose lines
+	// are made up; demoStreamIdle after its last line, its stream goes.
+	demoFeedBytes  = 4 << 20
+	demoMaxAge     = time.Hour
+	demoStreamIdle = time.Hour
 
 	// maxLinesPerMsg and msgBytes bound a message, so a relay's batch of
 	// any size fits a NATS message (1 MiB by default on a cluster).
@@ -118,8 +121,9 @@ func (l *Service) streamConfig(name string) jetstream.StreamConfig {
 	if limit <= 0 {
 		limit = DefaultFeedBytes
 	}
+	age := feedMaxAge
 	if isTagDemo(name) {
-		limit = min(limit, demoFeedBytes)
+		limit, age = min(limit, demoFeedBytes), demoMaxAge
 	}
 	return jetstream.StreamConfig{
 		Name:        feedStreamName(name),
@@ -129,7 +133,7 @@ func (l *Service) streamConfig(name string) jetstream.StreamConfig {
 		Replicas:    l.b.Replicas,
 		MaxMsgs:     feedMsgsKept,
 		MaxBytes:    limit,
-		MaxAge:      feedMaxAge,
+		MaxAge:      age,
 		Duplicates:  dupWindow,
 		Discard:     jetstream.DiscardOld,
 		MaxMsgSize:  int32(min(4<<20, limit)), // no larger than the stream may hold
@@ -643,6 +647,64 @@ func (l *Service) hasStored(name string) (bool, error) {
 		return false, err
 	}
 	return s.CachedInfo().State.Msgs > 0, nil
+}
+
+// sweepDemoStreams deletes the streams of the tags' demos that no replica
+// has written to for demoStreamIdle: a page at a tag makes one, and there
+// are hundreds of tags. (A replica runs a tag's demo only while a browser
+// watches it, writing a line every few hundred milliseconds, and lets the
+// feed go demoIdle after the last browser: a stream idle this long is no
+// replica's.) A relay's feed keeps its stream, a room's goes with the room.
+func (l *Service) sweepDemoStreams(ctx context.Context) {
+	streams := l.b.JS.ListStreams(ctx, jetstream.WithStreamListSubject(feedSubjectPrefix+"*"))
+	var idle []string
+	for info := range streams.Info() {
+		name := strings.ReplaceAll(strings.TrimPrefix(info.Config.Name, feedStreamPrefix), "%2E", ".")
+		last := info.State.LastTime
+		if info.Created.After(last) {
+			last = info.Created
+		}
+		if isTagDemo(name) && time.Since(last) > l.demoStreamIdle {
+			idle = append(idle, name)
+		}
+	}
+	if err := streams.Err(); err != nil && ctx.Err() == nil {
+		l.log.Warn("live: listing the feeds' streams", "err", err)
+	}
+	for _, name := range idle {
+		l.mu.Lock()
+		_, held := l.feeds[name]
+		l.mu.Unlock()
+		if !held {
+			l.purgeFeed(name)
+			l.log.Info("live: an idle tag demo's stream deleted", "feed", name)
+		}
+	}
+}
+
+// sweepEvery is how often sweepDemoStreams runs.
+const sweepEvery = 10 * time.Minute
+
+// sweep runs sweepDemoStreams until the service closes.
+func (l *Service) sweep() {
+	if !l.enter() {
+		return
+	}
+	go func() {
+		defer l.wg.Done()
+		t := time.NewTicker(sweepEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.ctx.Done():
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(l.ctx, time.Minute)
+			l.sweepDemoStreams(ctx)
+			cancel()
+		}
+	}()
 }
 
 // purgeFeed deletes the feed's stream and its stored lines.

@@ -328,3 +328,37 @@ func TestLiveFeedStartsOutsideLock(t *testing.T) {
 		t.Fatalf("two callers got %p and %p", a, b)
 	}
 }
+
+// TestLiveSweepsIdleDemoStreams: a tag's demo leaves a stream; once no
+// replica has written to it for a while (and this one does not hold the
+// feed) it is deleted. A relay's feed and a demo still held keep theirs.
+func TestLiveSweepsIdleDemoStreams(t *testing.T) {
+	l, ts := newLiveServer(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, name := range []string{"demo-v1.30.0", "demo-v1.29.3"} {
+		if _, err := l.b.JS.CreateStream(ctx, l.streamConfig(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.feed("demo-v1.31.0"); err != nil {
+		t.Fatal(err)
+	}
+	wstest.Send(t, ctx, dialIngest(t, ctx, ts, "relayed"), lines("x", 1, 1)...)
+
+	l.sweepDemoStreams(ctx) // none idle yet
+	l.demoStreamIdle = 0
+	has := func(name string) bool {
+		_, err := l.b.JS.Stream(ctx, feedStreamName(name))
+		return err == nil
+	}
+	if !has("demo-v1.30.0") {
+		t.Fatal("a demo's stream deleted before it was idle")
+	}
+	l.sweepDemoStreams(ctx)
+	for name, want := range map[string]bool{"demo-v1.30.0": false, "demo-v1.29.3": false, "demo-v1.31.0": true, "relayed": true, defaultFeed: true} {
+		if got := has(name); got != want {
+			t.Errorf("after the sweep, %s's stream is there: %v, want %v", name, got, want)
+		}
+	}
+}
