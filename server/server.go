@@ -237,7 +237,7 @@ func (s *Server) openNotes() error {
 	var st *annotations.Store
 	err := broker.Retry(s.ctx, time.Minute, func(ctx context.Context) error {
 		var err error
-		st, err = annotations.Open(ctx, annotations.Config{JS: s.broker.JS, Memory: s.broker.Memory, Replicas: s.broker.Replicas, Logger: s.log})
+		st, err = annotations.Open(ctx, annotations.Config{JS: s.broker.JS, Memory: s.broker.Memory, Replicas: s.broker.Replicas, Sync: s.broker.Sync, Logger: s.log})
 		return err
 	})
 	if err != nil {

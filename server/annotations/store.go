@@ -102,14 +102,18 @@ type Config struct {
 	Bucket   string // "" means "annotations"
 	Memory   bool   // memory storage (nothing outlives the NATS server)
 	Replicas int    // 0 means 1
-	Logger   *slog.Logger
+	// Sync, when set, waits until what JetStream acknowledged is on disk
+	// (broker.Sync): a write is answered once it would outlive a host crash.
+	Sync   func(ctx context.Context) error
+	Logger *slog.Logger
 }
 
 // Store is the rooms' notes: the bucket, and a copy of it kept current by
 // one watcher per process, from which reads and live events are served.
 type Store struct {
-	kv  jetstream.KeyValue
-	log *slog.Logger
+	kv   jetstream.KeyValue
+	sync func(ctx context.Context) error
+	log  *slog.Logger
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -150,7 +154,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 		cancel()
 		return nil, fmt.Errorf("annotations: watch %s: %w", cfg.Bucket, err)
 	}
-	s := &Store{kv: kv, log: cfg.Logger, cancel: cancel, done: make(chan struct{}),
+	s := &Store{kv: kv, sync: cfg.Sync, log: cfg.Logger, cancel: cancel, done: make(chan struct{}),
 		rooms: map[string]map[string]Note{}, subs: map[string]map[chan Note]struct{}{}}
 	ready := make(chan struct{})
 	go s.watch(w, ready)
@@ -353,8 +357,19 @@ func (s *Store) Put(ctx context.Context, room string, n Note, rev uint64) (Note,
 	if err != nil {
 		return Note{}, fmt.Errorf("annotations: put %s: %w", n.ID, err)
 	}
+	if err := s.durable(ctx); err != nil {
+		return Note{}, fmt.Errorf("annotations: put %s: %w", n.ID, err)
+	}
 	n.Rev = newRev
 	return n, nil
+}
+
+// durable waits for Config.Sync, when set.
+func (s *Store) durable(ctx context.Context) error {
+	if s.sync == nil {
+		return nil
+	}
+	return s.sync(ctx)
 }
 
 // CreatedAt is when the note was first written, as far as it says.
@@ -405,7 +420,10 @@ func (s *Store) Delete(ctx context.Context, room, id string, rev uint64) error {
 		cur.ID = id
 		return &ConflictError{Current: cur}
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return s.durable(ctx)
 }
 
 // History returns a note's versions, newest first (deletes included, marked).

@@ -206,3 +206,48 @@ func TestEditComment(t *testing.T) {
 		t.Errorf("a new comment without lines: %v, want ErrInvalid", err)
 	}
 }
+
+// TestPutWaitsForDisk: with Config.Sync, a write is answered only once
+// Sync says it is on disk; a Sync that fails fails the write.
+func TestPutWaitsForDisk(t *testing.T) {
+	js, stop, err := Embedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	release := make(chan error)
+	s, err := Open(context.Background(), Config{JS: js, Sync: func(ctx context.Context) error {
+		select {
+		case err := <-release:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Put(context.Background(), room, Note{ID: "case.sync", Text: "kept", Author: "Ann"}, 0)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("Put answered (%v) before Sync", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release <- nil
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, err := s.Put(context.Background(), room, Note{ID: "case.pleg", Text: "lost?", Author: "Ann"}, 0)
+		done <- err
+	}()
+	release <- errors.New("disk gone")
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "disk gone") {
+		t.Fatalf("Put with a failed Sync: %v", err)
+	}
+}
