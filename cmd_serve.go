@@ -35,7 +35,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	dataDir := fs.String("data-dir", "", "keep feeds and rooms (the embedded NATS JetStream's files) in `DIR` so they survive a restart (default: the user config dir + /syncloop)")
 	natsURLs := fs.String("nats", "", "use the NATS cluster at `URL,…` (nats://h1:4222,nats://h2:4222) for feeds and rooms instead of an embedded server: run any number of replicas on one cluster")
 	natsListen := fs.String("nats-listen", "", "let the embedded NATS server take clients at `ADDR` (host:port), so other replicas can join it with --nats")
-	natsSync := fs.String("nats-sync", "always", "when the embedded NATS server fsyncs what it stores: `always` (before a relay's lines are acknowledged: a host crash loses none) or every DURATION (e.g. 1s: faster, and a host crash loses up to that much)")
+	natsSync := fs.String("nats-sync", "always", "when the embedded NATS server's writes must reach the disk: `always` (a relay's lines are acknowledged, and a reader's note saved, only once they have: a host crash loses none) or every DURATION (e.g. 1s: nothing waits, and a host crash loses up to that much)")
 	roomTTL := fs.Duration("room-ttl", 24*time.Hour, "a room with no one in it expires after `DURATION`")
 	maxRooms := fs.Int("max-rooms", 48, "rooms this server holds at most (each room's feed counts against the 64 feeds)")
 	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
