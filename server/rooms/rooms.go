@@ -368,9 +368,29 @@ func (s *Store) Get(id string) (Room, error) {
 	return e.room, err
 }
 
-// entry is Get with the record's revision. A room this replica has not
-// heard of yet (made on another replica a moment ago) is asked of the bucket.
+// entry is Get with the record's revision. A room whose time is up is
+// expired.
 func (s *Store) entry(id string) (entry, error) {
+	e, err := s.lookup(id)
+	switch {
+	case errors.Is(err, ErrExpired):
+		return entry{}, ErrExpired
+	case err != nil:
+		return entry{}, ErrNotFound
+	}
+	if s.over(e.room, s.cfg.Now()) {
+		s.expire(e)
+		return entry{}, ErrExpired
+	}
+	return e, nil
+}
+
+// lookup is the record of room id as this replica knows it, with its use
+// here not yet written; a room this replica has not heard of yet (made on
+// another replica a moment ago) is asked of the bucket. ErrExpired: the
+// room's key holds a delete marker; ErrNotFound: it holds nothing; another
+// error: the bucket could not be read.
+func (s *Store) lookup(id string) (entry, error) {
 	s.mu.Lock()
 	e, ok := s.rooms[id]
 	_, gone := s.expired[id]
@@ -380,24 +400,22 @@ func (s *Store) entry(id string) (entry, error) {
 		}
 	}
 	s.mu.Unlock()
-	if !ok && !gone && ValidID(id) {
-		e, ok, gone = s.fetch(id)
-	}
 	switch {
+	case ok:
+		return e, nil
 	case gone:
 		return entry{}, ErrExpired
-	case !ok:
+	case !ValidID(id):
 		return entry{}, ErrNotFound
 	}
-	if s.over(e.room, s.cfg.Now()) {
-		s.expire(id, e.rev)
-		return entry{}, ErrExpired
-	}
-	return e, nil
+	return s.fetch(id)
 }
 
-// fetch reads id from the bucket into the copy.
-func (s *Store) fetch(id string) (e entry, ok, gone bool) {
+// fetch reads id from the bucket into the copy: ErrNotFound when its key
+// holds no room, another error when the bucket could not be read. (A
+// deleted key reads as not found: that a room expired, this replica
+// knows from the bucket's watcher.)
+func (s *Store) fetch(id string) (entry, error) {
 	ctx, cancel := s.opCtx()
 	defer cancel()
 	kve, err := s.kv.Get(ctx, id)
@@ -411,51 +429,59 @@ func (s *Store) fetch(id string) (e entry, ok, gone bool) {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return s.cfg.Replicas > 1 && time.Now().Before(notFoundUntil)
 		}
-		return err != nil && !errors.Is(err, jetstream.ErrKeyDeleted)
+		return err != nil
 	}
 	for wait := 50 * time.Millisecond; retry(err); wait = min(2*wait, time.Second) {
 		select {
 		case <-ctx.Done():
 			s.cfg.Logger.Warn("rooms: reading a room from the bucket", "room", id, "err", err)
-			return entry{}, false, false
+			return entry{}, fmt.Errorf("rooms: reading %s…: %w", id[:6], err)
 		case <-time.After(wait):
 		}
 		kve, err = s.kv.Get(ctx, id)
 	}
-	switch {
-	case errors.Is(err, jetstream.ErrKeyDeleted):
-		s.mu.Lock()
-		s.applyDelete(id, kve.Revision())
-		s.mu.Unlock()
-		return entry{}, false, true
-	case err != nil:
-		return entry{}, false, false
+	if err != nil {
+		return entry{}, ErrNotFound
 	}
 	var r Room
 	if json.Unmarshal(kve.Value(), &r) != nil || r.ID != id {
-		return entry{}, false, false
+		return entry{}, ErrNotFound
 	}
 	s.mu.Lock()
 	s.apply(r, kve.Revision())
 	s.mu.Unlock()
-	return entry{r, kve.Revision()}, true, false
+	return entry{r, kve.Revision()}, nil
 }
 
-// expire deletes the room's key (if it is still at rev: a replica that
-// wrote it since knows better) and marks it expired here.
-func (s *Store) expire(id string, rev uint64) {
+// expire deletes the room's key if it is still at e's revision (a replica
+// that wrote it since knows better) and marks it expired here. It reports
+// whether it deleted the key.
+func (s *Store) expire(e entry) bool {
+	id := e.room.ID
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
-		s.cfg.Logger.Warn("rooms: expiring", "room", id[:6]+"…", "err", err)
+	err := s.kv.Delete(ctx, id, jetstream.LastRevision(e.rev))
+	if err != nil {
+		// Not deleted: another write came first (the watcher brings it),
+		// or the bucket did not answer (the next Sweep tries again).
+		if !isMismatch(err) {
+			s.cfg.Logger.Warn("rooms: expiring", "room", id[:6]+"…", "err", err)
+		}
+		return false
 	}
 	s.mu.Lock()
-	if e, ok := s.rooms[id]; ok && e.rev == rev {
-		s.applyDelete(id, rev)
+	if cur, ok := s.rooms[id]; ok && cur.rev == e.rev {
+		s.applyDelete(id, e.rev)
 		s.gone = append(s.gone, id)
 	}
 	s.mu.Unlock()
+	return true
+}
+
+// isMismatch reports whether err is a compare-and-set that lost: the key
+// was not at the revision given.
+func isMismatch(err error) bool {
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
 // IsDriver reports whether key is the room's driver key, in constant time.
@@ -615,18 +641,13 @@ func (s *Store) update(id string, change func(*Room) error) (Room, error) {
 			s.mu.Unlock()
 			return r, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+		if !isMismatch(err) {
 			return Room{}, fmt.Errorf("rooms: saving %s…: %w", id[:6], err)
 		}
-		// Another write came first: start from it.
-		fresh, ok, gone := s.fetch(id)
-		switch {
-		case gone:
-			return Room{}, ErrExpired
-		case !ok:
+		// Another write came first (or a delete): start from it.
+		if e, err = s.fetch(id); err != nil {
 			return Room{}, ErrNotFound
 		}
-		e = fresh
 	}
 	return Room{}, fmt.Errorf("rooms: saving %s…: too many concurrent writes", id[:6])
 }
@@ -645,7 +666,7 @@ func (s *Store) Sweep() ([]string, error) {
 	}
 	s.mu.Unlock()
 	for _, e := range over {
-		s.expire(e.room.ID, e.rev)
+		s.expire(e)
 	}
 	s.mu.Lock()
 	gone := s.gone
