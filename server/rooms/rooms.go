@@ -7,7 +7,8 @@
 //
 // A room's record lives in a JetStream KV bucket (syncloop_rooms), one key
 // per room id: its tag, its driver key (kept as a hash), its ingest token,
-// when it was made and last used, and who holds the wheel. Every replica
+// when it was made and last used, who holds the wheel, and the hash of
+// the client address that made it. Every replica
 // keeps a copy fed by a watcher; every write is a compare-and-set on the
 // key's revision, so two replicas never both apply a change made from the
 // same old record (two hand-overs of one wheel: one wins, the other is
@@ -91,8 +92,12 @@ type Room struct {
 	IngestToken string    `json:"ingest_token"`
 	Created     time.Time `json:"created"`
 	LastActive  time.Time `json:"last_active"`
-	// Owner is the client address that created the room, for the cap on
-	// rooms per address.
+	// OwnerHash is the hex SHA-256 of the client address that created the
+	// room, for the cap on rooms per address; "" when none is known.
+	OwnerHash string `json:"owner_sha256,omitempty"`
+	// Owner is the address itself, in records written before OwnerHash
+	// (and in an older version's rooms.json): it is read, and replaced by
+	// its hash when the record is next written.
 	Owner string `json:"owner,omitempty"`
 	// NeverJoined is set until a reader first joins: such a room expires
 	// after UnjoinedTTL from its creation. (Negative, so that rooms written
@@ -105,6 +110,23 @@ type Room struct {
 
 // Feed is the name of the room's live feed.
 func (r Room) Feed() string { return FeedPrefix + r.ID }
+
+// ownerHash is the hash of the client address that created the room, ""
+// when none is known.
+func (r Room) ownerHash() string {
+	if r.OwnerHash == "" {
+		return ownerHash(r.Owner)
+	}
+	return r.OwnerHash
+}
+
+// ownerHash is what a record keeps of a client address: its SHA-256, "" for no address.
+func ownerHash(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	return hashKey(addr)
+}
 
 // FeedPrefix starts the name of every room's feed.
 const FeedPrefix = "room-"
@@ -325,7 +347,7 @@ func (s *Store) Create(tag, owner string) (Room, string, error) {
 	if err != nil {
 		return Room{}, "", err
 	}
-	now := s.cfg.Now()
+	now, oh := s.cfg.Now(), ownerHash(owner)
 	s.mu.Lock()
 	held, n := 0, 0
 	for _, e := range s.rooms {
@@ -333,7 +355,7 @@ func (s *Store) Create(tag, owner string) (Room, string, error) {
 			continue
 		}
 		n++
-		if e.room.Owner == owner {
+		if e.room.ownerHash() == oh {
 			held++
 		}
 	}
@@ -344,7 +366,7 @@ func (s *Store) Create(tag, owner string) (Room, string, error) {
 	if held >= s.cfg.PerOwner {
 		return Room{}, "", ErrOwnerFull
 	}
-	r := Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now, Owner: owner, NeverJoined: true}
+	r := Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now, OwnerHash: oh, NeverJoined: true}
 	data, err := json.Marshal(r)
 	if err != nil {
 		return Room{}, "", err
@@ -627,6 +649,9 @@ func (s *Store) update(id string, change func(*Room) error) (Room, error) {
 		if now := s.cfg.Now(); now.After(r.LastActive) {
 			r.LastActive = now
 		}
+		if r.Owner != "" { // a record of an older version: keep only the hash
+			r.OwnerHash, r.Owner = r.ownerHash(), ""
+		}
 		data, err := json.Marshal(r)
 		if err != nil {
 			return Room{}, err
@@ -756,6 +781,7 @@ func (s *Store) Import(path string) (int, error) {
 			continue
 		}
 		r.Driver = "" // no one is present yet
+		r.OwnerHash, r.Owner = r.ownerHash(), ""
 		val, err := json.Marshal(r)
 		if err != nil {
 			return n, err

@@ -356,6 +356,9 @@ func TestImport(t *testing.T) {
 		if got, err := st.Get(unjoined.ID); err != nil || !got.NeverJoined {
 			t.Errorf("imported unjoined room: %+v, %v", got, err)
 		}
+		if got, _ := st.Get(live.ID); got.Owner != "" || got.OwnerHash != ownerHash(live.Owner) {
+			t.Errorf("imported room: owner %q, owner hash %q; want the owner's hash alone", got.Owner, got.OwnerHash)
+		}
 		if _, err := st.Get(idle.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("a room whose time was up in the file: %v, want ErrNotFound", err)
 		}
@@ -472,6 +475,35 @@ func TestPerOwner(t *testing.T) {
 	c.add(2 * time.Hour)
 	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 		t.Fatalf("after its rooms expired: %v", err)
+	}
+}
+
+// TestOwnerHashed: a room's record keeps the hash of its client's address,
+// not the address; a record an older version wrote (the address in clear)
+// counts for the same client, and keeps only the hash once written again.
+func TestOwnerHashed(t *testing.T) {
+	s := openStore(t, newBroker(t, ""), Config{PerOwner: 2})
+	id, _ := NewSecret()
+	old, _ := json.Marshal(Room{ID: id, Tag: "v1.31.0", DriverHash: hashKey(id), IngestToken: id, Created: time.Now(), LastActive: time.Now(), Owner: "192.0.2.1"})
+	if _, err := s.kv.Create(context.Background(), id, old); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the older record in the copy", func() bool { _, err := s.Get(id); return err == nil })
+	r, _, err := s.Create("v1.37.2", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw := rawRecord(t, s, r.ID); strings.Contains(raw, "192.0.2.1") || !strings.Contains(raw, ownerHash("192.0.2.1")) {
+		t.Errorf("the record holds the address, or not its hash: %s", raw)
+	}
+	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); !errors.Is(err, ErrOwnerFull) {
+		t.Errorf("a third room, one written by an older version: %v, want ErrOwnerFull", err)
+	}
+	if _, err := s.SetTag(id, "v1.37.2"); err != nil {
+		t.Fatal(err)
+	}
+	if raw := rawRecord(t, s, id); strings.Contains(raw, "192.0.2.1") || !strings.Contains(raw, ownerHash("192.0.2.1")) {
+		t.Errorf("the older record written again holds the address, or not its hash: %s", raw)
 	}
 }
 
