@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -70,12 +72,51 @@ func TestRoomImportsRoomsJSON(t *testing.T) {
 }
 
 // twoReplicas starts two servers on one JetStream: the first embeds NATS
-// and listens, the second uses it as an external cluster.
-func twoReplicas(t *testing.T) (ts1, ts2 *httptest.Server) {
+// and listens, the second uses it as an external cluster. edit, if any,
+// changes both's configuration.
+func twoReplicas(t *testing.T, edit ...func(*Config)) (ts1, ts2 *httptest.Server) {
 	t.Helper()
-	s1, t1 := newRoomServer(t, t.TempDir(), func(c *Config) { c.NATSListen = "127.0.0.1:0"; c.NATSName = "replica-1"; c.RoomsPerClient = 10 })
-	_, t2 := newRoomServer(t, "", func(c *Config) { c.NATS = []string{s1.NATSURL()}; c.NATSName = "replica-2"; c.RoomsPerClient = 10 })
+	both := func(c *Config) {
+		c.RoomsPerClient = 10
+		for _, e := range edit {
+			e(c)
+		}
+	}
+	s1, t1 := newRoomServer(t, t.TempDir(), func(c *Config) { c.NATSListen = "127.0.0.1:0"; c.NATSName = "replica-1"; both(c) })
+	_, t2 := newRoomServer(t, "", func(c *Config) { c.NATS = []string{s1.NATSURL()}; c.NATSName = "replica-2"; both(c) })
 	return t1, t2
+}
+
+// TestRoomCapsAcrossReplicas: rooms asked for on two replicas at once are
+// made up to --max-rooms in all, and the rest refused with 503.
+func TestRoomCapsAcrossReplicas(t *testing.T) {
+	ts1, ts2 := twoReplicas(t, func(c *Config) { c.MaxRooms, c.RoomsPerClient = 3, 100; c.roomsTune = fastCreates })
+	const posts = 12
+	codes := make([]int, posts)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range posts {
+		ts := []*httptest.Server{ts1, ts2}[i%2]
+		wg.Go(func() {
+			<-start
+			resp, err := noRedirect.PostForm(ts.URL+"/rooms", url.Values{"tag": {fixture.Tag}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
+	}
+	close(start)
+	wg.Wait()
+	count := map[int]int{}
+	for _, c := range codes {
+		count[c]++
+	}
+	if count[http.StatusSeeOther] != 3 || count[http.StatusServiceUnavailable] != posts-3 {
+		t.Errorf("%d rooms asked for on two replicas at once, --max-rooms 3: %v, want 3 made (303) and the rest 503", posts, count)
+	}
 }
 
 // TestRoomAcrossReplicas: a room made on one replica opens on the other;

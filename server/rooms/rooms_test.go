@@ -353,11 +353,11 @@ func TestImport(t *testing.T) {
 		if !st.IsDriver(live.ID, key) || !st.HoldsWheel(live.ID, ticket) {
 			t.Error("the imported room's driver key or lent wheel does not work")
 		}
-		if got, err := st.Get(unjoined.ID); err != nil || !got.NeverJoined {
-			t.Errorf("imported unjoined room: %+v, %v", got, err)
+		if got, err := st.Get(unjoined.ID); err != nil || !got.NeverJoined || len(got.Slots) != 1 {
+			t.Errorf("imported unjoined room (no owner known: the rooms' slot alone): %+v, %v", got, err)
 		}
-		if got, _ := st.Get(live.ID); got.Owner != "" || got.OwnerHash != ownerHash(live.Owner) {
-			t.Errorf("imported room: owner %q, owner hash %q; want the owner's hash alone", got.Owner, got.OwnerHash)
+		if got, _ := st.Get(live.ID); len(got.Slots) != 2 || got.Owner != "" || got.OwnerHash != ownerHash(live.Owner) {
+			t.Errorf("imported room: slots %v, owner %q, owner hash %q; want two slots and the owner's hash alone", got.Slots, got.Owner, got.OwnerHash)
 		}
 		if _, err := st.Get(idle.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("a room whose time was up in the file: %v, want ErrNotFound", err)
@@ -372,6 +372,30 @@ func TestImport(t *testing.T) {
 	}
 	if n, err := s.Import(path); n != 0 || err != nil {
 		t.Errorf("second Import = %d, %v; want nothing", n, err)
+	}
+}
+
+// TestImportBeyondCaps: the rooms of a rooms.json with more rooms than the
+// caps allow are all brought, and count against the caps.
+func TestImportBeyondCaps(t *testing.T) {
+	c := newClock()
+	path := filepath.Join(t.TempDir(), "rooms.json")
+	var rs []*Room
+	for range 3 {
+		id, _ := NewSecret()
+		rs = append(rs, &Room{ID: id, Tag: "v1.31.0", DriverHash: hashKey(id), IngestToken: id,
+			Created: c.now().Add(-time.Hour), LastActive: c.now().Add(-time.Minute), Owner: "192.0.2.1"})
+	}
+	data, _ := json.Marshal(legacyFile{Version: 1, Rooms: rs})
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 2, PerOwner: 1, Now: c.now})
+	if n, err := s.Import(path); n != 3 || err != nil {
+		t.Fatalf("Import = %d, %v; want the 3 rooms", n, err)
+	}
+	if _, _, err := s.Create("v1.37.2", "192.0.2.2"); !errors.Is(err, ErrFull) {
+		t.Errorf("a room after importing more than the cap: %v, want ErrFull", err)
 	}
 }
 
