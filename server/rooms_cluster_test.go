@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -70,12 +72,68 @@ func TestRoomImportsRoomsJSON(t *testing.T) {
 }
 
 // twoReplicas starts two servers on one JetStream: the first embeds NATS
-// and listens, the second uses it as an external cluster.
-func twoReplicas(t *testing.T) (ts1, ts2 *httptest.Server) {
+// and listens, the second uses it as an external cluster. edit, if any,
+// changes both's configuration.
+func twoReplicas(t *testing.T, edit ...func(*Config)) (ts1, ts2 *httptest.Server) {
 	t.Helper()
-	s1, t1 := newRoomServer(t, t.TempDir(), func(c *Config) { c.NATSListen = "127.0.0.1:0"; c.NATSName = "replica-1"; c.RoomsPerClient = 10 })
-	_, t2 := newRoomServer(t, "", func(c *Config) { c.NATS = []string{s1.NATSURL()}; c.NATSName = "replica-2"; c.RoomsPerClient = 10 })
-	return t1, t2
+	_, ts1, _, ts2 = twoReplicaServers(t, edit...)
+	return ts1, ts2
+}
+
+// twoReplicaServers is twoReplicas with the servers.
+func twoReplicaServers(t *testing.T, edit ...func(*Config)) (s1 *Server, ts1 *httptest.Server, s2 *Server, ts2 *httptest.Server) {
+	t.Helper()
+	both := func(c *Config) {
+		c.RoomsPerClient = 10
+		for _, e := range edit {
+			e(c)
+		}
+	}
+	s1, ts1 = newRoomServer(t, t.TempDir(), func(c *Config) { c.NATSListen = "127.0.0.1:0"; c.NATSName = "replica-1"; both(c) })
+	s2, ts2 = newRoomServer(t, "", func(c *Config) { c.NATS = []string{s1.NATSURL()}; c.NATSName = "replica-2"; both(c) })
+	return s1, ts1, s2, ts2
+}
+
+// dies makes s stop as a killed replica does: its NATS connection gone at
+// once (no last word to the other replicas, no write to the bucket), then
+// its readers' sockets.
+func dies(s *Server, readers ...*roomClient) {
+	s.broker.NC.Close()
+	for _, r := range readers {
+		r.c.CloseNow()
+	}
+}
+
+// TestRoomCapsAcrossReplicas: rooms asked for on two replicas at once are
+// made up to --max-rooms in all, and the rest refused with 503.
+func TestRoomCapsAcrossReplicas(t *testing.T) {
+	ts1, ts2 := twoReplicas(t, func(c *Config) { c.MaxRooms, c.RoomsPerClient = 3, 100; c.roomsTune = fastCreates })
+	const posts = 12
+	codes := make([]int, posts)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range posts {
+		ts := []*httptest.Server{ts1, ts2}[i%2]
+		wg.Go(func() {
+			<-start
+			resp, err := noRedirect.PostForm(ts.URL+"/rooms", url.Values{"tag": {fixture.Tag}})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
+	}
+	close(start)
+	wg.Wait()
+	count := map[int]int{}
+	for _, c := range codes {
+		count[c]++
+	}
+	if count[http.StatusSeeOther] != 3 || count[http.StatusServiceUnavailable] != posts-3 {
+		t.Errorf("%d rooms asked for on two replicas at once, --max-rooms 3: %v, want 3 made (303) and the rest 503", posts, count)
+	}
 }
 
 // TestRoomAcrossReplicas: a room made on one replica opens on the other;
@@ -204,5 +262,64 @@ func TestRoomWheelRaceAcrossReplicas(t *testing.T) {
 		for _, c := range []*roomClient{v1, v2, ks[0], ks[1]} {
 			c.c.Close(websocket.StatusNormalClosure, "")
 		}
+	}
+}
+
+// TestRoomDriverReplicaDies: the wheel is with a reader on replica 2 and a
+// driver-key holder waits on replica 1; replica 2 dies. Once replica 1 has
+// forgotten replica 2's readers (they said nothing for 3.5 s), the key
+// holder drives: at once when the wheel was the driver key's, after the
+// grace when it was lent (its holder may have come back on a replica
+// still up).
+func TestRoomDriverReplicaDies(t *testing.T) {
+	const grace = time.Second
+	tests := []struct {
+		name string
+		lent bool // the wheel was lent to a viewer on replica 2
+		wait time.Duration
+	}{
+		{"a driver-key holder drives", false, 0},
+		{"the wheel was lent", true, grace},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, ts1, s2, ts2 := twoReplicaServers(t, wheelGrace(grace))
+			id, key := createRoom(t, ts1)
+			ctx := testCtx(t)
+			var d, k *roomClient
+			if tt.lent {
+				k = dialRoom(t, ctx, ts1, id, key, "key holder")
+				d = dialRoom(t, ctx, ts2, id, "", "viewer")
+				k.until(t, ctx, "replica 1 to see the viewer", stateWith(func(m map[string]any) bool { rs, _ := m["readers"].([]any); return len(rs) == 2 }))
+				k.send(t, ctx, map[string]any{"t": "hand", "to": d.id})
+				d.until(t, ctx, "the wheel's ticket on replica 2", func(m map[string]any) bool { return m["t"] == "wheel" && m["wheel"] != "" })
+			} else {
+				d = dialRoom(t, ctx, ts2, id, key, "driver")
+				k = dialRoom(t, ctx, ts1, id, key, "key holder")
+			}
+			k.until(t, ctx, "replica 1 to see the wheel on replica 2", stateWith(func(m map[string]any) bool { return m["driver"] == d.id }))
+			died := time.Now()
+			dies(s2, d)
+			// Read past until's 5 s: a read whose context ends closes the socket.
+			for {
+				m := k.read(t, ctx)
+				if m["t"] == "state" && m["driver"] == k.id {
+					break
+				}
+			}
+			took := time.Since(died)
+			t.Logf("the key holder drives %v after replica 2 died", took.Round(10*time.Millisecond))
+			// Its readers are forgotten after 3.5 s of silence (its last
+			// word was up to a second before it died), on replica 1's
+			// once-a-second tick; the driver is judged absent a tick later,
+			// then the grace runs, to a tick. And two seconds for a loaded
+			// machine.
+			if least := 2500*time.Millisecond + tt.wait; took < least {
+				t.Errorf("the wheel moved %v after replica 2 died, before its readers could be forgotten (%v)", took, least)
+			}
+			if most := 3500*time.Millisecond + 2*time.Second + tt.wait + time.Second + 2*time.Second; took > most {
+				t.Errorf("the wheel moved %v after replica 2 died, want within %v", took, most)
+			}
+		})
 	}
 }

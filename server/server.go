@@ -71,10 +71,10 @@ type Config struct {
 	// Pair-reading rooms (package rooms, wired in rooms.go).
 	DataDir    string        // JetStream's files live here (an older rooms.json is imported); "" keeps state in memory only
 	RoomTTL    time.Duration // idle time before a room expires; 0 means 24h
-	MaxRooms   int           // rooms per server; 0 means rooms.DefaultMaxRooms
+	MaxRooms   int           // rooms held by all replicas together; 0 means rooms.DefaultMaxRooms
 	MaxReaders int           // readers per room; 0 means 32
-	// RoomsPerClient is how many rooms one client address holds at once;
-	// 0 means rooms.DefaultPerOwner.
+	// RoomsPerClient is how many rooms one client address holds at once,
+	// on all replicas together; 0 means rooms.DefaultPerOwner.
 	RoomsPerClient int
 	// RoomUnjoinedTTL is how long a room no reader ever joined lives;
 	// 0 means rooms.DefaultUnjoinedTTL.

@@ -1,13 +1,14 @@
 // Package rooms is pair-reading rooms, whole: the durable records (this
-// file), the rooms' HTTP side (service.go), their websocket, presence and
-// the wheel (socket.go), what replicas tell each other of a room (wire.go),
-// and the token buckets that rate-limit them (limit.go). What a room needs
-// of the site around it (its page, tags, the live feeds) it asks through
-// Site, which server/ fills in.
+// file), the caps on how many there are (slots.go), the rooms' HTTP side
+// (service.go), their websocket, presence and the wheel (socket.go), what
+// replicas tell each other of a room (wire.go), and the token buckets that
+// rate-limit them (limit.go). What a room needs of the site around it (its
+// page, tags, the live feeds) it asks through Site, which server/ fills in.
 //
 // A room's record lives in a JetStream KV bucket (syncloop_rooms), one key
 // per room id: its tag, its driver key (kept as a hash), its ingest token,
-// when it was made and last used, and who holds the wheel. Every replica
+// when it was made and last used, who holds the wheel, the hash of the
+// client address that made it and the caps' slots it holds. Every replica
 // keeps a copy fed by a watcher; every write is a compare-and-set on the
 // key's revision, so two replicas never both apply a change made from the
 // same old record (two hand-overs of one wheel: one wins, the other is
@@ -56,7 +57,7 @@ import (
 // Defaults for Config's zero values.
 const (
 	DefaultTTL      = 24 * time.Hour
-	DefaultMaxRooms = 48 // each room's feed counts against the live side's 64 feeds
+	DefaultMaxRooms = 48 // in the whole cluster: one replica can hold every room's feed within its 64 feeds
 	// DefaultPerOwner is how many rooms one client address holds at once:
 	// without it, one address could take every room for a day.
 	DefaultPerOwner = 4
@@ -91,9 +92,16 @@ type Room struct {
 	IngestToken string    `json:"ingest_token"`
 	Created     time.Time `json:"created"`
 	LastActive  time.Time `json:"last_active"`
-	// Owner is the client address that created the room, for the cap on
-	// rooms per address.
+	// OwnerHash is the hex SHA-256 of the client address that created the
+	// room, for the cap on rooms per address; "" when none is known.
+	OwnerHash string `json:"owner_sha256,omitempty"`
+	// Owner is the address itself, in records written before OwnerHash
+	// (and in an older version's rooms.json): it is read, and replaced by
+	// its hash when the record is next written.
 	Owner string `json:"owner,omitempty"`
+	// Slots are the keys of the caps' slots the room holds (slots.go);
+	// none in a record written before the caps had slots.
+	Slots []string `json:"slots,omitempty"`
 	// NeverJoined is set until a reader first joins: such a room expires
 	// after UnjoinedTTL from its creation. (Negative, so that rooms written
 	// before it existed count as joined.)
@@ -105,6 +113,23 @@ type Room struct {
 
 // Feed is the name of the room's live feed.
 func (r Room) Feed() string { return FeedPrefix + r.ID }
+
+// ownerHash is the hash of the client address that created the room, ""
+// when none is known.
+func (r Room) ownerHash() string {
+	if r.OwnerHash == "" {
+		return ownerHash(r.Owner)
+	}
+	return r.OwnerHash
+}
+
+// ownerHash is what a record keeps of a client address: its SHA-256, "" for no address.
+func ownerHash(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	return hashKey(addr)
+}
 
 // FeedPrefix starts the name of every room's feed.
 const FeedPrefix = "room-"
@@ -123,6 +148,10 @@ type Config struct {
 	UnjoinedTTL time.Duration
 	Now         func() time.Time
 	Logger      *slog.Logger
+
+	// creationGrace: how old a slot naming no room must be to be taken
+	// back (slots.go); 0 means defaultCreationGrace. Tests shorten it.
+	creationGrace time.Duration
 }
 
 type entry struct {
@@ -134,7 +163,8 @@ type entry struct {
 type Store struct {
 	cfg    Config
 	kv     jetstream.KeyValue
-	ctx    context.Context // the store's life: writes end with it
+	slots  jetstream.KeyValue // the caps' slots (slots.go)
+	ctx    context.Context    // the store's life: writes end with it
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -173,6 +203,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.creationGrace <= 0 {
+		cfg.creationGrace = defaultCreationGrace
+	}
 	kv, err := cfg.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      cfg.Bucket,
 		Description: "syncloop: pair-reading rooms, a key per room id",
@@ -187,7 +220,11 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rooms: bucket %s: %w", cfg.Bucket, err)
 	}
-	s := &Store{cfg: cfg, kv: kv, done: make(chan struct{}),
+	slots, err := openSlots(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{cfg: cfg, kv: kv, slots: slots, done: make(chan struct{}),
 		rooms: map[string]entry{}, expired: map[string]uint64{}, touched: map[string]time.Time{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	w, err := kv.WatchAll(s.ctx)
@@ -309,9 +346,10 @@ func (s *Store) opCtx() (context.Context, context.CancelFunc) {
 
 // Create makes a room reading tag for owner (a client address). It returns
 // the room and its driver key, which is not stored and cannot be recovered.
-// The room counts as never joined until MarkJoined. (The caps are checked
-// against this replica's copy: two replicas creating the last room at once
-// may both succeed.)
+// The room counts as never joined until MarkJoined. It is refused with
+// ErrOwnerFull when owner holds PerOwner rooms, with ErrFull when the
+// cluster holds MaxRooms: the room takes a slot of each cap first (slots.go).
+// An owner "" is no one's: only MaxRooms applies.
 func (s *Store) Create(tag, owner string) (Room, string, error) {
 	id, err := NewSecret()
 	if err != nil {
@@ -325,34 +363,29 @@ func (s *Store) Create(tag, owner string) (Room, string, error) {
 	if err != nil {
 		return Room{}, "", err
 	}
-	now := s.cfg.Now()
-	s.mu.Lock()
-	held, n := 0, 0
-	for _, e := range s.rooms {
-		if s.over(e.room, now) {
-			continue
-		}
-		n++
-		if e.room.Owner == owner {
-			held++
-		}
-	}
-	s.mu.Unlock()
-	if n >= s.cfg.MaxRooms {
-		return Room{}, "", ErrFull
-	}
-	if held >= s.cfg.PerOwner {
-		return Room{}, "", ErrOwnerFull
-	}
-	r := Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now, Owner: owner, NeverJoined: true}
-	data, err := json.Marshal(r)
+	// One deadline for the slots and the record: a room whose record is
+	// written at all is written within it of taking its slots (slots.go
+	// counts on it).
+	ctx, cancel := context.WithTimeout(s.ctx, createTimeout)
+	defer cancel()
+	oh := ownerHash(owner)
+	slots, err := s.takeSlots(ctx, id, oh)
 	if err != nil {
 		return Room{}, "", err
 	}
-	ctx, cancel := s.opCtx()
-	defer cancel()
+	now := s.cfg.Now()
+	r := Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now,
+		OwnerHash: oh, Slots: slots, NeverJoined: true}
+	data, err := json.Marshal(r)
+	if err != nil {
+		s.release(id, slots)
+		return Room{}, "", err
+	}
 	rev, err := s.kv.Create(ctx, id, data, jetstream.KeyTTL(s.cfg.UnjoinedTTL+2*FlushEvery))
 	if err != nil {
+		// (Had the record been written after all, unheard of: its id is
+		// known to no one, and it lets go of no slot that is not its own.)
+		s.release(id, slots)
 		return Room{}, "", fmt.Errorf("rooms: create: %w", err)
 	}
 	s.mu.Lock()
@@ -368,9 +401,29 @@ func (s *Store) Get(id string) (Room, error) {
 	return e.room, err
 }
 
-// entry is Get with the record's revision. A room this replica has not
-// heard of yet (made on another replica a moment ago) is asked of the bucket.
+// entry is Get with the record's revision. A room whose time is up is
+// expired.
 func (s *Store) entry(id string) (entry, error) {
+	e, err := s.lookup(id)
+	switch {
+	case errors.Is(err, ErrExpired):
+		return entry{}, ErrExpired
+	case err != nil:
+		return entry{}, ErrNotFound
+	}
+	if s.over(e.room, s.cfg.Now()) {
+		s.expire(e)
+		return entry{}, ErrExpired
+	}
+	return e, nil
+}
+
+// lookup is the record of room id as this replica knows it, with its use
+// here not yet written; a room this replica has not heard of yet (made on
+// another replica a moment ago) is asked of the bucket. ErrExpired: the
+// room's key holds a delete marker; ErrNotFound: it holds nothing; another
+// error: the bucket could not be read.
+func (s *Store) lookup(id string) (entry, error) {
 	s.mu.Lock()
 	e, ok := s.rooms[id]
 	_, gone := s.expired[id]
@@ -380,24 +433,22 @@ func (s *Store) entry(id string) (entry, error) {
 		}
 	}
 	s.mu.Unlock()
-	if !ok && !gone && ValidID(id) {
-		e, ok, gone = s.fetch(id)
-	}
 	switch {
+	case ok:
+		return e, nil
 	case gone:
 		return entry{}, ErrExpired
-	case !ok:
+	case !ValidID(id):
 		return entry{}, ErrNotFound
 	}
-	if s.over(e.room, s.cfg.Now()) {
-		s.expire(id, e.rev)
-		return entry{}, ErrExpired
-	}
-	return e, nil
+	return s.fetch(id)
 }
 
-// fetch reads id from the bucket into the copy.
-func (s *Store) fetch(id string) (e entry, ok, gone bool) {
+// fetch reads id from the bucket into the copy: ErrNotFound when its key
+// holds no room, another error when the bucket could not be read. (A
+// deleted key reads as not found: that a room expired, this replica
+// knows from the bucket's watcher.)
+func (s *Store) fetch(id string) (entry, error) {
 	ctx, cancel := s.opCtx()
 	defer cancel()
 	kve, err := s.kv.Get(ctx, id)
@@ -411,51 +462,67 @@ func (s *Store) fetch(id string) (e entry, ok, gone bool) {
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			return s.cfg.Replicas > 1 && time.Now().Before(notFoundUntil)
 		}
-		return err != nil && !errors.Is(err, jetstream.ErrKeyDeleted)
+		return err != nil
 	}
 	for wait := 50 * time.Millisecond; retry(err); wait = min(2*wait, time.Second) {
 		select {
 		case <-ctx.Done():
 			s.cfg.Logger.Warn("rooms: reading a room from the bucket", "room", id, "err", err)
-			return entry{}, false, false
+			return entry{}, fmt.Errorf("rooms: reading %s…: %w", id[:6], err)
 		case <-time.After(wait):
 		}
 		kve, err = s.kv.Get(ctx, id)
 	}
-	switch {
-	case errors.Is(err, jetstream.ErrKeyDeleted):
-		s.mu.Lock()
-		s.applyDelete(id, kve.Revision())
-		s.mu.Unlock()
-		return entry{}, false, true
-	case err != nil:
-		return entry{}, false, false
+	if err != nil {
+		return entry{}, ErrNotFound
 	}
 	var r Room
 	if json.Unmarshal(kve.Value(), &r) != nil || r.ID != id {
-		return entry{}, false, false
+		return entry{}, ErrNotFound
 	}
 	s.mu.Lock()
 	s.apply(r, kve.Revision())
 	s.mu.Unlock()
-	return entry{r, kve.Revision()}, true, false
+	return entry{r, kve.Revision()}, nil
 }
 
-// expire deletes the room's key (if it is still at rev: a replica that
-// wrote it since knows better) and marks it expired here.
-func (s *Store) expire(id string, rev uint64) {
+// expire deletes the room's key if it is still at e's revision (a replica
+// that wrote it since knows better), marks it expired here and lets go of
+// its slots. It reports whether it deleted the key.
+func (s *Store) expire(e entry) bool {
+	id := e.room.ID
 	ctx, cancel := s.opCtx()
 	defer cancel()
-	err := s.kv.Delete(ctx, id, jetstream.LastRevision(rev))
-	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
-		s.cfg.Logger.Warn("rooms: expiring", "room", id[:6]+"…", "err", err)
+	err := s.kv.Delete(ctx, id, jetstream.LastRevision(e.rev))
+	if err != nil {
+		// Not deleted: another write came first (the watcher brings it),
+		// or the bucket did not answer (the next Sweep tries again).
+		if !isMismatch(err) {
+			s.cfg.Logger.Warn("rooms: expiring", "room", id[:6]+"…", "err", err)
+		}
+		return false
 	}
 	s.mu.Lock()
-	if e, ok := s.rooms[id]; ok && e.rev == rev {
-		s.applyDelete(id, rev)
+	if cur, ok := s.rooms[id]; ok && cur.rev == e.rev {
+		s.applyDelete(id, e.rev)
 		s.gone = append(s.gone, id)
 	}
 	s.mu.Unlock()
+	s.release(id, e.room.Slots)
+	return true
+}
+
+// isMismatch reports whether err is a compare-and-set that lost: the key
+// was not at the revision given (for kv.Create: the key exists). The codes
+// are asked too: kv.Create over a delete marker returns a replicated
+// stream's "wrong last sequence" (10164) as it comes, not as ErrKeyExists.
+func isMismatch(err error) bool {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return true
+	}
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
 // IsDriver reports whether key is the room's driver key, in constant time.
@@ -601,6 +668,9 @@ func (s *Store) update(id string, change func(*Room) error) (Room, error) {
 		if now := s.cfg.Now(); now.After(r.LastActive) {
 			r.LastActive = now
 		}
+		if r.Owner != "" { // a record of an older version: keep only the hash
+			r.OwnerHash, r.Owner = r.ownerHash(), ""
+		}
 		data, err := json.Marshal(r)
 		if err != nil {
 			return Room{}, err
@@ -615,18 +685,13 @@ func (s *Store) update(id string, change func(*Room) error) (Room, error) {
 			s.mu.Unlock()
 			return r, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) && !errors.Is(err, jetstream.ErrKeyExists) {
+		if !isMismatch(err) {
 			return Room{}, fmt.Errorf("rooms: saving %s…: %w", id[:6], err)
 		}
-		// Another write came first: start from it.
-		fresh, ok, gone := s.fetch(id)
-		switch {
-		case gone:
-			return Room{}, ErrExpired
-		case !ok:
+		// Another write came first (or a delete): start from it.
+		if e, err = s.fetch(id); err != nil {
 			return Room{}, ErrNotFound
 		}
-		e = fresh
 	}
 	return Room{}, fmt.Errorf("rooms: saving %s…: too many concurrent writes", id[:6])
 }
@@ -645,7 +710,7 @@ func (s *Store) Sweep() ([]string, error) {
 	}
 	s.mu.Unlock()
 	for _, e := range over {
-		s.expire(e.room.ID, e.rev)
+		s.expire(e)
 	}
 	s.mu.Lock()
 	gone := s.gone
@@ -714,7 +779,10 @@ type legacyFile struct {
 // Import brings the rooms of an older version's rooms.json at path into
 // the bucket, once: the file is renamed to path+".imported" after. Rooms
 // the bucket holds already are left as they are; rooms whose time is up
-// are not brought. A missing file is nothing to import.
+// are not brought. An imported room takes the caps' slots as a new one
+// does; one beyond the caps (the older version had them lower) is
+// brought all the same, without slots, and counted as a room made before
+// slots were (slots.go). A missing file is nothing to import.
 func (s *Store) Import(path string) (int, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -727,34 +795,21 @@ func (s *Store) Import(path string) (int, error) {
 	if err := json.Unmarshal(data, &f); err != nil {
 		return 0, fmt.Errorf("rooms: %s is not a rooms file (%v); move it aside to start without its rooms", path, err)
 	}
-	ctx, cancel := s.opCtx()
-	defer cancel()
 	now, n := s.cfg.Now(), 0
 	for _, r := range f.Rooms {
 		if r == nil || !ValidID(r.ID) || s.over(*r, now) {
 			continue
 		}
-		r.Driver = "" // no one is present yet
-		val, err := json.Marshal(r)
-		if err != nil {
-			return n, err
-		}
-		var opts []jetstream.KVCreateOpt
-		if r.NeverJoined {
-			opts = append(opts, jetstream.KeyTTL(s.cfg.UnjoinedTTL-now.Sub(r.Created)+2*FlushEvery))
-		}
-		rev, err := s.kv.Create(ctx, r.ID, val, opts...)
-		if errors.Is(err, jetstream.ErrKeyExists) {
-			continue
-		}
+		imported, err := s.importRoom(*r, now)
 		if err != nil {
 			return n, fmt.Errorf("rooms: importing %s: %w", path, err)
 		}
-		s.mu.Lock()
-		s.apply(*r, rev)
-		s.mu.Unlock()
-		n++
+		if imported {
+			n++
+		}
 	}
+	ctx, cancel := s.opCtx()
+	defer cancel()
 	// Expired rooms keep saying so: a key with a delete marker.
 	for id := range f.Expired {
 		if !ValidID(id) {
@@ -771,6 +826,43 @@ func (s *Store) Import(path string) (int, error) {
 		return n, fmt.Errorf("rooms: imported %s, but could not rename it: %w", path, err)
 	}
 	return n, nil
+}
+
+// importRoom brings one room of a rooms.json into the bucket, unless the
+// bucket has it already.
+func (s *Store) importRoom(r Room, now time.Time) (bool, error) {
+	r.Driver = "" // no one is present yet
+	r.OwnerHash, r.Owner = r.ownerHash(), ""
+	ctx, cancel := context.WithTimeout(s.ctx, createTimeout) // as Create's
+	defer cancel()
+	slots, err := s.takeSlots(ctx, r.ID, r.OwnerHash)
+	if errors.Is(err, ErrFull) || errors.Is(err, ErrOwnerFull) {
+		s.cfg.Logger.Warn("rooms: importing a room beyond the caps: it counts against them until it ends", "room", r.ID[:6]+"…", "err", err)
+	} else if err != nil {
+		return false, err
+	}
+	r.Slots = slots
+	val, err := json.Marshal(r)
+	if err != nil {
+		s.release(r.ID, slots)
+		return false, err
+	}
+	var opts []jetstream.KVCreateOpt
+	if r.NeverJoined {
+		opts = append(opts, jetstream.KeyTTL(s.cfg.UnjoinedTTL-now.Sub(r.Created)+2*FlushEvery))
+	}
+	rev, err := s.kv.Create(ctx, r.ID, val, opts...)
+	if err != nil {
+		s.release(r.ID, slots)
+		if isMismatch(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	s.mu.Lock()
+	s.apply(r, rev)
+	s.mu.Unlock()
+	return true, nil
 }
 
 // NewSecret returns 128 random bits from crypto/rand, base64url without padding.

@@ -353,8 +353,11 @@ func TestImport(t *testing.T) {
 		if !st.IsDriver(live.ID, key) || !st.HoldsWheel(live.ID, ticket) {
 			t.Error("the imported room's driver key or lent wheel does not work")
 		}
-		if got, err := st.Get(unjoined.ID); err != nil || !got.NeverJoined {
-			t.Errorf("imported unjoined room: %+v, %v", got, err)
+		if got, err := st.Get(unjoined.ID); err != nil || !got.NeverJoined || len(got.Slots) != 1 {
+			t.Errorf("imported unjoined room (no owner known: the rooms' slot alone): %+v, %v", got, err)
+		}
+		if got, _ := st.Get(live.ID); len(got.Slots) != 2 || got.Owner != "" || got.OwnerHash != ownerHash(live.Owner) {
+			t.Errorf("imported room: slots %v, owner %q, owner hash %q; want two slots and the owner's hash alone", got.Slots, got.Owner, got.OwnerHash)
 		}
 		if _, err := st.Get(idle.ID); !errors.Is(err, ErrNotFound) {
 			t.Errorf("a room whose time was up in the file: %v, want ErrNotFound", err)
@@ -369,6 +372,30 @@ func TestImport(t *testing.T) {
 	}
 	if n, err := s.Import(path); n != 0 || err != nil {
 		t.Errorf("second Import = %d, %v; want nothing", n, err)
+	}
+}
+
+// TestImportBeyondCaps: the rooms of a rooms.json with more rooms than the
+// caps allow are all brought, and count against the caps.
+func TestImportBeyondCaps(t *testing.T) {
+	c := newClock()
+	path := filepath.Join(t.TempDir(), "rooms.json")
+	var rs []*Room
+	for range 3 {
+		id, _ := NewSecret()
+		rs = append(rs, &Room{ID: id, Tag: "v1.31.0", DriverHash: hashKey(id), IngestToken: id,
+			Created: c.now().Add(-time.Hour), LastActive: c.now().Add(-time.Minute), Owner: "192.0.2.1"})
+	}
+	data, _ := json.Marshal(legacyFile{Version: 1, Rooms: rs})
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 2, PerOwner: 1, Now: c.now})
+	if n, err := s.Import(path); n != 3 || err != nil {
+		t.Fatalf("Import = %d, %v; want the 3 rooms", n, err)
+	}
+	if _, _, err := s.Create("v1.37.2", "192.0.2.2"); !errors.Is(err, ErrFull) {
+		t.Errorf("a room after importing more than the cap: %v, want ErrFull", err)
 	}
 }
 
@@ -472,6 +499,35 @@ func TestPerOwner(t *testing.T) {
 	c.add(2 * time.Hour)
 	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 		t.Fatalf("after its rooms expired: %v", err)
+	}
+}
+
+// TestOwnerHashed: a room's record keeps the hash of its client's address,
+// not the address; a record an older version wrote (the address in clear)
+// counts for the same client, and keeps only the hash once written again.
+func TestOwnerHashed(t *testing.T) {
+	s := openStore(t, newBroker(t, ""), Config{PerOwner: 2})
+	id, _ := NewSecret()
+	old, _ := json.Marshal(Room{ID: id, Tag: "v1.31.0", DriverHash: hashKey(id), IngestToken: id, Created: time.Now(), LastActive: time.Now(), Owner: "192.0.2.1"})
+	if _, err := s.kv.Create(context.Background(), id, old); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the older record in the copy", func() bool { _, err := s.Get(id); return err == nil })
+	r, _, err := s.Create("v1.37.2", "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw := rawRecord(t, s, r.ID); strings.Contains(raw, "192.0.2.1") || !strings.Contains(raw, ownerHash("192.0.2.1")) {
+		t.Errorf("the record holds the address, or not its hash: %s", raw)
+	}
+	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); !errors.Is(err, ErrOwnerFull) {
+		t.Errorf("a third room, one written by an older version: %v, want ErrOwnerFull", err)
+	}
+	if _, err := s.SetTag(id, "v1.37.2"); err != nil {
+		t.Fatal(err)
+	}
+	if raw := rawRecord(t, s, id); strings.Contains(raw, "192.0.2.1") || !strings.Contains(raw, ownerHash("192.0.2.1")) {
+		t.Errorf("the older record written again holds the address, or not its hash: %s", raw)
 	}
 }
 
