@@ -77,6 +77,13 @@ type Broker struct {
 	gsCloseF func()
 }
 
+// syncGap is the least time between two group syncs: at 50 feeds of
+// 1,000 lines/s, syncs back to back (hundreds a second) raised the relay →
+// browser latency from p50 13 ms / p99 71 ms (25 ms apart) to 21 / 87 ms,
+// the syncs' journal commits holding up the streams' writes; an ack waits
+// up to this much longer.
+const syncGap = 20 * time.Millisecond
+
 // backstopSync is how often the embedded server fsyncs by itself when
 // Config.SyncInterval is 0: what nobody waited for with Synced (a room's
 // record, a reader's note) is on disk within it.
@@ -202,7 +209,7 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 			break
 		}
 		so.SyncInterval = backstopSync
-		b.gs = newGroupSync(sync, func(err error) { log.Error("nats: storage not synced; acknowledgements wait", "err", err) })
+		b.gs = newGroupSync(sync, func(err error) { log.Error("nats: storage not synced; acknowledgements wait", "err", err) }, syncGap)
 		b.gsCloseF = closeF
 		ctx, cancel := context.WithCancel(context.Background())
 		b.gsStop, b.gsDone = cancel, make(chan struct{})

@@ -124,7 +124,7 @@ func TestGroupSync(t *testing.T) {
 		calls <- c
 		close(c.began)
 		return <-c.release
-	}, func(error) {})
+	}, func(error) {}, 0)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); g.run(ctx) }()

@@ -24,18 +24,22 @@ import (
 // sync that succeeded, never for one that failed.
 const syncRetry = 100 * time.Millisecond
 
-// groupSync runs one sync at a time for everyone waiting.
+// groupSync runs one sync at a time for everyone waiting, and at most one
+// every gap: a sync flushes what every stream wrote since the last, so
+// fewer of them cost the disk and the writers less, while an ack waits a
+// little longer (which a relay, sending ahead of its acks, does not feel).
 type groupSync struct {
 	sync func() error // syncfs of the store's filesystem
 	log  func(err error)
+	gap  time.Duration
 
 	mu   sync.Mutex
 	next chan struct{} // closed by the next sync to begin; nil while nobody waits
 	kick chan struct{} // a waiter arrived
 }
 
-func newGroupSync(sync func() error, log func(error)) *groupSync {
-	return &groupSync{sync: sync, log: log, kick: make(chan struct{}, 1)}
+func newGroupSync(sync func() error, log func(error), gap time.Duration) *groupSync {
+	return &groupSync{sync: sync, log: log, gap: gap, kick: make(chan struct{}, 1)}
 }
 
 // synced returns a channel closed once a sync that began after the call
@@ -57,12 +61,21 @@ func (g *groupSync) synced() <-chan struct{} {
 // run syncs for the waiters until ctx ends. Whoever got a channel before
 // it was taken here is covered: the sync begins after.
 func (g *groupSync) run(ctx context.Context) {
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.kick:
 		}
+		if wait := g.gap - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
 		g.mu.Lock()
 		ch := g.next
 		g.next = nil
