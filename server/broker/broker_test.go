@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -167,5 +168,32 @@ func TestGroupSync(t *testing.T) {
 		c.release <- nil
 		t.Fatal("a sync ran with nobody waiting")
 	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestGroupSyncGap: syncs run at most one per gap, however many wait.
+func TestGroupSyncGap(t *testing.T) {
+	var mu sync.Mutex
+	var at []time.Time
+	const gap = 50 * time.Millisecond
+	g := newGroupSync(func() error {
+		mu.Lock()
+		at = append(at, time.Now())
+		mu.Unlock()
+		return nil
+	}, func(error) {}, gap)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); g.run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for range 5 {
+		<-g.synced()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < len(at); i++ {
+		if d := at[i].Sub(at[i-1]); d < gap {
+			t.Errorf("syncs %d and %d %v apart, under the gap of %v", i-1, i, d, gap)
+		}
 	}
 }
