@@ -31,7 +31,7 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 	err := broker.Retry(ctx, time.Minute, func(ctx context.Context) error {
 		var err error
 		st, err = rooms.Open(ctx, rooms.Config{JS: b.JS, Memory: b.Memory, Replicas: b.Replicas,
-			TTL: cfg.RoomTTL, MaxRooms: cfg.MaxRooms, PerOwner: cfg.RoomsPerClient, UnjoinedTTL: cfg.RoomUnjoinedTTL, Logger: s.log})
+			TTL: cfg.RoomTTL, MaxRooms: cfg.MaxRooms, PerOwner: cfg.RoomsPerClient, UnjoinedTTL: cfg.RoomUnjoinedTTL, Sync: b.Sync, Logger: s.log})
 		return err
 	})
 	if err != nil {

@@ -148,6 +148,9 @@ type Config struct {
 	UnjoinedTTL time.Duration
 	Now         func() time.Time
 	Logger      *slog.Logger
+	// Sync, when set, waits until what JetStream acknowledged is on disk
+	// (broker.Sync): a room is handed out once it would outlive a host crash.
+	Sync func(ctx context.Context) error
 
 	// creationGrace: how old a slot naming no room must be to be taken
 	// back (slots.go); 0 means defaultCreationGrace. Tests shorten it.
@@ -391,6 +394,11 @@ func (s *Store) Create(tag, owner string) (Room, string, error) {
 	s.mu.Lock()
 	s.apply(r, rev)
 	s.mu.Unlock()
+	if s.cfg.Sync != nil {
+		if err := s.cfg.Sync(ctx); err != nil {
+			return Room{}, "", fmt.Errorf("rooms: create: %w", err)
+		}
+	}
 	return r, key, nil
 }
 

@@ -636,3 +636,33 @@ func TestKeyLimiter(t *testing.T) {
 		t.Error("a third key refused after the others refilled")
 	}
 }
+
+// TestCreateWaitsForDisk: with Config.Sync, a room is handed out only once
+// Sync says its record is on disk; a Sync that fails fails the Create.
+func TestCreateWaitsForDisk(t *testing.T) {
+	release := make(chan error)
+	s := openStore(t, newBroker(t, t.TempDir()), Config{TTL: time.Hour, Sync: func(ctx context.Context) error {
+		select {
+		case err := <-release:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}})
+	done := make(chan error, 1)
+	go func() { _, _, err := s.Create("v1.31.0", "10.0.0.1"); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("Create answered (%v) before Sync", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	release <- nil
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	go func() { _, _, err := s.Create("v1.31.0", "10.0.0.2"); done <- err }()
+	release <- errors.New("disk gone")
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "disk gone") {
+		t.Fatalf("Create with a failed Sync: %v", err)
+	}
+}
