@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/internal/natstest"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -193,15 +194,7 @@ func TestLiveMigratesLegacyStream(t *testing.T) {
 func TestLiveTwoReplicasOneFeed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b1, err := broker.Open(ctx, broker.Config{Dir: t.TempDir(), Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b2, err := broker.Open(ctx, broker.Config{URLs: []string{b1.ClientURL()}})
-	if err != nil {
-		b1.Close()
-		t.Fatal(err)
-	}
+	b1, b2 := natstest.Pair(t, t.TempDir())
 	cfg := Config{IngestToken: testToken, DemoPeriod: -1, DefaultTag: "v1.31.0"}
 	l1, err := New(cfg, b1, nil)
 	if err != nil {
@@ -211,7 +204,7 @@ func TestLiveTwoReplicasOneFeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l2.Close(); l1.Close(); b2.Close(); b1.Close() })
+	t.Cleanup(func() { l2.Close(); l1.Close() }) // before the brokers close
 	ts1, ts2 := serveLive(t, l1), serveLive(t, l2)
 
 	// Each relay sends its batches without waiting for acks, so the two

@@ -21,6 +21,7 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/natstest"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -711,16 +712,7 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 // TestLiveDemoOnePerCluster: two replicas on one NATS run one demo between
 // them, and the other takes over when the holder stops.
 func TestLiveDemoOnePerCluster(t *testing.T) {
-	b, err := broker.Open(t.Context(), broker.Config{Listen: "127.0.0.1:0", Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	b2, err := broker.Open(t.Context(), broker.Config{URLs: []string{b.ClientURL()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b2.Close()
+	b, b2 := natstest.Pair(t, t.TempDir())
 	cfg := Config{DefaultTag: "v1.31.0", DemoPeriod: 50 * time.Millisecond}
 	r := func(string) *extractor.Reading { return fixture.Reading(t) }
 	l1, err := New(cfg, b, r)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/internal/natstest"
 )
 
 // clock is a settable time for expiry tests.
@@ -260,16 +261,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // record: exactly one hand-over takes, the other is refused, and both
 // replicas end up agreeing on the one driver.
 func TestConcurrentHandOver(t *testing.T) {
-	b1, err := broker.Open(context.Background(), broker.Config{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b1.Close)
-	b2, err := broker.Open(context.Background(), broker.Config{URLs: []string{b1.ClientURL()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b2.Close)
+	b1, b2 := natstest.Pair(t, "")
 	s1 := openStore(t, b1, Config{})
 	s2 := openStore(t, b2, Config{Memory: b1.Memory}) // the bucket is in b1's memory
 	r, _, err := s1.Create("v1.37.2", "192.0.2.1")

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/internal/natstest"
 )
 
 // twoStores opens two stores on one JetStream, each on its own NATS
@@ -24,16 +25,7 @@ import (
 // second connects to it.
 func twoStores(t *testing.T, cfg Config) (s1, s2 *Store) {
 	t.Helper()
-	b1, err := broker.Open(context.Background(), broker.Config{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b1.Close)
-	b2, err := broker.Open(context.Background(), broker.Config{URLs: []string{b1.ClientURL()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b2.Close)
+	b1, b2 := natstest.Pair(t, "")
 	s1 = openStore(t, b1, cfg)
 	cfg.Memory = b1.Memory // the buckets are in b1's memory
 	s2 = openStore(t, b2, cfg)
