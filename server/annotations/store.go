@@ -345,7 +345,7 @@ func (s *Store) Put(ctx context.Context, room string, n Note, rev uint64) (Note,
 	} else {
 		newRev, err = s.kv.Update(ctx, key, b, rev)
 	}
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	if broker.LostRace(err) {
 		// Someone wrote between our read and our write.
 		cur, gerr := s.get(ctx, key)
 		if gerr != nil {
@@ -412,7 +412,7 @@ func (s *Store) Delete(ctx context.Context, room, id string, rev uint64) error {
 		return fmt.Errorf("%w: only comments are deleted; empty a note instead", ErrInvalid)
 	}
 	err := s.kv.Delete(ctx, room+"."+id, jetstream.LastRevision(rev))
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	if broker.LostRace(err) {
 		cur, gerr := s.get(ctx, room+"."+id)
 		if gerr != nil {
 			return gerr

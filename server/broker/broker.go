@@ -390,3 +390,18 @@ func Retry(ctx context.Context, within time.Duration, f func(ctx context.Context
 		wait = min(2*wait, 2*time.Second)
 	}
 }
+
+// LostRace reports whether err is a compare-and-set that lost: a KV
+// Create of a key that holds a value, an Update from a revision no longer
+// the key's, or a publish expecting a last sequence that moved. The codes
+// are asked too: on a replicated bucket, a Create over a delete marker
+// returns the stream's "wrong last sequence" (10164) as it comes, not as
+// jetstream.ErrKeyExists.
+func LostRace(err error) bool {
+	var api *jetstream.APIError
+	if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
+		return true
+	}
+	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
+}

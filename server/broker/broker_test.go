@@ -197,3 +197,47 @@ func TestGroupSyncGap(t *testing.T) {
 		}
 	}
 }
+
+// TestLostRace: a KV Create of a key that holds a value, an Update from a
+// stale revision and a publish expecting a moved sequence are lost races;
+// other errors are not. (The replicated bucket's 10164 for a Create over a
+// delete marker is met in server/rooms' cluster test.)
+func TestLostRace(t *testing.T) {
+	b, err := Open(t.Context(), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx := t.Context()
+	kv, err := b.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "race", Storage: jetstream.MemoryStorage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, err := kv.Create(ctx, "k", []byte("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, created := kv.Create(ctx, "k", []byte("b"))
+	if _, err := kv.Update(ctx, "k", []byte("c"), rev); err != nil {
+		t.Fatal(err)
+	}
+	_, stale := kv.Update(ctx, "k", []byte("d"), rev)
+	if _, err := b.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "RACE", Subjects: []string{"race"}, Storage: jetstream.MemoryStorage}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JS.Publish(ctx, "race", []byte("1")); err != nil {
+		t.Fatal(err)
+	}
+	_, moved := b.JS.Publish(ctx, "race", []byte("2"), jetstream.WithExpectLastSequencePerSubject(7))
+	for name, err := range map[string]error{"create": created, "update": stale, "publish": moved} {
+		if err == nil || !LostRace(err) {
+			t.Errorf("%s: %v is not a lost race", name, err)
+		}
+	}
+	_, gone := kv.Get(ctx, "nothing")
+	for _, err := range []error{gone, context.Canceled, errors.New("disk")} {
+		if LostRace(err) {
+			t.Errorf("%v taken for a lost race", err)
+		}
+	}
+}

@@ -250,16 +250,10 @@ func (l *Service) store(f *feed, lines []relay.Line, demo bool) error {
 			return nil
 		}
 		f.tail.loaded = false // learn it anew from the stream
-		if !isWrongLastSeq(err) || attempt >= 8 {
+		if !broker.LostRace(err) || attempt >= 8 {
 			return err
 		}
 	}
-}
-
-func isWrongLastSeq(err error) bool {
-	var apiErr *jetstream.APIError
-	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
 }
 
 // publish filters out what is stored and publishes the rest in messages of

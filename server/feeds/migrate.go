@@ -121,7 +121,7 @@ func (l *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name st
 			msg := &nats.Msg{Subject: f.subject, Header: m.Headers(), Data: m.Data()}
 			ack, err := l.b.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq))
 			switch {
-			case isWrongLastSeq(err): // another replica is copying it too: go on after what it copied
+			case broker.LostRace(err): // another replica is copying it too: go on after what it copied
 				if err := l.loadTail(ctx, f); err != nil {
 					return err
 				}

@@ -505,7 +505,7 @@ func (s *Store) expire(e entry) bool {
 	if err != nil {
 		// Not deleted: another write came first (the watcher brings it),
 		// or the bucket did not answer (the next Sweep tries again).
-		if !isMismatch(err) {
+		if !broker.LostRace(err) {
 			s.cfg.Logger.Warn("rooms: expiring", "room", id[:6]+"…", "err", err)
 		}
 		return false
@@ -518,19 +518,6 @@ func (s *Store) expire(e entry) bool {
 	s.mu.Unlock()
 	s.release(id, e.room.Slots)
 	return true
-}
-
-// isMismatch reports whether err is a compare-and-set that lost: the key
-// was not at the revision given (for kv.Create: the key exists). The codes
-// are asked too: kv.Create over a delete marker returns a replicated
-// stream's "wrong last sequence" (10164) as it comes, not as ErrKeyExists.
-func isMismatch(err error) bool {
-	var api *jetstream.APIError
-	if errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
-		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-		return true
-	}
-	return errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists)
 }
 
 // IsDriver reports whether key is the room's driver key, in constant time.
@@ -693,7 +680,7 @@ func (s *Store) update(id string, change func(*Room) error) (Room, error) {
 			s.mu.Unlock()
 			return r, nil
 		}
-		if !isMismatch(err) {
+		if !broker.LostRace(err) {
 			return Room{}, fmt.Errorf("rooms: saving %s…: %w", id[:6], err)
 		}
 		// Another write came first (or a delete): start from it.
@@ -862,7 +849,7 @@ func (s *Store) importRoom(r Room, now time.Time) (bool, error) {
 	rev, err := s.kv.Create(ctx, r.ID, val, opts...)
 	if err != nil {
 		s.release(r.ID, slots)
-		if isMismatch(err) {
+		if broker.LostRace(err) {
 			return false, nil
 		}
 		return false, err

@@ -138,7 +138,7 @@ func (s *Store) takeSlot(ctx context.Context, id string, n int, key func(int) st
 	}
 	take := func(k string) (bool, error) {
 		_, err := s.slots.Create(ctx, k, []byte(id))
-		if err != nil && !isMismatch(err) {
+		if err != nil && !broker.LostRace(err) {
 			return false, fmt.Errorf("rooms: taking a slot: %w", err)
 		}
 		return err == nil, nil
@@ -178,7 +178,7 @@ func (s *Store) reclaim(ctx context.Context, key string) bool {
 		return false
 	}
 	err = s.slots.Purge(ctx, key, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(markerTTL))
-	return err == nil || isMismatch(err) // a mismatch: let go, or taken, in the meantime
+	return err == nil || broker.LostRace(err) // a mismatch: let go, or taken, in the meantime
 }
 
 // holds reports whether room id still holds its slots (see the top of
@@ -228,7 +228,7 @@ func (s *Store) release(id string, keys []string) {
 		if err == nil {
 			err = s.slots.Purge(ctx, k, jetstream.LastRevision(e.Revision()), jetstream.PurgeTTL(markerTTL))
 		}
-		if err != nil && !isMismatch(err) {
+		if err != nil && !broker.LostRace(err) {
 			// It stays held until a Create finds it so (reclaim).
 			s.cfg.Logger.Warn("rooms: letting a slot go", "room", id[:6]+"…", "err", err)
 		}
