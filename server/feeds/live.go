@@ -1197,46 +1197,13 @@ func (l *Service) HandleIngest() http.Handler {
 		defer func() { close(done); conn.CloseNow(); <-readerDone }()
 		// Acks go out in order from their own goroutine, each once what it
 		// acknowledges is on disk (broker.Synced): the next group is read
-		// and stored meanwhile. Acks that are ready together go as one.
-		type pendingAck struct {
-			id     string
-			synced <-chan struct{}
-		}
+		// and stored meanwhile.
 		acks := make(chan pendingAck, ackQueue)
 		ackerDone := make(chan struct{})
 		go func() { // owned: ends when acks is closed, or the connection fails
 			defer close(ackerDone)
-			var b []byte
-			for a := range acks {
-				select {
-				case <-a.synced:
-				case <-ctx.Done():
-					return
-				case <-l.ctx.Done():
-					return
-				}
-			ready:
-				for {
-					select {
-					case next, ok := <-acks:
-						if !ok {
-							break ready
-						}
-						select {
-						case <-next.synced:
-						case <-ctx.Done():
-							return
-						}
-						a = next
-					default:
-						break ready
-					}
-				}
-				b = append(jsonstr.Append(append(b[:0], `{"ack":`...), a.id), '}')
-				if out.write(b) != nil {
-					conn.CloseNow() // the reader notices, and the handler ends
-					return
-				}
+			if l.sendAcks(ctx, acks, out) != nil {
+				conn.CloseNow() // the reader notices, and the handler ends
 			}
 		}()
 		defer func() { close(acks); <-ackerDone }()
@@ -1320,6 +1287,58 @@ const ingestQueue = 16
 // ackQueue is how many stored groups' acks may wait for the disk before
 // ingest waits too.
 const ackQueue = 64
+
+// pendingAck is a relay's ack waiting for the disk: the id of the last line
+// stored, and the channel closed once it is on disk.
+type pendingAck struct {
+	id     string
+	synced <-chan struct{}
+}
+
+// sendAcks writes each ack once its lines are on disk, in order, until
+// acks is closed; acks whose lines reached the disk together go as one
+// (the last), and one that is ready never waits for a later one.
+func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *socketWriter) error {
+	var msg []byte
+	var next *pendingAck // taken from acks, not on disk yet
+	for {
+		a, ok := pendingAck{}, true
+		if next != nil {
+			a, next = *next, nil
+		} else if a, ok = <-acks; !ok {
+			return nil
+		}
+		select {
+		case <-a.synced:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.ctx.Done():
+			return l.ctx.Err()
+		}
+	later:
+		for {
+			select {
+			case b, ok := <-acks:
+				if !ok {
+					break later
+				}
+				select {
+				case <-b.synced:
+					a = b
+				default:
+					next = &b
+					break later
+				}
+			default:
+				break later
+			}
+		}
+		msg = append(jsonstr.Append(append(msg[:0], `{"ack":`...), a.id), '}')
+		if err := out.write(msg); err != nil {
+			return err
+		}
+	}
+}
 
 // attach records a relay on f; the demo stops for good on the first one.
 func (l *Service) attach(f *feed) {
