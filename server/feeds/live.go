@@ -422,14 +422,7 @@ func (f *feed) waitStarted() (*feed, error) {
 }
 
 // isStarted reports whether f is followed (or failed to be), not a placeholder.
-func (f *feed) isStarted() bool {
-	select {
-	case <-f.started:
-		return true
-	default:
-		return false
-	}
-}
+func (f *feed) isStarted() bool { return isClosed(f.started) }
 
 // isTagDemo reports whether name is a tag's demo feed ("demo-v1.20.0").
 func isTagDemo(name string) bool {

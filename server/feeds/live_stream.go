@@ -8,11 +8,12 @@ package feeds
 //
 //	relay ──► ingest (any replica) ──► publish, expecting the stream's last
 //	                                   message to be the one it knows; PubAck
-//	                                   ──► this replica's hub, and the ack to the relay
+//	                                   ──► this replica's hub; once on disk
+//	                                   (broker.Synced) ──► the ack to the relay
 //	stream ──► each replica's ordered consumer per feed ──► classify ──► hub ──► browsers
 //
-// A stream per feed, not one for all: each stream stores (and, embedded,
-// fsyncs) its messages on its own goroutine, so fifty feeds' writes go on
+// A stream per feed, not one for all: each stream stores its messages on
+// its own goroutine, so fifty feeds' writes go on
 // side by side instead of queueing behind each other, and each feed has a
 // byte limit of its own (a noisy feed cannot evict a quiet room's history).
 //
@@ -393,9 +394,12 @@ func (l *Service) follow(f *feed) error {
 
 func (f *feed) markReady() { f.readyOnce.Do(func() { close(f.ready) }) }
 
-func (f *feed) isReady() bool {
+func (f *feed) isReady() bool { return isClosed(f.ready) }
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
 	select {
-	case <-f.ready:
+	case <-ch:
 		return true
 	default:
 		return false
