@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -20,17 +19,6 @@ import (
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )
-
-// serveLive serves l's endpoints as routes.go mounts them.
-func serveLive(t testing.TB, l *Service) *httptest.Server {
-	r := chi.NewRouter()
-	r.Method("GET", "/feeds/{feed}/ws", l.HandleFeedSocket())
-	r.Method("GET", "/feeds/{feed}/ingest", l.HandleIngest())
-	r.Method("GET", "/feeds/{feed}/export", l.HandleExport())
-	ts := httptest.NewServer(r)
-	t.Cleanup(ts.Close)
-	return ts
-}
 
 // TestLiveAckWaitsForDisk: a relay's batch is acknowledged only once what
 // stores it is on disk (broker.Synced), while browsers see its lines as

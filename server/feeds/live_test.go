@@ -57,14 +57,20 @@ func newStoredLiveServer(t testing.TB, dir string, cfg Config) (*Service, *httpt
 		t.Fatal(err)
 	}
 	l.closeBroker = true
+	t.Cleanup(l.Close) // after the test server closes (cleanups run last first)
+	return l, serveLive(t, l)
+}
+
+// serveLive serves l's endpoints as routes.go mounts them.
+func serveLive(t testing.TB, l *Service) *httptest.Server {
 	r := chi.NewRouter()
 	r.Method("GET", "/feeds/{feed}/ws", l.HandleFeedSocket())
 	r.Method("GET", "/feeds/{feed}/ingest", l.HandleIngest())
 	r.Method("GET", "/feeds/{feed}/export", l.HandleExport())
 	r.Method("GET", "/metrics", l.HandleMetrics())
 	ts := httptest.NewServer(r)
-	t.Cleanup(func() { ts.Close(); l.Close() })
-	return l, ts
+	t.Cleanup(ts.Close)
+	return ts
 }
 
 func dialIngest(t *testing.T, ctx context.Context, ts *httptest.Server, feed string) *websocket.Conn {
