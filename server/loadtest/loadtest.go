@@ -80,7 +80,7 @@ type Result struct {
 
 	RSSPeak, RSSEnd int64         // server VmRSS in bytes, its processes' summed; 0 when not measured
 	ServerCPU       time.Duration // server user+system CPU while lines were sent, its processes' summed
-	Procs           []ProcResult  // each process measured, when there are several
+	Procs           []ProcResult  // each process measured
 	ClientCPU       time.Duration // this process's user+system CPU over the same time
 	Sites           int           // distinct log sites lines were written at
 }
@@ -207,9 +207,6 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		p.RSSPeak, p.RSSEnd = st.stop()
 		res.RSSPeak += p.RSSPeak
 		res.RSSEnd += p.RSSEnd
-	}
-	if len(res.Procs) < 2 {
-		res.Procs = nil
 	}
 	rcancel()
 	rwg.Wait()

@@ -151,9 +151,11 @@ func (r Result) Print(w io.Writer) {
 		fmt.Fprintf(w, "server:     RSS peak %s, at end %s; CPU %.1f s while sending (%s of one core)\n",
 			mb(r.RSSPeak), mb(r.RSSEnd), r.ServerCPU.Seconds(), pct(r.ServerCPU))
 	}
-	for _, p := range r.Procs {
-		fmt.Fprintf(w, "  pid %-6d RSS peak %s, at end %s; CPU %.1f s (%s of one core)\n",
-			p.PID, mb(p.RSSPeak), mb(p.RSSEnd), p.CPU.Seconds(), pct(p.CPU))
+	if len(r.Procs) > 1 { // each, when the server is several processes
+		for _, p := range r.Procs {
+			fmt.Fprintf(w, "  pid %-6d RSS peak %s, at end %s; CPU %.1f s (%s of one core)\n",
+				p.PID, mb(p.RSSPeak), mb(p.RSSEnd), p.CPU.Seconds(), pct(p.CPU))
+		}
 	}
 	fmt.Fprintf(w, "clients:    CPU %.1f s while sending (%s of one core; same machine as the server)\n",
 		r.ClientCPU.Seconds(), pct(r.ClientCPU))
