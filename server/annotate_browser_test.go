@@ -28,6 +28,7 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
 	"github.com/syncloop/syncloop/server/annotations"
+	"github.com/syncloop/syncloop/server/browsertest"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
@@ -87,7 +88,7 @@ func media(p emulation.SetEmulatedMediaParams) chromedp.Action[chromedp.Void] {
 // allowDownloads saves the browser's downloads in dir.
 func allowDownloads(t *testing.T, ctx context.Context, dir string) {
 	t.Helper()
-	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir}); err != nil {
+	if _, err := chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dir, BrowserContextID: browsertest.ContextID(ctx)}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -192,13 +192,13 @@ func TestBrowserReadingPage(t *testing.T) {
 	}
 	if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
 		Permission: &browser.PermissionDescriptor{Name: "clipboard-write", AllowWithoutSanitization: true},
-		Setting:    browser.PermissionSettingGranted, Origin: ts.URL,
+		Setting:    browser.PermissionSettingGranted, Origin: ts.URL, BrowserContextID: browsertest.ContextID(ctx),
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.CallBrowser(ctx, browser.SetPermission, browser.SetPermissionParams{
 		Permission: &browser.PermissionDescriptor{Name: "clipboard-read"},
-		Setting:    browser.PermissionSettingGranted, Origin: ts.URL,
+		Setting:    browser.PermissionSettingGranted, Origin: ts.URL, BrowserContextID: browsertest.ContextID(ctx),
 	}); err != nil {
 		t.Fatal(err)
 	}

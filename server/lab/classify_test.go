@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/browsertest"
 )
 
 const labTag = "v1.31.0"
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	code := m.Run()
+	browsertest.Close()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
