@@ -79,14 +79,14 @@ type reading struct {
 
 var readings sync.Map // tag + "\x00" + symbols → *reading
 
-// Reading extracts the tag's Reading (with symbols resolved) once per test
-// process. Callers share it and must not modify it.
+// Reading returns the tag's Reading (with symbols resolved), extracted once
+// per test process, or once for every test binary while the extractor's code
+// is unchanged: see cachedExtract. Callers share it and must not modify it.
 func Reading(tb testing.TB, tag string, symbols []string) *extractor.Reading {
 	tb.Helper()
-	path := Zip(tb, tag)
 	v, _ := readings.LoadOrStore(tag+"\x00"+strings.Join(symbols, "\x00"), &reading{})
 	r := v.(*reading)
-	r.once.Do(func() { r.r, r.err = extract(path, tag, symbols) })
+	r.once.Do(func() { r.r, r.err = cachedExtract(tb, tag, symbols) })
 	if r.err != nil {
 		tb.Fatalf("extract %s: %v", tag, r.err)
 	}

@@ -1,0 +1,149 @@
+package extractortest
+
+// The tests' Reading cache. A dozen test binaries read the same real
+// Readings (classify's TestEveryTag alone reads 19 tags), and each took
+// seconds to extract under -race. The extractor's own cache (Load) cannot
+// serve them: it is keyed by Schema alone, right for a server but wrong for
+// a test, which must see what the extractor as it is now makes of the source.
+// So this cache is keyed by the extractor's code as well: the hash of its
+// non-test source files, the module's go.mod (the versions of what it
+// imports) and the Go version. A change to any of them extracts afresh.
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/syncloop/syncloop/extractor"
+)
+
+// codeKey hashes what an extracted Reading depends on besides the tag and
+// the symbols. It is "" when the extractor's source cannot be found (a
+// binary built with -trimpath): then nothing is cached.
+var codeKey = sync.OnceValue(func() string {
+	_, self, _, ok := runtime.Caller(0)
+	if !ok || !filepath.IsAbs(self) {
+		return ""
+	}
+	dir := filepath.Dir(filepath.Dir(self)) // extractor/
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(names) == 0 {
+		return ""
+	}
+	names = append(names, filepath.Join(filepath.Dir(dir), "go.mod"))
+	slices.Sort(names)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s schema%d\n", runtime.Version(), extractor.Schema)
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return ""
+		}
+		fmt.Fprintf(h, "%s %d\n", filepath.Base(name), len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8])
+})
+
+// cacheDir is where the tests' Readings are kept between runs:
+// os.UserCacheDir()/syncloop/test-readings.
+func cacheDir() (string, error) {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "syncloop", "test-readings"), nil
+}
+
+// cachePath is the file of the tag's Reading with symbols, made by the
+// extractor's code as it is, or "" when there is no such place.
+func cachePath(tag string, symbols []string) string {
+	key := codeKey()
+	dir, err := cacheDir()
+	if key == "" || err != nil {
+		return ""
+	}
+	s := slices.Clone(symbols)
+	slices.Sort(s)
+	s = slices.Compact(s)
+	sum := sha256.Sum256([]byte(strings.Join(s, "\n")))
+	return filepath.Join(dir, tag, fmt.Sprintf("%s-%s.json", key, hex.EncodeToString(sum[:6])))
+}
+
+// cachedExtract returns the tag's Reading from the cache, or extracts it from
+// the module zip and caches it. Either way the caller gets the Reading as
+// decoded from its JSON, so every run sees the same value whether it
+// extracted or not (and the same as a server reading its own cache).
+func cachedExtract(tb testing.TB, tag string, symbols []string) (*extractor.Reading, error) {
+	file := cachePath(tag, symbols)
+	if file != "" {
+		if b, err := os.ReadFile(file); err == nil {
+			var r extractor.Reading
+			if err := json.Unmarshal(b, &r); err == nil && r.Tag == tag && r.Schema == extractor.Schema {
+				now := time.Now()
+				_ = os.Chtimes(file, now, now) // in use: writeAtomic's pruning spares it
+				return &r, nil
+			}
+		}
+	}
+	fresh, err := extract(Zip(tb, tag), tag, symbols)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(fresh)
+	if err != nil {
+		return nil, err
+	}
+	var r extractor.Reading
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	if file != "" {
+		if err := writeAtomic(file, b); err != nil {
+			tb.Logf("the tests' Reading cache: %v (extracting every time)", err)
+		}
+	}
+	return &r, nil
+}
+
+// writeAtomic writes b to file through a temporary file and a rename, so a
+// test binary reading concurrently sees a whole Reading or none, and drops
+// the tag's entries left by other versions of the extractor over a week ago.
+func writeAtomic(file string, b []byte) error {
+	dir := filepath.Dir(file)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if old, err := os.ReadDir(dir); err == nil {
+		for _, e := range old {
+			if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > 7*24*time.Hour {
+				os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), file)
+}
