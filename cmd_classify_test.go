@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/extractortest"
 	"github.com/syncloop/syncloop/server/classify"
 )
 
@@ -63,7 +64,8 @@ func caseOf(r record) string {
 }
 
 // modcacheEnv is an environment in which the default tag loads from the
-// module cache (or, under CI, from the real proxy) into a fresh cache dir.
+// module cache (or, under CI, from the real proxy) into the cache dir test
+// binaries share while the extractor is unchanged (extractortest.LoadCacheDir).
 func modcacheEnv(t *testing.T) map[string]string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMODCACHE", "GOPROXY", "GOSUMDB").Output()
@@ -75,7 +77,7 @@ func modcacheEnv(t *testing.T) map[string]string {
 	if _, err := os.Stat(zip); err != nil && os.Getenv("CI") == "" {
 		t.Skipf("%s is not in the module cache; run `go mod download k8s.io/kubernetes@%s` (CI=true fetches it)", extractor.DefaultTag, extractor.DefaultTag)
 	}
-	return map[string]string{"GOMODCACHE": v[0], "GOPROXY": v[1], "GOSUMDB": v[2], "SYNCLOOP_CACHE_DIR": t.TempDir()}
+	return map[string]string{"GOMODCACHE": v[0], "GOPROXY": v[1], "GOSUMDB": v[2], "SYNCLOOP_CACHE_DIR": extractortest.LoadCacheDir(t)}
 }
 
 const (

@@ -147,3 +147,34 @@ func writeAtomic(file string, b []byte) error {
 	}
 	return os.Rename(f.Name(), file)
 }
+
+// LoadCacheDir is a cache directory for extractor.Load (its CacheDir) that
+// test binaries share between runs while the extractor's code is unchanged:
+// os.UserCacheDir()/syncloop/test-load/<code key>. Tests of a command that
+// loads real Readings pass it, so only the first run fetches, verifies and
+// extracts; the extractor's own tests keep covering that path each run.
+// Directories of other code keys unused for a week are removed. Without a
+// code key it is a directory of the test's own.
+func LoadCacheDir(tb testing.TB) string {
+	tb.Helper()
+	key := codeKey()
+	root, err := os.UserCacheDir()
+	if key == "" || err != nil {
+		return tb.TempDir()
+	}
+	parent := filepath.Join(root, "syncloop", "test-load")
+	dir := filepath.Join(parent, key)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	now := time.Now()
+	_ = os.Chtimes(dir, now, now)
+	if old, err := os.ReadDir(parent); err == nil {
+		for _, e := range old {
+			if fi, err := e.Info(); err == nil && e.Name() != key && now.Sub(fi.ModTime()) > 7*24*time.Hour {
+				os.RemoveAll(filepath.Join(parent, e.Name()))
+			}
+		}
+	}
+	return dir
+}
