@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,16 +30,11 @@ import (
 	"github.com/syncloop/syncloop/server/loadtest"
 )
 
-// buildFakeJournalctl builds testdata/fakejournalctl as dir/journalctl: the
-// relay recognizes journalctl by that name and resumes it by cursor.
-func buildFakeJournalctl(t *testing.T, dir string) string {
+// fakeJournalctl is testdata/fakejournalctl built as journalctl: the relay
+// recognizes journalctl by that name and resumes it by cursor.
+func fakeJournalctl(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "journalctl")
-	out, err := exec.Command("go", "build", "-o", bin, "./testdata/fakejournalctl").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build fakejournalctl: %v\n%s", err, out)
-	}
-	return bin
+	return goBuild(t, "journalctl", "./testdata/fakejournalctl")
 }
 
 // blackhole is a TCP proxy that can stop forwarding in both directions
@@ -309,7 +303,7 @@ func dropFor(t *testing.T) time.Duration {
 // reach the browser exactly once, in order.
 func TestE2EFaults(t *testing.T) {
 	bin := syncloopBin(t)
-	fake := buildFakeJournalctl(t, t.TempDir())
+	fake := fakeJournalctl(t)
 	const n, rate = 1500, 300.0 // 5 s of journal
 
 	t.Run("server SIGKILL and restart", func(t *testing.T) {

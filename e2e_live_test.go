@@ -29,22 +29,32 @@ import (
 	"github.com/syncloop/syncloop/server/loadtest"
 )
 
-// syncloopBin builds the binary into the test's temporary directory (the
-// go build cache makes every build after the first one quick).
+// syncloopBin is the syncloop binary, built once per test binary.
 func syncloopBin(t *testing.T) string {
 	t.Helper()
 	return goBuild(t, "syncloop", ".")
 }
 
-// goBuild builds pkg into the test's temporary directory as name, with the
-// local toolchain, and returns its path.
+// builds holds goBuild's binaries: name → func() (path, error).
+var builds sync.Map
+
+// goBuild builds pkg as name with the local toolchain, once per test binary
+// (each build of the syncloop binary links for seconds even with a warm
+// build cache), into the directory TestMain removes, and returns its path.
 func goBuild(t *testing.T, name, pkg string) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	v, _ := builds.LoadOrStore(name+" "+pkg, sync.OnceValues(func() (string, error) {
+		bin := filepath.Join(binDir, name)
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		}
+		return bin, nil
+	}))
+	bin, err := v.(func() (string, error))()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
