@@ -43,7 +43,8 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	socketsPerClient := fs.Int("sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
 	trustedProxy := fs.String("trusted-proxy", "", "`CIDR[,CIDR]` of reverse proxies whose X-Forwarded-For names the client for the per-client limits; default none: the client is the connection's address")
 	feedMB := fs.Int("feed-mb", feeds.DefaultFeedBytes>>20, "`MB` JetStream keeps of each feed's journal, compressed (the oldest lines go first; none is kept over a week); all feeds together keep at most 64 times this")
-	historyMB := fs.Int("history-mb", feeds.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most 5,000 lines)")
+	historyMB := fs.Int("history-mb", feeds.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most --history-lines)")
+	historyLines := fs.Int("history-lines", 5000, "recent `LINES` each feed keeps at most for readers who join or reconnect, and restores after a restart (within its share of --history-mb)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: syncloop serve [--addr :8080] [--tag TAG] [--source-dir DIR] [--cache-dir DIR] [--data-dir DIR]\n\n"+
 			"Serve the reading site: /k8s/TAG/ shows (*Kubelet).syncLoopIteration at TAG with a\n"+
@@ -69,8 +70,8 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 			log.Warn("no user config dir: feeds and rooms are kept in memory only; set --data-dir to keep them", "err", err)
 		}
 	}
-	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 || *historyMB <= 0 || *feedMB <= 0 || *roomsPerClient <= 0 || *socketsPerClient <= 0 {
-		return usageError{fmt.Errorf("--room-ttl, --max-rooms, --max-readers, --history-mb, --feed-mb, --rooms-per-client and --sockets-per-client must be positive")}
+	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 || *historyMB <= 0 || *historyLines <= 0 || *feedMB <= 0 || *roomsPerClient <= 0 || *socketsPerClient <= 0 {
+		return usageError{fmt.Errorf("--room-ttl, --max-rooms, --max-readers, --history-mb, --history-lines, --feed-mb, --rooms-per-client and --sockets-per-client must be positive")}
 	}
 	proxies, err := clients.ParseTrustedProxies(*trustedProxy)
 	if err != nil {
@@ -104,6 +105,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		MaxRooms:     *maxRooms,
 		MaxReaders:   *maxReaders,
 		HistoryBytes: *historyMB << 20,
+		RingSize:     *historyLines,
 		FeedBytes:    int64(*feedMB) << 20,
 
 		RoomsPerClient:   *roomsPerClient,
