@@ -209,6 +209,9 @@ type feed struct {
 	version    string
 	ingested   uint64
 	byCase     map[string]uint64
+	fired      firedRecord // what fired (fired.go)
+	// versionFrom says how version was learned: fromStartup, fromLogSites.
+	versionFrom string
 
 	// Scratch space of delivery, reused from message to message.
 	decoded []relay.Line
@@ -540,22 +543,7 @@ func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
 
 // classify classifies raw and cuts what is kept of it for display.
 func (f *feed) classify(raw string) (classify.Line, bool) {
-	line := f.cls.ClassifyString(raw)
-	if line.Format == classify.FormatJournalJSON {
-		// The entry's JSON is not shown: its MESSAGE is Text, the fields
-		// shown are Cursor, Host, PID and Ident. It was most of every
-		// browser's copy of the line (a real entry is 1-2 KB, _CMDLINE
-		// and all) and so of the feed's history; the feed's file keeps it.
-		line.Raw = ""
-	}
-	cut := false
-	if len(line.Raw) > displayLimit {
-		line.Raw, cut = cutUTF8(line.Raw, displayLimit), true
-	}
-	if len(line.Message) > displayLimit {
-		line.Message, cut = cutUTF8(line.Message, displayLimit), true
-	}
-	return line, cut
+	return classifyForDisplay(f.cls, raw)
 }
 
 func cutUTF8(s string, n int) string {

@@ -321,7 +321,7 @@ func (l *Service) publish(ctx context.Context, f *feed, lines []relay.Line, demo
 		// This replica's hub gets the lines now, if it has every line
 		// before them; the consumer delivers them otherwise.
 		if f.hub.Next() == first {
-			l.deliverLocked(f, first, chunk, demo)
+			l.deliverLocked(f, first, ack.Sequence, chunk, demo)
 		}
 		f.mu.Unlock()
 		for _, in := range chunk {
@@ -374,7 +374,7 @@ func (l *Service) follow(f *feed) error {
 		if err != nil {
 			return
 		}
-		l.deliver(f, m.Headers(), m.Data(), &unz)
+		l.deliver(f, md.Sequence.Stream, m.Headers(), m.Data(), &unz)
 		if md.Sequence.Stream >= end {
 			f.markReady()
 		}
@@ -469,7 +469,7 @@ func (l *Service) demoLease(ctx context.Context, key string, held *atomic.Bool) 
 
 // deliver gives the feed's hub the lines of a stored message it does not
 // have yet: another replica's, or the history.
-func (l *Service) deliver(f *feed, h nats.Header, data []byte, unz *[]byte) {
+func (l *Service) deliver(f *feed, msg uint64, h nats.Header, data []byte, unz *[]byte) {
 	sh, err := readHead(h)
 	if err != nil {
 		l.log.Warn("live: "+err.Error(), "feed", f.name)
@@ -485,7 +485,7 @@ func (l *Service) deliver(f *feed, h nats.Header, data []byte, unz *[]byte) {
 		l.log.Warn("live: a stored message that cannot be read", "feed", f.name, "err", err)
 		return
 	}
-	l.deliverLocked(f, sh.first, lines, sh.demo)
+	l.deliverLocked(f, sh.first, msg, lines, sh.demo)
 	clear(lines)
 	f.decoded = lines[:0]
 	if cap(*unz) > 2*msgBytes {
@@ -494,9 +494,10 @@ func (l *Service) deliver(f *feed, h nats.Header, data []byte, unz *[]byte) {
 }
 
 // deliverLocked classifies lines, the first of which is the feed's line
-// first, and publishes those the hub does not have yet under their stored
-// sequence numbers. f.mu is held.
-func (l *Service) deliverLocked(f *feed, first uint64, lines []relay.Line, demo bool) {
+// first, stored in stream message msg, publishes those the hub does not
+// have yet under their stored sequence numbers, and records those of a
+// case (fired.go). f.mu is held.
+func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, demo bool) {
 	f.refreshClassifier(l.reading)
 	f.hub.SetNext(first)
 	next := f.hub.Next()
@@ -516,8 +517,12 @@ func (l *Service) deliverLocked(f *feed, first uint64, lines []relay.Line, demo 
 		if line.Version != "" {
 			version = line.Version
 		}
+		if !demo {
+			f.fired.add(first+uint64(i), msg, &line, in.Raw)
+		}
 		out, cuts = append(out, line), append(cuts, cut)
 	}
+	l.prunePerhapsLocked(f)
 	if !demo && f.demoStop != nil && f.isReady() {
 		// A relay's lines reached the feed through another replica.
 		f.demoStop()
@@ -531,7 +536,7 @@ func (l *Service) deliverLocked(f *feed, first uint64, lines []relay.Line, demo 
 		f.byCase[out[i].Case]++
 	}
 	if version != f.version {
-		f.version = version
+		f.version, f.versionFrom = version, fromStartup
 		f.changed()
 	}
 }
