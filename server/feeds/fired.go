@@ -41,6 +41,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/relay"
@@ -85,6 +86,147 @@ type firedRecord struct {
 	sincePr  int  // lines recorded since the last prune
 	pruning  bool // a prune is under way
 	firstSeq uint64
+	// by is the Reading the record's lines were classified against; stale
+	// says some were classified against another (the feed's tag or its
+	// Reading changed): the record is then classified anew (refire).
+	by    *extractor.Reading
+	stale bool
+	// refire, while the record is classified anew, records the lines
+	// delivered meanwhile; refireGen tells a finished one from one
+	// started since.
+	refire    *firedRecord
+	refireGen int
+}
+
+// recordLocked records a delivered non-demo line. f.mu is held.
+func (l *Service) recordLocked(f *feed, seq, msg uint64, line *classify.Line, raw string) {
+	r := &f.fired
+	if by := f.cls.Reading(); by != r.by {
+		if len(r.cases) > 0 {
+			r.stale = true
+		}
+		r.by = by
+	}
+	r.add(seq, msg, line, raw)
+	if r.refire != nil {
+		r.refire.add(seq, msg, line, raw)
+	}
+}
+
+// merge appends the lines of later (all after r's) to r.
+func (r *firedRecord) merge(later *firedRecord) {
+	for key, lc := range later.cases {
+		c := r.cases[key]
+		if c == nil {
+			if r.cases == nil {
+				r.cases = make(map[string]*firedCase)
+			}
+			r.cases[key] = lc
+			continue
+		}
+		c.last = lc.last
+		c.at = append(c.at, lc.at...)
+		for _, p := range lc.pods {
+			if len(c.pods) < maxFiredPods && !slices.Contains(c.pods, p) {
+				c.pods = append(c.pods, p)
+			}
+		}
+	}
+}
+
+// refirePerhapsLocked classifies the record anew, from the stream, when
+// its lines were classified against another Reading than the feed's now
+// (its tag changed to its kubelet's, or the Reading arrived after the
+// first lines). It waits for the Reading, and for the stored history to
+// be delivered. f.mu is held.
+func (l *Service) refirePerhapsLocked(f *feed) {
+	r := &f.fired
+	if len(r.cases) > 0 && r.by != f.cls.Reading() {
+		r.stale = true
+	}
+	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !l.enter() {
+		return
+	}
+	r.refireGen++
+	gen, upto := r.refireGen, f.hub.Next()-1
+	r.refire = &firedRecord{}
+	reading, version := f.cls.Reading(), f.version
+	go func() {
+		defer l.wg.Done()
+		cls := classify.New(reading).Stream()
+		cls.SetVersion(version)
+		next := firedRecord{by: reading}
+		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
+		defer cancel()
+		err := l.scanStored(ctx, f, upto, func(msg uint64, sh storedHead, lines []relay.Line) {
+			for i, in := range lines {
+				if seq := sh.first + uint64(i); seq <= upto && !sh.demo {
+					line := cls.ClassifyString(in.Raw)
+					next.add(seq, msg, &line, in.Raw)
+				}
+			}
+		})
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if r.refireGen != gen {
+			return
+		}
+		if err != nil {
+			r.refire = nil // tried again with the next line
+			if l.ctx.Err() == nil {
+				l.log.Warn("live: classifying the record of what fired anew", "feed", f.name, "err", err)
+			}
+			return
+		}
+		next.merge(r.refire)
+		next.firstSeq, next.refireGen = r.firstSeq, r.refireGen
+		next.stale = r.by != reading // the classifier changed again meanwhile
+		next.by = r.by
+		*r = next
+		f.changed()
+	}()
+}
+
+// scanStored gives fn each stored message of the feed in order, decoded,
+// up to the one holding the feed's line upto.
+func (l *Service) scanStored(ctx context.Context, f *feed, upto uint64, fn func(msg uint64, sh storedHead, lines []relay.Line)) error {
+	if upto == 0 {
+		return nil
+	}
+	cons, err := l.b.Lane(f.name).OrderedConsumer(ctx, feedStreamName(f.name), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return err
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer msgs.Stop()
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	var lines []relay.Line
+	var unz []byte
+	for {
+		m, err := msgs.Next()
+		if err != nil {
+			return err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		sh, err := readHead(m.Headers())
+		if err != nil {
+			return err
+		}
+		if lines, err = decodeStored(m.Headers(), m.Data(), lines[:0], &unz); err != nil {
+			return err
+		}
+		fn(md.Sequence.Stream, sh, lines)
+		if sh.first+uint64(len(lines)) > upto || md.NumPending == 0 {
+			return nil
+		}
+	}
 }
 
 // add records a classified line: the feed's line seq, stored in stream
@@ -329,6 +471,8 @@ func (l *Service) HandleFired() http.Handler {
 			return
 		}
 		f.mu.Lock()
+		f.refreshClassifier(l.reading)
+		l.refirePerhapsLocked(f)
 		rec := f.firedLocked()
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")

@@ -137,6 +137,12 @@ type Config struct {
 	// own (ok true): that feed takes that token instead of IngestToken.
 	FeedToken func(feed string) (token string, ok bool)
 	NATSName  string // this replica's name in NATS; "" means "syncloop"
+	// KnownReadings, when set, returns the Readings of the tags the site
+	// knows: a journal that shows no start-up line is told its kubelet's
+	// version by their log sites (version.go). LoadTag starts loading a
+	// tag's Reading: a feed then reads its lines at its kubelet's tag.
+	KnownReadings func() []*extractor.Reading
+	LoadTag       func(tag string)
 	// Sockets caps the browser sockets per client (shared with the rooms'
 	// sockets) and pings them; nil means a cap of its own with the
 	// defaults. TrustedProxies may name the client (clients.Addr).
@@ -160,6 +166,9 @@ type Service struct {
 	synced         func() <-chan struct{} // broker.Synced; a test's own in tests
 	followFeed     func(*feed) error      // follow; a test's own in tests
 	frames         sync.Pool              // *[]byte: browser message buffers
+	sitesMu        sync.Mutex             // guards sites and sitesAt (version.go)
+	sites          *classify.Sites
+	sitesAt        time.Time
 	ingestBufs     sync.Pool              // *bytes.Buffer: relays' messages while they are read and decoded
 
 	ctx    context.Context // ends on Close
@@ -210,8 +219,13 @@ type feed struct {
 	ingested   uint64
 	byCase     map[string]uint64
 	fired      firedRecord // what fired (fired.go)
-	// versionFrom says how version was learned: fromStartup, fromLogSites.
+	// versionFrom says how version was learned: fromStartup, fromLogSites;
+	// versionAlso names the other tags whose log sites fit its lines.
 	versionFrom string
+	versionAlso []string
+	guess       *classify.Guess // the version from log sites (version.go)
+	guessSites  *classify.Sites // the index guess narrows
+	pinned      bool            // a room's feed: it reads the room's tag (SetFeedTag)
 
 	// Scratch space of delivery, reused from message to message.
 	decoded []relay.Line
@@ -638,15 +652,19 @@ func (f *feed) changed() {
 	f.hub.Poke()
 }
 
-// versionRE is a kubelet version the site can link to a reading of.
-var versionRE = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
-
 // statusMsg is the feed's state as browsers see it.
 type statusMsg struct {
 	Feed           string `json:"feed"`
 	Tag            string `json:"tag"`
 	KubeletVersion string `json:"kubelet_version,omitempty"`
-	VersionLink    string `json:"version_link,omitempty"` // a reading at the kubelet's own tag, when it differs
+	VersionLink    string `json:"version_link,omitempty"` // the reading at the kubelet's own tag
+	// VersionTag is the tag the kubelet's version reads at
+	// (classify.VersionTag: the one test of a version's shape);
+	// VersionFrom says how the version was learned ("start-up line", "log
+	// sites"), and VersionAlso the other tags whose log sites fit.
+	VersionTag  string   `json:"version_tag,omitempty"`
+	VersionFrom string   `json:"version_from,omitempty"`
+	VersionAlso []string `json:"version_also,omitempty"`
 	Source         string `json:"source"`
 	Demo           bool   `json:"demo"`
 	Relays         int    `json:"relays"`
@@ -658,11 +676,10 @@ type statusMsg struct {
 func (f *feed) statusMsg() statusMsg {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.version, Source: f.source, Demo: f.source == "demo", Relays: f.relays, Note: f.note}
-	if f.version != "" && f.version != f.tag {
-		if v, _, _ := strings.Cut(f.version, "+"); versionRE.MatchString(v) && v != f.tag {
-			s.VersionLink = "/k8s/" + v + "/"
-		}
+	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.version, Source: f.source, Demo: f.source == "demo", Relays: f.relays, Note: f.note,
+		VersionTag: classify.VersionTag(f.version), VersionFrom: f.versionFrom, VersionAlso: f.versionAlso}
+	if s.VersionTag != "" {
+		s.VersionLink = "/k8s/" + s.VersionTag + "/" // a page at another tag offers it
 	}
 	return s
 }

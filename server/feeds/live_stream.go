@@ -503,7 +503,7 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 	next := f.hub.Next()
 	out, cuts := f.lines[:0], f.cuts[:0]
 	defer func() { clear(out); f.lines, f.cuts = out[:0], cuts[:0] }()
-	version := f.version
+	version, startup := f.version, false
 	for i, in := range lines {
 		if first+uint64(i) < next { // delivered already
 			continue
@@ -515,10 +515,11 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 			f.lastCursor = in.ID
 		}
 		if line.Version != "" {
-			version = line.Version
+			version, startup = line.Version, true
 		}
 		if !demo {
-			f.fired.add(first+uint64(i), msg, &line, in.Raw)
+			l.recordLocked(f, first+uint64(i), msg, &line, in.Raw)
+			l.observeLocked(f, &line)
 		}
 		out, cuts = append(out, line), append(cuts, cut)
 	}
@@ -535,10 +536,14 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 	for i := range out {
 		f.byCase[out[i].Case]++
 	}
-	if version != f.version {
-		f.version, f.versionFrom = version, fromStartup
+	if startup && (version != f.version || f.versionFrom != fromStartup) {
+		f.version, f.versionFrom, f.versionAlso = version, fromStartup, nil
 		f.changed()
 	}
+	if !demo {
+		l.settleVersionLocked(f)
+	}
+	l.refirePerhapsLocked(f)
 }
 
 // exportFeed writes the feed's stored lines after seq, in order, one per
