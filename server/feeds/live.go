@@ -169,7 +169,7 @@ type Service struct {
 	sitesMu        sync.Mutex             // guards sites and sitesAt (version.go)
 	sites          *classify.Sites
 	sitesAt        time.Time
-	ingestBufs     sync.Pool              // *bytes.Buffer: relays' messages while they are read and decoded
+	ingestBufs     sync.Pool // *bytes.Buffer: relays' messages while they are read and decoded
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -665,12 +665,12 @@ type statusMsg struct {
 	VersionTag  string   `json:"version_tag,omitempty"`
 	VersionFrom string   `json:"version_from,omitempty"`
 	VersionAlso []string `json:"version_also,omitempty"`
-	Source         string `json:"source"`
-	Demo           bool   `json:"demo"`
-	Relays         int    `json:"relays"`
-	Note           string `json:"note,omitempty"`
-	Next           uint64 `json:"next,omitempty"`
-	Reset          bool   `json:"reset,omitempty"`
+	Source      string   `json:"source"`
+	Demo        bool     `json:"demo"`
+	Relays      int      `json:"relays"`
+	Note        string   `json:"note,omitempty"`
+	Next        uint64   `json:"next,omitempty"`
+	Reset       bool     `json:"reset,omitempty"`
 }
 
 func (f *feed) statusMsg() statusMsg {
