@@ -125,7 +125,11 @@ func TestGuessFixtureReadings(t *testing.T) {
 // alike (those no line can tell apart). Run with -v to see the table.
 func TestVersionLinesTable(t *testing.T) {
 	tags := sweepTags(t)
-	tags = append(tags, strings.Fields(os.Getenv("SYNCLOOP_GUESS_TAGS"))...)
+	for _, tag := range strings.Fields(os.Getenv("SYNCLOOP_GUESS_TAGS")) {
+		if !slices.Contains(tags, tag) {
+			tags = append(tags, tag)
+		}
+	}
 	extractortest.NeedNetwork(t)
 	var rs []*extractor.Reading
 	for _, tag := range tags {
@@ -139,7 +143,7 @@ func TestVersionLinesTable(t *testing.T) {
 	}
 	sites := NewSites(rs)
 	var table strings.Builder
-	fmt.Fprintf(&table, "%-16s %6s  %s\n", "tag", "lines", "told apart from all but")
+	fmt.Fprintf(&table, "%-16s %6s %6s  %s\n", "tag", "lines", "guess", "told apart from all but")
 	for _, r := range rs {
 		lines := journalOf(r)
 		final := sites.NewGuess()
@@ -151,17 +155,28 @@ func TestVersionLinesTable(t *testing.T) {
 			t.Errorf("%s: its own lines leave %v", r.Tag, want)
 			continue
 		}
+		// lines: how many it takes to narrow the candidates to the final
+		// set; guess: to name the tag (at least minGuessLines).
 		g := sites.NewGuess()
-		n := 0
+		n, named := 0, 0
 		for _, l := range lines {
-			if slices.Equal(g.Candidates(), want) && g.Lines() >= minGuessLines {
+			if n == 0 && slices.Equal(g.Candidates(), want) {
+				n = g.Lines()
+			}
+			if _, ok := g.Tag(r.Tag); ok && slices.Equal(g.Candidates(), want) {
+				named = g.Lines()
 				break
 			}
 			g.Observe(&l)
-			n++
+		}
+		if n == 0 {
+			n = g.Lines()
+		}
+		if named == 0 {
+			named = g.Lines()
 		}
 		peers := slices.DeleteFunc(slices.Clone(want), func(s string) bool { return s == r.Tag })
-		fmt.Fprintf(&table, "%-16s %6d  %v\n", r.Tag, n, peers)
+		fmt.Fprintf(&table, "%-16s %6d %6d  %v\n", r.Tag, n, named, peers)
 		if got, ok := g.Tag(r.Tag); !ok || got != r.Tag {
 			t.Errorf("%s: guess %q %v", r.Tag, got, ok)
 		}
