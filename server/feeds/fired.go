@@ -69,13 +69,30 @@ type firedEntry struct {
 	Cursor string     `json:"cursor,omitempty"`
 }
 
+// firedLine is a case's first or last line as the record keeps it.
+type firedLine struct {
+	seq         uint64
+	time        time.Time
+	raw, cursor string
+}
+
+// entry is l as served.
+func (l firedLine) entry() firedEntry {
+	e := firedEntry{Seq: l.seq, Raw: l.raw, Cursor: l.cursor}
+	if !l.time.IsZero() {
+		t := l.time
+		e.Time = &t
+	}
+	return e
+}
+
 // firedAt is where a recorded line is stored: its feed sequence number and
 // the stream message that holds it.
 type firedAt struct{ seq, msg uint64 }
 
 // firedCase is one case's record.
 type firedCase struct {
-	first, last firedEntry
+	first, last firedLine
 	pods        []string
 	at          []firedAt // every line's place, in order
 }
@@ -243,13 +260,9 @@ func (r *firedRecord) add(seq, msg uint64, line *classify.Line, raw string) {
 		c = &firedCase{}
 		r.cases[line.Case] = c
 	}
-	e := firedEntry{Seq: seq, Raw: raw, Cursor: line.Cursor}
-	if len(e.Raw) > displayLimit {
-		e.Raw = cutUTF8(e.Raw, displayLimit)
-	}
-	if !line.Time.IsZero() {
-		t := line.Time
-		e.Time = &t
+	e := firedLine{seq: seq, time: line.Time, raw: raw, cursor: line.Cursor}
+	if len(e.raw) > displayLimit {
+		e.raw = cutUTF8(e.raw, displayLimit)
 	}
 	if len(c.at) == 0 {
 		c.first = e
@@ -328,7 +341,7 @@ func (f *feed) firedLocked() FiredRecord {
 		}
 	}
 	for key, c := range f.fired.cases {
-		out.Cases[key] = FiredCase{Count: len(c.at), First: c.first, Last: c.last, Pods: slices.Clone(c.pods)}
+		out.Cases[key] = FiredCase{Count: len(c.at), First: c.first.entry(), Last: c.last.entry(), Pods: slices.Clone(c.pods)}
 		if out.Cases[key].Pods == nil {
 			fc := out.Cases[key]
 			fc.Pods = []string{}
@@ -395,15 +408,12 @@ func (l *Service) pruneFired(ctx context.Context, f *feed) error {
 	refirst := f.fired.dropBefore(first)
 	f.mu.Unlock()
 	for key, at := range refirst {
-		var e firedEntry
+		var e firedLine
 		err := l.readLines(ctx, f, []firedAt{at}, func(seq uint64, in relay.Line) error {
 			line := classify.New(nil).ClassifyString(in.Raw)
-			e = firedEntry{Seq: seq, Raw: in.Raw, Cursor: line.Cursor}
-			if len(e.Raw) > displayLimit {
-				e.Raw = cutUTF8(e.Raw, displayLimit)
-			}
-			if !line.Time.IsZero() {
-				e.Time = &line.Time
+			e = firedLine{seq: seq, time: line.Time, raw: in.Raw, cursor: line.Cursor}
+			if len(e.raw) > displayLimit {
+				e.raw = cutUTF8(e.raw, displayLimit)
 			}
 			return nil
 		})
