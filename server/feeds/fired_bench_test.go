@@ -73,7 +73,8 @@ func BenchmarkFiredAdd(b *testing.B) {
 			r.add(seq+uint64(i), seq, &classified[i], lines[i].Raw)
 		}
 		seq += uint64(len(lines))
-		if seq > 1<<22 { // a feed's retention: pruned
+		if r.sincePr >= pruneEvery && seq > 1<<20 { // a feed's retention, pruned as the feed does
+			r.sincePr = 0
 			r.dropBefore(seq - 1<<20)
 		}
 	}
