@@ -161,7 +161,7 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 	if len(r.cases) > 0 && r.by != f.cls.Reading() {
 		r.stale = true
 	}
-	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !l.enter() {
+	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !l.enterBG() {
 		return
 	}
 	r.refireGen++
@@ -169,7 +169,7 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 	r.refire = &firedRecord{}
 	reading, version := f.cls.Reading(), f.version
 	go func() {
-		defer l.wg.Done()
+		defer l.bg.Done()
 		cls := classify.New(reading).Stream()
 		cls.SetVersion(version)
 		next := firedRecord{by: reading}
@@ -351,14 +351,35 @@ func (f *feed) firedLocked() FiredRecord {
 	return out
 }
 
+// enterBG registers a goroutine the record starts while f.mu is held:
+// l.enter would take l.mu, which is taken before a feed's mu elsewhere.
+// bgMu is a leaf lock. False once the service closes.
+func (l *Service) enterBG() bool {
+	l.bgMu.Lock()
+	defer l.bgMu.Unlock()
+	if l.bgClosed {
+		return false
+	}
+	l.bg.Add(1)
+	return true
+}
+
+// closeBG waits for the record's goroutines (l.ctx is done: they end).
+func (l *Service) closeBG() {
+	l.bgMu.Lock()
+	l.bgClosed = true
+	l.bgMu.Unlock()
+	l.bg.Wait()
+}
+
 // prunePerhapsLocked starts a prune of the feed's record when enough
 // lines were recorded since the last. f.mu is held.
 func (l *Service) prunePerhapsLocked(f *feed) {
 	if f.fired.sincePr >= pruneEvery && !f.fired.pruning {
 		f.fired.pruning, f.fired.sincePr = true, 0
-		if l.enter() {
+		if l.enterBG() {
 			go func() {
-				defer l.wg.Done()
+				defer l.bg.Done()
 				ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
 				defer cancel()
 				if err := l.pruneFired(ctx, f); err != nil && l.ctx.Err() == nil {

@@ -174,6 +174,11 @@ type Service struct {
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine and websocket handler
+	// The record of what fired's goroutines (fired.go), started under a
+	// feed's mu: their own leaf lock, not mu.
+	bgMu     sync.Mutex
+	bgClosed bool
+	bg       sync.WaitGroup
 
 	mu     sync.Mutex
 	feeds  map[string]*feed
@@ -306,6 +311,7 @@ func (l *Service) Close() {
 		f.hub.Close()
 	}
 	l.wg.Wait()
+	l.closeBG()
 	if l.closeBroker {
 		l.b.Close()
 	}
