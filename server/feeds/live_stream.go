@@ -51,6 +51,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -504,6 +505,10 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 	out, cuts := f.lines[:0], f.cuts[:0]
 	defer func() { clear(out); f.lines, f.cuts = out[:0], cuts[:0] }()
 	version, startup := f.version, false
+	var sites *classify.Sites // the log sites the version is told by, while it is not known
+	if !demo && f.versionFrom != fromStartup {
+		sites = l.logSites()
+	}
 	for i, in := range lines {
 		if first+uint64(i) < next { // delivered already
 			continue
@@ -519,7 +524,7 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 		}
 		if !demo {
 			l.recordLocked(f, first+uint64(i), msg, &line, in.Raw)
-			l.observeLocked(f, &line)
+			l.observeLocked(f, &line, sites)
 		}
 		out, cuts = append(out, line), append(cuts, cut)
 	}

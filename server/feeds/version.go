@@ -42,14 +42,10 @@ func (l *Service) logSites() *classify.Sites {
 }
 
 // observeLocked takes a delivered (non-demo) line into the feed's guess
-// at its kubelet's version, while no start-up line has named it. f.mu is
-// held.
-func (l *Service) observeLocked(f *feed, line *classify.Line) {
-	if f.versionFrom == fromStartup || line.Caller == "" {
-		return
-	}
-	sites := l.logSites()
-	if sites == nil {
+// at its kubelet's version, while no start-up line has named it; sites is
+// l.logSites(), asked once per group. f.mu is held.
+func (l *Service) observeLocked(f *feed, line *classify.Line, sites *classify.Sites) {
+	if f.versionFrom == fromStartup || line.Caller == "" || sites == nil {
 		return
 	}
 	if f.guess == nil || f.guessSites != sites {
