@@ -99,6 +99,7 @@ class LivePane {
 		this.fired = new Map(); // case → the session's count (GET /feeds/{feed}/fired)
 		this.firedAt = 0; // when fired was last asked for
 		this.lineOf = new WeakMap(); // li → the line message it shows
+		this.pins = this.pinned(); // ids of this reader's own pins
 		this.selected = '';
 		this.curSeq = 0; // the log line the reader stepped to, or clicked
 		this.paused = false;
@@ -665,7 +666,7 @@ class LivePane {
 		}
 		if (key && !m.demo) {
 			const inRoom = !!document.getElementById('room');
-			const pinned = this.pinned().has(this.pinID(m.seq));
+			const pinned = this.pins.has(this.pinID(m.seq));
 			const b = el('button', 'll-pin', pinned ? 'pinned' : 'pin');
 			b.type = 'button';
 			b.dataset.pin = '';
@@ -985,6 +986,7 @@ class LivePane {
 				return;
 			}
 		}
+		this.pins.add(id);
 		btn.textContent = 'pinned';
 		btn.disabled = true;
 		announce(`Pinned: ${l.case} line at ${clock(l.time) || 'no time'}`);
