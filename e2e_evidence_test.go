@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -27,10 +28,12 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 )
 
-// labJournal is the recorded journal of a kubelet at labJournalTag.
-const (
-	labJournal    = "server/lab/testdata/kubelet-v1.33.0-journal.json.gz"
-	labJournalTag = "v1.33.0"
+// labJournal is the recorded journal of a kubelet at labJournalTag;
+// SYNCLOOP_EVIDENCE_JOURNAL and SYNCLOOP_EVIDENCE_TAG run the test on
+// another recording (gzipped or not).
+var (
+	labJournal    = cmp.Or(os.Getenv("SYNCLOOP_EVIDENCE_JOURNAL"), "server/lab/testdata/kubelet-v1.33.0-journal.json.gz")
+	labJournalTag = cmp.Or(os.Getenv("SYNCLOOP_EVIDENCE_TAG"), "v1.33.0")
 )
 
 // journalWithoutStartup is the recorded journal from its first SyncLoop
@@ -43,9 +46,11 @@ func journalWithoutStartup(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
+	var zr io.Reader = f
+	if strings.HasSuffix(labJournal, ".gz") {
+		if zr, err = gzip.NewReader(f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var out bytes.Buffer
 	seen := false

@@ -503,6 +503,7 @@ func (l *Service) HandleFired() http.Handler {
 		}
 		f.mu.Lock()
 		f.refreshClassifier(l.reading)
+		l.reguessPerhapsLocked(f)
 		l.refirePerhapsLocked(f)
 		rec := f.firedLocked()
 		f.mu.Unlock()

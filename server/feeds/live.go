@@ -231,6 +231,8 @@ type feed struct {
 	guess       *classify.Guess // the version from log sites (version.go)
 	guessSites  *classify.Sites // the index guess narrows
 	pinned      bool            // a room's feed: it reads the room's tag (SetFeedTag)
+	reguessing  bool            // a guess from the stored lines is under way (version.go)
+	reguessed   *classify.Sites // the index the last one used
 
 	// Scratch space of delivery, reused from message to message.
 	decoded []relay.Line
@@ -279,6 +281,7 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 		return nil, err
 	}
 	l.sweep()
+	l.logSites() // the site starts loading the Readings it has cached: their log sites tell versions
 	switch {
 	case cfg.JournalCmd != "":
 		l.startJournal(f, "journal command", func(ctx context.Context, after string, emit relay.Emit) error {

@@ -547,6 +547,7 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 	}
 	if !demo {
 		l.settleVersionLocked(f)
+		l.reguessPerhapsLocked(f)
 	}
 	l.refirePerhapsLocked(f)
 }

@@ -9,10 +9,12 @@ package feeds
 // at it (fired.go).
 
 import (
+	"context"
 	"slices"
 	"time"
 
 	"github.com/syncloop/syncloop/server/classify"
+	"github.com/syncloop/syncloop/server/relay"
 )
 
 // sitesEvery is how often the index of log sites looks for Readings the
@@ -80,4 +82,55 @@ func (l *Service) settleVersionLocked(f *feed) {
 	}
 	f.refreshClassifier(l.reading)
 	f.changed()
+}
+
+// reguessLines bounds the stored lines a guess is made anew from.
+const reguessLines = 50000
+
+// reguessPerhapsLocked tells the kubelet's version anew from the feed's
+// stored lines when the index of log sites changed since the guess began
+// (the site loaded Readings meanwhile: a journal sent at once, before they
+// were there, left nothing to guess by) and no start-up line named it.
+// It runs in the background, once per index. f.mu is held.
+func (l *Service) reguessPerhapsLocked(f *feed) {
+	if f.versionFrom == fromStartup || f.reguessing || !f.isReady() || f.hub.Next() <= 1 || f.source == "demo" || isTagDemo(f.name) {
+		return
+	}
+	sites := l.logSites()
+	if sites == nil || sites == f.guessSites || sites == f.reguessed {
+		return
+	}
+	if !l.enterBG() {
+		return
+	}
+	f.reguessing, f.reguessed = true, sites
+	upto := min(f.hub.Next()-1, reguessLines)
+	go func() {
+		defer l.bg.Done()
+		g := sites.NewGuess()
+		c := classify.New(nil) // callers and messages need no Reading
+		ctx, cancel := context.WithTimeout(l.ctx, time.Minute)
+		defer cancel()
+		err := l.scanStored(ctx, f, upto, func(_ uint64, sh storedHead, lines []relay.Line) {
+			for i, in := range lines {
+				if sh.first+uint64(i) <= upto && !sh.demo {
+					line := c.ClassifyString(in.Raw)
+					if line.Caller != "" {
+						g.Observe(&line)
+					}
+				}
+			}
+		})
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.reguessing = false
+		if err != nil || f.versionFrom == fromStartup {
+			return
+		}
+		if f.guessSites != sites || f.guess == nil || f.guess.Lines() < g.Lines() {
+			f.guess, f.guessSites = g, sites
+		}
+		l.settleVersionLocked(f)
+		l.refirePerhapsLocked(f)
+	}()
 }

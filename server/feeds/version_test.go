@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,6 +126,51 @@ func TestFiredVersionFromLogSites(t *testing.T) {
 	m, err := b.next(ctx)
 	if err != nil || m.Hello == nil || m.Hello.Tag != "v1.31.0" || m.Hello.VersionFrom != "log sites" || m.Hello.VersionLink != "/k8s/v1.31.0/" {
 		t.Fatalf("hello %+v, %v", m.Hello, err)
+	}
+}
+
+// TestFiredVersionGuessedLater: a journal sent at once, before the site
+// had loaded the Reading of its kubelet's tag, is told its version from
+// its stored lines once the site has it.
+func TestFiredVersionGuessedLater(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, _ := readingsServer(t, "v1.37.2")
+	all := l.cfg.KnownReadings
+	var mu sync.Mutex
+	known := 1 // the default tag's only
+	l.cfg.KnownReadings = func() []*extractor.Reading {
+		mu.Lock()
+		defer mu.Unlock()
+		rs := all()
+		slices.SortFunc(rs, func(a, b *extractor.Reading) int { return -strings.Compare(a.Tag, b.Tag) })
+		return rs[:known]
+	}
+	l.sitesMu.Lock()
+	l.sites = nil
+	l.sitesMu.Unlock()
+	ts := serveLive(t, l)
+	ls, want := siteLines(testReading(t, "v1.31.0"), 3, "a")
+	wstest.Send(t, ctx, dialIngest(t, ctx, ts, "lab"), ls...)
+	if rec := getFired(t, ctx, ts, "lab"); rec.KubeletVersion != nil {
+		t.Fatalf("a version told with v1.37.2's log sites alone: %v", *rec.KubeletVersion)
+	}
+	mu.Lock()
+	known = 4
+	mu.Unlock()
+	l.sitesMu.Lock()
+	l.sitesAt = time.Time{} // as sitesEvery later
+	l.sitesMu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		rec := getFired(t, ctx, ts, "lab")
+		if rec.VersionFrom != nil && *rec.VersionFrom == "log sites" && rec.ReadAt == "v1.31.0" && firedCounts(rec).equal(want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("record %+v; want v1.31.0 from log sites, counts %v", rec, want)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
