@@ -222,7 +222,7 @@ func TestE2EFiredFromRealJournal(t *testing.T) {
 		t.Fatalf("kubelet version %s from %s", *rec.KubeletVersion, *rec.VersionFrom)
 	}
 	c := rec.Cases["config"]
-	if c.First.Cursor == "" || c.First.Time == nil || !strings.Contains(c.First.Raw, `"SyncLoop ADD"`) || len(c.Pods) == 0 {
+	if c.First.Cursor == "" || c.First.Time == nil || !strings.Contains(c.First.Raw, `SyncLoop ADD`) || len(c.Pods) == 0 {
 		t.Errorf("config's first line: %+v, pods %v", c.First, c.Pods)
 	}
 	t.Logf("counts %v", want)
