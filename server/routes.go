@@ -34,6 +34,8 @@ import (
 //	GET /feeds/{feed}/ws          browser websocket: history then live tail
 //	GET /feeds/{feed}/ingest      relay websocket, bearer token
 //	GET /feeds/{feed}/export      the stored journal as NDJSON (?after=SEQ)
+//	GET /feeds/{feed}/fired       the record of what fired, per case (fired.go)
+//	GET /feeds/{feed}/fired/{case}/lines  a case's stored lines, read back by sequence
 //	GET /metrics                  Prometheus metrics (rooms.go adds the rooms' gauges)
 //	GET /healthz                  200 ok, or 503 and why not ready (health.go)
 //
@@ -76,6 +78,8 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/feeds/{feed}/ws", s.rooms.FeedGate(s.live.HandleFeedSocket()))
 	r.Method("GET", "/feeds/{feed}/ingest", s.rooms.FeedGate(s.live.HandleIngest()))
 	r.Method("GET", "/feeds/{feed}/export", s.rooms.FeedGate(s.live.HandleExport()))
+	r.Method("GET", "/feeds/{feed}/fired", s.rooms.FeedGate(s.live.HandleFired()))
+	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", s.rooms.FeedGate(s.live.HandleCaseLines()))
 	r.Method("GET", "/metrics", s.handleMetrics())
 	r.Method("GET", "/healthz", s.handleHealthz())
 

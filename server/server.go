@@ -175,6 +175,7 @@ func NewServer(cfg Config) (*Server, error) {
 		RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
 		DemoPeriod: cfg.DemoPeriod, FeedToken: cfg.FeedToken, NATSName: cfg.NATSName,
 		Sockets: s.sockets, TrustedProxies: cfg.TrustedProxies, Logger: cfg.Logger,
+		KnownReadings: pages.KnownReadings, LoadTag: pages.Load,
 	}
 	if cfg.feedsTune != nil {
 		cfg.feedsTune(&fc)

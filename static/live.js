@@ -18,7 +18,7 @@
 //
 // Log text is untrusted: it only ever reaches the page through textContent.
 
-import { announce, el, Backoff, countdown } from './dom.js';
+import { announce, el, Backoff, countdown, store, stored } from './dom.js';
 import { onSelect, select } from './selection.js';
 
 const MAX_LINES = 2000; // lines kept in the pane (and while paused)
@@ -27,11 +27,27 @@ const AT_BOTTOM = 8; // px from the bottom that still count as at the bottom
 const drawerMode = window.matchMedia('(max-width: 1199.98px)');
 
 // versionLink is the reading of the kubelet's own version, when it is a
-// release tag other than the page's ("v1.31.0+abc" reads as v1.31.0).
-function versionLink(version, tag) {
-	const v = (version || '').split('+')[0];
-	return /^v\d+\.\d+\.\d+$/.test(v) && v !== tag ? `/k8s/${v}/` : '';
+// tag other than the page's. versionTag is the server's answer (the
+// feed's status says version_tag: "v1.31.0+abc" reads at v1.31.0,
+// "v1.38.0-beta.0" at itself): the one test of a version's shape is the
+// server's (classify.VersionTag).
+function versionLink(versionTag, tag) {
+	return versionTag && versionTag !== tag ? `/k8s/${versionTag}/` : '';
 }
+
+// versionSource says where the feed's kubelet version came from: "from its
+// start-up line", "from its log sites: v1.38.0-beta.0 (or v1.38.0-rc.0)".
+function versionSource(s) {
+	if (s.version_from === 'log sites') {
+		const also = (s.version_also || []).join(', ');
+		return `from its log sites: ${s.kubelet_version}${also ? ` (or ${also})` : ''}`;
+	}
+	return s.version_from ? `from its ${s.version_from}` : '';
+}
+
+// PIN_KEY is where a reader alone keeps notes (annotate.js's store): a pin
+// is one of them, so the worksheet hands it in.
+const PIN_KEY = 'syncloop-notes-v1';
 
 // clean removes ANSI escape sequences and control characters but tab.
 function clean(s) {
@@ -78,6 +94,12 @@ class LivePane {
 		this.lastSeq = 0;
 		this.served = ''; // the feed the server gave (hello.feed): lastSeq counts in it
 		this.version = '';
+		this.versionTag = ''; // the tag the kubelet's version reads at (server's)
+		this.node = ''; // the journal's host, as its lines say
+		this.fired = new Map(); // case → the session's count (GET /feeds/{feed}/fired)
+		this.firedAt = 0; // when fired was last asked for
+		this.lineOf = new WeakMap(); // li → the line message it shows
+		this.pins = this.pinned(); // ids of this reader's own pins
 		this.selected = '';
 		this.curSeq = 0; // the log line the reader stepped to, or clicked
 		this.paused = false;
@@ -265,6 +287,11 @@ class LivePane {
 		// above it change): the tail or the stepped-to line stays in view.
 		new ResizeObserver(() => this.keep()).observe(this.list);
 		this.list.addEventListener('click', (ev) => {
+			const pin = ev.target.closest('[data-pin]');
+			if (pin) {
+				this.pin(pin.closest('li.ll'), pin);
+				return;
+			}
 			const li = ev.target.closest('li.ll');
 			if (li) this.jump(li);
 		});
@@ -430,6 +457,7 @@ class LivePane {
 			if (m.hello.reset) this.clear();
 			this.served = m.hello.feed || ''; // the feed lastSeq counts in
 			this.status(m.hello);
+			this.loadFired(true);
 		} else if (m.status) {
 			this.status(m.status);
 		} else if (m.line && typeof m.seq === 'number') {
@@ -443,6 +471,8 @@ class LivePane {
 
 	status(s) {
 		this.version = s.kubelet_version || '';
+		this.versionTag = s.version_tag || '';
+		this.versionFrom = versionSource(s);
 		this.feedTag = s.tag || ''; // the tag the feed's lines are classified at
 		this.root.classList.toggle('is-demo', !!s.demo);
 		this.banner.hidden = !s.demo;
@@ -460,11 +490,12 @@ class LivePane {
 		// another tag than the one the feed's lines are classified against.
 		// In a room, the room bar says it once, with the driver's switch of
 		// the room's tag: a link here would leave the room without a word.
-		const link = document.getElementById('room') ? '' : versionLink(this.version, this.tag);
+		const link = document.getElementById('room') ? '' : versionLink(this.versionTag, this.tag);
 		this.versionNote.replaceChildren();
 		this.versionNote.hidden = !link;
 		if (link) {
-			this.versionNote.append(`This kubelet runs ${this.version}; the page reads ${this.tag}: line numbers may differ. `);
+			const read = this.feedTag ? ` Its lines are read at ${this.feedTag}.` : '';
+			this.versionNote.append(`This kubelet runs ${this.version} (${this.versionFrom || 'as it says'});${read} This page reads ${this.tag}: line numbers may differ. `);
 			const a = el('a', '', `Read ${this.version}`);
 			a.href = link;
 			this.versionNote.append(a);
@@ -539,12 +570,13 @@ class LivePane {
 				(before.length ? Number(before[before.length - 1].dataset.seq) === this.curSeq : !this.curSeq);
 			const frag = document.createDocumentFragment();
 			for (const m of batch) frag.append(this.row(m));
+			if (batch.some((m) => m.line?.case && !m.demo)) this.loadFired(false);
 			this.list.append(frag);
 			const extra = this.list.childElementCount - MAX_LINES;
 			if (extra > 0) {
-				// Lines cut from the top must not move what the reader sees.
+				// Lines cut must not move what the reader sees.
 				const h = this.list.scrollHeight;
-				for (let i = 0; i < extra; i++) this.list.firstElementChild.remove();
+				this.evict(extra);
 				if (this.paused) this.scrollListTo(this.list.scrollTop - (h - this.list.scrollHeight));
 			}
 			if (!this.paused) this.toBottom();
@@ -557,12 +589,28 @@ class LivePane {
 		this.refresh();
 	}
 
+	// evict removes n lines: the oldest without a case first, so that at
+	// -v=4, where three lines in four are noise, every case keeps its
+	// recent lines; then the oldest. The line the reader is at stays.
+	evict(n) {
+		const gone = [];
+		for (const li of this.list.children) {
+			if (gone.length >= n) break;
+			if (!li.dataset.case && Number(li.dataset.seq) !== this.curSeq) gone.push(li);
+		}
+		for (const li of this.list.children) {
+			if (gone.length >= n) break;
+			if (li.dataset.case && Number(li.dataset.seq) !== this.curSeq) gone.push(li);
+		}
+		for (const li of gone) li.remove();
+	}
+
 	// callerLine is the source line a caller names, when it can be trusted
 	// for this page: the kubelet runs the page's tag (or did not say) and the
 	// line is on the page.
 	callerLine(caller) {
 		const m = /^(?:.*\/)?kubelet\.go:(\d+)$/.exec(caller || '');
-		if (!m || (this.version && this.version.split('+')[0] !== this.tag)) return 0;
+		if (!m || (this.versionTag && this.versionTag !== this.tag)) return 0;
 		if (this.feedTag && this.feedTag !== this.tag) return 0;
 		const n = Number(m[1]);
 		return document.getElementById('L' + n) ? n : 0;
@@ -590,6 +638,8 @@ class LivePane {
 			li.classList.add('ll-none');
 		}
 		if (m.demo) li.classList.add('ll-demo');
+		this.lineOf.set(li, m);
+		if (key && !m.demo && l.host) this.node = l.host;
 		if (key && key === this.selected) li.classList.add('sel');
 		const sev = String(l.severity || '').charAt(0).toUpperCase();
 		if ('WEF'.includes(sev) && sev) li.classList.add('sev-' + sev);
@@ -613,6 +663,17 @@ class LivePane {
 			const why = m.cut ? 'line cut at 64 KiB by the server' : `${cutBy} more characters not shown`;
 			li.append(el('span', 'll-cut', cutBy ? `[+${cutBy} chars]` : '[cut]'));
 			li.lastChild.title = why;
+		}
+		if (key && !m.demo) {
+			const inRoom = !!document.getElementById('room');
+			const pinned = this.pins.has(this.pinID(m.seq));
+			const b = el('button', 'll-pin', pinned ? 'pinned' : 'pin');
+			b.type = 'button';
+			b.dataset.pin = '';
+			b.title = inRoom ? "Pin to the room's worksheet" : 'Pin to my worksheet';
+			b.setAttribute('aria-label', b.title);
+			b.disabled = pinned;
+			li.append(b);
 		}
 		return li;
 	}
@@ -668,9 +729,9 @@ class LivePane {
 	}
 
 	// caseLines are the selected case's lines the pane holds and shows.
-	caseLines() {
+	caseLines(all = false) {
 		if (!this.selected) return [];
-		return [...this.list.querySelectorAll(`li.ll[data-case="${CSS.escape(this.selected)}"]`)].filter((li) => this.shown(li));
+		return [...this.list.querySelectorAll(`li.ll[data-case="${CSS.escape(this.selected)}"]`)].filter((li) => all || this.shown(li));
 	}
 
 	// refresh brings every count up to what the pane holds and shows.
@@ -681,9 +742,14 @@ class LivePane {
 			if (k && !li.classList.contains('pod-hidden')) counts.set(k, (counts.get(k) || 0) + 1);
 		}
 		for (const span of document.querySelectorAll('[data-case-count]')) {
-			const n = counts.get(span.dataset.caseCount) || 0;
+			const inPane = counts.get(span.dataset.caseCount) || 0;
+			// The session's count (the feed's record) unless a pod filter
+			// narrows the pane, whose lines are all the filter can see.
+			const n = this.podFilter ? inPane : Math.max(inPane, this.fired.get(span.dataset.caseCount) || 0);
 			if (span.textContent !== String(n)) span.textContent = String(n);
-			span.title = `${n} line${n === 1 ? '' : 's'} of this case in the live pane${this.podFilter ? ' naming ' + this.podFilter : ''}`;
+			span.title = this.podFilter
+				? `${n} line${n === 1 ? '' : 's'} of this case in the live pane naming ${this.podFilter}`
+				: `${n} line${n === 1 ? '' : 's'} of this case in this feed's journal (${inPane} in the live pane)`;
 			span.classList.toggle('fired', n > 0);
 		}
 		this.updateSel();
@@ -700,7 +766,9 @@ class LivePane {
 		for (const li of this.list.querySelectorAll('li.cur')) if (Number(li.dataset.seq) !== this.curSeq) li.classList.remove('cur');
 		const n = lines.length;
 		let text;
-		if (!n) text = `${this.selected}: no line of this case in the pane${this.podFilter ? ' for ' + this.podFilter : ''} yet`;
+		const all = this.podFilter ? 0 : this.fired.get(this.selected) || 0;
+		if (!n && all) text = `${this.selected}: ${all} line${all === 1 ? '' : 's'} in the journal; bringing them back…`;
+		else if (!n) text = `${this.selected}: no line of this case in the pane${this.podFilter ? ' for ' + this.podFilter : ''} yet`;
 		else if (i >= 0) text = `${this.selected}: line ${i + 1} of ${n}`;
 		else text = `${this.selected}: ${n} line${n === 1 ? '' : 's'} highlighted`;
 		if (this.selInfo.textContent !== text) this.selInfo.textContent = text;
@@ -782,7 +850,146 @@ class LivePane {
 			if (lines.length) this.setCur(lines[lines.length - 1]);
 			else this.curSeq = 0;
 		}
+		if (key && changed) this.fetchCase(key);
 		this.refresh();
+	}
+
+	// feedURL is a path under the feed the server serves this pane.
+	feedURL(path) {
+		return `/feeds/${encodeURIComponent(this.served || this.feed)}${path}`;
+	}
+
+	// loadFired asks for the feed's record of what fired (at most every
+	// 3 s unless forced): the session's count of each case, which the
+	// pane's tail cannot say.
+	async loadFired(force) {
+		if (!force && Date.now() - this.firedAt < 3000) return;
+		this.firedAt = Date.now();
+		let rec;
+		try {
+			const r = await fetch(this.feedURL('/fired'), { cache: 'no-store' });
+			if (!r.ok) return;
+			rec = await r.json();
+		} catch {
+			return; // the socket's reconnect says the server is away
+		}
+		this.fired = new Map(Object.entries(rec.cases || {}).map(([k, c]) => [k, Number(c.count) || 0]));
+		this.refresh();
+		if (this.selected && (this.fired.get(this.selected) || 0) > this.caseLines(true).length) this.fetchCase(this.selected);
+	}
+
+	// fetchCase brings back the selected case's lines that left the pane
+	// (noise floods past them within a minute at -v=4): read from the
+	// feed's stream by sequence, placed in order among the pane's lines.
+	async fetchCase(key) {
+		if (this.fetching === key) return;
+		this.fetching = key;
+		let text = '';
+		try {
+			const r = await fetch(this.feedURL(`/fired/${encodeURIComponent(key)}/lines?limit=${MAX_LINES / 2}`), { cache: 'no-store' });
+			if (r.ok) text = await r.text();
+		} catch {
+			// nothing to add: the pane shows what it holds
+		} finally {
+			this.fetching = '';
+		}
+		if (this.selected !== key || !text) return;
+		const rows = [];
+		for (const part of text.split('\n')) {
+			if (!part) continue;
+			let m;
+			try {
+				m = JSON.parse(part);
+			} catch {
+				continue;
+			}
+			if (m.line && typeof m.seq === 'number' && !this.list.querySelector(`li.ll[data-seq="${m.seq}"]`)) rows.push(m);
+		}
+		if (!rows.length) return;
+		const h = this.list.scrollHeight;
+		let at = this.list.firstElementChild;
+		for (const m of rows) {
+			while (at && !(Number(at.dataset.seq) > m.seq)) at = at.nextElementSibling;
+			const li = this.row(m);
+			li.classList.add('ll-fetched');
+			this.list.insertBefore(li, at);
+		}
+		const extra = this.list.childElementCount - MAX_LINES;
+		if (extra > 0) this.evict(extra);
+		if (this.paused) this.scrollListTo(this.list.scrollTop + (this.list.scrollHeight - h));
+		else this.toBottom();
+		this.refresh();
+		const lines = this.caseLines();
+		if (!this.curSeq && lines.length) this.setCur(lines[lines.length - 1]);
+		announce(`${key}: ${rows.length} earlier line${rows.length === 1 ? '' : 's'} brought back from the journal`);
+	}
+
+	// pinID is the note id of a pin of the feed's line seq.
+	pinID(seq) {
+		return `pin.${(this.served || this.feed).replace(/[^A-Za-z0-9_-]/g, '_')}-${seq}`;
+	}
+
+	// pinned are the ids of this reader's own pins (alone: this browser's notes).
+	pinned() {
+		try {
+			return new Set(Object.keys(JSON.parse(stored(PIN_KEY, '{}')) || {}).filter((id) => id.startsWith('pin.')));
+		} catch {
+			return new Set();
+		}
+	}
+
+	// pin keeps a classified line as evidence, verbatim: alone, with the
+	// reader's own notes in this browser; in a room, in the room's notes
+	// with the reader's name. The worksheet hands pins in ("Fired").
+	async pin(li, btn) {
+		const m = li && this.lineOf.get(li);
+		if (!m) return;
+		const l = m.line;
+		const id = this.pinID(m.seq);
+		let own = clean(l.text || l.raw || l.message);
+		if (own.length > 4000) own = own.slice(0, 4000) + ' [cut]';
+		const text = [
+			`case: ${l.case}`,
+			`time: ${l.time && !String(l.time).startsWith('0001-') ? l.time : '(none)'}`,
+			`pod: ${(l.pods || []).map(clean).join(', ') || '(none)'}`,
+			`node: ${clean(l.host || this.node) || '(not said)'}`,
+			`kubelet: ${this.version || '(not known)'}${this.versionFrom ? ` (${this.versionFrom})` : ''}`,
+			`cursor: ${clean(l.cursor) || '(none)'}`,
+			`feed: ${this.served || this.feed}, line ${m.seq}`,
+			`line: ${own}`,
+		].join('\n');
+		const author = stored('syncloop-name', '');
+		const roomID = document.getElementById('room')?.dataset.room || '';
+		if (!roomID) {
+			let all = {};
+			try {
+				all = JSON.parse(stored(PIN_KEY, '{}')) || {};
+			} catch {
+				all = {};
+			}
+			all[id] = { id, text, author: author || 'me', at: new Date().toISOString() };
+			store(PIN_KEY, JSON.stringify(all));
+		} else {
+			let r;
+			try {
+				r = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(this.tag)}`, {
+					method: 'PUT',
+					headers: { 'Content-Type': 'application/json' },
+					body: JSON.stringify({ text, rev: 0, author: author || 'a reader', color: Number(stored('syncloop-color', '0')) || 0 }),
+				});
+			} catch {
+				announce('Not pinned: the server did not answer');
+				return;
+			}
+			if (!r.ok && r.status !== 409) {
+				announce(`Not pinned: ${r.status}`);
+				return;
+			}
+		}
+		this.pins.add(id);
+		btn.textContent = 'pinned';
+		btn.disabled = true;
+		announce(`Pinned: ${l.case} line at ${clock(l.time) || 'no time'}`);
 	}
 
 	// uncover scrolls the page so that the drawer, just opened, does not

@@ -365,6 +365,7 @@ func Worksheet(r *extractor.Reading, title string, notes []Note) []byte {
 			fmt.Fprintf(&b, "```go\n%s\n```\n\n%s\n\n", strings.ReplaceAll(v.Quote.Exact, "```", "ʼʼʼ"), quoteBlock(v.Text))
 		}
 	}
+	writeFired(&b, vs)
 	return b.Bytes()
 }
 

@@ -137,6 +137,12 @@ type Config struct {
 	// own (ok true): that feed takes that token instead of IngestToken.
 	FeedToken func(feed string) (token string, ok bool)
 	NATSName  string // this replica's name in NATS; "" means "syncloop"
+	// KnownReadings, when set, returns the Readings of the tags the site
+	// knows: a journal that shows no start-up line is told its kubelet's
+	// version by their log sites (version.go). LoadTag starts loading a
+	// tag's Reading: a feed then reads its lines at its kubelet's tag.
+	KnownReadings func() []*extractor.Reading
+	LoadTag       func(tag string)
 	// Sockets caps the browser sockets per client (shared with the rooms'
 	// sockets) and pings them; nil means a cap of its own with the
 	// defaults. TrustedProxies may name the client (clients.Addr).
@@ -160,11 +166,19 @@ type Service struct {
 	synced         func() <-chan struct{} // broker.Synced; a test's own in tests
 	followFeed     func(*feed) error      // follow; a test's own in tests
 	frames         sync.Pool              // *[]byte: browser message buffers
-	ingestBufs     sync.Pool              // *bytes.Buffer: relays' messages while they are read and decoded
+	sitesMu        sync.Mutex             // guards sites and sitesAt (version.go)
+	sites          *classify.Sites
+	sitesAt        time.Time
+	ingestBufs     sync.Pool // *bytes.Buffer: relays' messages while they are read and decoded
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // every goroutine and websocket handler
+	// The record of what fired's goroutines (fired.go), started under a
+	// feed's mu: their own leaf lock, not mu.
+	bgMu     sync.Mutex
+	bgClosed bool
+	bg       sync.WaitGroup
 
 	mu     sync.Mutex
 	feeds  map[string]*feed
@@ -209,6 +223,16 @@ type feed struct {
 	version    string
 	ingested   uint64
 	byCase     map[string]uint64
+	fired      firedRecord // what fired (fired.go)
+	// versionFrom says how version was learned: fromStartup, fromLogSites;
+	// versionAlso names the other tags whose log sites fit its lines.
+	versionFrom string
+	versionAlso []string
+	guess       *classify.Guess // the version from log sites (version.go)
+	guessSites  *classify.Sites // the index guess narrows
+	pinned      bool            // a room's feed: it reads the room's tag (SetFeedTag)
+	reguessing  bool            // a guess from the stored lines is under way (version.go)
+	reguessed   *classify.Sites // the index the last one used
 
 	// Scratch space of delivery, reused from message to message.
 	decoded []relay.Line
@@ -257,6 +281,7 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 		return nil, err
 	}
 	l.sweep()
+	l.logSites() // the site starts loading the Readings it has cached: their log sites tell versions
 	switch {
 	case cfg.JournalCmd != "":
 		l.startJournal(f, "journal command", func(ctx context.Context, after string, emit relay.Emit) error {
@@ -289,6 +314,7 @@ func (l *Service) Close() {
 		f.hub.Close()
 	}
 	l.wg.Wait()
+	l.closeBG()
 	if l.closeBroker {
 		l.b.Close()
 	}
@@ -540,22 +566,7 @@ func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
 
 // classify classifies raw and cuts what is kept of it for display.
 func (f *feed) classify(raw string) (classify.Line, bool) {
-	line := f.cls.ClassifyString(raw)
-	if line.Format == classify.FormatJournalJSON {
-		// The entry's JSON is not shown: its MESSAGE is Text, the fields
-		// shown are Cursor, Host, PID and Ident. It was most of every
-		// browser's copy of the line (a real entry is 1-2 KB, _CMDLINE
-		// and all) and so of the feed's history; the feed's file keeps it.
-		line.Raw = ""
-	}
-	cut := false
-	if len(line.Raw) > displayLimit {
-		line.Raw, cut = cutUTF8(line.Raw, displayLimit), true
-	}
-	if len(line.Message) > displayLimit {
-		line.Message, cut = cutUTF8(line.Message, displayLimit), true
-	}
-	return line, cut
+	return classifyForDisplay(f.cls, raw)
 }
 
 func cutUTF8(s string, n int) string {
@@ -650,31 +661,34 @@ func (f *feed) changed() {
 	f.hub.Poke()
 }
 
-// versionRE is a kubelet version the site can link to a reading of.
-var versionRE = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
-
 // statusMsg is the feed's state as browsers see it.
 type statusMsg struct {
 	Feed           string `json:"feed"`
 	Tag            string `json:"tag"`
 	KubeletVersion string `json:"kubelet_version,omitempty"`
-	VersionLink    string `json:"version_link,omitempty"` // a reading at the kubelet's own tag, when it differs
-	Source         string `json:"source"`
-	Demo           bool   `json:"demo"`
-	Relays         int    `json:"relays"`
-	Note           string `json:"note,omitempty"`
-	Next           uint64 `json:"next,omitempty"`
-	Reset          bool   `json:"reset,omitempty"`
+	VersionLink    string `json:"version_link,omitempty"` // the reading at the kubelet's own tag
+	// VersionTag is the tag the kubelet's version reads at
+	// (classify.VersionTag: the one test of a version's shape);
+	// VersionFrom says how the version was learned ("start-up line", "log
+	// sites"), and VersionAlso the other tags whose log sites fit.
+	VersionTag  string   `json:"version_tag,omitempty"`
+	VersionFrom string   `json:"version_from,omitempty"`
+	VersionAlso []string `json:"version_also,omitempty"`
+	Source      string   `json:"source"`
+	Demo        bool     `json:"demo"`
+	Relays      int      `json:"relays"`
+	Note        string   `json:"note,omitempty"`
+	Next        uint64   `json:"next,omitempty"`
+	Reset       bool     `json:"reset,omitempty"`
 }
 
 func (f *feed) statusMsg() statusMsg {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.version, Source: f.source, Demo: f.source == "demo", Relays: f.relays, Note: f.note}
-	if f.version != "" && f.version != f.tag {
-		if v, _, _ := strings.Cut(f.version, "+"); versionRE.MatchString(v) && v != f.tag {
-			s.VersionLink = "/k8s/" + v + "/"
-		}
+	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.version, Source: f.source, Demo: f.source == "demo", Relays: f.relays, Note: f.note,
+		VersionTag: classify.VersionTag(f.version), VersionFrom: f.versionFrom, VersionAlso: f.versionAlso}
+	if s.VersionTag != "" {
+		s.VersionLink = "/k8s/" + s.VersionTag + "/" // a page at another tag offers it
 	}
 	return s
 }

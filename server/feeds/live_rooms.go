@@ -34,6 +34,7 @@ func (l *Service) SetFeedTag(name, tag string) {
 		}
 		f.changed()
 	}
+	f.pinned = true
 	if f.tag == tag {
 		return
 	}

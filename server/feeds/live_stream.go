@@ -51,6 +51,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -321,7 +322,7 @@ func (l *Service) publish(ctx context.Context, f *feed, lines []relay.Line, demo
 		// This replica's hub gets the lines now, if it has every line
 		// before them; the consumer delivers them otherwise.
 		if f.hub.Next() == first {
-			l.deliverLocked(f, first, chunk, demo)
+			l.deliverLocked(f, first, ack.Sequence, chunk, demo)
 		}
 		f.mu.Unlock()
 		for _, in := range chunk {
@@ -374,7 +375,7 @@ func (l *Service) follow(f *feed) error {
 		if err != nil {
 			return
 		}
-		l.deliver(f, m.Headers(), m.Data(), &unz)
+		l.deliver(f, md.Sequence.Stream, m.Headers(), m.Data(), &unz)
 		if md.Sequence.Stream >= end {
 			f.markReady()
 		}
@@ -469,7 +470,7 @@ func (l *Service) demoLease(ctx context.Context, key string, held *atomic.Bool) 
 
 // deliver gives the feed's hub the lines of a stored message it does not
 // have yet: another replica's, or the history.
-func (l *Service) deliver(f *feed, h nats.Header, data []byte, unz *[]byte) {
+func (l *Service) deliver(f *feed, msg uint64, h nats.Header, data []byte, unz *[]byte) {
 	sh, err := readHead(h)
 	if err != nil {
 		l.log.Warn("live: "+err.Error(), "feed", f.name)
@@ -485,7 +486,7 @@ func (l *Service) deliver(f *feed, h nats.Header, data []byte, unz *[]byte) {
 		l.log.Warn("live: a stored message that cannot be read", "feed", f.name, "err", err)
 		return
 	}
-	l.deliverLocked(f, sh.first, lines, sh.demo)
+	l.deliverLocked(f, sh.first, msg, lines, sh.demo)
 	clear(lines)
 	f.decoded = lines[:0]
 	if cap(*unz) > 2*msgBytes {
@@ -494,15 +495,20 @@ func (l *Service) deliver(f *feed, h nats.Header, data []byte, unz *[]byte) {
 }
 
 // deliverLocked classifies lines, the first of which is the feed's line
-// first, and publishes those the hub does not have yet under their stored
-// sequence numbers. f.mu is held.
-func (l *Service) deliverLocked(f *feed, first uint64, lines []relay.Line, demo bool) {
+// first, stored in stream message msg, publishes those the hub does not
+// have yet under their stored sequence numbers, and records those of a
+// case (fired.go). f.mu is held.
+func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, demo bool) {
 	f.refreshClassifier(l.reading)
 	f.hub.SetNext(first)
 	next := f.hub.Next()
 	out, cuts := f.lines[:0], f.cuts[:0]
 	defer func() { clear(out); f.lines, f.cuts = out[:0], cuts[:0] }()
-	version := f.version
+	version, startup := f.version, false
+	var sites *classify.Sites // the log sites the version is told by, while it is not known
+	if !demo && f.versionFrom != fromStartup {
+		sites = l.logSites()
+	}
 	for i, in := range lines {
 		if first+uint64(i) < next { // delivered already
 			continue
@@ -514,10 +520,15 @@ func (l *Service) deliverLocked(f *feed, first uint64, lines []relay.Line, demo 
 			f.lastCursor = in.ID
 		}
 		if line.Version != "" {
-			version = line.Version
+			version, startup = line.Version, true
+		}
+		if !demo {
+			l.recordLocked(f, first+uint64(i), msg, &line, in.Raw)
+			l.observeLocked(f, &line, sites)
 		}
 		out, cuts = append(out, line), append(cuts, cut)
 	}
+	l.prunePerhapsLocked(f)
 	if !demo && f.demoStop != nil && f.isReady() {
 		// A relay's lines reached the feed through another replica.
 		f.demoStop()
@@ -530,10 +541,15 @@ func (l *Service) deliverLocked(f *feed, first uint64, lines []relay.Line, demo 
 	for i := range out {
 		f.byCase[out[i].Case]++
 	}
-	if version != f.version {
-		f.version = version
+	if startup && (version != f.version || f.versionFrom != fromStartup) {
+		f.version, f.versionFrom, f.versionAlso = version, fromStartup, nil
 		f.changed()
 	}
+	if !demo {
+		l.settleVersionLocked(f)
+		l.reguessPerhapsLocked(f)
+	}
+	l.refirePerhapsLocked(f)
 }
 
 // exportFeed writes the feed's stored lines after seq, in order, one per

@@ -67,6 +67,8 @@ func serveLive(t testing.TB, l *Service) *httptest.Server {
 	r.Method("GET", "/feeds/{feed}/ws", l.HandleFeedSocket())
 	r.Method("GET", "/feeds/{feed}/ingest", l.HandleIngest())
 	r.Method("GET", "/feeds/{feed}/export", l.HandleExport())
+	r.Method("GET", "/feeds/{feed}/fired", l.HandleFired())
+	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", l.HandleCaseLines())
 	r.Method("GET", "/metrics", l.HandleMetrics())
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)

@@ -27,7 +27,15 @@ func TestResumeCommand(t *testing.T) {
 		cmd, cursor, want string
 		err               bool
 	}{
-		{cmd: "journalctl -u kubelet -f -o json --all", cursor: "", want: "journalctl -u kubelet -f -o json --all"},
+		// A first start: from now, without journalctl's tail (which drops lines).
+		{cmd: "journalctl -u kubelet -f -o json --all", cursor: "", want: "journalctl -u kubelet -f -o json --all --since=now --no-tail"},
+		{cmd: "ssh worker sudo journalctl -u kubelet --follow", cursor: "", want: "ssh worker sudo journalctl -u kubelet --follow --since=now --no-tail"},
+		{cmd: "journalctl -u kubelet -fo json", cursor: "", want: "journalctl -u kubelet -fo json --since=now --no-tail"},
+		// It says where to start itself, or does not follow: as given.
+		{cmd: "journalctl -u kubelet -f -o json -n 100", cursor: "", want: "journalctl -u kubelet -f -o json -n 100"},
+		{cmd: "journalctl -u kubelet -f --since=-1h", cursor: "", want: "journalctl -u kubelet -f --since=-1h"},
+		{cmd: "journalctl -u kubelet -b -f", cursor: "", want: "journalctl -u kubelet -b -f"},
+		{cmd: "journalctl -u kubelet -o json", cursor: "", want: "journalctl -u kubelet -o json"},
 		{cmd: "journalctl -u kubelet -f -o json --all", cursor: cur,
 			want: "journalctl -u kubelet -f -o json --all '--after-cursor=" + cur + "' --no-tail"},
 		{cmd: "sudo /usr/bin/journalctl -u kubelet -f -o json ", cursor: cur,

@@ -266,11 +266,16 @@ var safeCursor = regexp.MustCompile(`^[A-Za-z0-9=;:_.+-]+$`)
 // ResumeCommand returns cmd with journalctl told to start after cursor:
 // "--after-cursor=<cursor> --no-tail" appended (with -f, journalctl would
 // otherwise start with only the last 10 entries). Through ssh the remote
-// shell parses the command line again, so the cursor is quoted twice. It
-// returns cmd unchanged when it does not run journalctl or cursor is empty.
+// shell parses the command line again, so the cursor is quoted twice. With
+// no cursor (a first start), a following journalctl starts at "now" with
+// no tail (firstStart). It returns cmd unchanged when it does not run
+// journalctl.
 func ResumeCommand(cmd, cursor string) (string, error) {
-	if cursor == "" || !IsJournalctl(cmd) {
+	if !IsJournalctl(cmd) {
 		return cmd, nil
+	}
+	if cursor == "" {
+		return firstStart(cmd), nil
 	}
 	if !safeCursor.MatchString(cursor) {
 		return "", fmt.Errorf("journal cursor %q has characters unsafe for a shell; not resuming from it", cursor)
@@ -280,6 +285,36 @@ func ResumeCommand(cmd, cursor string) (string, error) {
 		arg = `"` + arg + `"`
 	}
 	return strings.TrimRight(cmd, " \t") + " " + arg + " --no-tail", nil
+}
+
+// firstStart returns a following journalctl command given no cursor with
+// "--since=now --no-tail" appended, unless it says itself where to start:
+// with -f alone, journalctl starts from a tail of 10 entries, and on
+// systemd 252 one that starts before its unit has entries then drops
+// most of the unit's first lines (331 of a kubelet's first 420 here; its
+// version line among them). From "now", with no tail, nothing logged after
+// the relay started is lost.
+func firstStart(cmd string) string {
+	follows := false
+	for _, f := range strings.Fields(cmd) {
+		f = strings.Trim(f, `'"`)
+		switch {
+		case f == "-f" || f == "--follow":
+			follows = true
+		case f == "--no-tail" || f == "-e" || f == "--pager-end" || f == "-b" || f == "--boot" ||
+			strings.HasPrefix(f, "-n") || strings.HasPrefix(f, "--lines") ||
+			strings.HasPrefix(f, "-S") || strings.HasPrefix(f, "--since") ||
+			strings.HasPrefix(f, "-c") || strings.HasPrefix(f, "--cursor") ||
+			strings.HasPrefix(f, "--after-cursor") || strings.HasPrefix(f, "--cursor-file"):
+			return cmd
+		case len(f) > 2 && f[0] == '-' && f[1] != '-' && strings.ContainsRune(f[1:], 'f'):
+			follows = true // -fo json, -af …
+		}
+	}
+	if !follows {
+		return cmd
+	}
+	return strings.TrimRight(cmd, " \t") + " --since=now --no-tail"
 }
 
 // RunCommand runs cmd with sh -c and emits its output lines, restarting it

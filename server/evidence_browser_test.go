@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/wstest"
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+// siteOf is the log site of case key with message msg in r.
+func siteOf(t *testing.T, r *extractor.Reading, key, msg string) extractor.LogSite {
+	t.Helper()
+	for _, c := range r.Function.Cases {
+		for _, l := range c.Logs {
+			if c.Key == key && l.Message == msg {
+				return l
+			}
+		}
+	}
+	t.Fatalf("no %q log site in %s at %s", msg, key, r.Tag)
+	return extractor.LogSite{}
+}
+
+// TestBrowserCaseLinesAndPins: three config lines, then 20,000 lines of
+// noise, long past what the pane holds: the config chip counts the
+// session's three, a click on config brings them back from the journal
+// from the first, previous walks to it; a line pinned survives a reload
+// and is handed in under the worksheet's "Fired".
+func TestBrowserCaseLinesAndPins(t *testing.T) {
+	ctx := newBrowser(t)
+	r := realReading(t)
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
+	cfg := Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, IngestToken: "tok",
+		Getenv: func(string) string { return "" }, DemoPeriod: -1}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+
+	add := siteOf(t, r, "config", "SyncLoop ADD")
+	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in, _, err := websocket.Dial(wctx, wstest.URL(ts, "/feeds/default/ingest"), &websocket.DialOptions{HTTPHeader: map[string][]string{"Authorization": {"Bearer tok"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.CloseNow()
+	n := 0
+	line := func(body string) relay.Line {
+		n++
+		return relay.Line{ID: fmt.Sprintf("run-%d", n), Raw: fmt.Sprintf("I1201 03:%02d:%02d.000000    4242 %s", n/60%60, n%60, body)}
+	}
+	var batch []relay.Line
+	for i := range 3 {
+		batch = append(batch, line(fmt.Sprintf(`%s:%d] "SyncLoop ADD" source="file" pods=["default/probe-me-%d"]`, path.Base(add.File), add.Line, i)))
+		for range 10 {
+			batch = append(batch, line(`fs.go:100] "readlink /proc/1/fd/7: permission denied"`))
+		}
+	}
+	wstest.Send(t, wctx, in, batch...)
+	for range 20 {
+		batch = batch[:0]
+		for range 1000 {
+			batch = append(batch, line(`fs.go:100] "readlink /proc/1/fd/7: permission denied"`))
+		}
+		wstest.Send(t, wctx, in, batch...)
+	}
+
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the pane's lines", `document.querySelectorAll('#live li.ll').length >= 1000`)
+	if n := eval[int](t, ctx, `document.querySelectorAll('#live li.ll[data-case="config"]').length`); n != 0 {
+		t.Fatalf("%d config lines in the pane before the click: the test does not test", n)
+	}
+	waitFor(t, ctx, "config's counter saying the session's 3", `document.querySelector('[data-case-count="config"]').textContent === '3'`)
+
+	eval[bool](t, ctx, `(document.querySelector('[data-case-select="config"]').click(), true)`)
+	waitFor(t, ctx, "config's 3 lines brought back", `document.querySelectorAll('#live li.ll[data-case="config"]').length === 3`)
+	type got struct {
+		Seqs []int
+		Info string
+	}
+	g := eval[got](t, ctx, `({Seqs: [...document.querySelectorAll('#live li.ll[data-case="config"]')].map(li => Number(li.dataset.seq)), Info: document.querySelector('#live .live-sel-info').textContent})`)
+	if fmt.Sprint(g.Seqs) != "[1 12 23]" || g.Info != "config: line 3 of 3" {
+		t.Fatalf("config lines %v, %q; want lines 1, 12, 23, at the last", g.Seqs, g.Info)
+	}
+	eval[bool](t, ctx, `(document.querySelector('#live .live-prev').click(), document.querySelector('#live .live-prev').click(), true)`)
+	if info := eval[string](t, ctx, `document.querySelector('#live .live-sel-info').textContent`); info != "config: line 1 of 3" {
+		t.Fatalf("after two steps back: %q", info)
+	}
+
+	// Pin the first: alone, it is the reader's own note.
+	eval[bool](t, ctx, `(document.querySelector('#live li.ll[data-seq="1"] [data-pin]').click(), true)`)
+	waitFor(t, ctx, "the pin kept", `!!JSON.parse(localStorage.getItem('syncloop-notes-v1') || '{}')['pin.default-1']`)
+	if _, err := chromedp.Run(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the pane after the reload", `document.querySelectorAll('#live li.ll').length >= 1000`)
+	eval[bool](t, ctx, `(document.querySelector('[data-case-select="config"]').click(), true)`)
+	waitFor(t, ctx, "the pinned line marked after the reload", `document.querySelector('#live li.ll[data-seq="1"] [data-pin]')?.textContent === 'pinned'`)
+	md := eval[string](t, ctx, `(async () => {
+		const notes = Object.values(JSON.parse(localStorage.getItem('syncloop-notes-v1')));
+		const r = await fetch(location.pathname + 'worksheet.md', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({notes})});
+		return r.text();
+	})()`)
+	fired, _, _ := strings.Cut(md[strings.Index(md, "## Fired")+1:], "\n## ")
+	for _, want := range []string{"### config at 2026-12-01T03:00:01", "pod: default/probe-me-0", "feed: default, line 1", `"SyncLoop ADD" source="file" pods=["default/probe-me-0"]`} {
+		if !strings.Contains(md, "## Fired") || !strings.Contains(fired, want) {
+			t.Fatalf("the worksheet's Fired section lacks %q:\n%s", want, md)
+		}
+	}
+}

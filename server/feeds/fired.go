@@ -1,0 +1,624 @@
+package feeds
+
+// The record of what fired: per feed, per case of the loop, how many lines
+// it logged, the first and the last, the pods they named, and where each
+// line is stored (its feed sequence number and the stream message holding
+// it). It is what proves a case's handler ran, for the whole life of the
+// feed: the pane keeps only a tail, and at -v=4 noise pushes a case's
+// lines out of it within a minute.
+//
+// It is built in deliverLocked, which every replica runs for every stored
+// line, in the stream's order, exactly once (the publishing replica from
+// its PubAck, the others and every restart from their ordered consumer,
+// which starts at the stream's first message). So the record is derived
+// from the stream alone: the same on every replica, rebuilt by a restart,
+// and bounded by the feed's retention (prune drops what the stream no
+// longer holds). Nothing is written anywhere: a KV copy would cost a round
+// trip per classified line and could disagree with the stream it mirrors.
+//
+//	GET /feeds/{feed}/fired                  the record (JSON below)
+//	GET /feeds/{feed}/fired/{case}/lines     the case's stored lines, as the
+//	                                         feed socket sends them (NDJSON),
+//	                                         read back from the stream by sequence
+//
+//	{"kubelet_version":"v1.33.0"|null,"version_from":"start-up line"|"log sites"|null,
+//	 "read_at":"v1.33.0","cases":{"config":{"count":5,"first":ENTRY,"last":ENTRY,"pods":["default/p"]}}}
+//	ENTRY: {"seq":N,"time":"…"|null,"raw":"<the line as the relay sent it>","cursor":"…"?}
+//
+// Demo lines never count: they are a simulated kubelet.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/classify"
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+// Where a feed's kubelet version was learned (FiredRecord.VersionFrom).
+const (
+	fromStartup  = "start-up line"
+	fromLogSites = "log sites"
+)
+
+const (
+	// maxFiredPods bounds the pods a case's record names.
+	maxFiredPods = 256
+	// pruneEvery is how many recorded lines go by between checks of what
+	// the stream still holds.
+	pruneEvery = 1 << 16
+)
+
+// firedEntry is one line of a case, as the record serves it.
+type firedEntry struct {
+	Seq    uint64     `json:"seq"`
+	Time   *time.Time `json:"time"`
+	Raw    string     `json:"raw"`
+	Cursor string     `json:"cursor,omitempty"`
+}
+
+// firedLine is a case's first or last line as the record keeps it.
+type firedLine struct {
+	seq         uint64
+	time        time.Time
+	raw, cursor string
+}
+
+// entry is l as served.
+func (l firedLine) entry() firedEntry {
+	e := firedEntry{Seq: l.seq, Raw: l.raw, Cursor: l.cursor}
+	if !l.time.IsZero() {
+		t := l.time
+		e.Time = &t
+	}
+	return e
+}
+
+// firedAt is where a recorded line is stored: its feed sequence number and
+// the stream message that holds it.
+type firedAt struct{ seq, msg uint64 }
+
+// firedCase is one case's record.
+type firedCase struct {
+	first, last firedLine
+	pods        []string
+	at          []firedAt // every line's place, in order
+}
+
+// firedRecord is a feed's record of what fired. Its owner's mu guards it.
+type firedRecord struct {
+	cases    map[string]*firedCase
+	sincePr  int  // lines recorded since the last prune
+	pruning  bool // a prune is under way
+	firstSeq uint64
+	// by is the Reading the record's lines were classified against; stale
+	// says some were classified against another (the feed's tag or its
+	// Reading changed): the record is then classified anew (refire).
+	by    *extractor.Reading
+	stale bool
+	// refire, while the record is classified anew, records the lines
+	// delivered meanwhile; refireGen tells a finished one from one
+	// started since.
+	refire    *firedRecord
+	refireGen int
+}
+
+// recordLocked records a delivered non-demo line. f.mu is held.
+func (l *Service) recordLocked(f *feed, seq, msg uint64, line *classify.Line, raw string) {
+	r := &f.fired
+	if by := f.cls.Reading(); by != r.by {
+		if len(r.cases) > 0 {
+			r.stale = true
+		}
+		r.by = by
+	}
+	r.add(seq, msg, line, raw)
+	if r.refire != nil {
+		r.refire.add(seq, msg, line, raw)
+	}
+}
+
+// merge appends the lines of later (all after r's) to r.
+func (r *firedRecord) merge(later *firedRecord) {
+	for key, lc := range later.cases {
+		c := r.cases[key]
+		if c == nil {
+			if r.cases == nil {
+				r.cases = make(map[string]*firedCase)
+			}
+			r.cases[key] = lc
+			continue
+		}
+		c.last = lc.last
+		c.at = append(c.at, lc.at...)
+		for _, p := range lc.pods {
+			if len(c.pods) < maxFiredPods && !slices.Contains(c.pods, p) {
+				c.pods = append(c.pods, p)
+			}
+		}
+	}
+}
+
+// refirePerhapsLocked classifies the record anew, from the stream, when
+// its lines were classified against another Reading than the feed's now
+// (its tag changed to its kubelet's, or the Reading arrived after the
+// first lines). It waits for the Reading, and for the stored history to
+// be delivered. f.mu is held.
+func (l *Service) refirePerhapsLocked(f *feed) {
+	r := &f.fired
+	if len(r.cases) > 0 && r.by != f.cls.Reading() {
+		r.stale = true
+	}
+	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !l.enterBG() {
+		return
+	}
+	r.refireGen++
+	gen, upto := r.refireGen, f.hub.Next()-1
+	r.refire = &firedRecord{}
+	reading, version := f.cls.Reading(), f.version
+	go func() {
+		defer l.bg.Done()
+		cls := classify.New(reading).Stream()
+		cls.SetVersion(version)
+		next := firedRecord{by: reading}
+		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
+		defer cancel()
+		err := l.scanStored(ctx, f, upto, func(msg uint64, sh storedHead, lines []relay.Line) {
+			for i, in := range lines {
+				if seq := sh.first + uint64(i); seq <= upto && !sh.demo {
+					line := cls.ClassifyString(in.Raw)
+					next.add(seq, msg, &line, in.Raw)
+				}
+			}
+		})
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if r.refireGen != gen {
+			return
+		}
+		if err != nil {
+			r.refire = nil // tried again with the next line
+			if l.ctx.Err() == nil {
+				l.log.Warn("live: classifying the record of what fired anew", "feed", f.name, "err", err)
+			}
+			return
+		}
+		next.merge(r.refire)
+		next.firstSeq, next.refireGen = r.firstSeq, r.refireGen
+		next.stale = r.by != reading // the classifier changed again meanwhile
+		next.by = r.by
+		*r = next
+		f.changed()
+	}()
+}
+
+// scanStored gives fn each stored message of the feed in order, decoded,
+// up to the one holding the feed's line upto.
+func (l *Service) scanStored(ctx context.Context, f *feed, upto uint64, fn func(msg uint64, sh storedHead, lines []relay.Line)) error {
+	if upto == 0 {
+		return nil
+	}
+	cons, err := l.b.Lane(f.name).OrderedConsumer(ctx, feedStreamName(f.name), jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		return err
+	}
+	msgs, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	defer msgs.Stop()
+	stop := context.AfterFunc(ctx, msgs.Stop)
+	defer stop()
+	var lines []relay.Line
+	var unz []byte
+	for {
+		m, err := msgs.Next()
+		if err != nil {
+			return err
+		}
+		md, err := m.Metadata()
+		if err != nil {
+			return err
+		}
+		sh, err := readHead(m.Headers())
+		if err != nil {
+			return err
+		}
+		if lines, err = decodeStored(m.Headers(), m.Data(), lines[:0], &unz); err != nil {
+			return err
+		}
+		fn(md.Sequence.Stream, sh, lines)
+		if sh.first+uint64(len(lines)) > upto || md.NumPending == 0 {
+			return nil
+		}
+	}
+}
+
+// add records a classified line: the feed's line seq, stored in stream
+// message msg, sent by the relay as raw.
+func (r *firedRecord) add(seq, msg uint64, line *classify.Line, raw string) {
+	if line.Case == "" {
+		return
+	}
+	if r.cases == nil {
+		r.cases = make(map[string]*firedCase)
+	}
+	c := r.cases[line.Case]
+	if c == nil {
+		c = &firedCase{}
+		r.cases[line.Case] = c
+	}
+	e := firedLine{seq: seq, time: line.Time, raw: raw, cursor: line.Cursor}
+	if len(e.raw) > displayLimit {
+		e.raw = cutUTF8(e.raw, displayLimit)
+	}
+	if len(c.at) == 0 {
+		c.first = e
+	}
+	c.last = e
+	c.at = append(c.at, firedAt{seq, msg})
+	for _, p := range line.Pods {
+		if len(c.pods) < maxFiredPods && !slices.Contains(c.pods, p) {
+			c.pods = append(c.pods, p)
+		}
+	}
+	r.sincePr++
+}
+
+// dropBefore forgets the lines before the feed's line seq (no longer
+// stored). It returns, per case whose first line went, the place of its
+// new first line, to be read back from the stream.
+func (r *firedRecord) dropBefore(seq uint64) map[string]firedAt {
+	if seq <= r.firstSeq {
+		return nil
+	}
+	r.firstSeq = seq
+	var refirst map[string]firedAt
+	for key, c := range r.cases {
+		i, _ := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmpU(a.seq, s) })
+		if i == 0 {
+			continue
+		}
+		c.at = slices.Delete(c.at, 0, i)
+		if len(c.at) == 0 {
+			delete(r.cases, key)
+			continue
+		}
+		if refirst == nil {
+			refirst = make(map[string]firedAt)
+		}
+		refirst[key] = c.at[0]
+	}
+	return refirst
+}
+
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// FiredCase is one case of FiredRecord.
+type FiredCase struct {
+	Count int        `json:"count"`
+	First firedEntry `json:"first"`
+	Last  firedEntry `json:"last"`
+	Pods  []string   `json:"pods"`
+}
+
+// FiredRecord is what GET /feeds/{feed}/fired answers.
+type FiredRecord struct {
+	KubeletVersion *string              `json:"kubelet_version"`
+	VersionFrom    *string              `json:"version_from"`
+	ReadAt         string               `json:"read_at"`
+	Cases          map[string]FiredCase `json:"cases"`
+}
+
+// fired is the feed's record as served. f.mu is held.
+func (f *feed) firedLocked() FiredRecord {
+	out := FiredRecord{ReadAt: f.tag, Cases: make(map[string]FiredCase, len(f.fired.cases))}
+	if f.version != "" {
+		v, from := f.version, f.versionFrom
+		out.KubeletVersion = &v
+		if from != "" {
+			out.VersionFrom = &from
+		}
+	}
+	for key, c := range f.fired.cases {
+		out.Cases[key] = FiredCase{Count: len(c.at), First: c.first.entry(), Last: c.last.entry(), Pods: slices.Clone(c.pods)}
+		if out.Cases[key].Pods == nil {
+			fc := out.Cases[key]
+			fc.Pods = []string{}
+			out.Cases[key] = fc
+		}
+	}
+	return out
+}
+
+// enterBG registers a goroutine the record starts while f.mu is held:
+// l.enter would take l.mu, which is taken before a feed's mu elsewhere.
+// bgMu is a leaf lock. False once the service closes.
+func (l *Service) enterBG() bool {
+	l.bgMu.Lock()
+	defer l.bgMu.Unlock()
+	if l.bgClosed {
+		return false
+	}
+	l.bg.Add(1)
+	return true
+}
+
+// closeBG waits for the record's goroutines (l.ctx is done: they end).
+func (l *Service) closeBG() {
+	l.bgMu.Lock()
+	l.bgClosed = true
+	l.bgMu.Unlock()
+	l.bg.Wait()
+}
+
+// prunePerhapsLocked starts a prune of the feed's record when enough
+// lines were recorded since the last. f.mu is held.
+func (l *Service) prunePerhapsLocked(f *feed) {
+	if f.fired.sincePr >= pruneEvery && !f.fired.pruning {
+		f.fired.pruning, f.fired.sincePr = true, 0
+		if l.enterBG() {
+			go func() {
+				defer l.bg.Done()
+				ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+				defer cancel()
+				if err := l.pruneFired(ctx, f); err != nil && l.ctx.Err() == nil {
+					l.log.Warn("live: pruning the record of what fired", "feed", f.name, "err", err)
+				}
+			}()
+		} else {
+			f.fired.pruning = false
+		}
+	}
+}
+
+// firstStored is the feed's sequence number of its first stored line (0:
+// nothing stored).
+func (l *Service) firstStored(ctx context.Context, f *feed) (uint64, error) {
+	info, err := f.stream.Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if info.State.Msgs == 0 {
+		return 0, nil
+	}
+	m, err := f.stream.GetMsg(ctx, info.State.FirstSeq)
+	if err != nil {
+		return 0, err
+	}
+	sh, err := readHead(m.Header)
+	if err != nil {
+		return 0, err
+	}
+	return sh.first, nil
+}
+
+// pruneFired drops from the record the lines the stream no longer holds
+// (its limits evicted them), and reads back each case's new first line.
+func (l *Service) pruneFired(ctx context.Context, f *feed) error {
+	defer func() {
+		f.mu.Lock()
+		f.fired.pruning = false
+		f.mu.Unlock()
+	}()
+	first, err := l.firstStored(ctx, f)
+	if err != nil || first == 0 {
+		return err
+	}
+	f.mu.Lock()
+	refirst := f.fired.dropBefore(first)
+	f.mu.Unlock()
+	for key, at := range refirst {
+		var e firedLine
+		err := l.readLines(ctx, f, []firedAt{at}, func(seq uint64, in relay.Line) error {
+			line := classify.New(nil).ClassifyString(in.Raw)
+			e = firedLine{seq: seq, time: line.Time, raw: in.Raw, cursor: line.Cursor}
+			if len(e.raw) > displayLimit {
+				e.raw = cutUTF8(e.raw, displayLimit)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		if c := f.fired.cases[key]; c != nil && len(c.at) > 0 && c.at[0] == at {
+			c.first = e
+		}
+		f.mu.Unlock()
+	}
+	return nil
+}
+
+// readLines reads the lines at the places given (in order) back from the
+// feed's stream, one stream message at a time, and gives each to fn.
+func (l *Service) readLines(ctx context.Context, f *feed, at []firedAt, fn func(seq uint64, in relay.Line) error) error {
+	var (
+		lines []relay.Line
+		unz   []byte
+		cur   uint64 // the stream message lines holds
+		first uint64 // its first line's feed sequence number
+	)
+	for _, a := range at {
+		if a.msg != cur {
+			var m *jetstream.RawStreamMsg
+			err := broker.Retry(ctx, followWithin, func(ctx context.Context) error {
+				var err error
+				m, err = f.stream.GetMsg(ctx, a.msg)
+				return err
+			})
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue // evicted since
+			}
+			if err != nil {
+				return fmt.Errorf("feed %s: message %d: %w", f.name, a.msg, err)
+			}
+			sh, err := readHead(m.Header)
+			if err != nil {
+				return fmt.Errorf("feed %s: message %d: %w", f.name, a.msg, err)
+			}
+			if lines, err = decodeStored(m.Header, m.Data, lines[:0], &unz); err != nil {
+				return fmt.Errorf("feed %s: message %d: %w", f.name, a.msg, err)
+			}
+			cur, first = a.msg, sh.first
+		}
+		i := a.seq - first
+		if a.seq < first || i >= uint64(len(lines)) {
+			return fmt.Errorf("feed %s: line %d is not in message %d", f.name, a.seq, a.msg)
+		}
+		if err := fn(a.seq, lines[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HandleFired answers GET /feeds/{feed}/fired: the feed's record of what
+// fired.
+func (l *Service) HandleFired() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := l.storedFeedOr404(w, r)
+		if f == nil {
+			return
+		}
+		f.mu.Lock()
+		f.refreshClassifier(l.reading)
+		l.reguessPerhapsLocked(f)
+		l.refirePerhapsLocked(f)
+		rec := f.firedLocked()
+		f.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		json.NewEncoder(w).Encode(rec)
+	})
+}
+
+// maxCaseLines bounds the lines one request for a case's lines answers.
+const maxCaseLines = 20000
+
+// HandleCaseLines answers GET /feeds/{feed}/fired/{case}/lines[?before=SEQ][&limit=N]:
+// the case's recorded lines (the last limit of them before SEQ; all by
+// default, up to maxCaseLines), read back from the stream and classified
+// as the feed is, one feed-socket line message per line (NDJSON).
+func (l *Service) HandleCaseLines() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := chi.URLParam(r, "case")
+		before, limit := uint64(0), maxCaseLines
+		if s := r.URL.Query().Get("before"); s != "" {
+			var err error
+			if before, err = strconv.ParseUint(s, 10, 64); err != nil {
+				http.Error(w, "before: want a sequence number", http.StatusBadRequest)
+				return
+			}
+		}
+		if s := r.URL.Query().Get("limit"); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n <= 0 {
+				http.Error(w, "limit: want a positive number of lines", http.StatusBadRequest)
+				return
+			}
+			limit = min(n, maxCaseLines)
+		}
+		f := l.storedFeedOr404(w, r)
+		if f == nil {
+			return
+		}
+		f.mu.Lock()
+		var at []firedAt
+		if c := f.fired.cases[key]; c != nil {
+			end := len(c.at)
+			if before > 0 {
+				end, _ = slices.BinarySearchFunc(c.at, before, func(a firedAt, s uint64) int { return cmpU(a.seq, s) })
+			}
+			at = slices.Clone(c.at[max(0, end-limit):end])
+		}
+		reading := l.reading(f.tag)
+		version := f.version
+		f.mu.Unlock()
+		cls := classify.New(reading).Stream()
+		cls.SetVersion(version)
+		w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		bw := bufio.NewWriterSize(w, 64<<10)
+		var b []byte
+		err := l.readLines(r.Context(), f, at, func(seq uint64, in relay.Line) error {
+			line, cut := classifyForDisplay(cls, in.Raw)
+			line.Case = key // as recorded (the record's classifier saw the lines in order)
+			b = appendEntry(b[:0], seq, &line, false, cut)
+			b = append(b, '\n')
+			_, err := bw.Write(b)
+			return err
+		})
+		if err == nil {
+			err = bw.Flush()
+		}
+		if err != nil && r.Context().Err() == nil {
+			l.log.Warn("live: a case's lines cut short", "feed", f.name, "case", key, "err", err)
+			panic(http.ErrAbortHandler)
+		}
+	})
+}
+
+// storedFeedOr404 is the request's feed if the server has it; otherwise
+// it answers 404 (or 503) and returns nil.
+func (l *Service) storedFeedOr404(w http.ResponseWriter, r *http.Request) *feed {
+	f, err := l.existingFeed(chi.URLParam(r, "feed"))
+	switch {
+	case err != nil:
+		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
+		return nil
+	case f == nil:
+		http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
+		return nil
+	}
+	select { // the record is whole once the stored lines are delivered
+	case <-f.ready:
+	case <-r.Context().Done():
+		return nil
+	case <-time.After(followWithin):
+		http.Error(w, "the feed's stored lines are still being read; retry later", http.StatusServiceUnavailable)
+		return nil
+	}
+	return f
+}
+
+// classifyForDisplay classifies raw with cls and cuts what is kept of it
+// for display.
+func classifyForDisplay(cls *classify.Stream, raw string) (classify.Line, bool) {
+	line := cls.ClassifyString(raw)
+	if line.Format == classify.FormatJournalJSON {
+		// The entry's JSON is not shown: its MESSAGE is Text, the fields
+		// shown are Cursor, Host, PID and Ident. It was most of every
+		// browser's copy of the line (a real entry is 1-2 KB, _CMDLINE
+		// and all) and so of the feed's history; the feed's file keeps it.
+		line.Raw = ""
+	}
+	cut := false
+	if len(line.Raw) > displayLimit {
+		line.Raw, cut = cutUTF8(line.Raw, displayLimit), true
+	}
+	if len(line.Message) > displayLimit {
+		line.Message, cut = cutUTF8(line.Message, displayLimit), true
+	}
+	return line, cut
+}

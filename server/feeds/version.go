@@ -1,0 +1,136 @@
+package feeds
+
+// A feed's kubelet version, and the tag its lines are read at. The
+// version comes from the kubelet's start-up line, or, when the journal
+// began after it, from where its lines are logged: the log sites of every
+// tag the site knows (classify.Sites). The feed then reads its lines at
+// that tag (its Reading is loaded for it), unless it is a room's, which
+// reads the room's tag; and the record of what fired is classified anew
+// at it (fired.go).
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/syncloop/syncloop/server/classify"
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+// sitesEvery is how often the index of log sites looks for Readings the
+// site loaded since.
+const sitesEvery = 5 * time.Second
+
+// logSites is the index of the log sites of the Readings the site knows
+// (nil when it knows none, or the service was not told how to ask).
+func (l *Service) logSites() *classify.Sites {
+	if l.cfg.KnownReadings == nil {
+		return nil
+	}
+	l.sitesMu.Lock()
+	defer l.sitesMu.Unlock()
+	if l.sites != nil && time.Since(l.sitesAt) < sitesEvery {
+		return l.sites
+	}
+	l.sitesAt = time.Now()
+	rs := l.cfg.KnownReadings()
+	if len(rs) == 0 {
+		return l.sites
+	}
+	if l.sites == nil || len(l.sites.Tags()) != len(rs) {
+		l.sites = classify.NewSites(rs)
+	}
+	return l.sites
+}
+
+// observeLocked takes a delivered (non-demo) line into the feed's guess
+// at its kubelet's version, while no start-up line has named it; sites is
+// l.logSites(), asked once per group. f.mu is held.
+func (l *Service) observeLocked(f *feed, line *classify.Line, sites *classify.Sites) {
+	if f.versionFrom == fromStartup || line.Caller == "" || sites == nil {
+		return
+	}
+	if f.guess == nil || f.guessSites != sites {
+		f.guess, f.guessSites = sites.NewGuess(), sites
+	}
+	f.guess.Observe(line)
+}
+
+// settleVersionLocked names the kubelet's version from its log sites when
+// no start-up line did, and makes the feed read its lines at the
+// kubelet's tag. f.mu is held.
+func (l *Service) settleVersionLocked(f *feed) {
+	if f.versionFrom != fromStartup && f.guess != nil {
+		if tag, ok := f.guess.Tag(f.tag); ok {
+			also := slices.DeleteFunc(f.guess.Candidates(), func(t string) bool { return t == tag })
+			if tag != f.version || !slices.Equal(also, f.versionAlso) {
+				f.version, f.versionFrom, f.versionAlso = tag, fromLogSites, also
+				f.cls.SetVersion(tag)
+				f.changed()
+			}
+		}
+	}
+	tag := classify.VersionTag(f.version)
+	if tag == "" || tag == f.tag || f.pinned || isTagDemo(f.name) || f.source == "demo" {
+		return
+	}
+	f.tag = tag
+	f.cls, f.clsReading = classify.New(nil).Stream(), false
+	f.cls.SetVersion(f.version)
+	if l.cfg.LoadTag != nil {
+		l.cfg.LoadTag(tag)
+	}
+	f.refreshClassifier(l.reading)
+	f.changed()
+}
+
+// reguessLines bounds the stored lines a guess is made anew from.
+const reguessLines = 50000
+
+// reguessPerhapsLocked tells the kubelet's version anew from the feed's
+// stored lines when the index of log sites changed since the guess began
+// (the site loaded Readings meanwhile: a journal sent at once, before they
+// were there, left nothing to guess by) and no start-up line named it.
+// It runs in the background, once per index. f.mu is held.
+func (l *Service) reguessPerhapsLocked(f *feed) {
+	if f.versionFrom == fromStartup || f.reguessing || !f.isReady() || f.hub.Next() <= 1 || f.source == "demo" || isTagDemo(f.name) {
+		return
+	}
+	sites := l.logSites()
+	if sites == nil || sites == f.guessSites || sites == f.reguessed {
+		return
+	}
+	if !l.enterBG() {
+		return
+	}
+	f.reguessing, f.reguessed = true, sites
+	upto := min(f.hub.Next()-1, reguessLines)
+	go func() {
+		defer l.bg.Done()
+		g := sites.NewGuess()
+		c := classify.New(nil) // callers and messages need no Reading
+		ctx, cancel := context.WithTimeout(l.ctx, time.Minute)
+		defer cancel()
+		err := l.scanStored(ctx, f, upto, func(_ uint64, sh storedHead, lines []relay.Line) {
+			for i, in := range lines {
+				if sh.first+uint64(i) <= upto && !sh.demo {
+					line := c.ClassifyString(in.Raw)
+					if line.Caller != "" {
+						g.Observe(&line)
+					}
+				}
+			}
+		})
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.reguessing = false
+		if err != nil || f.versionFrom == fromStartup {
+			return
+		}
+		if f.guessSites != sites || f.guess == nil || f.guess.Lines() < g.Lines() {
+			f.guess, f.guessSites = g, sites
+		}
+		l.settleVersionLocked(f)
+		l.refirePerhapsLocked(f)
+	}()
+}
