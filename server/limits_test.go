@@ -1,0 +1,117 @@
+package server
+
+// Tests of what any client can send: bodies bounded by route, nothing
+// spooled to disk.
+
+import (
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/syncloop/syncloop/server/internal/fixture"
+)
+
+// countFiles counts the files under dir.
+func countFiles(t *testing.T, dir string) int {
+	t.Helper()
+	n := 0
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			n++
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// formPadded streams a URL-encoded form of a tag and size bytes of
+// padding, from one small buffer however large size is.
+func formPadded(size int) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		io.WriteString(pw, "tag="+fixture.Tag+"&pad=")
+		for n := 0; n < size; n += len(chunk) {
+			if _, err := pw.Write(chunk); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	return pr
+}
+
+func TestRoomFormBodyBounded(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	_, ts := newRoomServer(t, t.TempDir(), nil)
+	before := countFiles(t, tmp)
+
+	post := func(body io.Reader, contentType string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", ts.URL+"/rooms", body)
+		req.Header.Set("Content-Type", contentType)
+		req.Header.Set("Origin", ts.URL)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatalf("POST /rooms: %v", err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	const size = 50 << 20
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	alloc := ms.TotalAlloc
+
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		mw.WriteField("tag", fixture.Tag)
+		f, err := mw.CreateFormFile("upload", "big.bin")
+		if err != nil { // the server answered without reading
+			return
+		}
+		chunk := []byte(strings.Repeat("x", 64<<10))
+		for n := 0; n < size; n += len(chunk) {
+			if _, err := f.Write(chunk); err != nil {
+				return
+			}
+		}
+		pw.CloseWithError(mw.Close())
+	}()
+	status, body := post(pr, mw.FormDataContentType())
+	pr.CloseWithError(io.ErrClosedPipe) // stop the writer if the server did not read it all
+	if status != http.StatusUnsupportedMediaType || !strings.Contains(body, "application/x-www-form-urlencoded") {
+		t.Errorf("50 MB multipart POST /rooms: %d %q, want 415 naming the form's type", status, body)
+	}
+
+	status, body = post(formPadded(size), "application/x-www-form-urlencoded")
+	if status != http.StatusRequestEntityTooLarge || !strings.Contains(body, fmt.Sprint(roomFormBytes)) {
+		t.Errorf("50 MB URL-encoded POST /rooms: %d %q, want 413 naming the limit", status, body)
+	}
+
+	runtime.ReadMemStats(&ms)
+	if got := ms.TotalAlloc - alloc; got > 16<<20 {
+		t.Errorf("two 50 MB bodies allocated %d MB, want them never held", got>>20)
+	}
+	if after := countFiles(t, tmp); after != before {
+		t.Errorf("files in TMPDIR: %d before, %d after: a body was spooled to disk", before, after)
+	}
+	// The form the site's own page sends still makes a room.
+	if id, key := createRoom(t, ts); id == "" || key == "" {
+		t.Fatal("no room")
+	}
+}
