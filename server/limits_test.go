@@ -4,14 +4,17 @@ package server
 // spooled to disk.
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/syncloop/syncloop/server/internal/fixture"
@@ -113,5 +116,53 @@ func TestRoomFormBodyBounded(t *testing.T) {
 	// The form the site's own page sends still makes a room.
 	if id, key := createRoom(t, ts); id == "" || key == "" {
 		t.Fatal("no room")
+	}
+}
+
+// logBuffer is a log's output that tests read while the server writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestAccessLogRedactsRooms: the access log names a room by the first
+// characters of its id, never the whole id (its viewer link) or a key,
+// whatever logger the server is given.
+func TestAccessLogRedactsRooms(t *testing.T) {
+	var out logBuffer
+	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.Logger = log })
+	id, key := createRoom(t, ts)
+	for _, path := range []string{"/rooms/" + id + "?k=" + key, "/rooms/" + id + "/pod-workers", "/rooms/" + id + "/notes", "/feeds/room-" + id + "/export"} {
+		httpGet(t, ts.URL+path)
+	}
+	var requests []string
+	for line := range strings.Lines(out.String()) {
+		if strings.Contains(line, "msg=request") {
+			requests = append(requests, line)
+		}
+	}
+	if len(requests) < 4 {
+		t.Fatalf("%d requests logged at debug, want 4 or more:\n%s", len(requests), out.String())
+	}
+	for _, line := range requests {
+		if strings.Contains(line, id) || strings.Contains(line, key) {
+			t.Errorf("access log shows a room's id or key: %s", line)
+		}
+		if !strings.Contains(line, id[:6]+"…") && !strings.Contains(line, "path=/rooms ") {
+			t.Errorf("access log does not name the room by its id's start: %s", line)
+		}
 	}
 }

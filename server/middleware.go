@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"runtime/debug"
 	"time"
+
+	"github.com/syncloop/syncloop/server/redact"
 )
 
 // csp allows nothing but this origin: no inline script or style, no
@@ -67,7 +69,7 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+					log.Error("panic", "method", r.Method, "path", redact.String(r.URL.Path), "panic", v, "stack", string(debug.Stack()))
 					if sw.status == 0 {
 						http.Error(sw, "internal error", http.StatusInternalServerError)
 					}
@@ -76,7 +78,8 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 				if sw.status >= 500 {
 					level = slog.LevelWarn
 				}
-				log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
+				// The path names a room, which is its viewer link: masked.
+				log.Log(r.Context(), level, "request", "method", r.Method, "path", redact.String(r.URL.Path),
 					"status", sw.status, "bytes", sw.bytes, "took", time.Since(start))
 			}()
 			next.ServeHTTP(sw, r)

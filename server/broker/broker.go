@@ -22,6 +22,8 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/syncloop/syncloop/server/redact"
 )
 
 // Config says which NATS to use.
@@ -134,7 +136,8 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 		}}
 		if err := b.openLanes(); err != nil {
 			b.closeLanes()
-			return nil, fmt.Errorf("nats: connect to %s: %w (check --nats, or omit it to embed a server)", url, err)
+			// The URLs may hold a password or token; what is printed must not.
+			return nil, fmt.Errorf("nats: connect to %s: %w (check --nats, or omit it to embed a server)", redact.String(url), redactedError{err})
 		}
 		if err := b.learnReplicas(ctx); err != nil {
 			b.closeLanes()
@@ -360,6 +363,13 @@ func (b *Broker) close() {
 		os.RemoveAll(b.tmp)
 	}
 }
+
+// redactedError is an error whose message may hold a URL's password,
+// masked when it is printed.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return redact.String(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }
 
 func cmp(s, def string) string {
 	if s == "" {

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -238,6 +239,26 @@ func TestLostRace(t *testing.T) {
 	for _, err := range []error{gone, context.Canceled, errors.New("disk")} {
 		if LostRace(err) {
 			t.Errorf("%v taken for a lost race", err)
+		}
+	}
+}
+
+// TestConnectErrorMasksPassword: a --nats URL's password or token is
+// never printed when the cluster cannot be reached.
+func TestConnectErrorMasksPassword(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	for _, u := range []string{"nats://alice:hunter2@" + addr, "nats://s3cr3tt0ken@" + addr} {
+		_, err := Open(context.Background(), Config{URLs: []string{u}})
+		if err == nil {
+			t.Fatalf("Open(%s): connected to nothing", u)
+		}
+		if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "s3cr3tt0ken") || !strings.Contains(msg, addr) {
+			t.Errorf("Open error %q: want the address, never the secret", msg)
 		}
 	}
 }
