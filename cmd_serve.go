@@ -42,6 +42,10 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	roomsPerClient := fs.Int("rooms-per-client", rooms.DefaultPerOwner, "rooms one client address holds at once, on all replicas together (a room no one joins ends after 10 minutes)")
 	socketsPerClient := fs.Int("sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
 	trustedProxy := fs.String("trusted-proxy", "", "`CIDR[,CIDR]` of reverse proxies whose X-Forwarded-For names the client for the per-client limits; default none: the client is the connection's address")
+	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "a request's headers must arrive within `DURATION` of its first byte")
+	readTimeout := fs.Duration("read-timeout", 30*time.Second, "a request's headers and body must arrive within `DURATION` (websockets and event streams, which send no body, are not cut off)")
+	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "close a kept-alive connection idle for `DURATION`")
+	connsPerClient := fs.Int("conns-per-client", clients.DefaultConnsPerClient, "connections one client address holds open at once, websockets included (trusted proxies are not counted)")
 	feedMB := fs.Int("feed-mb", feeds.DefaultFeedBytes>>20, "`MB` JetStream keeps of each feed's journal, compressed (the oldest lines go first; none is kept over a week); all feeds together keep at most 64 times this")
 	historyMB := fs.Int("history-mb", feeds.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most 5,000 lines)")
 	fs.Usage = func() {
@@ -68,6 +72,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		} else {
 			log.Warn("no user config dir: feeds and rooms are kept in memory only; set --data-dir to keep them", "err", err)
 		}
+	}
+	if *headerTimeout <= 0 || *readTimeout <= 0 || *idleTimeout <= 0 || *connsPerClient <= 0 {
+		return usageError{fmt.Errorf("--header-timeout, --read-timeout, --idle-timeout and --conns-per-client must be positive")}
 	}
 	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 || *historyMB <= 0 || *feedMB <= 0 || *roomsPerClient <= 0 || *socketsPerClient <= 0 {
 		return usageError{fmt.Errorf("--room-ttl, --max-rooms, --max-readers, --history-mb, --feed-mb, --rooms-per-client and --sockets-per-client must be positive")}
@@ -115,14 +122,18 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	}
 	defer srv.Close()
 
-	ln, err := net.Listen("tcp", *addr)
+	tcp, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// One address cannot hold more than its share of the connections,
+	// nor hold one with a body that never ends.
+	ln := clients.LimitConns(tcp, *connsPerClient, proxies)
 	hs := &http.Server{
 		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: *headerTimeout,
+		ReadTimeout:       *readTimeout,
+		IdleTimeout:       *idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if u := srv.NATSURL(); u != "" {

@@ -5,17 +5,22 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/server/internal/fixture"
 )
@@ -164,5 +169,60 @@ func TestAccessLogRedactsRooms(t *testing.T) {
 		if !strings.Contains(line, id[:6]+"…") && !strings.Contains(line, "path=/rooms ") {
 			t.Errorf("access log does not name the room by its id's start: %s", line)
 		}
+	}
+}
+
+// TestReadTimeoutSparesStreams: a server whose ReadTimeout bounds slow
+// bodies (serve --read-timeout) does not cut off what sends none and lives
+// longer: a room's note event stream and a feed's websocket. (net/http
+// lifts the read deadline once a body is read, or at once when there is
+// none, and a hijacked connection has none: this keeps it so.)
+func TestReadTimeoutSparesStreams(t *testing.T) {
+	const readTimeout = 500 * time.Millisecond
+	s, _ := newRoomServer(t, t.TempDir(), nil)
+	ts := httptest.NewUnstartedServer(s)
+	ts.Config.ReadTimeout = readTimeout
+	ts.Start()
+	defer ts.Close()
+	id, _ := createRoom(t, ts)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/rooms/"+id+"/notes/events", nil)
+	events, err := http.DefaultClient.Do(req)
+	if err != nil || events.StatusCode != http.StatusOK {
+		t.Fatalf("note events: %v %v", err, events)
+	}
+	defer events.Body.Close()
+	streamEnded := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, events.Body)
+		streamEnded <- fmt.Errorf("ended (%v)", err)
+	}()
+	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(ts.URL, "http")+"/feeds/room-"+id+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	socketEnded := make(chan error, 1)
+	go func() {
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				socketEnded <- err
+				return
+			}
+		}
+	}()
+
+	time.Sleep(3 * readTimeout)
+	select {
+	case err := <-streamEnded:
+		t.Errorf("the note event stream %v past the read timeout", err)
+	case err := <-socketEnded:
+		t.Errorf("the feed's websocket ended past the read timeout: %v", err)
+	default:
+	}
+	if err := ws.Ping(ctx); err != nil {
+		t.Errorf("ping the feed's websocket past the read timeout: %v", err)
 	}
 }
