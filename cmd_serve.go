@@ -15,6 +15,7 @@ import (
 	"github.com/syncloop/syncloop/server"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
+	"github.com/syncloop/syncloop/server/redact"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -34,7 +35,8 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	logFormat := fs.String("log-format", "auto", "log `FORMAT`: text, json, or auto (text on a terminal, JSON otherwise)")
 	dataDir := fs.String("data-dir", "", "keep feeds and rooms (the embedded NATS JetStream's files) in `DIR` so they survive a restart (default: the user config dir + /syncloop)")
 	natsURLs := fs.String("nats", "", "use the NATS cluster at `URL,…` (nats://h1:4222,nats://h2:4222) for feeds and rooms instead of an embedded server: run any number of replicas on one cluster")
-	natsListen := fs.String("nats-listen", "", "let the embedded NATS server take clients at `ADDR` (host:port), so other replicas can join it with --nats")
+	natsListen := fs.String("nats-listen", "", "let the embedded NATS server take clients at `ADDR` (host:port; with no host, loopback's), so other replicas can join it with --nats; they present its token (--nats-token-file)")
+	natsTokenFile := fs.String("nats-token-file", "", "the NATS token is in `FILE` (mode 0600): with --nats-listen the token clients must present, made when the file does not exist (default: the data dir + /nats-token); with --nats the token this replica presents")
 	natsSync := fs.String("nats-sync", "always", "when the embedded NATS server's writes must reach the disk: `always` (a relay's lines are acknowledged, and a reader's note saved, only once they have: a host crash loses none) or every DURATION (e.g. 1s: nothing waits, and a host crash loses up to that much)")
 	roomTTL := fs.Duration("room-ttl", 24*time.Hour, "a room with no one in it expires after `DURATION`")
 	maxRooms := fs.Int("max-rooms", 48, "rooms held at most, by all replicas together (give each the same; each room's feed counts against a replica's 64 feeds)")
@@ -94,24 +96,28 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	if len(urls) > 0 && *natsListen != "" {
 		return usageError{fmt.Errorf("--nats-listen opens the embedded server's port; with --nats there is none")}
 	}
+	if *natsListen != "" && *natsTokenFile == "" && *dataDir != "" {
+		*natsTokenFile = filepath.Join(*dataDir, "nats-token")
+	}
 	srv, err := server.NewServer(server.Config{
-		NATS:         urls,
-		NATSListen:   *natsListen,
-		NATSSync:     syncEvery,
-		DefaultTag:   *tag,
-		SourceDir:    *sourceDir,
-		CacheDir:     *cacheDir,
-		Getenv:       s.getenv,
-		Logger:       log,
-		IngestToken:  *token,
-		JournalCmd:   *journalCmd,
-		JournalFile:  *journalFile,
-		DataDir:      *dataDir,
-		RoomTTL:      *roomTTL,
-		MaxRooms:     *maxRooms,
-		MaxReaders:   *maxReaders,
-		HistoryBytes: *historyMB << 20,
-		FeedBytes:    int64(*feedMB) << 20,
+		NATS:          urls,
+		NATSListen:    *natsListen,
+		NATSTokenFile: *natsTokenFile,
+		NATSSync:      syncEvery,
+		DefaultTag:    *tag,
+		SourceDir:     *sourceDir,
+		CacheDir:      *cacheDir,
+		Getenv:        s.getenv,
+		Logger:        log,
+		IngestToken:   *token,
+		JournalCmd:    *journalCmd,
+		JournalFile:   *journalFile,
+		DataDir:       *dataDir,
+		RoomTTL:       *roomTTL,
+		MaxRooms:      *maxRooms,
+		MaxReaders:    *maxReaders,
+		HistoryBytes:  *historyMB << 20,
+		FeedBytes:     int64(*feedMB) << 20,
 
 		RoomsPerClient:   *roomsPerClient,
 		SocketsPerClient: *socketsPerClient,
@@ -137,7 +143,12 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if u := srv.NATSURL(); u != "" {
-		log.Info("nats: other replicas can join with --nats "+u, "nats_url", u)
+		// The URL holds the token: the log shows it masked.
+		how := "--nats " + redact.String(u)
+		if *natsTokenFile != "" {
+			how += " --nats-token-file (a copy of " + *natsTokenFile + ")"
+		}
+		log.Info("nats: other replicas can join with "+how, "nats_url", redact.String(u))
 	}
 	log.Info("serving", "url", "http://"+displayAddr(ln.Addr())+"/", "tag", *tag)
 
