@@ -15,6 +15,7 @@ import (
 	"github.com/syncloop/syncloop/server"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
+	"github.com/syncloop/syncloop/server/redact"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -34,7 +35,8 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	logFormat := fs.String("log-format", "auto", "log `FORMAT`: text, json, or auto (text on a terminal, JSON otherwise)")
 	dataDir := fs.String("data-dir", "", "keep feeds and rooms (the embedded NATS JetStream's files) in `DIR` so they survive a restart (default: the user config dir + /syncloop)")
 	natsURLs := fs.String("nats", "", "use the NATS cluster at `URL,…` (nats://h1:4222,nats://h2:4222) for feeds and rooms instead of an embedded server: run any number of replicas on one cluster")
-	natsListen := fs.String("nats-listen", "", "let the embedded NATS server take clients at `ADDR` (host:port), so other replicas can join it with --nats")
+	natsListen := fs.String("nats-listen", "", "let the embedded NATS server take clients at `ADDR` (host:port; with no host, loopback's), so other replicas can join it with --nats; they present its token (--nats-token-file)")
+	natsTokenFile := fs.String("nats-token-file", "", "the NATS token is in `FILE` (mode 0600): with --nats-listen the token clients must present, made when the file does not exist (default: the data dir + /nats-token); with --nats the token this replica presents")
 	natsSync := fs.String("nats-sync", "always", "when the embedded NATS server's writes must reach the disk: `always` (a relay's lines are acknowledged, and a reader's note saved, only once they have: a host crash loses none) or every DURATION (e.g. 1s: nothing waits, and a host crash loses up to that much)")
 	roomTTL := fs.Duration("room-ttl", 24*time.Hour, "a room with no one in it expires after `DURATION`")
 	maxRooms := fs.Int("max-rooms", 48, "rooms held at most, by all replicas together (give each the same; each room's feed counts against a replica's 64 feeds)")
@@ -42,6 +44,10 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	roomsPerClient := fs.Int("rooms-per-client", rooms.DefaultPerOwner, "rooms one client address holds at once, on all replicas together (a room no one joins ends after 10 minutes)")
 	socketsPerClient := fs.Int("sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
 	trustedProxy := fs.String("trusted-proxy", "", "`CIDR[,CIDR]` of reverse proxies whose X-Forwarded-For names the client for the per-client limits; default none: the client is the connection's address")
+	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "a request's headers must arrive within `DURATION` of its first byte")
+	readTimeout := fs.Duration("read-timeout", 30*time.Second, "a request's headers and body must arrive within `DURATION` (websockets and event streams, which send no body, are not cut off)")
+	idleTimeout := fs.Duration("idle-timeout", 2*time.Minute, "close a kept-alive connection idle for `DURATION`")
+	connsPerClient := fs.Int("conns-per-client", clients.DefaultConnsPerClient, "connections one client address holds open at once, websockets included (trusted proxies are not counted)")
 	feedMB := fs.Int("feed-mb", feeds.DefaultFeedBytes>>20, "`MB` JetStream keeps of each feed's journal, compressed (the oldest lines go first; none is kept over a week); all feeds together keep at most 64 times this")
 	historyMB := fs.Int("history-mb", feeds.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most --history-lines)")
 	historyLines := fs.Int("history-lines", 5000, "recent `LINES` each feed keeps at most for readers who join or reconnect, and restores after a restart (within its share of --history-mb)")
@@ -70,6 +76,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 			log.Warn("no user config dir: feeds and rooms are kept in memory only; set --data-dir to keep them", "err", err)
 		}
 	}
+	if *headerTimeout <= 0 || *readTimeout <= 0 || *idleTimeout <= 0 || *connsPerClient <= 0 {
+		return usageError{fmt.Errorf("--header-timeout, --read-timeout, --idle-timeout and --conns-per-client must be positive")}
+	}
 	if *roomTTL <= 0 || *maxRooms <= 0 || *maxReaders <= 0 || *historyMB <= 0 || *historyLines <= 0 || *feedMB <= 0 || *roomsPerClient <= 0 || *socketsPerClient <= 0 {
 		return usageError{fmt.Errorf("--room-ttl, --max-rooms, --max-readers, --history-mb, --history-lines, --feed-mb, --rooms-per-client and --sockets-per-client must be positive")}
 	}
@@ -88,25 +97,29 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	if len(urls) > 0 && *natsListen != "" {
 		return usageError{fmt.Errorf("--nats-listen opens the embedded server's port; with --nats there is none")}
 	}
+	if *natsListen != "" && *natsTokenFile == "" && *dataDir != "" {
+		*natsTokenFile = filepath.Join(*dataDir, "nats-token")
+	}
 	srv, err := server.NewServer(server.Config{
-		NATS:         urls,
-		NATSListen:   *natsListen,
-		NATSSync:     syncEvery,
-		DefaultTag:   *tag,
-		SourceDir:    *sourceDir,
-		CacheDir:     *cacheDir,
-		Getenv:       s.getenv,
-		Logger:       log,
-		IngestToken:  *token,
-		JournalCmd:   *journalCmd,
-		JournalFile:  *journalFile,
-		DataDir:      *dataDir,
-		RoomTTL:      *roomTTL,
-		MaxRooms:     *maxRooms,
-		MaxReaders:   *maxReaders,
-		HistoryBytes: *historyMB << 20,
-		RingSize:     *historyLines,
-		FeedBytes:    int64(*feedMB) << 20,
+		NATS:          urls,
+		NATSListen:    *natsListen,
+		NATSTokenFile: *natsTokenFile,
+		NATSSync:      syncEvery,
+		DefaultTag:    *tag,
+		SourceDir:     *sourceDir,
+		CacheDir:      *cacheDir,
+		Getenv:        s.getenv,
+		Logger:        log,
+		IngestToken:   *token,
+		JournalCmd:    *journalCmd,
+		JournalFile:   *journalFile,
+		DataDir:       *dataDir,
+		RoomTTL:       *roomTTL,
+		MaxRooms:      *maxRooms,
+		MaxReaders:    *maxReaders,
+		HistoryBytes:  *historyMB << 20,
+		RingSize:      *historyLines,
+		FeedBytes:     int64(*feedMB) << 20,
 
 		RoomsPerClient:   *roomsPerClient,
 		SocketsPerClient: *socketsPerClient,
@@ -117,18 +130,27 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	}
 	defer srv.Close()
 
-	ln, err := net.Listen("tcp", *addr)
+	tcp, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// One address cannot hold more than its share of the connections,
+	// nor hold one with a body that never ends.
+	ln := clients.LimitConns(tcp, *connsPerClient, proxies)
 	hs := &http.Server{
 		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: *headerTimeout,
+		ReadTimeout:       *readTimeout,
+		IdleTimeout:       *idleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if u := srv.NATSURL(); u != "" {
-		log.Info("nats: other replicas can join with --nats "+u, "nats_url", u)
+		// The URL holds the token: the log shows it masked.
+		how := "--nats " + redact.String(u)
+		if *natsTokenFile != "" {
+			how += " --nats-token-file (a copy of " + *natsTokenFile + ")"
+		}
+		log.Info("nats: other replicas can join with "+how, "nats_url", redact.String(u))
 	}
 	log.Info("serving", "url", "http://"+displayAddr(ln.Addr())+"/", "tag", *tag)
 

@@ -49,3 +49,32 @@ func TestNewLogger(t *testing.T) {
 		}
 	}
 }
+
+// TestLoggerRedacts: whatever part of the server logs a room's id, a key
+// or a URL's password, at any level and in either format, the log shows
+// it masked.
+func TestLoggerRedacts(t *testing.T) {
+	const id = "Zx9_Qw-ErTy0123456789a"
+	for _, format := range []string{"text", "json"} {
+		var b bytes.Buffer
+		log, err := newLogger(&b, "debug", format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("live: relay attached", "feed", "room-"+id, "remote", "127.0.0.1:5555")
+		log.Debug("request", "path", "/rooms/"+id+"/ws")
+		log.Warn("link /rooms/"+id+"?k=driverKEYdriverKEY12 shared", "n", 3)
+		log.Error("nats: disconnected", "err", errors.New("dial nats://u:hunter2@10.0.0.9:4222: refused"))
+		out := b.String()
+		for _, secret := range []string{id, "driverKEYdriverKEY12", "hunter2"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("--log-format %s: %q is in the log:\n%s", format, secret, out)
+			}
+		}
+		for _, kept := range []string{"room-Zx9_Qw…", "/rooms/Zx9_Qw…/ws", "10.0.0.9:4222", "127.0.0.1:5555"} {
+			if !strings.Contains(out, kept) {
+				t.Errorf("--log-format %s: %q is not in the log:\n%s", format, kept, out)
+			}
+		}
+	}
+}

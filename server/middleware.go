@@ -1,10 +1,17 @@
 package server
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"runtime/debug"
 	"time"
+
+	"github.com/syncloop/syncloop/server/redact"
 )
 
 // csp allows nothing but this origin: no inline script or style, no
@@ -62,7 +69,7 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 					if v == http.ErrAbortHandler {
 						panic(v)
 					}
-					log.Error("panic", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+					log.Error("panic", "method", r.Method, "path", redact.String(r.URL.Path), "panic", v, "stack", string(debug.Stack()))
 					if sw.status == 0 {
 						http.Error(sw, "internal error", http.StatusInternalServerError)
 					}
@@ -71,10 +78,83 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 				if sw.status >= 500 {
 					level = slog.LevelWarn
 				}
-				log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path,
+				// The path names a room, which is its viewer link: masked.
+				log.Log(r.Context(), level, "request", "method", r.Method, "path", redact.String(r.URL.Path),
 					"status", sw.status, "bytes", sw.bytes, "took", time.Since(start))
 			}()
 			next.ServeHTTP(sw, r)
+		})
+	}
+}
+
+// Request bodies. Every request's body is bounded: limitBodies cuts every
+// body off at noBody bytes, and the routes that take one raise that to
+// what they need in routes.go (formBody, jsonBody). A body over its limit
+// ends the read with an error the handler answers (413), and net/http
+// closes the connection rather than drain the rest. Nothing is ever
+// spooled to disk: multipart bodies, which net/http writes to temp files
+// past 32 MB, are refused where a form is taken.
+
+// noBody is what a route that takes no body reads of one: nothing.
+const noBody = 0
+
+// originalBody is the context key under which limitBodies keeps the body
+// it wrapped, so a route can set its own limit over the original.
+type originalBody struct{}
+
+// limitBodies bounds every request body at noBody bytes.
+func limitBodies(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := r.Body
+		r = r.WithContext(context.WithValue(r.Context(), originalBody{}, body))
+		r.Body = http.MaxBytesReader(w, body, noBody)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// withBodyLimit is r with its body bounded at n bytes instead.
+func withBodyLimit(w http.ResponseWriter, r *http.Request, n int64) {
+	body, ok := r.Context().Value(originalBody{}).(io.ReadCloser)
+	if !ok {
+		body = r.Body
+	}
+	r.Body = http.MaxBytesReader(w, body, n)
+}
+
+// jsonBody lets the route read a body of up to n bytes (its handler
+// decodes it and may bound it further).
+func jsonBody(n int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			withBodyLimit(w, r, n)
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// formBody parses a URL-encoded form of up to n bytes before the route's
+// handler runs, which then finds it in r.PostForm. Any other kind of body
+// is refused (415), multipart above all: net/http would write its files
+// to the temp dir.
+func formBody(n int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+			if ct != "" && ct != "application/x-www-form-urlencoded" {
+				w.Header().Set("Connection", "close") // do not read what was sent
+				http.Error(w, fmt.Sprintf("this form is sent as application/x-www-form-urlencoded, not %s", ct), http.StatusUnsupportedMediaType)
+				return
+			}
+			withBodyLimit(w, r, n)
+			if err := r.ParseForm(); err != nil {
+				if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+					http.Error(w, fmt.Sprintf("this form takes at most %d bytes", n), http.StatusRequestEntityTooLarge)
+					return
+				}
+				http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			next.ServeHTTP(w, r)
 		})
 	}
 }

@@ -10,6 +10,14 @@ import (
 	"github.com/syncloop/syncloop/server/site"
 )
 
+// The bodies the routes take at most. The notes' handlers bound theirs
+// further, by what a note and a room may hold.
+const (
+	roomFormBytes   = 4 << 10  // POST /rooms: tag=TAG
+	noteBodyBytes   = 64 << 10 // PUT a note: its text (8 KB) and quote, as JSON
+	localNotesBytes = 4 << 20  // a reader's own notes, all of them, as JSON
+)
+
 // routes lists every route of the site, and only here.
 //
 // Reading pages (package site):
@@ -52,11 +60,14 @@ import (
 //	GET /rooms/{id}/notes/{note}/history, GET /rooms/{id}/worksheet.md
 //	GET /k8s/{tag}/quote, POST /k8s/{tag}/notes, POST /k8s/{tag}/worksheet.md   (no room: nothing stored)
 //
+// Request bodies: none is read (limitBodies) but where a route above says
+// how much it takes (formBody, jsonBody; middleware.go).
+//
 // The live endpoints of a room's feed (room-{id}) answer only while the
 // room lives, and its ingest takes the room's own token.
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
-	r.Use(securityHeaders, logRequests(s.log), middleware.GetHead)
+	r.Use(securityHeaders, logRequests(s.log), limitBodies, middleware.GetHead)
 	notFound := s.site.NotFound()
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
@@ -83,19 +94,19 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/metrics", s.handleMetrics())
 	r.Method("GET", "/healthz", s.handleHealthz())
 
-	r.Method("POST", "/rooms", s.rooms.Create())
+	r.With(formBody(roomFormBytes)).Method("POST", "/rooms", s.rooms.Create())
 	r.Method("GET", "/rooms/{id}", s.rooms.Page(rooms.PageIndex))
 	r.Method("GET", "/rooms/{id}/pod-workers", s.rooms.Page(rooms.PagePodWorkers))
 	r.Method("GET", "/rooms/{id}/ws", s.rooms.Socket())
 
 	r.Method("GET", "/rooms/{id}/notes", s.notes.List())
 	r.Method("GET", "/rooms/{id}/notes/events", s.notes.Events())
-	r.Method("PUT", "/rooms/{id}/notes/{note}", s.notes.Put())
+	r.With(jsonBody(noteBodyBytes)).Method("PUT", "/rooms/{id}/notes/{note}", s.notes.Put())
 	r.Method("DELETE", "/rooms/{id}/notes/{note}", s.notes.Delete())
 	r.Method("GET", "/rooms/{id}/notes/{note}/history", s.notes.History())
 	r.Method("GET", "/rooms/{id}/worksheet.md", s.notes.RoomWorksheet())
 	r.Method("GET", "/k8s/{tag}/quote", s.notes.Quote())
-	r.Method("POST", "/k8s/{tag}/notes", s.notes.LocalViews())
-	r.Method("POST", "/k8s/{tag}/worksheet.md", s.notes.LocalWorksheet())
+	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/notes", s.notes.LocalViews())
+	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/worksheet.md", s.notes.LocalWorksheet())
 	return r
 }

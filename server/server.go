@@ -63,7 +63,9 @@ type Config struct {
 	// DataDir is "" too; NATSListen opens the embedded server's client port.
 	NATS       []string
 	NATSListen string
-	NATSName   string // this replica's name in NATS; "" means "syncloop"
+	// NATSTokenFile holds the token NATS clients present (broker.Config.TokenFile).
+	NATSTokenFile string
+	NATSName      string // this replica's name in NATS; "" means "syncloop"
 	// NATSSync is how often the embedded server fsyncs; 0 fsyncs each
 	// write before a relay's lines are acknowledged (broker.Config.SyncInterval).
 	NATSSync time.Duration
@@ -158,7 +160,7 @@ func NewServer(cfg Config) (*Server, error) {
 		ctx:    ctx,
 		cancel: cancel,
 	}
-	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger})
+	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, TokenFile: cfg.NATSTokenFile, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger})
 	if err != nil {
 		pages.Close()
 		cancel()
@@ -227,8 +229,8 @@ func (s *Server) Close() {
 	})
 }
 
-// NATSURL is the embedded NATS server's client URL when it listens
-// (Config.NATSListen), "" otherwise.
+// NATSURL is the embedded NATS server's client URL, with its token, when
+// it listens (Config.NATSListen), "" otherwise.
 func (s *Server) NATSURL() string { return s.broker.ClientURL() }
 
 // openNotes opens the rooms' notes: a KV bucket on the server's JetStream.

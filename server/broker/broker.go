@@ -22,6 +22,8 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/syncloop/syncloop/server/redact"
 )
 
 // Config says which NATS to use.
@@ -32,8 +34,16 @@ type Config struct {
 	// directory is made in it); "" keeps them in memory only.
 	Dir string
 	// Listen, when set, opens a client port (host:port) on the embedded
-	// server, so that other replicas can use it.
+	// server, so that other replicas can use it. With no host it is
+	// loopback's. Clients must present the token (TokenFile).
 	Listen string
+	// TokenFile holds the token NATS clients present. With Listen, the
+	// embedded server requires it, and makes the file (mode 0600) when
+	// there is none; without one it makes a token of its own, and refuses
+	// to listen beyond loopback, since no other host could learn it. With
+	// URLs, the token is presented to the cluster (a URL's own
+	// nats://TOKEN@host works too).
+	TokenFile string
 	// SyncInterval is how often the embedded server fsyncs JetStream's
 	// files. 0 means that what Synced waits for is on disk: a line a relay
 	// saw acknowledged survives a host crash (sync.go); everything else is
@@ -67,6 +77,7 @@ type Broker struct {
 	Replicas int
 
 	ns     *natsserver.Server // nil when external
+	token  string             // what the embedded server's clients present
 	unlock func()
 	tmp    string
 	once   sync.Once
@@ -128,13 +139,21 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 		nats.ReconnectHandler(func(nc *nats.Conn) { log.Info("nats: reconnected", "url", nc.ConnectedUrlRedacted()) }),
 	}
 	if len(cfg.URLs) > 0 {
+		if cfg.TokenFile != "" {
+			token, err := readToken(cfg.TokenFile)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, nats.Token(token))
+		}
 		url := strings.Join(cfg.URLs, ",")
 		b := &Broker{Replicas: 1, connect: func() (*nats.Conn, error) {
 			return nats.Connect(url, append(opts, nats.RetryOnFailedConnect(false))...)
 		}}
 		if err := b.openLanes(); err != nil {
 			b.closeLanes()
-			return nil, fmt.Errorf("nats: connect to %s: %w (check --nats, or omit it to embed a server)", url, err)
+			// The URLs may hold a password or token; what is printed must not.
+			return nil, fmt.Errorf("nats: connect to %s: %w (check --nats, or omit it to embed a server)", redact.String(url), redactedError{err})
 		}
 		if err := b.learnReplicas(ctx); err != nil {
 			b.closeLanes()
@@ -221,11 +240,19 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 			b.close()
 			return nil, fmt.Errorf("--nats-listen %q: want host:port", cfg.Listen)
 		}
-		so.Host = cmp(host, "0.0.0.0")
+		so.Host = cmp(host, "127.0.0.1")
 		if so.Port, err = strconv.Atoi(port); err != nil {
 			b.close()
 			return nil, fmt.Errorf("--nats-listen %q: want host:port", cfg.Listen)
 		}
+		token, err := listenToken(so.Host, cfg.TokenFile)
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		so.Authorization = token
+		b.token = token
+		opts = append(opts, nats.Token(token))
 		if so.Port == 0 {
 			so.Port = natsserver.RANDOM_PORT
 		}
@@ -249,7 +276,7 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 		return nil, fmt.Errorf("nats: in-process connection: %w", err)
 	}
 	if cfg.Listen != "" {
-		log.Info("nats: embedded server listening for other replicas", "url", ns.ClientURL())
+		log.Info("nats: embedded server listening for other replicas; they present its token", "url", ns.ClientURL(), "token_file", cfg.TokenFile)
 	}
 	return b, nil
 }
@@ -300,13 +327,19 @@ func Storage(memory bool) jetstream.StorageType {
 	return jetstream.FileStorage
 }
 
-// ClientURL is the embedded server's client URL ("" when it does not
-// listen, or the broker is external).
+// ClientURL is the embedded server's client URL with its token
+// (nats://TOKEN@host:port), what another replica's --nats takes; "" when
+// it does not listen, or the broker is external. It is a secret: log it
+// through package redact.
 func (b *Broker) ClientURL() string {
 	if b.ns == nil || b.ns.Addr() == nil {
 		return ""
 	}
-	return b.ns.ClientURL()
+	u := b.ns.ClientURL()
+	if rest, ok := strings.CutPrefix(u, "nats://"); ok && b.token != "" {
+		return "nats://" + b.token + "@" + rest
+	}
+	return u
 }
 
 // Healthy reports whether JetStream answers: what "storage cannot be
@@ -360,6 +393,13 @@ func (b *Broker) close() {
 		os.RemoveAll(b.tmp)
 	}
 }
+
+// redactedError is an error whose message may hold a URL's password,
+// masked when it is printed.
+type redactedError struct{ err error }
+
+func (e redactedError) Error() string { return redact.String(e.err.Error()) }
+func (e redactedError) Unwrap() error { return e.err }
 
 func cmp(s, def string) string {
 	if s == "" {

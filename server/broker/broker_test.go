@@ -3,11 +3,15 @@ package broker
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -64,8 +68,8 @@ func TestEmbeddedListen(t *testing.T) {
 	}
 	defer b.Close()
 	u := b.ClientURL()
-	if !strings.HasPrefix(u, "nats://127.0.0.1:") {
-		t.Fatalf("ClientURL %q", u)
+	if !strings.HasPrefix(u, "nats://") || !strings.Contains(u, "@127.0.0.1:") {
+		t.Fatalf("ClientURL %q: want nats://TOKEN@127.0.0.1:port", u)
 	}
 	other, err := Open(ctx, Config{URLs: []string{u}})
 	if err != nil {
@@ -239,5 +243,96 @@ func TestLostRace(t *testing.T) {
 		if LostRace(err) {
 			t.Errorf("%v taken for a lost race", err)
 		}
+	}
+}
+
+// TestConnectErrorMasksPassword: a --nats URL's password or token is
+// never printed when the cluster cannot be reached.
+func TestConnectErrorMasksPassword(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	for _, u := range []string{"nats://alice:hunter2@" + addr, "nats://s3cr3tt0ken@" + addr} {
+		_, err := Open(context.Background(), Config{URLs: []string{u}})
+		if err == nil {
+			t.Fatalf("Open(%s): connected to nothing", u)
+		}
+		if msg := err.Error(); strings.Contains(msg, "hunter2") || strings.Contains(msg, "s3cr3tt0ken") || !strings.Contains(msg, addr) {
+			t.Errorf("Open error %q: want the address, never the secret", msg)
+		}
+	}
+}
+
+// TestListenNeedsToken: the embedded server's port takes only clients
+// that present its token, written to the token file (mode 0600) and read
+// back on restart; with no host it binds loopback; beyond loopback it
+// refuses to listen without a token file another host could be given.
+func TestListenNeedsToken(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "nats-token")
+	b, err := Open(ctx, Config{Dir: dir, Listen: ":0", TokenFile: tokenFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(tokenFile)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		b.Close()
+		t.Fatalf("token file: %v %v, want mode 0600", fi, err)
+	}
+	token, err := readToken(tokenFile)
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	u := b.ClientURL()
+	plain := strings.Replace(u, token+"@", "", 1)
+	if !strings.HasPrefix(plain, "nats://127.0.0.1:") || plain == u {
+		b.Close()
+		t.Fatalf("ClientURL %q: want nats://TOKEN@127.0.0.1:port", u)
+	}
+	if nc, err := nats.Connect(plain, nats.MaxReconnects(0)); err == nil {
+		nc.Close()
+		t.Error("a client without the token connected")
+	} else if !strings.Contains(strings.ToLower(err.Error()), "authorization") {
+		t.Errorf("a client without the token: %v, want an authorization error", err)
+	}
+	if nc, err := nats.Connect(plain, nats.Token("wrong")); err == nil {
+		nc.Close()
+		t.Error("a client with the wrong token connected")
+	}
+	nc, err := nats.Connect(u)
+	if err != nil {
+		t.Errorf("a client with the token in its URL: %v", err)
+	} else {
+		nc.Close()
+	}
+	other, err := Open(ctx, Config{URLs: []string{plain}, TokenFile: tokenFile})
+	if err != nil {
+		t.Errorf("a replica given the token file: %v", err)
+	} else {
+		other.Close()
+	}
+	b.Close()
+
+	// Restarted, it takes the same token.
+	b, err = Open(ctx, Config{Dir: dir, Listen: "127.0.0.1:0", TokenFile: tokenFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := b.ClientURL(); !strings.Contains(again, "//"+token+"@") {
+		t.Errorf("after a restart ClientURL %q, want the token kept", again)
+	}
+	b.Close()
+
+	if _, err := Open(ctx, Config{Listen: "0.0.0.0:0"}); err == nil || !strings.Contains(err.Error(), "--nats-token-file") {
+		t.Errorf("listen on all interfaces with no token file: %v, want a refusal that says what to give", err)
+	}
+	os.Chmod(tokenFile, 0o644)
+	if _, err := Open(ctx, Config{Dir: t.TempDir(), Listen: "127.0.0.1:0", TokenFile: tokenFile}); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Errorf("a token file others can read: %v, want a refusal", err)
 	}
 }
