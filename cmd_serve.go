@@ -41,6 +41,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
 	roomsPerClient := fs.Int("rooms-per-client", rooms.DefaultPerOwner, "rooms one client address holds at once, on all replicas together (a room no one joins ends after 10 minutes)")
 	socketsPerClient := fs.Int("sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
+	ipv6Prefix := fs.Int("ipv6-prefix", clients.DefaultIPv6Prefix, "`bits` of an IPv6 address that name one client for the per-client limits (64: a host's whole /64 is one client; 128: each address)")
 	trustedProxy := fs.String("trusted-proxy", "", "`CIDR[,CIDR]` of reverse proxies whose X-Forwarded-For names the client for the per-client limits; default none: the client is the connection's address")
 	feedMB := fs.Int("feed-mb", feeds.DefaultFeedBytes>>20, "`MB` JetStream keeps of each feed's journal, compressed (the oldest lines go first; none is kept over a week); all feeds together keep at most 64 times this")
 	historyMB := fs.Int("history-mb", feeds.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most 5,000 lines)")
@@ -76,6 +77,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--trusted-proxy: %v", err)}
 	}
+	if err := clients.CheckIPv6Prefix(*ipv6Prefix); err != nil {
+		return usageError{fmt.Errorf("--ipv6-prefix: %v", err)}
+	}
 
 	urls := splitList(*natsURLs)
 	var syncEvery time.Duration
@@ -109,6 +113,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		RoomsPerClient:   *roomsPerClient,
 		SocketsPerClient: *socketsPerClient,
 		TrustedProxies:   proxies,
+		IPv6Prefix:       *ipv6Prefix,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

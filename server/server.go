@@ -82,6 +82,7 @@ type Config struct {
 
 	// Per-client limits (package clients).
 	TrustedProxies   []netip.Prefix // proxies whose X-Forwarded-For names the client; none by default
+	IPv6Prefix       int            // bits of an IPv6 address that name one client; 0 means /64
 	SocketsPerClient int            // open browser sockets (feeds and rooms) per client; 0 means clients.DefaultSocketsPerClient
 	// PingEvery is how often browser feed sockets and room sockets are
 	// pinged; one that does not answer within as long is closed. 0 means
@@ -174,7 +175,7 @@ func NewServer(cfg Config) (*Server, error) {
 		JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
 		RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
 		DemoPeriod: cfg.DemoPeriod, FeedToken: cfg.FeedToken, NATSName: cfg.NATSName,
-		Sockets: s.sockets, TrustedProxies: cfg.TrustedProxies, Logger: cfg.Logger,
+		Sockets: s.sockets, TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix, Logger: cfg.Logger,
 	}
 	if cfg.feedsTune != nil {
 		cfg.feedsTune(&fc)
@@ -264,7 +265,7 @@ func (s *Server) openNotes() error {
 			return nil
 		},
 		SameOrigin: sameOrigin,
-		ClientIP:   func(r *http.Request) string { return clients.Addr(r, s.cfg.TrustedProxies) },
+		ClientIP:   func(r *http.Request) string { return clients.AddrPrefix(r, s.cfg.TrustedProxies, s.cfg.IPv6Prefix) },
 		Logger:     s.log,
 	}
 	if s.cfg.notesTune != nil {

@@ -142,6 +142,7 @@ type Config struct {
 	// defaults. TrustedProxies may name the client (clients.Addr).
 	Sockets        *clients.Sockets
 	TrustedProxies []netip.Prefix
+	IPv6Prefix     int // bits that name an IPv6 client; 0 means clients.DefaultIPv6Prefix
 	Logger         *slog.Logger
 }
 
@@ -894,7 +895,7 @@ func (l *Service) HandleFeedSocket() http.Handler {
 		if of := r.URL.Query().Get("of"); of != "" && of != f.name {
 			after, reset = 0, true
 		}
-		client := clients.Addr(r, l.cfg.TrustedProxies)
+		client := clients.AddrPrefix(r, l.cfg.TrustedProxies, l.cfg.IPv6Prefix)
 		if !l.sockets.Acquire(w, client) {
 			return
 		}
