@@ -266,6 +266,7 @@ func (s *Server) openNotes() error {
 		},
 		SameOrigin: sameOrigin,
 		ClientIP:   func(r *http.Request) string { return clients.AddrPrefix(r, s.cfg.TrustedProxies, s.cfg.IPv6Prefix) },
+		Sockets:    s.sockets, // event streams count with the client's websockets
 		Logger:     s.log,
 	}
 	if s.cfg.notesTune != nil {

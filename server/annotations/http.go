@@ -35,6 +35,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations/anchor"
+	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -55,6 +56,13 @@ type HTTPConfig struct {
 	SameOrigin func(r *http.Request) bool
 	// ClientIP is the address writes are rate-limited by.
 	ClientIP func(r *http.Request) string
+	// Sockets caps the event streams one client holds open, together with
+	// its feed and room sockets; nil means a cap of the notes' own with
+	// clients' defaults.
+	Sockets *clients.Sockets
+	// StreamsPerRoom caps the event streams open on one room; 0 means
+	// DefaultStreamsPerRoom.
+	StreamsPerRoom int
 	// RoomCheck is how often an open event stream asks whether its room
 	// still lives; 0 means every 5 s.
 	RoomCheck time.Duration
@@ -69,6 +77,10 @@ const (
 	keepalive  = 20 * time.Second
 )
 
+// DefaultStreamsPerRoom is HTTPConfig.StreamsPerRoom's default: a full
+// room's readers (32 by default) with a few tabs each.
+const DefaultStreamsPerRoom = 128
+
 // expiredMsg is what an open page of an expired room says.
 const expiredMsg = "This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows."
 
@@ -77,6 +89,13 @@ type Handlers struct {
 	cfg    HTTPConfig
 	writes *rooms.KeyLimiter
 	purged sync.Map // room ids whose notes were purged after they expired
+
+	// streams counts the event streams open on each room.
+	streamsMu sync.Mutex
+	streams   map[string]int
+	// events is each change as its event's bytes, rendered once for all
+	// the pages that show it at one tag.
+	events *renderCache
 }
 
 // NewHandlers returns the handlers.
@@ -87,7 +106,36 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 	if cfg.RoomCheck <= 0 {
 		cfg.RoomCheck = 5 * time.Second
 	}
-	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(writeRate, writeBurst, 10000)}
+	if cfg.ClientIP == nil {
+		cfg.ClientIP = func(r *http.Request) string { return r.RemoteAddr }
+	}
+	if cfg.Sockets == nil {
+		cfg.Sockets = clients.NewSockets(0, 0)
+	}
+	if cfg.StreamsPerRoom <= 0 {
+		cfg.StreamsPerRoom = DefaultStreamsPerRoom
+	}
+	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(writeRate, writeBurst, 10000),
+		streams: map[string]int{}, events: newRenderCache(512)}
+}
+
+// enterRoom counts one more event stream on room, if it has room for it.
+func (h *Handlers) enterRoom(room string) bool {
+	h.streamsMu.Lock()
+	defer h.streamsMu.Unlock()
+	if h.streams[room] >= h.cfg.StreamsPerRoom {
+		return false
+	}
+	h.streams[room]++
+	return true
+}
+
+func (h *Handlers) leaveRoom(room string) {
+	h.streamsMu.Lock()
+	defer h.streamsMu.Unlock()
+	if h.streams[room]--; h.streams[room] <= 0 {
+		delete(h.streams, room)
+	}
 }
 
 // Expired purges a room's notes once it is gone; the server calls it when
@@ -310,6 +358,19 @@ func (h *Handlers) Events() http.Handler {
 		if !ok {
 			return
 		}
+		// Each open stream holds a goroutine, buffers and a subscription:
+		// one address, or one room, holds a bounded share of them.
+		client := h.cfg.ClientIP(r)
+		if !h.cfg.Sockets.Acquire(w, client) {
+			return
+		}
+		defer h.cfg.Sockets.Release(client)
+		if !h.enterRoom(id) {
+			w.Header().Set("Retry-After", "30")
+			jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("this room has %d pages open already: close some tabs", h.cfg.StreamsPerRoom))
+			return
+		}
+		defer h.leaveRoom(id)
 		rc := http.NewResponseController(w)
 		_ = rc.SetWriteDeadline(time.Time{})
 		notes, ch, cancel := h.cfg.Store.Subscribe(id)
@@ -360,7 +421,12 @@ func (h *Handlers) Events() http.Handler {
 					send("expired", map[string]string{"error": expiredMsg})
 					return
 				}
-				if send("note", ViewAt(reading, n)) != nil {
+				// Every page at this tag gets the same bytes: the change is
+				// rendered (Markdown, checks, anchoring) once, not per page.
+				b := h.events.get(renderKey{tag: reading.Tag, room: id, id: n.ID, rev: n.Rev, deleted: n.Deleted}, func() []byte {
+					return noteEvent(reading, n)
+				})
+				if _, err := w.Write(b); err != nil || rc.Flush() != nil {
 					return
 				}
 			}
@@ -479,4 +545,64 @@ func (h *Handlers) LocalWorksheet() http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(Worksheet(reading, "My notes", notes))
 	})
+}
+
+// noteEvent is the server-sent event of a change, as a page at r's tag
+// shows it.
+func noteEvent(r *extractor.Reading, n Note) []byte {
+	b, err := json.Marshal(ViewAt(r, n))
+	if err != nil {
+		// A View is plain data; this cannot happen, but a page that
+		// reloads is better than a page that misses a change.
+		return []byte("event: reload\ndata: {}\n\n")
+	}
+	out := make([]byte, 0, len(b)+32)
+	out = append(out, "event: note\ndata: "...)
+	out = append(out, b...)
+	return append(out, "\n\n"...)
+}
+
+// renderKey names one version of a note as seen at one tag: a revision is
+// never reused, so the bytes of a key never change.
+type renderKey struct {
+	tag, room, id string
+	rev           uint64
+	deleted       bool
+}
+
+// renderCache keeps the last max events rendered. The pages of a room
+// receive a change at the same moment: the first renders it, the others
+// wait for and share its bytes.
+type renderCache struct {
+	max   int
+	mu    sync.Mutex
+	m     map[renderKey]*rendered
+	order []renderKey // oldest first
+}
+
+type rendered struct {
+	once sync.Once
+	b    []byte
+}
+
+func newRenderCache(max int) *renderCache {
+	return &renderCache{max: max, m: map[renderKey]*rendered{}}
+}
+
+// get returns key's bytes, calling render the first time only.
+func (c *renderCache) get(key renderKey, render func() []byte) []byte {
+	c.mu.Lock()
+	e, ok := c.m[key]
+	if !ok {
+		e = &rendered{}
+		c.m[key] = e
+		c.order = append(c.order, key)
+		if len(c.order) > c.max {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.b = render() })
+	return e.b
 }
