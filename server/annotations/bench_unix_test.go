@@ -5,6 +5,7 @@ package annotations
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -115,6 +116,57 @@ func BenchmarkNoteWriteSubscribers(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
+		})
+	}
+}
+
+// BenchmarkLocalViews is what one POST /k8s/{tag}/notes costs, for the
+// largest bodies: one 500 KB note (taken before there was a limit per
+// note), a full set of 8 KB notes (256 KB, the most a room holds), and
+// notes of the costliest Markdown.
+// Each request is from a client of its own, so the rate limit is not what
+// is measured.
+//
+//	go test -run '^$' -bench LocalViews -benchtime 1x ./server/annotations/
+func BenchmarkLocalViews(b *testing.B) {
+	reading := extractortest.Reading(b, "v1.31.0", content.Symbols())
+	h := NewHandlers(HTTPConfig{
+		Reading:  func(string) *extractor.Reading { return reading },
+		ClientIP: func(r *http.Request) string { return r.RemoteAddr },
+	})
+	r := chi.NewRouter()
+	r.Post("/k8s/{tag}/notes", h.LocalViews().ServeHTTP)
+	one := strings.Repeat(maxNote(0)+"\n", 500<<10/MaxNoteBytes)
+	var full []map[string]any
+	for i := range MaxRoomBytes / MaxNoteBytes {
+		full = append(full, map[string]any{"id": fmt.Sprintf("case.k%d", i), "text": maxNote(i)})
+	}
+	client := 0 // each request a client of its own
+	for _, tc := range []struct {
+		name  string
+		notes []map[string]any
+	}{
+		{"one-500KB-note", []map[string]any{{"id": "case.config", "text": one}}},
+		{"32-notes-of-8KB", full},
+		// goldmark is quadratic in unclosed links: the costliest text.
+		{"one-64KB-costly-note", []map[string]any{{"id": "case.config", "text": strings.Repeat("[a](", 64<<10/4)}}},
+		{"one-8KB-costly-note", []map[string]any{{"id": "case.config", "text": strings.Repeat("[a](", MaxNoteBytes/4)}}},
+	} {
+		body, _ := json.Marshal(map[string]any{"notes": tc.notes})
+		b.Run(tc.name, func(b *testing.B) {
+			cpu0 := cpuTime()
+			code := 0
+			for i := 0; i < b.N; i++ {
+				req := httptest.NewRequest("POST", "/k8s/"+reading.Tag+"/notes", bytes.NewReader(body))
+				client++
+				req.RemoteAddr = fmt.Sprintf("10.1.%d.%d:1", client/250, client%250)
+				w := httptest.NewRecorder()
+				r.ServeHTTP(w, req)
+				code = w.Code
+			}
+			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
+			b.ReportMetric(float64(code), "status")
+			b.ReportMetric(float64(len(body)>>10), "body-KB")
 		})
 	}
 }

@@ -21,10 +21,12 @@ package annotations
 //	POST /k8s/{tag}/worksheet.md   {"notes":[…]} → the worksheet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -63,6 +65,9 @@ type HTTPConfig struct {
 	// StreamsPerRoom caps the event streams open on one room; 0 means
 	// DefaultStreamsPerRoom.
 	StreamsPerRoom int
+	// RenderRate and RenderBurst are the milliseconds of rendering a
+	// client's own notes a second, and at once; 0 means 100 and 5,000.
+	RenderRate, RenderBurst int
 	// RoomCheck is how often an open event stream asks whether its room
 	// still lives; 0 means every 5 s.
 	RoomCheck time.Duration
@@ -77,6 +82,27 @@ const (
 	keepalive  = 20 * time.Second
 )
 
+// Limits of a reader's own notes sent to be rendered (POST /k8s/{tag}/notes
+// and worksheet.md): the same as a room's, and a rate per client in
+// milliseconds of rendering. What a body costs is not its size: Markdown
+// such as 8 KB of "[a](" takes goldmark ~100 ms, ordinary notes of the
+// same size ~1 ms. So a client is charged what its request took, and
+// refused while in debt. A page sends all its notes 200 ms after typing
+// stops: ordinary notes, even a full set, cost a few ms of the 100 a
+// second a client has.
+const (
+	// maxLocalBody is 400 notes of 8 KB in a room's 256 KB, with room for
+	// the JSON around them (ids, quotes, times, escapes).
+	maxLocalBody  = MaxRoomBytes + MaxRoomNotes*1024
+	renderMsRate  = 100  // ms of rendering a second per client (a tenth of a core)
+	renderMsBurst = 5000 // a full set of the costliest notes, once
+	// A client's render is charged when it is done: one at a time per
+	// client, so that it cannot start many on one allowance, and a few at a
+	// time in all, so that many clients cannot take every core.
+	rendersPerClient = 1
+	rendersAtOnce    = 4
+)
+
 // DefaultStreamsPerRoom is HTTPConfig.StreamsPerRoom's default: a full
 // room's readers (32 by default) with a few tabs each.
 const DefaultStreamsPerRoom = 128
@@ -88,7 +114,15 @@ const expiredMsg = "This room has ended; notes are read-only. They are gone from
 type Handlers struct {
 	cfg    HTTPConfig
 	writes *rooms.KeyLimiter
-	purged sync.Map // room ids whose notes were purged after they expired
+	// renders limits the milliseconds spent rendering one client's own
+	// notes.
+	renders *rooms.KeyLimiter
+	// rendering counts the renders of readers' own notes under way, per
+	// client and in all.
+	renderMu    sync.Mutex
+	rendering   map[string]int
+	renderingAt int
+	purged  sync.Map // room ids whose notes were purged after they expired
 
 	// streams counts the event streams open on each room.
 	streamsMu sync.Mutex
@@ -116,7 +150,8 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 		cfg.StreamsPerRoom = DefaultStreamsPerRoom
 	}
 	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(writeRate, writeBurst, 10000),
-		streams: map[string]int{}, events: newRenderCache(512)}
+		renders: rooms.NewKeyLimiter(float64(cmp.Or(cfg.RenderRate, renderMsRate)), float64(cmp.Or(cfg.RenderBurst, renderMsBurst)), 10000),
+		rendering: map[string]int{}, streams: map[string]int{}, events: newRenderCache(512)}
 }
 
 // enterRoom counts one more event stream on room, if it has room for it.
@@ -463,6 +498,7 @@ type localBody struct {
 }
 
 // local decodes and checks a reader's own notes for the tag in the URL.
+// When it returns true, the caller renders them and then calls charge.
 func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Reading, []Note, bool) {
 	if h.cfg.SameOrigin != nil && !h.cfg.SameOrigin(r) {
 		jsonError(w, http.StatusForbidden, "cross-site request refused")
@@ -478,17 +514,41 @@ func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Rea
 		jsonError(w, http.StatusServiceUnavailable, "the source at "+tag+" is still being fetched: try again in a moment")
 		return nil, nil, false
 	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLocalBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the notes are over %d KB together: a reader's notes hold what a room's do (%d notes, %d KB each, %d KB together)", maxLocalBody>>10, MaxRoomNotes, MaxNoteBytes>>10, MaxRoomBytes>>10))
+		return nil, nil, false
+	}
+	if err != nil {
+		jsonError(w, http.StatusBadRequest, "could not read the notes")
+		return nil, nil, false
+	}
+	if !h.renders.Allow(h.cfg.ClientIP(r), time.Now()) {
+		w.Header().Set("Retry-After", "2")
+		jsonError(w, http.StatusTooManyRequests, "too many notes sent to be shown at once: they are kept in this browser, and shown again in a moment")
+		return nil, nil, false
+	}
 	var b localBody
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRoomBytes*2)).Decode(&b); err != nil {
-		jsonError(w, http.StatusBadRequest, "the notes are not JSON of the expected shape, or too large")
+	if err := json.Unmarshal(body, &b); err != nil {
+		jsonError(w, http.StatusBadRequest, "the notes are not JSON of the expected shape")
+		return nil, nil, false
+	}
+	if len(b.Notes) > MaxRoomNotes {
+		jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d notes: a reader's notes are at most %d", len(b.Notes), MaxRoomNotes))
 		return nil, nil, false
 	}
 	var notes []Note
+	total := 0
 	for _, n := range b.Notes {
-		if !ValidID(n.ID) || len(notes) >= MaxRoomNotes {
+		if !ValidID(n.ID) {
 			continue
 		}
 		note := Note{ID: n.ID, Text: CleanText(n.Text), Rev: 1, At: n.At, Created: n.Created}
+		if len(note.Text) > MaxNoteBytes {
+			jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("note %s is %d KB: a note holds at most %d KB", n.ID, len(note.Text)>>10, MaxNoteBytes>>10))
+			return nil, nil, false
+		}
 		note.Author, _ = CleanName(n.Author)
 		if Kind(n.ID) == "comment" {
 			if n.Quote == nil || n.Quote.Valid() != nil {
@@ -496,7 +556,17 @@ func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Rea
 			}
 			note.Quote = n.Quote
 		}
+		if total += size(note); total > MaxRoomBytes {
+			jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the notes are over %d KB together", MaxRoomBytes>>10))
+			return nil, nil, false
+		}
 		notes = append(notes, note)
+	}
+	// The caller renders, then calls charge.
+	if !h.startRender(r) {
+		w.Header().Set("Retry-After", "1")
+		jsonError(w, http.StatusServiceUnavailable, "busy showing other notes: yours are kept in this browser, and shown again in a moment")
+		return nil, nil, false
 	}
 	return reading, notes, true
 }
@@ -530,7 +600,10 @@ func (h *Handlers) LocalViews() http.Handler {
 		if !ok {
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"views": Views(reading, notes)})
+		start := time.Now()
+		views := Views(reading, notes)
+		h.charge(r, start)
+		writeJSON(w, http.StatusOK, map[string]any{"views": views})
 	})
 }
 
@@ -541,10 +614,41 @@ func (h *Handlers) LocalWorksheet() http.Handler {
 		if !ok {
 			return
 		}
+		start := time.Now()
+		md := Worksheet(reading, "My notes", notes)
+		h.charge(r, start)
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Write(Worksheet(reading, "My notes", notes))
+		w.Write(md)
 	})
+}
+
+// startRender counts a render of r's client's own notes, if the client
+// and the server have room for one; charge ends it.
+func (h *Handlers) startRender(r *http.Request) bool {
+	client := h.cfg.ClientIP(r)
+	h.renderMu.Lock()
+	defer h.renderMu.Unlock()
+	if h.rendering[client] >= rendersPerClient || h.renderingAt >= rendersAtOnce {
+		return false
+	}
+	h.rendering[client]++
+	h.renderingAt++
+	return true
+}
+
+// charge ends a render that began at start, and takes what it cost from
+// the client's allowance.
+func (h *Handlers) charge(r *http.Request, start time.Time) {
+	client := h.cfg.ClientIP(r)
+	now := time.Now()
+	h.renders.Charge(client, now, int(now.Sub(start).Milliseconds()))
+	h.renderMu.Lock()
+	defer h.renderMu.Unlock()
+	h.renderingAt--
+	if h.rendering[client]--; h.rendering[client] <= 0 {
+		delete(h.rendering, client)
+	}
 }
 
 // noteEvent is the server-sent event of a change, as a page at r's tag

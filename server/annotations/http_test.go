@@ -2,7 +2,11 @@ package annotations
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -211,4 +215,83 @@ func (s *sse) next(t *testing.T, d time.Duration) (name, data string) {
 		t.Errorf("no event within %v", d)
 	}
 	return name, data
+}
+
+// localReq posts a reader's own notes as client.
+func localReq(t testing.TB, ts *httptest.Server, client, path string, notes []map[string]any) (int, string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"notes": notes})
+	req, _ := http.NewRequest("POST", ts.URL+path, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Client", client)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// caseNotes is n case notes of size bytes each.
+func caseNotes(n, size int) []map[string]any {
+	var out []map[string]any
+	for i := range n {
+		out = append(out, map[string]any{"id": fmt.Sprintf("case.k%d", i), "text": strings.Repeat("x", size)})
+	}
+	return out
+}
+
+// TestLocalNotesLimits: a reader's own notes sent to be rendered are held
+// to a room's limits (8 KB a note, 400 notes, 256 KB together), with a
+// clear 413, and one client's renders are rate-limited.
+func TestLocalNotesLimits(t *testing.T) {
+	reading := extractortest.Reading(t, "v1.31.0", content.Symbols())
+	_, ts := serveNotes(t, nil, reading, nil)
+	views := "/k8s/" + reading.Tag + "/notes"
+	sheet := "/k8s/" + reading.Tag + "/worksheet.md"
+	for _, tc := range []struct {
+		name  string
+		notes []map[string]any
+		code  int
+		want  string
+	}{
+		{"a note of 8 KB", caseNotes(1, MaxNoteBytes), 200, `"views"`},
+		{"a note over 8 KB", caseNotes(1, MaxNoteBytes+1), 413, "a note holds at most 8 KB"},
+		{"one note of 500 KB", caseNotes(1, 500<<10), 413, "at most 8 KB"},
+		{"a body over the cap", caseNotes(90, MaxNoteBytes), 413, "KB together: a reader's notes hold what a room's do"},
+		{"401 notes", caseNotes(401, 10), 413, "at most 400"},
+		{"30 notes of 8 KB", caseNotes(30, MaxNoteBytes), 200, `"views"`},
+		{"40 notes of 8 KB: over 256 KB together", caseNotes(40, MaxNoteBytes), 413, "256 KB together"},
+	} {
+		for _, path := range []string{views, sheet} {
+			// A client of its own each: the rate is tested below.
+			code, body := localReq(t, ts, tc.name+path, path, tc.notes)
+			if code != tc.code || (path == views && !strings.Contains(body, tc.want)) {
+				t.Errorf("%s to %s: %d %.200s, want %d with %q", tc.name, path, code, body, tc.code, tc.want)
+			}
+		}
+	}
+	// Notes that are costly to render (goldmark is quadratic in unclosed
+	// links): one client is charged what its render took, and refused
+	// while in debt; another client is not.
+	_, ts = serveNotes(t, nil, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 10, 50 })
+	costly := make([]map[string]any, 10)
+	for i := range costly {
+		costly[i] = map[string]any{"id": fmt.Sprintf("case.k%d", i), "text": strings.Repeat("[a](", 2<<10/4)}
+	}
+	start := time.Now()
+	if code, body := localReq(t, ts, "203.0.113.5", views, costly); code != 200 {
+		t.Fatalf("first costly render: %d %s", code, body)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond {
+		t.Skipf("the costly render took only %v: too fast to test the charge", took)
+	}
+	code, body := localReq(t, ts, "203.0.113.5", views, caseNotes(1, 10))
+	if code != http.StatusTooManyRequests || !strings.Contains(body, "in a moment") {
+		t.Errorf("a client in debt: %d %s, want 429 with advice", code, body)
+	}
+	if code, _ := localReq(t, ts, "203.0.113.6", views, caseNotes(1, 10)); code != 200 {
+		t.Errorf("another client: %d", code)
+	}
 }
