@@ -122,7 +122,7 @@ type Handlers struct {
 	renderMu    sync.Mutex
 	rendering   map[string]int
 	renderingAt int
-	purged  sync.Map // room ids whose notes were purged after they expired
+	purged      sync.Map // room ids whose notes were purged after they expired
 
 	// streams counts the event streams open on each room.
 	streamsMu sync.Mutex
@@ -150,7 +150,7 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 		cfg.StreamsPerRoom = DefaultStreamsPerRoom
 	}
 	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(writeRate, writeBurst, 10000),
-		renders: rooms.NewKeyLimiter(float64(cmp.Or(cfg.RenderRate, renderMsRate)), float64(cmp.Or(cfg.RenderBurst, renderMsBurst)), 10000),
+		renders:   rooms.NewKeyLimiter(float64(cmp.Or(cfg.RenderRate, renderMsRate)), float64(cmp.Or(cfg.RenderBurst, renderMsBurst)), 10000),
 		rendering: map[string]int{}, streams: map[string]int{}, events: newRenderCache(512)}
 }
 
