@@ -7,6 +7,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,6 +105,11 @@ type Config struct {
 	notesTune func(*annotations.HTTPConfig)
 }
 
+// minFreeMargin is the free disk, beyond one feed's journal, that the
+// JetStream store needs to start and to take a new feed: room records,
+// notes and JetStream's own indexes.
+const minFreeMargin = 16 << 20
+
 // Server is the whole site as an http.Handler: the composition root of the
 // pages (package site), the feeds, the rooms and the readers' notes. Close
 // stops their goroutines.
@@ -159,7 +165,12 @@ func NewServer(cfg Config) (*Server, error) {
 		ctx:    ctx,
 		cancel: cancel,
 	}
-	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger})
+	// JetStream's limit is what the feeds keep (and a margin for rooms and
+	// notes), not what the disk had free at start; the free space itself is
+	// checked when a feed is made (feeds.Config.Space).
+	feedBytes := cmp.Or(cfg.FeedBytes, feeds.DefaultFeedBytes)
+	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger,
+		MaxStore: feeds.MaxStoredBytes(feedBytes) + 1<<30, MinFree: feedBytes + minFreeMargin})
 	if err != nil {
 		pages.Close()
 		cancel()
@@ -175,7 +186,7 @@ func NewServer(cfg Config) (*Server, error) {
 		JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
 		RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
 		DemoPeriod: cfg.DemoPeriod, FeedToken: cfg.FeedToken, NATSName: cfg.NATSName,
-		Sockets: s.sockets, TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix, Logger: cfg.Logger,
+		Sockets: s.sockets, Space: b.Space, TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix, Logger: cfg.Logger,
 	}
 	if cfg.feedsTune != nil {
 		cfg.feedsTune(&fc)
