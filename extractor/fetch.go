@@ -317,10 +317,12 @@ func (z *moduleZip) extract(opts Options) (*Reading, error) {
 }
 
 // checkSizes checks the sizes the zip's entries declare (checkZipSizes).
+// A zip that is not a zip at all is left to the verification and the
+// extraction, which say why.
 func (z *moduleZip) checkSizes() error {
 	zr, err := zip.OpenReader(z.path)
 	if err != nil {
-		return newError(ErrChecksumMismatch, err, "cannot open the module zip %s: %v; remove it and try again", z.path, err)
+		return nil
 	}
 	defer zr.Close()
 	return checkZipSizes(&zr.Reader, z.tag)
