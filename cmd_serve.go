@@ -43,6 +43,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
 	roomsPerClient := fs.Int("rooms-per-client", rooms.DefaultPerOwner, "rooms one client address holds at once, on all replicas together (a room no one joins ends after 10 minutes)")
 	socketsPerClient := fs.Int("sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
+	ipv6Prefix := fs.Int("ipv6-prefix", clients.DefaultIPv6Prefix, "`bits` of an IPv6 address that name one client for the per-client limits (64: a host's whole /64 is one client; 128: each address)")
 	trustedProxy := fs.String("trusted-proxy", "", "`CIDR[,CIDR]` of reverse proxies whose X-Forwarded-For names the client for the per-client limits; default none: the client is the connection's address")
 	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "a request's headers must arrive within `DURATION` of its first byte")
 	readTimeout := fs.Duration("read-timeout", 30*time.Second, "a request's headers and body must arrive within `DURATION` (websockets and event streams, which send no body, are not cut off)")
@@ -86,6 +87,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--trusted-proxy: %v", err)}
 	}
+	if err := clients.CheckIPv6Prefix(*ipv6Prefix); err != nil {
+		return usageError{fmt.Errorf("--ipv6-prefix: %v", err)}
+	}
 
 	urls := splitList(*natsURLs)
 	var syncEvery time.Duration
@@ -124,6 +128,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		RoomsPerClient:   *roomsPerClient,
 		SocketsPerClient: *socketsPerClient,
 		TrustedProxies:   proxies,
+		IPv6Prefix:       *ipv6Prefix,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

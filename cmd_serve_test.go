@@ -157,6 +157,7 @@ func TestServeBadFlags(t *testing.T) {
 		{"address in use or invalid", []string{"--addr", "127.0.0.1:-1"}, nil, "serve:", 1},
 		{"bad trusted proxy", []string{"--trusted-proxy", "10.0.0.0/8,nonsense"}, nil, `--trusted-proxy: trusted proxy "nonsense"`, 2},
 		{"bad trusted proxy from the environment", nil, map[string]string{"SYNCLOOP_TRUSTED_PROXY": "10.0.0.0/99"}, `trusted proxy "10.0.0.0/99"`, 2},
+		{"IPv6 prefix too long", []string{"--ipv6-prefix", "129"}, nil, "--ipv6-prefix: ipv6 prefix /129", 2},
 		{"no rooms per client", []string{"--rooms-per-client", "0"}, nil, "--rooms-per-client", 2},
 		{"bad nats sync", []string{"--nats-sync", "sometimes"}, nil, `--nats-sync "sometimes": want always or a positive duration`, 2},
 		{"negative nats sync from the environment", nil, map[string]string{"SYNCLOOP_NATS_SYNC": "-1s"}, `--nats-sync "-1s"`, 2},

@@ -249,6 +249,10 @@ func modCacheModuleZip(ctx context.Context, opts Options, cacheDir, zipPath, zip
 // verifyDownload checks a downloaded zip's hash against the pinned hash (for
 // DefaultTag) and the checksum database.
 func (z *moduleZip) verifyDownload(ctx context.Context, opts Options, proxies []proxySpec, cacheDir, proxyURL string) error {
+	// Hashing inflates every file: a zip over Go's limits is refused first.
+	if err := z.checkSizes(); err != nil {
+		return err
+	}
 	got, err := dirhash.HashZip(z.path, dirhash.Hash1)
 	if err != nil {
 		return newError(ErrChecksumMismatch, err,
@@ -280,6 +284,9 @@ func (z *moduleZip) verifyDownload(ctx context.Context, opts Options, proxies []
 // extract reads the Reading out of the zip, verifying it meanwhile if that
 // is still to do.
 func (z *moduleZip) extract(opts Options) (*Reading, error) {
+	if err := z.checkSizes(); err != nil {
+		return nil, err
+	}
 	type verified struct {
 		hash string
 		err  error
@@ -309,6 +316,18 @@ func (z *moduleZip) extract(opts Options) (*Reading, error) {
 	return r, nil
 }
 
+// checkSizes checks the sizes the zip's entries declare (checkZipSizes).
+// A zip that is not a zip at all is left to the verification and the
+// extraction, which say why.
+func (z *moduleZip) checkSizes() error {
+	zr, err := zip.OpenReader(z.path)
+	if err != nil {
+		return nil
+	}
+	defer zr.Close()
+	return checkZipSizes(&zr.Reader, z.tag)
+}
+
 func (z *moduleZip) extractOnly(symbols []string) (*Reading, error) {
 	zr, err := zip.OpenReader(z.path)
 	if err != nil {
@@ -329,11 +348,13 @@ func (z *moduleZip) extractOnly(symbols []string) (*Reading, error) {
 // zipRoot is the module's tree inside its zip: the k8s.io/kubernetes@TAG/
 // directory, checked to hold the kubelet.
 func zipRoot(zr *zip.Reader, tag string) (fs.FS, error) {
-	fsys, err := fs.Sub(zr, Module+"@"+tag)
+	fsys, err := fs.Sub(boundedFS{zr, tag}, Module+"@"+tag)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := fs.Stat(fsys, kubeletPath); err != nil {
+	if _, err := fs.Stat(fsys, kubeletPath); errors.Is(err, ErrZipTooLarge) {
+		return nil, err
+	} else if err != nil {
 		return nil, newError(ErrUnsupportedTag, err, "the module zip of %s@%s has no %s; syncloop cannot read this tag", Module, tag, kubeletPath)
 	}
 	return fsys, nil

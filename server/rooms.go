@@ -52,6 +52,7 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 	rc := rooms.ServiceConfig{
 		Sockets:        s.sockets,
 		TrustedProxies: cfg.TrustedProxies,
+		IPv6Prefix:     cfg.IPv6Prefix,
 		Store:          st,
 		NC:             b.NC,
 		DefaultTag:     cfg.DefaultTag,

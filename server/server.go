@@ -7,6 +7,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,6 +85,7 @@ type Config struct {
 
 	// Per-client limits (package clients).
 	TrustedProxies   []netip.Prefix // proxies whose X-Forwarded-For names the client; none by default
+	IPv6Prefix       int            // bits of an IPv6 address that name one client; 0 means /64
 	SocketsPerClient int            // open browser sockets (feeds and rooms) per client; 0 means clients.DefaultSocketsPerClient
 	// PingEvery is how often browser feed sockets and room sockets are
 	// pinged; one that does not answer within as long is closed. 0 means
@@ -104,6 +106,11 @@ type Config struct {
 	// notesTune lets tests change the notes' handlers' settings.
 	notesTune func(*annotations.HTTPConfig)
 }
+
+// minFreeMargin is the free disk, beyond one feed's journal, that the
+// JetStream store needs to start and to take a new feed: room records,
+// notes and JetStream's own indexes.
+const minFreeMargin = 16 << 20
 
 // Server is the whole site as an http.Handler: the composition root of the
 // pages (package site), the feeds, the rooms and the readers' notes. Close
@@ -160,7 +167,12 @@ func NewServer(cfg Config) (*Server, error) {
 		ctx:    ctx,
 		cancel: cancel,
 	}
-	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, TokenFile: cfg.NATSTokenFile, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger})
+	// JetStream's limit is what the feeds keep (and a margin for rooms and
+	// notes), not what the disk had free at start; the free space itself is
+	// checked when a feed is made (feeds.Config.Space).
+	feedBytes := cmp.Or(cfg.FeedBytes, feeds.DefaultFeedBytes)
+	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, TokenFile: cfg.NATSTokenFile, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger,
+		MaxStore: feeds.MaxStoredBytes(feedBytes) + 1<<30, MinFree: feedBytes + minFreeMargin})
 	if err != nil {
 		pages.Close()
 		cancel()
@@ -176,7 +188,7 @@ func NewServer(cfg Config) (*Server, error) {
 		JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
 		RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
 		DemoPeriod: cfg.DemoPeriod, FeedToken: cfg.FeedToken, NATSName: cfg.NATSName,
-		Sockets: s.sockets, TrustedProxies: cfg.TrustedProxies, Logger: cfg.Logger,
+		Sockets: s.sockets, Space: b.Space, TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix, Logger: cfg.Logger,
 		KnownReadings: pages.KnownReadings, LoadTag: pages.Load,
 	}
 	if cfg.feedsTune != nil {
@@ -267,7 +279,8 @@ func (s *Server) openNotes() error {
 			return nil
 		},
 		SameOrigin: sameOrigin,
-		ClientIP:   func(r *http.Request) string { return clients.Addr(r, s.cfg.TrustedProxies) },
+		ClientIP:   func(r *http.Request) string { return clients.AddrPrefix(r, s.cfg.TrustedProxies, s.cfg.IPv6Prefix) },
+		Sockets:    s.sockets, // event streams count with the client's websockets
 		Logger:     s.log,
 	}
 	if s.cfg.notesTune != nil {

@@ -10,6 +10,15 @@ export function el(tag, cls, text) {
 	return e;
 }
 
+// visible shows bidirectional controls (embeddings, overrides, isolates,
+// marks) in a name as escapes ("invoice-\u202efdp.exe"), never applied:
+// applied, U+202E makes that name read "invoice-exe.pdf". The server
+// shows them so in log text; names pass through here too.
+const BIDI = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]/g;
+export function visible(s) {
+	return String(s ?? '').replace(BIDI, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
 // announce shows text in the page's toast (#toast, a polite live region),
 // which screen readers read out.
 export function announce(text, ms = 1800) {

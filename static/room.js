@@ -17,7 +17,7 @@
 // server says when it stops working. Names are text only: they reach the
 // page through textContent.
 
-import { el, copyText, Backoff, countdown, store, stored } from './dom.js';
+import { el, copyText, Backoff, countdown, store, stored, visible } from './dom.js';
 
 const bar = document.getElementById('room');
 const roomID = bar.dataset.room;
@@ -219,12 +219,12 @@ function render() {
 	people.replaceChildren();
 	for (const r of state.readers) {
 		const li = el('li', 'rc-' + (r.color % COLORS));
-		li.append(el('span', 'dot'), el('span', 'who', r.name + (r.id === me ? ' (you)' : '')));
+		li.append(el('span', 'dot'), el('span', 'who', visible(r.name) + (r.id === me ? ' (you)' : '')));
 		let what = 'reads on their own';
 		if (r.driving) what = 'drives';
-		else if (r.following && drv) what = 'follows ' + drv.name;
+		else if (r.following && drv) what = 'follows ' + visible(drv.name);
 		li.append(el('span', 'what', what));
-		li.title = r.name + (r.key ? ', holds the driver link' : '') + ': ' + what;
+		li.title = visible(r.name) + (r.key ? ', holds the driver link' : '') + ': ' + what;
 		people.append(li);
 	}
 
@@ -239,7 +239,7 @@ function render() {
 	sel.replaceChildren();
 	for (const r of state.readers) {
 		if (r.id === me) continue;
-		const o = el('option', '', r.name);
+		const o = el('option', '', visible(r.name));
 		o.value = r.id;
 		sel.append(o);
 	}
@@ -252,7 +252,7 @@ function render() {
 
 function nameChip(r) {
 	const s = el('span', 'name rc-' + (r.color % COLORS));
-	s.append(el('span', 'dot'), r.name);
+	s.append(el('span', 'dot'), visible(r.name));
 	return s;
 }
 

@@ -21,10 +21,12 @@ package annotations
 //	POST /k8s/{tag}/worksheet.md   {"notes":[…]} → the worksheet
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -35,6 +37,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations/anchor"
+	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -55,6 +58,16 @@ type HTTPConfig struct {
 	SameOrigin func(r *http.Request) bool
 	// ClientIP is the address writes are rate-limited by.
 	ClientIP func(r *http.Request) string
+	// Sockets caps the event streams one client holds open, together with
+	// its feed and room sockets; nil means a cap of the notes' own with
+	// clients' defaults.
+	Sockets *clients.Sockets
+	// StreamsPerRoom caps the event streams open on one room; 0 means
+	// DefaultStreamsPerRoom.
+	StreamsPerRoom int
+	// RenderRate and RenderBurst are the milliseconds of rendering a
+	// client's own notes a second, and at once; 0 means 100 and 5,000.
+	RenderRate, RenderBurst int
 	// RoomCheck is how often an open event stream asks whether its room
 	// still lives; 0 means every 5 s.
 	RoomCheck time.Duration
@@ -69,6 +82,31 @@ const (
 	keepalive  = 20 * time.Second
 )
 
+// Limits of a reader's own notes sent to be rendered (POST /k8s/{tag}/notes
+// and worksheet.md): the same as a room's, and a rate per client in
+// milliseconds of rendering. What a body costs is not its size: Markdown
+// such as 8 KB of "[a](" takes goldmark ~100 ms, ordinary notes of the
+// same size ~1 ms. So a client is charged what its request took, and
+// refused while in debt. A page sends all its notes 200 ms after typing
+// stops: ordinary notes, even a full set, cost a few ms of the 100 a
+// second a client has.
+const (
+	// maxLocalBody is 400 notes of 8 KB in a room's 256 KB, with room for
+	// the JSON around them (ids, quotes, times, escapes).
+	maxLocalBody  = MaxRoomBytes + MaxRoomNotes*1024
+	renderMsRate  = 100  // ms of rendering a second per client (a tenth of a core)
+	renderMsBurst = 5000 // a full set of the costliest notes, once
+	// A client's render is charged when it is done: one at a time per
+	// client, so that it cannot start many on one allowance, and a few at a
+	// time in all, so that many clients cannot take every core.
+	rendersPerClient = 1
+	rendersAtOnce    = 4
+)
+
+// DefaultStreamsPerRoom is HTTPConfig.StreamsPerRoom's default: a full
+// room's readers (32 by default) with a few tabs each.
+const DefaultStreamsPerRoom = 128
+
 // expiredMsg is what an open page of an expired room says.
 const expiredMsg = "This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows."
 
@@ -76,7 +114,22 @@ const expiredMsg = "This room has ended; notes are read-only. They are gone from
 type Handlers struct {
 	cfg    HTTPConfig
 	writes *rooms.KeyLimiter
-	purged sync.Map // room ids whose notes were purged after they expired
+	// renders limits the milliseconds spent rendering one client's own
+	// notes.
+	renders *rooms.KeyLimiter
+	// rendering counts the renders of readers' own notes under way, per
+	// client and in all.
+	renderMu    sync.Mutex
+	rendering   map[string]int
+	renderingAt int
+	purged      sync.Map // room ids whose notes were purged after they expired
+
+	// streams counts the event streams open on each room.
+	streamsMu sync.Mutex
+	streams   map[string]int
+	// events is each change as its event's bytes, rendered once for all
+	// the pages that show it at one tag.
+	events *renderCache
 }
 
 // NewHandlers returns the handlers.
@@ -87,7 +140,37 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 	if cfg.RoomCheck <= 0 {
 		cfg.RoomCheck = 5 * time.Second
 	}
-	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(writeRate, writeBurst, 10000)}
+	if cfg.ClientIP == nil {
+		cfg.ClientIP = func(r *http.Request) string { return r.RemoteAddr }
+	}
+	if cfg.Sockets == nil {
+		cfg.Sockets = clients.NewSockets(0, 0)
+	}
+	if cfg.StreamsPerRoom <= 0 {
+		cfg.StreamsPerRoom = DefaultStreamsPerRoom
+	}
+	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(writeRate, writeBurst, 10000),
+		renders:   rooms.NewKeyLimiter(float64(cmp.Or(cfg.RenderRate, renderMsRate)), float64(cmp.Or(cfg.RenderBurst, renderMsBurst)), 10000),
+		rendering: map[string]int{}, streams: map[string]int{}, events: newRenderCache(512)}
+}
+
+// enterRoom counts one more event stream on room, if it has room for it.
+func (h *Handlers) enterRoom(room string) bool {
+	h.streamsMu.Lock()
+	defer h.streamsMu.Unlock()
+	if h.streams[room] >= h.cfg.StreamsPerRoom {
+		return false
+	}
+	h.streams[room]++
+	return true
+}
+
+func (h *Handlers) leaveRoom(room string) {
+	h.streamsMu.Lock()
+	defer h.streamsMu.Unlock()
+	if h.streams[room]--; h.streams[room] <= 0 {
+		delete(h.streams, room)
+	}
 }
 
 // Expired purges a room's notes once it is gone; the server calls it when
@@ -310,6 +393,19 @@ func (h *Handlers) Events() http.Handler {
 		if !ok {
 			return
 		}
+		// Each open stream holds a goroutine, buffers and a subscription:
+		// one address, or one room, holds a bounded share of them.
+		client := h.cfg.ClientIP(r)
+		if !h.cfg.Sockets.Acquire(w, client) {
+			return
+		}
+		defer h.cfg.Sockets.Release(client)
+		if !h.enterRoom(id) {
+			w.Header().Set("Retry-After", "30")
+			jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("this room has %d pages open already: close some tabs", h.cfg.StreamsPerRoom))
+			return
+		}
+		defer h.leaveRoom(id)
 		rc := http.NewResponseController(w)
 		_ = rc.SetWriteDeadline(time.Time{})
 		notes, ch, cancel := h.cfg.Store.Subscribe(id)
@@ -360,7 +456,12 @@ func (h *Handlers) Events() http.Handler {
 					send("expired", map[string]string{"error": expiredMsg})
 					return
 				}
-				if send("note", ViewAt(reading, n)) != nil {
+				// Every page at this tag gets the same bytes: the change is
+				// rendered (Markdown, checks, anchoring) once, not per page.
+				b := h.events.get(renderKey{tag: reading.Tag, room: id, id: n.ID, rev: n.Rev, deleted: n.Deleted}, func() []byte {
+					return noteEvent(reading, n)
+				})
+				if _, err := w.Write(b); err != nil || rc.Flush() != nil {
 					return
 				}
 			}
@@ -397,6 +498,7 @@ type localBody struct {
 }
 
 // local decodes and checks a reader's own notes for the tag in the URL.
+// When it returns true, the caller renders them and then calls charge.
 func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Reading, []Note, bool) {
 	if h.cfg.SameOrigin != nil && !h.cfg.SameOrigin(r) {
 		jsonError(w, http.StatusForbidden, "cross-site request refused")
@@ -412,17 +514,41 @@ func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Rea
 		jsonError(w, http.StatusServiceUnavailable, "the source at "+tag+" is still being fetched: try again in a moment")
 		return nil, nil, false
 	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLocalBody))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the notes are over %d KB together: a reader's notes hold what a room's do (%d notes, %d KB each, %d KB together)", maxLocalBody>>10, MaxRoomNotes, MaxNoteBytes>>10, MaxRoomBytes>>10))
+		return nil, nil, false
+	}
+	if err != nil {
+		jsonError(w, http.StatusBadRequest, "could not read the notes")
+		return nil, nil, false
+	}
+	if !h.renders.Allow(h.cfg.ClientIP(r), time.Now()) {
+		w.Header().Set("Retry-After", "2")
+		jsonError(w, http.StatusTooManyRequests, "too many notes sent to be shown at once: they are kept in this browser, and shown again in a moment")
+		return nil, nil, false
+	}
 	var b localBody
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxRoomBytes*2)).Decode(&b); err != nil {
-		jsonError(w, http.StatusBadRequest, "the notes are not JSON of the expected shape, or too large")
+	if err := json.Unmarshal(body, &b); err != nil {
+		jsonError(w, http.StatusBadRequest, "the notes are not JSON of the expected shape")
+		return nil, nil, false
+	}
+	if len(b.Notes) > MaxRoomNotes {
+		jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d notes: a reader's notes are at most %d", len(b.Notes), MaxRoomNotes))
 		return nil, nil, false
 	}
 	var notes []Note
+	total := 0
 	for _, n := range b.Notes {
-		if !ValidID(n.ID) || len(notes) >= MaxRoomNotes {
+		if !ValidID(n.ID) {
 			continue
 		}
 		note := Note{ID: n.ID, Text: CleanText(n.Text), Rev: 1, At: n.At, Created: n.Created}
+		if len(note.Text) > MaxNoteBytes {
+			jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("note %s is %d KB: a note holds at most %d KB", n.ID, len(note.Text)>>10, MaxNoteBytes>>10))
+			return nil, nil, false
+		}
 		note.Author, _ = CleanName(n.Author)
 		if Kind(n.ID) == "comment" {
 			if n.Quote == nil || n.Quote.Valid() != nil {
@@ -430,7 +556,17 @@ func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Rea
 			}
 			note.Quote = n.Quote
 		}
+		if total += size(note); total > MaxRoomBytes {
+			jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the notes are over %d KB together", MaxRoomBytes>>10))
+			return nil, nil, false
+		}
 		notes = append(notes, note)
+	}
+	// The caller renders, then calls charge.
+	if !h.startRender(r) {
+		w.Header().Set("Retry-After", "1")
+		jsonError(w, http.StatusServiceUnavailable, "busy showing other notes: yours are kept in this browser, and shown again in a moment")
+		return nil, nil, false
 	}
 	return reading, notes, true
 }
@@ -464,7 +600,10 @@ func (h *Handlers) LocalViews() http.Handler {
 		if !ok {
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"views": Views(reading, notes)})
+		start := time.Now()
+		views := Views(reading, notes)
+		h.charge(r, start)
+		writeJSON(w, http.StatusOK, map[string]any{"views": views})
 	})
 }
 
@@ -475,8 +614,99 @@ func (h *Handlers) LocalWorksheet() http.Handler {
 		if !ok {
 			return
 		}
+		start := time.Now()
+		md := Worksheet(reading, "My notes", notes)
+		h.charge(r, start)
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Write(Worksheet(reading, "My notes", notes))
+		w.Write(md)
 	})
+}
+
+// startRender counts a render of r's client's own notes, if the client
+// and the server have room for one; charge ends it.
+func (h *Handlers) startRender(r *http.Request) bool {
+	client := h.cfg.ClientIP(r)
+	h.renderMu.Lock()
+	defer h.renderMu.Unlock()
+	if h.rendering[client] >= rendersPerClient || h.renderingAt >= rendersAtOnce {
+		return false
+	}
+	h.rendering[client]++
+	h.renderingAt++
+	return true
+}
+
+// charge ends a render that began at start, and takes what it cost from
+// the client's allowance.
+func (h *Handlers) charge(r *http.Request, start time.Time) {
+	client := h.cfg.ClientIP(r)
+	now := time.Now()
+	h.renders.Charge(client, now, int(now.Sub(start).Milliseconds()))
+	h.renderMu.Lock()
+	defer h.renderMu.Unlock()
+	h.renderingAt--
+	if h.rendering[client]--; h.rendering[client] <= 0 {
+		delete(h.rendering, client)
+	}
+}
+
+// noteEvent is the server-sent event of a change, as a page at r's tag
+// shows it.
+func noteEvent(r *extractor.Reading, n Note) []byte {
+	b, err := json.Marshal(ViewAt(r, n))
+	if err != nil {
+		// A View is plain data; this cannot happen, but a page that
+		// reloads is better than a page that misses a change.
+		return []byte("event: reload\ndata: {}\n\n")
+	}
+	out := make([]byte, 0, len(b)+32)
+	out = append(out, "event: note\ndata: "...)
+	out = append(out, b...)
+	return append(out, "\n\n"...)
+}
+
+// renderKey names one version of a note as seen at one tag: a revision is
+// never reused, so the bytes of a key never change.
+type renderKey struct {
+	tag, room, id string
+	rev           uint64
+	deleted       bool
+}
+
+// renderCache keeps the last max events rendered. The pages of a room
+// receive a change at the same moment: the first renders it, the others
+// wait for and share its bytes.
+type renderCache struct {
+	max   int
+	mu    sync.Mutex
+	m     map[renderKey]*rendered
+	order []renderKey // oldest first
+}
+
+type rendered struct {
+	once sync.Once
+	b    []byte
+}
+
+func newRenderCache(max int) *renderCache {
+	return &renderCache{max: max, m: map[renderKey]*rendered{}}
+}
+
+// get returns key's bytes, calling render the first time only.
+func (c *renderCache) get(key renderKey, render func() []byte) []byte {
+	c.mu.Lock()
+	e, ok := c.m[key]
+	if !ok {
+		e = &rendered{}
+		c.m[key] = e
+		c.order = append(c.order, key)
+		if len(c.order) > c.max {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.b = render() })
+	return e.b
 }

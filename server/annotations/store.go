@@ -182,7 +182,7 @@ func (s *Store) watch(w jetstream.KeyWatcher, ready chan struct{}) {
 			continue
 		}
 		room, id, ok := strings.Cut(e.Key(), ".")
-		if !ok {
+		if !ok || id == totalsID {
 			continue
 		}
 		var n Note
@@ -339,11 +339,26 @@ func (s *Store) Put(ctx context.Context, room string, n Note, rev uint64) (Note,
 	if err != nil {
 		return Note{}, err
 	}
+	// The room's caps hold across writers and replicas: the note's share
+	// of them is taken, compare-and-set, before the note is written, and
+	// given back if it is not.
+	delta := totals{Bytes: size(n) - size(cur)}
+	if cur.Rev == 0 {
+		delta.Notes = 1
+	}
+	if err := s.reserve(ctx, room, delta); err != nil {
+		return Note{}, err
+	}
 	var newRev uint64
 	if rev == 0 {
 		newRev, err = s.kv.Create(ctx, key, b)
 	} else {
 		newRev, err = s.kv.Update(ctx, key, b, rev)
+	}
+	if err != nil {
+		if uerr := s.reserve(context.WithoutCancel(ctx), room, delta.neg()); uerr != nil {
+			s.log.Warn("annotations: give back a room's share", "err", uerr)
+		}
 	}
 	if broker.LostRace(err) {
 		// Someone wrote between our read and our write.
@@ -411,7 +426,16 @@ func (s *Store) Delete(ctx context.Context, room, id string, rev uint64) error {
 	if !ValidID(id) || Kind(id) != "comment" {
 		return fmt.Errorf("%w: only comments are deleted; empty a note instead", ErrInvalid)
 	}
-	err := s.kv.Delete(ctx, room+"."+id, jetstream.LastRevision(rev))
+	cur, err := s.get(ctx, room+"."+id)
+	if err != nil {
+		return err
+	}
+	err = s.kv.Delete(ctx, room+"."+id, jetstream.LastRevision(rev))
+	if err == nil && cur.Rev == rev && rev != 0 {
+		if uerr := s.reserve(context.WithoutCancel(ctx), room, totals{Notes: -1, Bytes: -size(cur)}); uerr != nil {
+			s.log.Warn("annotations: give back a deleted comment's share", "err", uerr)
+		}
+	}
 	if broker.LostRace(err) {
 		cur, gerr := s.get(ctx, room+"."+id)
 		if gerr != nil {
@@ -453,6 +477,76 @@ func (s *Store) History(ctx context.Context, room, id string) ([]Note, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// totalsID is the key, in a room's keys, of its totals: what its notes
+// hold together, counted against MaxRoomNotes and MaxRoomBytes. It is not
+// a note's id (ValidID).
+const totalsID = "_totals"
+
+// totals is a room's notes counted together.
+type totals struct {
+	Notes int `json:"notes"`
+	Bytes int `json:"bytes"`
+}
+
+func (t totals) neg() totals { return totals{-t.Notes, -t.Bytes} }
+
+// reserve adds delta to the room's totals, compare-and-set against the
+// bucket's revision of them, unless that would take the room over its
+// caps (ErrTooLarge). A room without totals (written before they were
+// kept) starts from the notes this process knows of.
+func (s *Store) reserve(ctx context.Context, room string, delta totals) error {
+	key := room + "." + totalsID
+	for range 1000 {
+		var t totals
+		var rev uint64
+		e, err := s.kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			t = s.counted(room)
+		case err != nil:
+			return fmt.Errorf("annotations: the room's totals: %w", err)
+		default:
+			if err := json.Unmarshal(e.Value(), &t); err != nil {
+				return fmt.Errorf("annotations: the room's totals: %w", err)
+			}
+			rev = e.Revision()
+		}
+		next := totals{max(0, t.Notes+delta.Notes), max(0, t.Bytes+delta.Bytes)}
+		if delta.Notes > 0 && next.Notes > MaxRoomNotes {
+			return fmt.Errorf("%w: a room holds at most %d notes", ErrTooLarge, MaxRoomNotes)
+		}
+		if delta.Bytes > 0 && next.Bytes > MaxRoomBytes {
+			return fmt.Errorf("%w: a room's notes hold at most %d KB together", ErrTooLarge, MaxRoomBytes>>10)
+		}
+		b, _ := json.Marshal(next)
+		if rev == 0 {
+			_, err = s.kv.Create(ctx, key, b)
+		} else {
+			_, err = s.kv.Update(ctx, key, b, rev)
+		}
+		if broker.LostRace(err) {
+			continue // another writer counted meanwhile: count again
+		}
+		if err != nil {
+			return fmt.Errorf("annotations: the room's totals: %w", err)
+		}
+		return nil
+	}
+	return fmt.Errorf("annotations: the room's totals: too many writers at once; try again")
+}
+
+// counted is the room's totals from this process's copy.
+func (s *Store) counted(room string) totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var t totals
+	for _, n := range s.rooms[room] {
+		t.Notes++
+		t.Bytes += size(n)
+	}
+	return t
 }
 
 // DeleteRoom purges every note of a room: the room is gone.

@@ -3,7 +3,9 @@ package annotations
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -249,5 +251,122 @@ func TestPutWaitsForDisk(t *testing.T) {
 	release <- errors.New("disk gone")
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "disk gone") {
 		t.Fatalf("Put with a failed Sync: %v", err)
+	}
+}
+
+// roomKeys counts what the bucket holds of a room: its notes, and their
+// size together, read from the bucket itself rather than any copy.
+func roomKeys(t *testing.T, s *Store, room string) (notes, bytes int) {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := s.kv.ListKeysFiltered(ctx, room+".>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range keys.Keys() {
+		_, id, _ := strings.Cut(k, ".")
+		if !ValidID(id) {
+			continue
+		}
+		n, err := s.get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Rev != 0 {
+			notes++
+			bytes += size(n)
+		}
+	}
+	return notes, bytes
+}
+
+// TestCapsUnderConcurrency: writers at once (two stores on one bucket, as
+// two replicas would be) never take a room over 400 notes or 256 KB,
+// however their writes interleave.
+func TestCapsUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	js, stop, err := Embedded("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var stores []*Store
+	for range 2 {
+		s, err := Open(ctx, Config{JS: js, Memory: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		stores = append(stores, s)
+	}
+	q := &anchor.Quote{Exact: "x", Start: 1, End: 1}
+	// fill writes n notes one after another; write n at once.
+	fill := func(room string, n, size int) {
+		for i := range n {
+			if _, err := stores[i%2].Put(ctx, room, Note{ID: fmt.Sprintf("comment.f%06d", i), Text: strings.Repeat("z", size), Author: "F", Quote: q}, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	write := func(room string, n, size int) (ok, tooLarge int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				_, err := stores[i%2].Put(ctx, room, Note{ID: fmt.Sprintf("comment.w%06d", i), Text: strings.Repeat("z", size), Author: "W", Quote: q}, 0)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case errors.Is(err, ErrTooLarge):
+					tooLarge++
+				default:
+					t.Errorf("write %d: %v", i, err)
+				}
+			})
+		}
+		wg.Wait()
+		return ok, tooLarge
+	}
+
+	// Notes: a room with 380, then 60 small ones at once.
+	fill(room, 380, 10)
+	ok, refused := write(room, 60, 10)
+	notes, _ := roomKeys(t, stores[0], room)
+	if notes > MaxRoomNotes {
+		t.Errorf("%d notes stored (%d of 60 writes answered ok), cap %d", notes, ok, MaxRoomNotes)
+	}
+	if ok+refused != 60 || notes != 380+ok || ok != MaxRoomNotes-380 {
+		t.Errorf("%d ok + %d refused of 60; %d stored, want 400", ok, refused, notes)
+	}
+
+	// Bytes: a room with 24 notes of 8 KB (192 KB), then 24 more at once.
+	fill(roomB, 24, MaxNoteBytes)
+	ok, _ = write(roomB, 24, MaxNoteBytes)
+	_, bytes := roomKeys(t, stores[0], roomB)
+	if bytes > MaxRoomBytes {
+		t.Errorf("%d KB stored (%d of 24 writes answered ok), cap %d KB", bytes>>10, ok, MaxRoomBytes>>10)
+	}
+	if ok != MaxRoomBytes/(MaxNoteBytes+1)-24 {
+		t.Errorf("%d notes of 8 KB more taken: the cap refuses what fits", ok)
+	}
+	// A comment deleted gives its share back.
+	n, err := stores[0].Put(ctx, roomB, Note{ID: "comment.extra1", Text: "late", Author: "W", Quote: q}, 0)
+	if err == nil {
+		if err := stores[1].Delete(ctx, roomB, n.ID, n.Rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var victim Note
+	for _, v := range stores[0].Notes(roomB) {
+		victim = v
+		break
+	}
+	if err := stores[0].Delete(ctx, roomB, victim.ID, victim.Rev); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stores[1].Put(ctx, roomB, Note{ID: "comment.after1", Text: strings.Repeat("z", 4<<10), Author: "W", Quote: q}, 0); err != nil {
+		t.Errorf("a note after a delete made room: %v", err)
 	}
 }

@@ -54,6 +54,14 @@ type Config struct {
 	// Name names this process's connection (it shows in NATS monitoring).
 	Name   string
 	Logger *slog.Logger
+	// MaxStore is the most the embedded server's JetStream stores on disk;
+	// 0 leaves it to JetStream, which takes 75% of the space free when it
+	// starts and never more, so that a server started on a nearly full
+	// disk refused new streams for good, whatever was freed later.
+	MaxStore int64
+	// MinFree is the free space under Dir the embedded server needs to
+	// start, and to take a new feed (Space).
+	MinFree int64
 }
 
 // lanes is how many connections carry feed traffic (see Lane).
@@ -81,6 +89,9 @@ type Broker struct {
 	unlock func()
 	tmp    string
 	once   sync.Once
+
+	spaceDir string // where Space checks for free space; "" for none
+	minFree  int64
 
 	gs       *groupSync // nil: Synced waits for nothing
 	gsStop   context.CancelFunc
@@ -202,6 +213,11 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 			return nil, err
 		}
 		b.unlock = unlock
+		if err := CheckSpace(store, cfg.MinFree, "the JetStream store (rooms, notes, the feeds' journals)"); err != nil {
+			b.close()
+			return nil, fmt.Errorf("nats: storage: %w", err)
+		}
+		b.spaceDir, b.minFree = store, cfg.MinFree
 	}
 	so := &natsserver.Options{
 		ServerName: cmp(cfg.Name, "syncloop"),
@@ -211,6 +227,9 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 		MaxPayload: 8 << 20, // a relay's batch is up to 1 MiB; a journald entry can be large
 		NoLog:      true,
 		DontListen: cfg.Listen == "",
+	}
+	if cfg.MaxStore > 0 && !b.Memory {
+		so.JetStreamMaxStore = cfg.MaxStore
 	}
 	switch {
 	case cfg.SyncInterval > 0:

@@ -183,3 +183,42 @@ func TestHostileMemory(t *testing.T) {
 		t.Errorf("a 10 MB line allocates %d bytes per Classify", per)
 	}
 }
+
+// TestBidiShownNotApplied: a bidirectional control in a pod name or log
+// text shows as its escape, so "invoice-\u202efdp.exe" never reads as
+// "invoice-exe.pdf".
+func TestBidiShownNotApplied(t *testing.T) {
+	r := readingFor(t, "v1.37.2")
+	c := New(r, WithClock(clock))
+	const head = `I1130 01:02:00.512345    4242 kubelet.go:2760] `
+	for _, tc := range []struct {
+		name, line string
+		want       []string // in Message or Pods
+	}{
+		{"override in a pod name", head + "\"SyncLoop ADD\" source=\"api\" pods=[\"default/invoice-\u202efdp.exe\"]", []string{`default/invoice-\u202efdp.exe`}},
+		{"isolates and marks in the message", head + "\"Probe \u2066failed\u2069 \u200e\u200f\u061c\" pod=\"default/x\"", []string{`\u2066failed\u2069`, `\u200e\u200f\u061c`}},
+		{"embedding in kubelet JSON", `{"ts":1796000520512.345,"caller":"kubelet/kubelet.go:2760","msg":"SyncLoop ADD","v":2,"pods":[{"name":"a\u202bb","namespace":"default"}]}`, []string{`default/a\u202bb`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := c.Classify([]byte(tc.line))
+			safe(t, l)
+			all := l.Message + " " + l.Raw + " " + l.Text + " " + strings.Join(l.Pods, " ")
+			for _, r := range all {
+				if IsBidiControl(r) {
+					t.Errorf("a bidi control %U is applied: %q", r, all)
+				}
+			}
+			shown := l.Message + " " + strings.Join(l.Pods, " ")
+			for _, w := range tc.want {
+				if !strings.Contains(shown, w) {
+					t.Errorf("%q not shown in message %q, pods %q", w, l.Message, l.Pods)
+				}
+			}
+		})
+	}
+	for r, want := range map[rune]string{0x202e: `\u202e`, 0x061c: `\u061c`, 0x200f: `\u200f`} {
+		if got := BidiEscape(r); got != want {
+			t.Errorf("BidiEscape(%U) = %q, want %q", r, got, want)
+		}
+	}
+}

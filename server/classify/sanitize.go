@@ -1,8 +1,9 @@
 package classify
 
 // sanitize.go makes untrusted log text safe to show: valid UTF-8, no ANSI
-// escape sequences, no control characters but tab, and a bounded length with
-// a visible marker where it was cut.
+// escape sequences, no control characters but tab, bidirectional controls
+// shown as escapes rather than obeyed, and a bounded length with a visible
+// marker where it was cut.
 
 import (
 	"encoding/binary"
@@ -130,7 +131,7 @@ func plain(s string) bool {
 func plainUTF8(s string) bool {
 	for i, r := range s {
 		switch {
-		case r < 0x20 && r != '\t' || r == 0x7f || isC1(r):
+		case r < 0x20 && r != '\t' || r == 0x7f || isC1(r) || IsBidiControl(r):
 			return false
 		case r == utf8.RuneError:
 			if _, n := utf8.DecodeRuneInString(s[i:]); n <= 1 {
@@ -140,6 +141,18 @@ func plainUTF8(s string) bool {
 	}
 	return true
 }
+
+// IsBidiControl reports whether r is a bidirectional formatting character:
+// the embeddings and overrides (U+202A–U+202E), the isolates
+// (U+2066–U+2069) and the marks (U+200E, U+200F, U+061C). In a pod name
+// "invoice-\u202efdp.exe" shows as "invoice-exe.pdf": log text shows
+// them as the escape, never applies them.
+func IsBidiControl(r rune) bool {
+	return r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
+}
+
+// BidiEscape is how a bidirectional control shows in log text: \u202e.
+func BidiEscape(r rune) string { return `\u` + strconv.FormatInt(int64(0x10000+r), 16)[1:] }
 
 // isC1 reports whether r is a C1 control character (U+0080–U+009F), which
 // some terminals obey as escape sequences (U+009B is a CSI).
@@ -171,6 +184,8 @@ func scrub(s string) string {
 			i = skipCSI(s, i+n)
 			continue
 		case isC1(r):
+		case IsBidiControl(r):
+			sb.WriteString(BidiEscape(r))
 		default:
 			sb.WriteRune(r)
 		}

@@ -9,6 +9,11 @@
 // the proxy's X-Forwarded-For names the client: the right-most address in it
 // that is not itself a trusted proxy. A client can put anything in the
 // header, but only the part its proxies appended is believed.
+//
+// An IPv4 client is its address. An IPv6 client is the network its address
+// is in, /64 by default (serve --ipv6-prefix): one host is given a whole /64
+// (SLAAC, privacy addresses), so counting each address would give one
+// client 2^64 shares of every limit.
 package clients
 
 import (
@@ -49,15 +54,56 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
+// DefaultIPv6Prefix is how many leading bits of an IPv6 address name one
+// client: a /64 is what one host or one home is given.
+const DefaultIPv6Prefix = 64
+
+// CheckIPv6Prefix checks serve --ipv6-prefix.
+func CheckIPv6Prefix(bits int) error {
+	if bits < 16 || bits > 128 {
+		return fmt.Errorf("ipv6 prefix /%d: want 16 to 128 bits (64 groups a host's addresses; 128 counts each address)", bits)
+	}
+	return nil
+}
+
 // Addr is the address a request counts against in every per-client
-// limit. trusted are the proxies allowed to name the client.
+// limit, with IPv6 clients grouped by DefaultIPv6Prefix. trusted are the
+// proxies allowed to name the client.
 func Addr(r *http.Request, trusted []netip.Prefix) string {
+	return AddrPrefix(r, trusted, DefaultIPv6Prefix)
+}
+
+// AddrPrefix is Addr with an IPv6 client named by its first v6bits bits
+// (0 means DefaultIPv6Prefix).
+func AddrPrefix(r *http.Request, trusted []netip.Prefix, v6bits int) string {
 	peer, ok := parseAddr(r.RemoteAddr)
 	if !ok {
 		return r.RemoteAddr
 	}
+	return Key(clientOf(r, peer, trusted), v6bits)
+}
+
+// Key is the name one client's address counts under: an IPv4 address
+// itself, an IPv6 address its network of v6bits bits ("2001:db8:1:2::/64";
+// 0 means DefaultIPv6Prefix, 128 the address alone).
+func Key(a netip.Addr, v6bits int) string {
+	a = a.WithZone("").Unmap()
+	if !a.Is6() {
+		return a.String()
+	}
+	if v6bits <= 0 {
+		v6bits = DefaultIPv6Prefix
+	}
+	if v6bits >= 128 {
+		return a.String()
+	}
+	return netip.PrefixFrom(a, v6bits).Masked().String()
+}
+
+// clientOf is the client a request from peer is for.
+func clientOf(r *http.Request, peer netip.Addr, trusted []netip.Prefix) netip.Addr {
 	if !isTrusted(peer, trusted) {
-		return peer.String()
+		return peer
 	}
 	client := peer
 	hops := r.Header.Values("X-Forwarded-For")
@@ -68,15 +114,15 @@ func Addr(r *http.Request, trusted []netip.Prefix) string {
 			if !ok {
 				// Not an address: the chain is broken here, and what is
 				// left of it cannot be believed.
-				return client.String()
+				return client
 			}
 			client = a
 			if !isTrusted(a, trusted) {
-				return a.String()
+				return a
 			}
 		}
 	}
-	return client.String() // every hop was a trusted proxy: the left-most
+	return client // every hop was a trusted proxy: the left-most
 }
 
 // parseAddr reads "host:port", "[v6]:port" or a bare address, with IPv4

@@ -26,7 +26,7 @@ func TestClientAddr(t *testing.T) {
 		{"a trusted proxy without the header", "10.1.2.3:4000", nil, proxies, "10.1.2.3"},
 		{"every hop trusted: the left-most", "10.1.2.3:4000", []string{"10.4.4.4, 192.168.1.7"}, proxies, "10.4.4.4"},
 		{"garbage stops the walk at the last trusted hop", "10.1.2.3:4000", []string{"6.6.6.6, garbage"}, proxies, "10.1.2.3"},
-		{"IPv6 peer", "[::1]:4000", []string{"2001:db8::5"}, proxies, "2001:db8::5"},
+		{"IPv6 peer named by a trusted proxy: its /64", "[::1]:4000", []string{"2001:db8::5"}, proxies, "2001:db8::/64"},
 		{"IPv4 in IPv6 is one client", "[::ffff:203.0.113.9]:4000", nil, nil, "203.0.113.9"},
 		{"an address with a port in the header", "10.1.2.3:4000", []string{"198.51.100.1:5555"}, proxies, "198.51.100.1"},
 	}
@@ -43,6 +43,53 @@ func TestClientAddr(t *testing.T) {
 	for _, bad := range []string{"10.0.0.0/33", "nonsense", "10.0.0.0/8,x"} {
 		if _, err := ParseTrustedProxies(bad); err == nil {
 			t.Errorf("ParseTrustedProxies(%q): no error", bad)
+		}
+	}
+}
+
+// TestClientKeyIPv6Prefix: an IPv6 client counts by its /64 (or the
+// configured prefix), so one host's 2^64 addresses are one client; an
+// IPv4 client by its address.
+func TestClientKeyIPv6Prefix(t *testing.T) {
+	tests := []struct {
+		name   string
+		remote string
+		bits   int
+		want   string
+	}{
+		{"IPv4: the address", "203.0.113.9:4000", 64, "203.0.113.9"},
+		{"IPv4 ignores the IPv6 prefix", "203.0.113.9:4000", 48, "203.0.113.9"},
+		{"IPv4 in IPv6: the IPv4 address", "[::ffff:203.0.113.9]:4000", 64, "203.0.113.9"},
+		{"IPv6: its /64", "[2001:db8:1:2:aaaa:bbbb:cccc:dddd]:4000", 64, "2001:db8:1:2::/64"},
+		{"another address in the same /64 is the same client", "[2001:db8:1:2::1]:5000", 64, "2001:db8:1:2::/64"},
+		{"the next /64 is another client", "[2001:db8:1:3::1]:5000", 64, "2001:db8:1:3::/64"},
+		{"0 means the default /64", "[2001:db8:1:2::1]:5000", 0, "2001:db8:1:2::/64"},
+		{"a /48 groups a site", "[2001:db8:1:2::1]:5000", 48, "2001:db8:1::/48"},
+		{"/128 counts each address", "[2001:db8:1:2::1]:5000", 128, "2001:db8:1:2::1"},
+		{"a zone is not part of the client", "[fe80::1%eth0]:5000", 64, "fe80::/64"},
+		{"loopback", "[::1]:5000", 64, "::/64"},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.remote
+		if got := AddrPrefix(r, nil, tc.bits); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	// Addr, the function the limits call, groups by the default /64.
+	a, b := httptest.NewRequest("GET", "/", nil), httptest.NewRequest("GET", "/", nil)
+	a.RemoteAddr, b.RemoteAddr = "[2001:db8::1]:1", "[2001:db8::ffff:2]:2"
+	if Addr(a, nil) != Addr(b, nil) {
+		t.Errorf("two addresses of one /64 are two clients: %q, %q", Addr(a, nil), Addr(b, nil))
+	}
+	for _, bad := range []int{0, 8, 129, -1} {
+		if CheckIPv6Prefix(bad) == nil {
+			t.Errorf("CheckIPv6Prefix(%d): no error", bad)
+		}
+	}
+	for _, good := range []int{16, 48, 64, 128} {
+		if err := CheckIPv6Prefix(good); err != nil {
+			t.Errorf("CheckIPv6Prefix(%d): %v", good, err)
 		}
 	}
 }

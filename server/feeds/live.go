@@ -146,8 +146,12 @@ type Config struct {
 	// Sockets caps the browser sockets per client (shared with the rooms'
 	// sockets) and pings them; nil means a cap of its own with the
 	// defaults. TrustedProxies may name the client (clients.Addr).
-	Sockets        *clients.Sockets
+	Sockets *clients.Sockets
+	// Space, when set, says whether there is disk for a new feed
+	// (broker.Space); a feed is refused while it returns an error.
+	Space          func() error
 	TrustedProxies []netip.Prefix
+	IPv6Prefix     int // bits that name an IPv6 client; 0 means clients.DefaultIPv6Prefix
 	Logger         *slog.Logger
 }
 
@@ -403,6 +407,13 @@ func (l *Service) feed(name string) (*feed, error) {
 	} else if l.countLocked(false) >= MaxFeeds && !l.evictVacantLocked() {
 		l.mu.Unlock()
 		return nil, errTooManyFeeds
+	}
+	if l.cfg.Space != nil {
+		// A nearly full disk takes no new journal; the feeds there go on.
+		if err := l.cfg.Space(); err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
 	}
 	f := &feed{
 		name:    name,
@@ -864,6 +875,10 @@ func (l *Service) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 	case errors.Is(err, errStorage):
 		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
 		return nil
+	case errors.Is(err, broker.ErrNoSpace):
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "this server's disk is nearly full: it takes no new feed until space frees ("+err.Error()+")", http.StatusInsufficientStorage)
+		return nil
 	case err != nil:
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return nil
@@ -890,6 +905,10 @@ func (l *Service) HandleFeedSocket() http.Handler {
 		case errors.Is(err, errStorage):
 			http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
 			return
+		case errors.Is(err, broker.ErrNoSpace):
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, "this server's disk is nearly full: it takes no new feed until space frees", http.StatusInsufficientStorage)
+			return
 		case err != nil || f == nil:
 			http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
 			return
@@ -908,7 +927,7 @@ func (l *Service) HandleFeedSocket() http.Handler {
 		if of := r.URL.Query().Get("of"); of != "" && of != f.name {
 			after, reset = 0, true
 		}
-		client := clients.Addr(r, l.cfg.TrustedProxies)
+		client := clients.AddrPrefix(r, l.cfg.TrustedProxies, l.cfg.IPv6Prefix)
 		if !l.sockets.Acquire(w, client) {
 			return
 		}

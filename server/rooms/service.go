@@ -97,6 +97,7 @@ type ServiceConfig struct {
 	// (clients.Addr).
 	Sockets        *clients.Sockets
 	TrustedProxies []netip.Prefix
+	IPv6Prefix     int // bits that name an IPv6 client; 0 means clients.DefaultIPv6Prefix
 	Store          *Store
 	NC             *nats.Conn // to the other replicas; nil for one replica alone
 	Site           Site
@@ -119,6 +120,7 @@ type Service struct {
 	site       Site
 	sockets    *clients.Sockets
 	trusted    []netip.Prefix
+	v6bits     int
 	defaultTag string
 	maxReaders int
 	msgRate    float64
@@ -150,6 +152,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		site:       cfg.Site,
 		sockets:    cfg.Sockets,
 		trusted:    cfg.TrustedProxies,
+		v6bits:     cfg.IPv6Prefix,
 		defaultTag: cfg.DefaultTag,
 		nc:         cfg.NC,
 		replica:    "-" + strings.ToLower(replica[:5]),
@@ -287,7 +290,7 @@ func (rs *Service) Create() http.Handler {
 			http.Error(w, "cross-site request refused: start a pair session from this site's own page", http.StatusForbidden)
 			return
 		}
-		client := clients.Addr(r, rs.trusted)
+		client := clients.AddrPrefix(r, rs.trusted, rs.v6bits)
 		if !rs.creates.Allow(client, time.Now()) {
 			w.Header().Set("Retry-After", "60")
 			rs.site.Status(w, r, http.StatusTooManyRequests, "Too many rooms from your address",

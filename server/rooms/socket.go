@@ -587,7 +587,7 @@ func (rs *Service) Socket() http.Handler {
 			rs.roomOr404(w, r, id) // the page that says why
 			return
 		}
-		client := clients.Addr(r, rs.trusted)
+		client := clients.AddrPrefix(r, rs.trusted, rs.v6bits)
 		if !rs.sockets.Acquire(w, client) {
 			return
 		}
