@@ -109,11 +109,17 @@ type extraction struct {
 	fset  *token.FileSet
 	pkgs  map[string]*goPackage // by slash dir relative to the module root
 	files map[string]*srcFile   // files parsed with their comments, by path
+
+	// The writer derivation's indexes (flow.go): the directories searched,
+	// interfaces' implementations and functions' callers found so far.
+	scope   []string
+	impls   map[string][]named
+	callers map[string][]callSite
 }
 
 func newExtraction(fsys fs.FS, tag string) *extraction {
 	return &extraction{fsys: fsys, tag: tag, fset: token.NewFileSet(), pkgs: map[string]*goPackage{},
-		files: map[string]*srcFile{}}
+		files: map[string]*srcFile{}, impls: map[string][]named{}, callers: map[string][]callSite{}}
 }
 
 // srcFile is one parsed Go file with its bytes.

@@ -191,6 +191,9 @@ func (lf *loopFile) clause(cc *ast.CommClause) Case {
 		c.Channel = f.text(ch)
 		c.Key = lf.caseKey(ch)
 		c.Type = lf.chanType(ch)
+		lf.derive(&c, ch)
+	} else {
+		c.Made, c.Writers, c.Feeders, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
 	}
 
 	for _, st := range cc.Body {
