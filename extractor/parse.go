@@ -89,6 +89,11 @@ func (x *extraction) mainParts(r *Reading, symbols []string) error {
 		return err
 	}
 	r.Function = *fn
+	var helpers []string
+	for _, h := range fn.Helpers {
+		helpers = append(helpers, h.Name)
+	}
+	r.Defs = x.defs(x.loop, helpers)
 	pw, err := x.podWorkers()
 	if err != nil {
 		return err
@@ -112,6 +117,7 @@ type extraction struct {
 
 	// The writer derivation's indexes (flow.go): the directories searched,
 	// interfaces' implementations and functions' callers found so far.
+	loop    *loopFile // syncLoopIteration, once read
 	scope   []string
 	impls   map[string][]named
 	callers map[string][]callSite

@@ -49,6 +49,7 @@ func (x *extraction) function() (*Function, error) {
 	fn.Upstream = UpstreamURL(x.tag, kubeletFile, fn.DocStart, fn.End)
 
 	lf := x.newLoopFile(f, fd)
+	x.loop = lf
 	keys := map[string]int{}
 	helperIdx := map[string]int{}
 	for _, st := range sel.Body.List {
