@@ -727,8 +727,9 @@ func TestLoadThroughProxy(t *testing.T) {
 	if n := p.zipRequests.Load(); n != 1 {
 		t.Errorf("%d zip requests for 8 concurrent Loads, want 1", n)
 	}
-	if files := cacheFiles(t, cache, "readings", "tmp"); !slices.Equal(files, []string{filepath.Join("readings", tag, fmt.Sprintf("schema%d-%s.json", Schema, symbolsKey(nil)))}) {
-		t.Errorf("cache holds %v, want the one Reading and no download", files)
+	reading := filepath.Join("readings", tag, fmt.Sprintf("schema%d-%s.json", Schema, symbolsKey(nil)))
+	if files := cacheFiles(t, cache, "readings", "tmp"); !slices.Equal(files, []string{defsPath(reading), reading}) {
+		t.Errorf("cache holds %v, want the one Reading, its definitions and no download", files)
 	}
 
 	p.Close()
