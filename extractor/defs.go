@@ -75,8 +75,9 @@ type defsBuilder struct {
 	fns  map[string][]*fnCtx // symbol → its declaration(s), for functions and methods
 }
 
-// defs builds the index from the loop function lf.fd and the helpers.
-func (x *extraction) defs(lf *loopFile, helpers []string) *Defs {
+// defs builds the index from the loop function lf.fd and the helpers, and
+// from roots (the derived writers' functions, which the margin opens).
+func (x *extraction) defs(lf *loopFile, helpers, roots []string) *Defs {
 	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.tag, Decls: map[string]*Decl{}}, fns: map[string][]*fnCtx{}}
 	loop := &fnCtx{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
 	b.defs.Loop = b.refs(loop, lf.fd)
@@ -85,7 +86,7 @@ func (x *extraction) defs(lf *loopFile, helpers []string) *Defs {
 			b.defs.Loop = append(b.defs.Loop, b.refs(&fnCtx{f: lf.f, dir: loop.dir, decl: d}, d)...)
 		}
 	}
-	level := uniqSyms(b.defs.Loop)
+	level := append(uniqSyms(b.defs.Loop), roots...)
 	for depth := 1; depth <= defsDepth && len(level) > 0; depth++ {
 		var next []string
 		// An interface method's implementations are opened with it: they
@@ -147,6 +148,14 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 	dir, recv, name, ok := splitSymbol(sym)
 	if !ok {
 		return nil
+	}
+	if _, ok := b.fns[sym]; !ok {
+		// a root named by symbol only: a function or a concrete method
+		if recv == "" {
+			b.fns[sym] = x.funcDecl(dir, name)
+		} else {
+			b.fns[sym] = x.methods(named{dir, recv}, name)
+		}
 	}
 	if cs, ok := b.fns[sym]; ok && len(cs) > 0 {
 		c := cs[0]

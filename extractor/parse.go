@@ -14,6 +14,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"slices"
 	"strings"
 )
 
@@ -93,7 +94,13 @@ func (x *extraction) mainParts(r *Reading, symbols []string) error {
 	for _, h := range fn.Helpers {
 		helpers = append(helpers, h.Name)
 	}
-	r.Defs = x.defs(x.loop, helpers)
+	var roots []string
+	for _, c := range fn.Cases {
+		for _, s := range slices.Concat(c.Writers, c.Feeders, c.Goroutine, c.Made) {
+			roots = append(roots, s.Func)
+		}
+	}
+	r.Defs = x.defs(x.loop, helpers, roots)
 	pw, err := x.podWorkers()
 	if err != nil {
 		return err
