@@ -120,7 +120,7 @@ function section(d) {
 	const s = el('section', 'peek-def');
 	const h = el('div', 'peek-title');
 	h.append(el('code', 'peek-name', d.short), el('span', 'peek-kind', ` ${d.kind} `));
-	const a = el('a', 'peek-where', `${d.file}:${d.start}–${d.end} ↗`);
+	const a = el('a', 'peek-where', `${d.file}:${d.start === d.end ? d.start : `${d.start}–${d.end}`} ↗`);
 	a.href = d.upstream;
 	a.title = `${d.file} at ${tag} on GitHub`;
 	h.append(a);

@@ -153,4 +153,3 @@ func defError(w http.ResponseWriter, status int, msg string) {
 	w.WriteHeader(status)
 	w.Write(errorJSON(msg))
 }
-
