@@ -737,6 +737,12 @@ func TestLoadThroughProxy(t *testing.T) {
 	if err != nil || again.ModuleHash != hash || again.Source != "proxy" {
 		t.Fatalf("Load from the cache = %+v, %v", again, err)
 	}
+	if d, ok := CachedDefs(opts); !ok || d.Tag != tag || d.Schema != Schema || len(d.Loop) != len(r.Defs.Loop) {
+		t.Errorf("CachedDefs = %v, %v; want the definitions extracted with the Reading", d, ok)
+	}
+	if again.Defs != nil {
+		t.Error("a Reading read from the cache carries Defs; they are read apart (CachedDefs)")
+	}
 	if c, ok := Cached(opts); !ok || c.ModuleHash != hash {
 		t.Errorf("Cached = %v, %v", c, ok)
 	}
