@@ -182,6 +182,17 @@ func (fl *flow) origins(e ast.Expr, c *fnCtx, note string, depth int) []origin {
 		return fl.origins(t.X, c, note, depth+1)
 	case *ast.CallExpr:
 		return fl.callOrigins(t, c, note, depth)
+	case *ast.CompositeLit:
+		// a map or slice of channels counts as one of them: its elements'
+		// origins (map[string]<-chan T{"deviceManager": cm.deviceManager.Updates()})
+		var out []origin
+		for _, el := range t.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				el = kv.Value
+			}
+			out = append(out, fl.origins(el, c, note, depth+1)...)
+		}
+		return out
 	}
 	return nil
 }

@@ -12,10 +12,11 @@ import (
 )
 
 // writerTags are the tags whose derived writers are pinned by golden files:
-// the oldest served, the one the container manager's case arrived in, and
-// the default tag (the newest syncloop serves, as server/classify's sweep
-// also takes it).
-var writerTags = []string{"v1.20.0", "v1.31.0", extractor.DefaultTag}
+// the oldest served, the one the container manager's case arrived in, the
+// default tag (the newest stable one syncloop serves: extractor.DefaultTag,
+// as server/classify's sweep also takes it), and the newest tag the module
+// proxy lists, a pre-release the site serves when asked for it.
+var writerTags = []string{"v1.20.0", "v1.31.0", extractor.DefaultTag, "v1.38.0-beta.0"}
 
 // renderWriters is the derived writers of every case as the golden files
 // hold them: one line per site, "file:line func [note]".
