@@ -218,7 +218,18 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 	} else if ts.Doc != nil {
 		start = f.line(ts.Doc.Pos())
 	}
+	start = docAbove(f, start)
 	return &Decl{Sym: sym, Kind: "type", File: f.path, Start: start, End: end, Text: f.lines(start, end)}
+}
+
+// docAbove is the first line of the // comment block right above line
+// (line itself when there is none). Most package files are parsed without
+// their comments, so the doc comment is found by its lines.
+func docAbove(f *srcFile, line int) int {
+	for line > 1 && strings.HasPrefix(strings.TrimSpace(f.lines(line-1, line-1)), "//") {
+		line--
+	}
+	return line
 }
 
 func genDeclOf(f *ast.File, ts *ast.TypeSpec) *ast.GenDecl {
@@ -235,6 +246,8 @@ func (b *defsBuilder) funcDecl(sym string, c *fnCtx) *Decl {
 	start := f.line(fd.Pos())
 	if fd.Doc != nil {
 		start = f.line(fd.Doc.Pos())
+	} else {
+		start = docAbove(f, start)
 	}
 	end := f.endLine(fd)
 	kind := "func"

@@ -95,7 +95,7 @@ func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 		}
 		c.Made = append(c.Made, s)
 		if !o.ticker {
-			fl.forwardFrom(o)
+			fl.forwardFrom(o, strings.Join(notes[o.expr], "; "))
 		}
 	}
 	fl.finishWriters()
@@ -119,7 +119,7 @@ func sortSites(s []Site) {
 func (x *extraction) site(c *fnCtx, n ast.Node, note string) Site {
 	line := c.f.line(n.Pos())
 	code := strings.TrimSpace(c.f.lines(line, line))
-	if bn := buildNote(c.f); bn != "" {
+	if bn := buildNote(c.f); bn != "" && !strings.Contains(note, "code "+bn) {
 		note = strings.TrimPrefix(note+"; "+bn, "; ")
 	}
 	return Site{Func: c.symbolName(), File: c.f.path, Line: line, Upstream: UpstreamURL(x.tag, c.f.path, line, line), Code: code, Note: note}
@@ -227,7 +227,11 @@ func (fl *flow) callOrigins(ce *ast.CallExpr, c *fnCtx, note string, depth int) 
 	for _, cal := range x.callees(ce, c) {
 		n := note
 		if cal.via != "" {
-			n = joinNote(note, "via "+cal.via)
+			via := "via " + cal.via
+			if bn := buildNote(cal.f); bn != "" {
+				via += " (" + bn + ")"
+			}
+			n = joinNote(note, via)
 		}
 		for _, r := range returns(cal.decl) {
 			if len(r.Results) > 0 {
@@ -477,11 +481,25 @@ func nodeText(n ast.Node) string {
 	return b.String()
 }
 
-// forwardFrom follows the channel made at o to every send on it.
-func (fl *flow) forwardFrom(o origin) {
+var viaPlatformRE = regexp.MustCompile(`\(built for ([^)]+)\)`)
+
+// forwardFrom follows the channel made at o to every send on it. When the
+// loop reaches the make only through files of one platform (at v1.37.2 the
+// device manager's channel is the loop's only on Windows), its sends say so.
+func (fl *flow) forwardFrom(o origin, paths string) {
+	note := ""
+	platforms := map[string]bool{}
+	for _, m := range viaPlatformRE.FindAllStringSubmatch(paths, -1) {
+		platforms[m[1]] = true
+	}
+	if len(platforms) == 1 {
+		for p := range platforms {
+			note = "the loop reads it only through code built for " + p
+		}
+	}
 	walkPath(o.c.decl.Body, func(n ast.Node, p []ast.Node) {
 		if n == o.expr {
-			fl.flowsInto(o.expr, p, o.c, "")
+			fl.flowsInto(o.expr, p, o.c, note)
 		}
 	})
 }
@@ -726,7 +744,7 @@ func (fl *flow) upstream() []Site {
 			sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
 			for _, o := range sub.origins(src, sa.c, "", 0) {
 				if !o.ticker {
-					sub.forwardFrom(o)
+					sub.forwardFrom(o, o.note)
 				}
 			}
 			sub.finishWriters()
