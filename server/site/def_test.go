@@ -148,3 +148,38 @@ func BenchmarkDef(b *testing.B) {
 	b.ReportMetric(p95(again), "p95-again-ms")
 	b.ReportMetric(p95(base), "p95-readingjson-ms")
 }
+
+// TestWrittenByView: the margin's writers, main writers first: at v1.31.0
+// the GenericPLEG's Relist (generic.go:315) before the EventedPLEG's send
+// (evented.go:329), which only runs with its feature gate on; the ticker
+// cases say the runtime writes them.
+func TestWrittenByView(t *testing.T) {
+	s := realSite(t, "v1.31.0")
+	st := s.state("v1.31.0")
+	var pleg, sync *caseView
+	for _, c := range st.view.Cases {
+		switch c.Key {
+		case "pleg":
+			pleg = c
+		case "sync":
+			sync = c
+		}
+	}
+	if pleg == nil || sync == nil {
+		t.Fatal("no pleg or sync case at v1.31.0")
+	}
+	w := pleg.Written
+	if len(w.Writers) != 2 || w.Writers[0].Short != "(*GenericPLEG).Relist" || w.Writers[0].Sites[0].Short != "generic.go:315" ||
+		w.Writers[1].Short != "(*EventedPLEG).sendPodLifecycleEvent" || !strings.Contains(w.Writers[1].Note, "feature gate EventedPLEG") {
+		t.Errorf("pleg writers at v1.31.0: %+v", w.Writers)
+	}
+	if !sync.Written.Ticker || len(sync.Written.Writers) != 0 {
+		t.Errorf("sync at v1.31.0: %+v, want a ticker", sync.Written)
+	}
+	if got := writersAnswer(sync.Written); !strings.HasPrefix(got, "the Go runtime, through a ticker made at kubelet.go:") {
+		t.Errorf("sync's answer %q", got)
+	}
+	if got := writersAnswer(w); !strings.HasPrefix(got, "`pkg/kubelet/pleg.(*GenericPLEG).Relist` (generic.go:315)") {
+		t.Errorf("pleg's answer %q", got)
+	}
+}

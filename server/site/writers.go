@@ -5,8 +5,10 @@ package site
 // at TAG)", and for the worksheet's answer key.
 
 import (
+	"cmp"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/syncloop/syncloop/extractor"
@@ -52,8 +54,19 @@ func newWrittenView(tag string, c extractor.Case) writtenView {
 		w.Goroutine = append(w.Goroutine, link(g))
 	}
 	w.Writers = groupSites(c.Writers)
+	// The main writers first: those that run whatever the feature gates.
+	slices.SortStableFunc(w.Writers, func(a, b writerGroup) int {
+		return cmp.Compare(gated(a.Note), gated(b.Note))
+	})
 	w.Feeders = groupSites(c.Feeders)
 	return w
+}
+
+func gated(note string) int {
+	if strings.Contains(note, "feature gate") {
+		return 1
+	}
+	return 0
 }
 
 // groupSites groups sites by function, in order of first appearance.
