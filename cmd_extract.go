@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"path"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -94,6 +96,32 @@ func tagSet(fl *flag.FlagSet, getenv func(string) string) bool {
 	return set
 }
 
+// writersCell names the functions that send on a case's channel (derived
+// from the source), or the ticker that writes it; "-" when none was found.
+func writersCell(c extractor.Case) string {
+	var names []string
+	for _, w := range c.Writers {
+		n := extractor.ShortSymbol(w.Func)
+		if strings.Contains(w.Note, "feature gate") {
+			n += "*"
+		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		for _, m := range c.Made {
+			if strings.Contains(m.Note, "ticker") {
+				names = append(names, fmt.Sprintf("ticker (%s:%d)", path.Base(m.File), m.Line))
+			}
+		}
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, ", ")
+}
+
 // printReadingTable prints a heading and one row per case; a case's further
 // log messages go on rows of their own below it.
 func printReadingTable(s stdio, r *extractor.Reading) error {
@@ -107,7 +135,7 @@ func printReadingTable(s stdio, r *extractor.Reading) error {
 	}
 	fmt.Fprintf(s.stdout, ")\n%s %s:%d-%d, %d cases\n%s\n\n", f.Name, f.File, f.Start, f.End, len(f.Cases), f.Upstream)
 	tw := tabwriter.NewWriter(s.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tLINES\tTYPE\tLOG MESSAGES")
+	fmt.Fprintln(tw, "KEY\tLINES\tTYPE\tWRITERS\tLOG MESSAGES")
 	for _, c := range f.Cases {
 		var msgs []string
 		for _, l := range c.Logs {
@@ -117,14 +145,15 @@ func printReadingTable(s stdio, r *extractor.Reading) error {
 		if len(msgs) > 0 {
 			first = msgs[0]
 		}
-		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\n", c.Key, c.Start, c.End, c.Type, first)
+		fmt.Fprintf(tw, "%s\t%d-%d\t%s\t%s\t%s\n", c.Key, c.Start, c.End, c.Type, writersCell(c), first)
 		for _, m := range msgs[min(1, len(msgs)):] {
-			fmt.Fprintf(tw, "\t\t\t%s\n", m)
+			fmt.Fprintf(tw, "\t\t\t\t%s\n", m)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	fmt.Fprintln(s.stdout, "(WRITERS: the functions that send on the case's channel, from the source at the tag; * behind a feature gate.)")
 	var sets []string
 	for _, d := range r.TwoSets {
 		sets = append(sets, fmt.Sprintf("%s (%s:%d)", d.Name, d.File, d.Line))

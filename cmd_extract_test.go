@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -120,7 +121,7 @@ func TestExtractJSON(t *testing.T) {
 		t.Errorf("Reading %s %s %q %v, want %s dir, no hash, %v", r.Tag, r.Source, r.ModuleHash, keys, extractor.DefaultTag, want)
 	}
 	// The contract's field names, indented, and source text not HTML-escaped.
-	for _, s := range []string{`"schema": 2`, `"verified": "none"`, `"module": "k8s.io/kubernetes"`, `"source": "dir"`, `"cases": [`, "\n  \"function\": {", `<-configCh`} {
+	for _, s := range []string{fmt.Sprintf(`"schema": %d`, extractor.Schema), `"verified": "none"`, `"module": "k8s.io/kubernetes"`, `"source": "dir"`, `"cases": [`, "\n  \"function\": {", `<-configCh`} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("JSON lacks %q", s)
 		}
@@ -150,13 +151,13 @@ func TestExtractTable(t *testing.T) {
 			config = l
 		}
 	}
-	if strings.Join(strings.Fields(header), " ") != "KEY LINES TYPE LOG MESSAGES" {
+	if strings.Join(strings.Fields(header), " ") != "KEY LINES TYPE WRITERS LOG MESSAGES" {
 		t.Errorf("header %q", header)
 	}
 	// config's row: key, start-end, type, first log message, in columns.
 	f := strings.Fields(config)
-	if len(f) < 4 || f[2] != "kubetypes.PodUpdate" || !strings.Contains(f[1], "-") || !strings.Contains(stdout, `"SyncLoop ADD"`) {
-		t.Errorf("config row %q; want key, lines, kubetypes.PodUpdate, messages (and SyncLoop ADD below)", config)
+	if len(f) < 5 || f[2] != "kubetypes.PodUpdate" || !strings.Contains(f[1], "-") || f[3] != "(*podStorage).Merge" || !strings.Contains(stdout, `"SyncLoop ADD"`) {
+		t.Errorf("config row %q; want key, lines, kubetypes.PodUpdate, (*podStorage).Merge, messages (and SyncLoop ADD below)", config)
 	}
 	if !strings.Contains(stdout, "two sets: ") || !strings.Contains(stdout, "DesiredStateOfWorld (pkg/kubelet/volumemanager/cache/desired_state_of_world.go:53)") {
 		t.Errorf("no two-sets line in\n%s", stdout)
@@ -170,8 +171,9 @@ func TestPrintReadingTable(t *testing.T) {
 		Function: extractor.Function{
 			Name: "syncLoopIteration", File: "pkg/kubelet/kubelet.go", Start: 10, End: 40, Upstream: "https://example/L10",
 			Cases: []extractor.Case{
-				{Key: "config", Type: "kubetypes.PodUpdate", Start: 12, End: 20, Logs: []extractor.LogSite{{Message: "SyncLoop ADD"}, {Message: "SyncLoop UPDATE"}}},
-				{Key: "sync", Type: "time.Time", Start: 21, End: 21},
+				{Key: "config", Type: "kubetypes.PodUpdate", Start: 12, End: 20, Logs: []extractor.LogSite{{Message: "SyncLoop ADD"}, {Message: "SyncLoop UPDATE"}},
+					Writers: []extractor.Site{{Func: "pkg/kubelet/config.(*podStorage).Merge"}, {Func: "pkg/kubelet/config.(*podStorage).Merge"}, {Func: "pkg/x.(*y).z", Note: "feature gate Z"}}},
+				{Key: "sync", Type: "time.Time", Start: 21, End: 21, Made: []extractor.Site{{File: "pkg/kubelet/kubelet.go", Line: 30, Note: "ticker: written by the Go runtime every period"}}},
 			},
 		},
 		PodWorkers: extractor.PodWorkers{Types: make([]extractor.TypeDecl, 3)},
@@ -185,10 +187,11 @@ func TestPrintReadingTable(t *testing.T) {
 syncLoopIteration pkg/kubelet/kubelet.go:10-40, 2 cases
 https://example/L10
 
-KEY     LINES  TYPE                 LOG MESSAGES
-config  12-20  kubetypes.PodUpdate  "SyncLoop ADD"
-                                    "SyncLoop UPDATE"
-sync    21-21  time.Time            -
+KEY     LINES  TYPE                 WRITERS                       LOG MESSAGES
+config  12-20  kubetypes.PodUpdate  (*podStorage).Merge, (*y).z*  "SyncLoop ADD"
+                                                                  "SyncLoop UPDATE"
+sync    21-21  time.Time            ticker (kubelet.go:30)        -
+(WRITERS: the functions that send on the case's channel, from the source at the tag; * behind a feature gate.)
 
 pod_workers.go: 3 types; two sets: DesiredStateOfWorld (a.go:5), ActualStateOfWorld (b.go:6)
 `

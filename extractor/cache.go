@@ -117,13 +117,48 @@ func CachedTags(cacheDir string) ([]string, error) {
 	return tags, nil
 }
 
-// writeReading caches r at path atomically.
+// writeReading caches r at path atomically, and its Defs beside it.
 func writeReading(path string, r *Reading) error {
+	if r.Defs != nil {
+		data, err := json.Marshal(r.Defs)
+		if err != nil {
+			return err
+		}
+		if err := writeFileAtomic(defsPath(path), data); err != nil {
+			return err
+		}
+	}
 	data, err := json.Marshal(r)
 	if err != nil {
 		return err
 	}
 	return writeFileAtomic(path, data)
+}
+
+// defsPath is where the Defs of the Reading cached at readingPath are.
+func defsPath(readingPath string) string {
+	return strings.TrimSuffix(readingPath, ".json") + "-defs.json"
+}
+
+// CachedDefs returns the definitions index cached with the Reading for
+// opts.Tag and opts.Symbols, without any network access.
+func CachedDefs(opts Options) (*Defs, bool) {
+	if opts.SourceDir != "" || CheckTag(opts.Tag) != nil {
+		return nil, false
+	}
+	dir, err := CacheDir(opts)
+	if err != nil {
+		return nil, false
+	}
+	data, err := os.ReadFile(defsPath(readingPath(dir, opts.Tag, opts.Symbols)))
+	if err != nil {
+		return nil, false
+	}
+	var d Defs
+	if err := json.Unmarshal(data, &d); err != nil || d.Schema != Schema || d.Tag != opts.Tag {
+		return nil, false
+	}
+	return &d, true
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same

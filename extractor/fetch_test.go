@@ -727,14 +727,21 @@ func TestLoadThroughProxy(t *testing.T) {
 	if n := p.zipRequests.Load(); n != 1 {
 		t.Errorf("%d zip requests for 8 concurrent Loads, want 1", n)
 	}
-	if files := cacheFiles(t, cache, "readings", "tmp"); !slices.Equal(files, []string{filepath.Join("readings", tag, fmt.Sprintf("schema%d-%s.json", Schema, symbolsKey(nil)))}) {
-		t.Errorf("cache holds %v, want the one Reading and no download", files)
+	reading := filepath.Join("readings", tag, fmt.Sprintf("schema%d-%s.json", Schema, symbolsKey(nil)))
+	if files := cacheFiles(t, cache, "readings", "tmp"); !slices.Equal(files, []string{defsPath(reading), reading}) {
+		t.Errorf("cache holds %v, want the one Reading, its definitions and no download", files)
 	}
 
 	p.Close()
 	again, err := Load(t.Context(), opts)
 	if err != nil || again.ModuleHash != hash || again.Source != "proxy" {
 		t.Fatalf("Load from the cache = %+v, %v", again, err)
+	}
+	if d, ok := CachedDefs(opts); !ok || d.Tag != tag || d.Schema != Schema || len(d.Loop) != len(r.Defs.Loop) {
+		t.Errorf("CachedDefs = %v, %v; want the definitions extracted with the Reading", d, ok)
+	}
+	if again.Defs != nil {
+		t.Error("a Reading read from the cache carries Defs; they are read apart (CachedDefs)")
 	}
 	if c, ok := Cached(opts); !ok || c.ModuleHash != hash {
 		t.Errorf("Cached = %v, %v", c, ok)

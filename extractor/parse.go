@@ -14,6 +14,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"slices"
 	"strings"
 )
 
@@ -89,6 +90,17 @@ func (x *extraction) mainParts(r *Reading, symbols []string) error {
 		return err
 	}
 	r.Function = *fn
+	var helpers []string
+	for _, h := range fn.Helpers {
+		helpers = append(helpers, h.Name)
+	}
+	var roots []string
+	for _, c := range fn.Cases {
+		for _, s := range slices.Concat(c.Writers, c.Feeders, c.Goroutine, c.Made) {
+			roots = append(roots, s.Func)
+		}
+	}
+	r.Defs = x.defs(x.loop, helpers, roots)
 	pw, err := x.podWorkers()
 	if err != nil {
 		return err
@@ -109,11 +121,18 @@ type extraction struct {
 	fset  *token.FileSet
 	pkgs  map[string]*goPackage // by slash dir relative to the module root
 	files map[string]*srcFile   // files parsed with their comments, by path
+
+	// The writer derivation's indexes (flow.go): the directories searched,
+	// interfaces' implementations and functions' callers found so far.
+	loop    *loopFile // syncLoopIteration, once read
+	scope   []string
+	impls   map[string][]named
+	callers map[string][]callSite
 }
 
 func newExtraction(fsys fs.FS, tag string) *extraction {
 	return &extraction{fsys: fsys, tag: tag, fset: token.NewFileSet(), pkgs: map[string]*goPackage{},
-		files: map[string]*srcFile{}}
+		files: map[string]*srcFile{}, impls: map[string][]named{}, callers: map[string][]callSite{}}
 }
 
 // srcFile is one parsed Go file with its bytes.

@@ -49,6 +49,7 @@ func (x *extraction) function() (*Function, error) {
 	fn.Upstream = UpstreamURL(x.tag, kubeletFile, fn.DocStart, fn.End)
 
 	lf := x.newLoopFile(f, fd)
+	x.loop = lf
 	keys := map[string]int{}
 	helperIdx := map[string]int{}
 	for _, st := range sel.Body.List {
@@ -191,6 +192,9 @@ func (lf *loopFile) clause(cc *ast.CommClause) Case {
 		c.Channel = f.text(ch)
 		c.Key = lf.caseKey(ch)
 		c.Type = lf.chanType(ch)
+		lf.derive(&c, ch)
+	} else {
+		c.Made, c.Writers, c.Feeders, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
 	}
 
 	for _, st := range cc.Body {

@@ -414,9 +414,9 @@ func TestExtractMinimal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"cases":[{"key":"ch","comm":"\u003c-ch","channel":"ch","type":"int","start":5,"end":5,"logs":[],"calls":[]},` +
-		`{"key":"out","comm":"out \u003c- nil","channel":"out","type":"[]string","start":6,"end":6,"logs":[],"calls":[]},` +
-		`{"key":"default","comm":"","channel":"","type":"","start":7,"end":7,"logs":[],"calls":[]}]`,
+	for _, want := range []string{`"cases":[{"key":"ch","comm":"\u003c-ch","channel":"ch","type":"int","start":5,"end":5,"logs":[],"calls":[],"made":[],"writers":[],"upstream":[],"goroutine":[]},` +
+		`{"key":"out","comm":"out \u003c- nil","channel":"out","type":"[]string","start":6,"end":6,"logs":[],"calls":[],"made":[],"writers":[],"upstream":[],"goroutine":[]},` +
+		`{"key":"default","comm":"","channel":"","type":"","start":7,"end":7,"logs":[],"calls":[],"made":[],"writers":[],"upstream":[],"goroutine":[]}]`,
 		`"helpers":[]`, `"types":[]`, `"two_sets":[]`, `"doc_start":3,"start":3,"end":9`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("JSON lacks %s:\n%s", want, b)

@@ -10,7 +10,9 @@ package extractor
 //
 // Schema 2 added Verified: a Reading cached before it cannot say how its
 // source was checked (a module-cache zip without a .ziphash was not).
-const Schema = 2
+// Schema 3 added each case's Made, Writers, Upstream and Goroutine, derived
+// from the source (writers.go).
+const Schema = 3
 
 // Module is the module path the extractor reads.
 const Module = "k8s.io/kubernetes"
@@ -31,6 +33,10 @@ type Reading struct {
 	// Symbols locates the declarations that notes link to by name (the
 	// Options.Symbols asked for), keyed by the name as written.
 	Symbols map[string]Symbol `json:"symbols,omitempty"`
+	// Defs is the definitions index the page opens in place (defs.go). It
+	// is cached in a file of its own and not part of reading.json; nil
+	// when the Reading was read from the cache (see CachedDefs).
+	Defs *Defs `json:"-"`
 }
 
 // How a Reading's source was checked (Reading.Verified). Every zip is
@@ -89,6 +95,18 @@ type Case struct {
 	End     int       `json:"end"`     // end line of the clause's last statement
 	Logs    []LogSite `json:"logs"`
 	Calls   []string  `json:"calls"`
+
+	// Who writes the channel, derived from the source at the tag
+	// (writers.go). Made: where the channel is made (a make(chan …), or the
+	// ticker of a ticker-driven case). Writers: every send on it in
+	// non-test code. Feeders ("upstream"): one level of what feeds the
+	// writers (the sends on the channels a fan-in forwards, or the calls of
+	// the sending function). Goroutine: the go statements that run the
+	// writers, when they can be told.
+	Made      []Site `json:"made"`
+	Writers   []Site `json:"writers"`
+	Feeders   []Site `json:"upstream"`
+	Goroutine []Site `json:"goroutine"`
 }
 
 // LogSite is one logging call the case can reach: in the clause itself or in

@@ -49,7 +49,7 @@ func TestDefaultTagIsComplete(t *testing.T) {
 	if strings.Contains(body, "No note yet") {
 		t.Error("the default tag's page shows a \"no note yet\" placeholder")
 	}
-	// The worksheet names every case's writer (from the notes' front matter).
+	// The worksheet names every case's writer (derived from the source at the tag).
 	ws := get(t, s, "/k8s/"+r.Tag+"/worksheet.md").Body.String()
 	for _, c := range r.Function.Cases {
 		if !strings.Contains(ws, "- **"+c.Key+"** (") {

@@ -29,6 +29,7 @@ const (
 //	GET /k8s/{tag}/pod-workers    pod_workers.go type comments
 //	GET /k8s/{tag}/reading.json   the Reading
 //	GET /k8s/{tag}/worksheet.md   the worksheet
+//	GET /k8s/{tag}/def?sym=SYM    a module symbol's definition, highlighted (def.go)
 //
 // What changed (package site, compare.go):
 //
@@ -81,6 +82,7 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/pod-workers", s.site.TagPage(site.PagePodWorkers))
 	r.Method("GET", "/k8s/{tag}/reading.json", s.site.TagPage(site.PageJSON))
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.site.TagPage(site.PageWorksheet))
+	r.Method("GET", "/k8s/{tag}/def", s.site.Def())
 	r.Method("GET", "/k8s/compare", s.site.CompareForm())
 	r.Method("GET", "/k8s/compare/{range}", s.site.Compare())
 	r.Method("GET", "/k8s/history/{key}", s.site.History())

@@ -240,8 +240,9 @@ func Prefetch(tags ...string) {
 
 // Tree unpacks the tag's module zip into a directory of the test's own, laid
 // out as a Kubernetes checkout, for tests of --source-dir. Only the files
-// extraction reads are written (go.mod and the Go files under pkg/), which
-// keeps it to a few seconds.
+// extraction reads are written (go.mod and the Go files under pkg/ and
+// cmd/kubelet/, where the writer derivation finds the kubelet's start-up),
+// which keeps it to a few seconds.
 func Tree(tb testing.TB, tag string) string {
 	tb.Helper()
 	root := FS(tb, tag)
@@ -251,7 +252,8 @@ func Tree(tb testing.TB, tag string) string {
 			return err
 		}
 		if d.IsDir() {
-			if name != "." && name != "pkg" && !strings.HasPrefix(name, "pkg/") {
+			if name != "." && name != "pkg" && !strings.HasPrefix(name, "pkg/") &&
+				name != "cmd" && name != "cmd/kubelet" && !strings.HasPrefix(name, "cmd/kubelet/") {
 				return fs.SkipDir
 			}
 			return nil

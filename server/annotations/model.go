@@ -157,7 +157,7 @@ func CheckNote(r *extractor.Reading, id, text string) []Check {
 		if text == "" {
 			return []Check{{"empty", "Who writes this channel?"}}
 		}
-		return checkWriter(r, text)
+		return checkWriter(r, key, text)
 	case "set":
 		name := map[string]string{"desired": "DesiredStateOfWorld", "actual": "ActualStateOfWorld"}[key]
 		if text == "" {
@@ -235,30 +235,111 @@ func checkSetAt(r *extractor.Reading, name, it, It, text string) []Check {
 	return out
 }
 
-// checkWriter resolves the symbols an answer names against the symbols the
-// Reading located (those the site's notes link to). A symbol the Reading
-// located nowhere is said not to resolve; one it never looked for is left
-// unchecked rather than guessed.
-func checkWriter(r *extractor.Reading, text string) []Check {
+// checkWriter checks the symbols an answer names against the writers of
+// the case's channel derived from the source at r's tag (extractor.Case's
+// Writers, Upstream, Goroutine): a sender is right; a function that feeds a
+// sender, or starts its goroutine, is said to be so; any other symbol that
+// exists at the tag "is not a writer of this channel at TAG"; one that does
+// not exist "is not found at TAG". Words without a symbol are not checked.
+func checkWriter(r *extractor.Reading, key, text string) []Check {
+	c, ok := r.Function.CaseByKey(key)
+	if !ok {
+		return []Check{{"warn", fmt.Sprintf("The select has no %s case at %s.", key, r.Tag)}}
+	}
+	ticker := len(c.Made) > 0
+	for _, m := range c.Made {
+		ticker = ticker && strings.Contains(m.Note, "ticker")
+	}
 	var out []Check
 	seen := map[string]bool{}
 	for _, m := range symbolRE.FindAllStringSubmatch(text, -1) {
-		s := m[1]
+		s := strings.TrimPrefix(m[1], "sym:")
 		if seen[s] || strings.HasSuffix(s, ".go") {
 			continue
 		}
 		seen[s] = true
-		name, sym, ok := resolve(r, s)
-		switch {
-		case !ok:
+		if ticker {
+			out = append(out, Check{"warn", fmt.Sprintf("At %s this channel is a ticker's: no function of the module sends on it, so %s is not its writer.", r.Tag, s)})
 			continue
-		case sym.Found:
-			out = append(out, Check{"ok", fmt.Sprintf("%s is at %s:%d at %s.", s, sym.File, sym.Line, r.Tag)})
-		default:
-			out = append(out, Check{"warn", fmt.Sprintf("%s does not resolve at %s (looked for %s).", s, r.Tag, name)})
+		}
+		if w, ok := siteFor(c.Writers, s); ok {
+			out = append(out, Check{"ok", fmt.Sprintf("%s sends on this channel at %s (%s:%d).", s, r.Tag, w.File, w.Line)})
+			continue
+		}
+		if w, ok := siteFor(c.Feeders, s); ok {
+			out = append(out, Check{"warn", fmt.Sprintf("%s does not send on this channel at %s; it feeds what does (%s:%d).", s, r.Tag, w.File, w.Line)})
+			continue
+		}
+		if w, ok := siteFor(c.Goroutine, s); ok {
+			out = append(out, Check{"warn", fmt.Sprintf("%s starts the goroutine that writes this channel at %s (%s:%d), but does not send on it itself.", s, r.Tag, w.File, w.Line)})
+			continue
+		}
+		switch exists(r, s) {
+		case yes:
+			out = append(out, Check{"warn", fmt.Sprintf("%s is not a writer of this channel at %s.", s, r.Tag)})
+		case no:
+			out = append(out, Check{"warn", fmt.Sprintf("%s is not found at %s.", s, r.Tag)})
 		}
 	}
 	return out
+}
+
+// siteFor finds the site whose function is s, written in full or short
+// (podStorage.Merge for pkg/kubelet/config.(*podStorage).Merge).
+func siteFor(sites []extractor.Site, s string) (extractor.Site, bool) {
+	for _, w := range sites {
+		if w.Func == s || shortSym(w.Func) == shortSym(s) {
+			return w, true
+		}
+	}
+	return extractor.Site{}, false
+}
+
+type tri int
+
+const (
+	unknown tri = iota
+	yes
+	no
+)
+
+// exists says whether s is declared at r's tag: by the symbols the notes
+// link to, else by every declaration of the kubelet's packages (the
+// definitions index), else it cannot be told.
+func exists(r *extractor.Reading, s string) tri {
+	if _, sym, ok := resolve(r, s); ok {
+		if sym.Found {
+			return yes
+		}
+		return no
+	}
+	if r.Defs == nil {
+		return unknown
+	}
+	if r.Defs.HasDecl(s) {
+		return yes
+	}
+	want := shortSym(s)
+	for _, d := range r.Defs.Declared {
+		if shortSym(d) == want {
+			return yes
+		}
+	}
+	return no
+}
+
+// shortSym is the last two parts of a symbol, receiver markers removed:
+// pkg/kubelet/config.(*PodConfig).Updates → PodConfig.Updates.
+func shortSym(full string) string {
+	if i := strings.LastIndex(full, "/"); i >= 0 {
+		full = full[i+1:]
+	}
+	full = strings.NewReplacer("(*", "", "(", "", ")", "").Replace(full)
+	parts := strings.Split(full, ".")
+	if len(parts) >= 2 {
+		return strings.Join(parts[len(parts)-2:], ".")
+	}
+	return full
 }
 
 // resolve finds s among the Reading's symbols: by its full name, or by its
@@ -268,18 +349,7 @@ func resolve(r *extractor.Reading, s string) (string, extractor.Symbol, bool) {
 	if sym, ok := r.Symbols[s]; ok {
 		return s, sym, true
 	}
-	short := func(full string) string {
-		// pkg/kubelet/config.(*PodConfig).Updates → PodConfig.Updates
-		if i := strings.LastIndex(full, "/"); i >= 0 {
-			full = full[i+1:]
-		}
-		full = strings.NewReplacer("(*", "", "(", "", ")", "").Replace(full)
-		parts := strings.Split(full, ".")
-		if len(parts) >= 2 {
-			return strings.Join(parts[len(parts)-2:], ".")
-		}
-		return full
-	}
+	short := shortSym
 	want := short(s)
 	var names []string
 	for name := range r.Symbols {
@@ -446,9 +516,5 @@ func orNone(s string) string {
 }
 
 func upstream(tag, file string, a, b int) string {
-	u := fmt.Sprintf("https://github.com/kubernetes/kubernetes/blob/%s/%s#L%d", tag, file, a)
-	if b > a {
-		u += fmt.Sprintf("-L%d", b)
-	}
-	return u
+	return extractor.UpstreamURL(tag, file, a, b)
 }

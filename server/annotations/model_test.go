@@ -67,8 +67,15 @@ func TestChecksAgainstSource(t *testing.T) {
 		{"set.desired", "ActualStateOfWorld, actual_state_of_world.go:48", "ok", "ActualStateOfWorld is declared at pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48"},
 		{"case.config", "", "empty", "still empty"},
 		{"case.nosuch", "text", "warn", "no nosuch case at v1.37.2"},
-		{"writer.config", "pkg/kubelet/config.(*PodConfig).Updates", "ok", "is at pkg/kubelet/config/config.go:"},
-		{"writer.config", "podStorage.Merge, one per source", "ok", "is at pkg/kubelet/config/config.go:"},
+		// Against the writers derived at the tag: Merge sends on the
+		// loop's channel (config.go:156 at v1.37.2); Updates only returns
+		// it; the mux's listen feeds Merge; a made-up name is nowhere.
+		{"writer.config", "pkg/kubelet/config.(*PodConfig).Updates", "warn", "pkg/kubelet/config.(*PodConfig).Updates is not a writer of this channel at v1.37.2"},
+		{"writer.config", "podStorage.Merge, one per source", "ok", "podStorage.Merge sends on this channel at v1.37.2 (pkg/kubelet/config/config.go:156)"},
+		{"writer.config", "mux.listen", "warn", "mux.listen does not send on this channel at v1.37.2; it feeds what does (pkg/kubelet/config/mux.go:80)"},
+		{"writer.config", "pkg/kubelet/config.(*podStorage).Mergeify", "warn", "is not found at v1.37.2"},
+		{"writer.pleg", "GenericPLEG.reconcilePodRecord", "ok", "sends on this channel at v1.37.2 (pkg/kubelet/pleg/generic.go:389)"},
+		{"writer.sync", "Kubelet.syncLoop", "warn", "this channel is a ticker's"},
 		{"writer.pleg", "", "empty", "Who writes"},
 	} {
 		cs := checksOf(t, "v1.37.2", tc.id, tc.text)
@@ -88,21 +95,22 @@ func TestChecksAgainstSource(t *testing.T) {
 		t.Errorf("words without a symbol: %+v, want no check", cs)
 	}
 
-	// A writer named by a symbol that does not resolve at an older tag.
+	// A writer named by a symbol that does not resolve at an older tag:
+	// at v1.20.0 the PLEG's send is in (*GenericPLEG).relist
+	// (generic.go:273); reconcilePodRecord came later.
 	r := extractortest.Reading(t, "v1.20.0", content.Symbols())
-	var missing string
-	for name, s := range r.Symbols {
-		if !s.Found && strings.Contains(name, ").") {
-			missing = name
-			break
-		}
+	cs := CheckNote(r, "writer.pleg", "pkg/kubelet/pleg.(*GenericPLEG).reconcilePodRecord")
+	if len(cs) != 1 || cs[0].Level != "warn" || !strings.Contains(cs[0].Text, "is not found at v1.20.0") {
+		t.Errorf("reconcilePodRecord at v1.20.0: %+v", cs)
 	}
-	if missing == "" {
-		t.Fatal("every method the notes link to resolves at v1.20.0: pick an older tag for this test")
+	cs = CheckNote(r, "writer.pleg", "GenericPLEG.relist")
+	if len(cs) != 1 || cs[0].Level != "ok" || !strings.Contains(cs[0].Text, "generic.go:273") {
+		t.Errorf("relist at v1.20.0: %+v", cs)
 	}
-	cs := CheckNote(r, "writer.pleg", "it is "+missing)
-	if len(cs) != 1 || cs[0].Level != "warn" || !strings.Contains(cs[0].Text, "does not resolve at v1.20.0") {
-		t.Errorf("writer %s at v1.20.0: %+v", missing, cs)
+	// A symbol that exists at the tag but does not write this channel.
+	cs = CheckNote(r, "writer.pleg", "pkg/kubelet/prober/results.(*manager).Set")
+	if len(cs) != 1 || cs[0].Level != "warn" || !strings.Contains(cs[0].Text, "is not a writer of this channel at v1.20.0") {
+		t.Errorf("(*manager).Set for pleg at v1.20.0: %+v", cs)
 	}
 }
 

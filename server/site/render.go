@@ -16,6 +16,8 @@ import (
 	"github.com/alecthomas/chroma/v2/formatters/html"
 	"github.com/alecthomas/chroma/v2/lexers"
 	"github.com/alecthomas/chroma/v2/styles"
+
+	"github.com/syncloop/syncloop/extractor"
 )
 
 // Chroma styles for the light and dark themes.
@@ -32,6 +34,14 @@ type highlighted struct {
 
 // highlight highlights text, Go source whose first line is line first.
 func highlight(text string, first int) (*highlighted, error) {
+	return highlightRefs(text, first, nil)
+}
+
+// highlightRefs highlights text as highlight does, and makes each
+// identifier refs names (a module symbol, from the Reading's definitions
+// index) a control that opens its definition in place: a button with
+// data-def (static/peek.js).
+func highlightRefs(text string, first int, refs []extractor.Ref) (*highlighted, error) {
 	lexer := lexers.Get("go")
 	if lexer == nil {
 		return nil, fmt.Errorf("highlight: chroma has no Go lexer")
@@ -40,19 +50,22 @@ func highlight(text string, first int) (*highlighted, error) {
 	if err != nil {
 		return nil, fmt.Errorf("highlight: %w", err)
 	}
+	byLine := map[int][]extractor.Ref{}
+	for _, r := range refs {
+		byLine[r.Line] = append(byLine[r.Line], r)
+	}
 	h := &highlighted{first: first}
-	for _, line := range chroma.SplitTokensIntoLines(it.Tokens()) {
+	for i, line := range chroma.SplitTokensIntoLines(it.Tokens()) {
 		var b strings.Builder
+		col := 0
+		lineRefs := byLine[first+i]
 		for _, tok := range line {
 			v := strings.TrimSuffix(tok.Value, "\n")
 			if v == "" {
 				continue
 			}
-			if cls := tokenClass(tok.Type); cls != "" {
-				fmt.Fprintf(&b, `<span class="%s">%s</span>`, cls, template.HTMLEscapeString(v))
-			} else {
-				b.WriteString(template.HTMLEscapeString(v))
-			}
+			writeToken(&b, tokenClass(tok.Type), v, col, lineRefs)
+			col += len(v)
 		}
 		h.lines = append(h.lines, template.HTML(b.String()))
 	}
@@ -64,6 +77,35 @@ func highlight(text string, first int) (*highlighted, error) {
 	}
 	h.lines = h.lines[:want]
 	return h, nil
+}
+
+// writeToken writes one token (v, starting at byte col of its line) with
+// its class, the parts refs cover as controls.
+func writeToken(b *strings.Builder, cls, v string, col int, refs []extractor.Ref) {
+	span := func(s string) {
+		if s == "" {
+			return
+		}
+		if cls != "" {
+			fmt.Fprintf(b, `<span class="%s">%s</span>`, cls, template.HTMLEscapeString(s))
+		} else {
+			b.WriteString(template.HTMLEscapeString(s))
+		}
+	}
+	at := 0
+	for _, r := range refs {
+		from, to := r.Col-col, r.Col-col+r.Len
+		if from < at || to > len(v) {
+			continue // not inside this token
+		}
+		span(v[at:from])
+		fmt.Fprintf(b, `<button type="button" class="def" data-def="%s" aria-expanded="false" title="Open %s here">`,
+			template.HTMLEscapeString(r.Sym), template.HTMLEscapeString(extractor.ShortSymbol(r.Sym)))
+		span(v[from:to])
+		b.WriteString(`</button>`)
+		at = to
+	}
+	span(v[at:])
 }
 
 // tokenClass is chroma's CSS class for a token type, as its HTML formatter

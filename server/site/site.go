@@ -180,6 +180,8 @@ type tagState struct {
 	mu    sync.Mutex
 	pages map[string]*page // rendered for pagesGen
 	gen   int
+
+	defs sync.Map // symbol → rendered /def answer (def.go)
 }
 
 // options are the extractor options for tag.
@@ -241,6 +243,7 @@ func (s *Site) state(tag string) *tagState {
 		r, err := s.load(tag)
 		var view *readingView
 		if err == nil {
+			r = s.withDefs(r, tag)
 			view, err = newReadingView(r)
 		}
 		s.mu.Lock()

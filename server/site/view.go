@@ -57,6 +57,7 @@ type caseView struct {
 	Helpers  []string // helpers the case calls, shown beside it
 	HelperAt map[string]int
 	Hue      string // the case's colour slot on the page (data-hue)
+	Written  writtenView
 }
 
 // hueOf is a case key's colour slot as the page names it: "0"…"7" for the
@@ -78,13 +79,10 @@ type setGroup struct {
 	Decls []extractor.SetDecl
 }
 
-// upstreamURL is the file's lines a..b at tag on GitHub.
+// upstreamURL is the file's lines a..b at tag on GitHub
+// (extractor.UpstreamURL, the one builder).
 func upstreamURL(tag, file string, a, b int) string {
-	u := fmt.Sprintf("https://github.com/kubernetes/kubernetes/blob/%s/%s#L%d", tag, file, a)
-	if b > a {
-		u += fmt.Sprintf("-L%d", b)
-	}
-	return u
+	return extractor.UpstreamURL(tag, file, a, b)
 }
 
 // provenance says, in one sentence for the footer, where the Reading's source
@@ -173,11 +171,19 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 		}
 	}
 
-	code, err := highlight(f.Text, f.DocStart)
+	var loopRefs []extractor.Ref
+	if r.Defs != nil {
+		loopRefs = r.Defs.Loop
+	}
+	code, err := highlightRefs(f.Text, f.DocStart, loopRefs)
 	if err != nil {
 		return nil, err
 	}
-	v.code = code
+	// The compare page shows the lines without controls (it loads no
+	// peek.js).
+	if v.code, err = highlight(f.Text, f.DocStart); err != nil {
+		return nil, err
+	}
 	if f.DocStart < f.Start {
 		v.Doc = code.block(f.DocStart, f.Start-1)
 		v.DocLines = fmt.Sprintf("%d–%d", f.DocStart, f.Start-1)
@@ -185,7 +191,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 
 	helperAt := map[string]int{}
 	for _, h := range f.Helpers {
-		hc, err := highlight(h.Text, h.DocStart)
+		hc, err := highlightRefs(h.Text, h.DocStart, loopRefs)
 		if err != nil {
 			return nil, err
 		}
@@ -209,6 +215,7 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 			Note:     caseNotes[c.Key],
 			HelperAt: helperAt,
 			Hue:      hueOf(c.Key),
+			Written:  newWrittenView(r.Tag, c),
 		}
 		for _, h := range f.Helpers {
 			if slices.Contains(h.Cases, c.Key) {

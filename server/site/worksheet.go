@@ -3,13 +3,13 @@ package site
 import (
 	"bytes"
 	"fmt"
-	"strings"
 )
 
 // worksheet is the Markdown a reader hands in for the tag: a line per case
-// with its channel, element type and writer (blank to fill in when no note
-// names it), the two sets with file:line, and the sentence that ties the
-// loop to level-triggered reconcile.
+// with its channel, element type and writer (the sends derived from the
+// source at the tag; blank to fill in when none was found), the two sets
+// with file:line, and the sentence that ties the loop to level-triggered
+// reconcile.
 func worksheet(v *readingView) []byte {
 	r, f := v.R, &v.R.Function
 	var b bytes.Buffer
@@ -17,9 +17,9 @@ func worksheet(v *readingView) []byte {
 	fmt.Fprintf(&b, "Source: [%s:%d-%d](%s)\n\n", f.File, f.Start, f.End, upstreamURL(r.Tag, f.File, f.Start, f.End))
 	fmt.Fprintf(&b, "Name: ____________________\n\n")
 	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(v.Cases))
-	fmt.Fprintf(&b, "One line per case: the channel it reads, the element type that flows on it, and who writes to it.\n\n")
+	fmt.Fprintf(&b, "One line per case: the channel it reads, the element type that flows on it, and who writes to it (the sends on it, from the source at %s).\n\n", r.Tag)
 	for _, c := range v.Cases {
-		writer := strings.TrimSpace(c.Note.Front["writer"])
+		writer := writersAnswer(c.Written)
 		if writer == "" {
 			writer = "____________________"
 		}

@@ -1,0 +1,416 @@
+package extractor
+
+// defs.go builds the definitions index the page opens in place: every
+// function, method and type the loop reaches (through calls and type
+// references, a few levels deep), with its source, the module symbols its
+// body refers to (line and column, for the page's controls) and, for an
+// interface method, the module's implementations. It runs on the same
+// syntactic index as the writer derivation (flow.go).
+
+import (
+	"go/ast"
+	"go/token"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Defs is the definitions index of one tag. It is cached beside the
+// Reading (its own file: it is several times the Reading's size and
+// reading.json does not serve it).
+type Defs struct {
+	Schema int    `json:"schema"`
+	Tag    string `json:"tag"`
+	// Loop are the references in the function's text and its helpers'
+	// (Function.Text from DocStart, Helper.Text from its DocStart).
+	Loop  []Ref            `json:"loop"`
+	Decls map[string]*Decl `json:"decls"` // by symbol
+	// Declared is every function, method and type symbol declared in the
+	// kubelet's packages at the tag (flowScope), indexed or not: whether a
+	// name a reader writes exists at this tag at all.
+	Declared []string `json:"declared"`
+}
+
+// Decl is one declaration: a function or method (its doc comment and
+// body), a type, or an interface method (its line in the interface, and
+// the module's implementations).
+type Decl struct {
+	Sym   string   `json:"sym"`
+	Kind  string   `json:"kind"` // "func", "method", "type", "interface method"
+	File  string   `json:"file"`
+	Start int      `json:"start"` // first line of Text (the doc comment's, when there is one)
+	End   int      `json:"end"`
+	Text  string   `json:"text"`
+	Refs  []Ref    `json:"refs,omitempty"`
+	Impls []string `json:"impls,omitempty"` // an interface method's implementations, by symbol
+}
+
+// Ref is one identifier in a text that names a symbol of the module.
+type Ref struct {
+	Line int    `json:"line"` // file line number
+	Col  int    `json:"col"`  // byte offset of the identifier in its line
+	Len  int    `json:"len"`
+	Sym  string `json:"sym"`
+}
+
+// HasDecl reports whether sym is declared in the kubelet's packages at the
+// tag (Declared is sorted).
+func (d *Defs) HasDecl(sym string) bool {
+	_, ok := slices.BinarySearch(d.Declared, sym)
+	return ok
+}
+
+// defsDepth is how many calls deep from the loop the index goes:
+// HandlePodAdditions (1) → podWorkers.UpdatePod (2) → podWorkerLoop (3),
+// and one more so that what the third opens is there too.
+const defsDepth = 4
+
+// maxDecls bounds the index, so that a widely fanned-out tag cannot make
+// extraction run away; what is left out stays plain text on the page.
+const maxDecls = 3000
+
+type defsBuilder struct {
+	x    *extraction
+	defs *Defs
+	fns  map[string][]*fnCtx // symbol → its declaration(s), for functions and methods
+}
+
+// defs builds the index from the loop function lf.fd and the helpers, and
+// from roots (the derived writers' functions, which the margin opens).
+func (x *extraction) defs(lf *loopFile, helpers, roots []string) *Defs {
+	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.tag, Decls: map[string]*Decl{}}, fns: map[string][]*fnCtx{}}
+	loop := &fnCtx{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
+	b.defs.Loop = b.refs(loop, lf.fd)
+	for _, h := range helpers {
+		if d, ok := lf.funcs[h]; ok {
+			b.defs.Loop = append(b.defs.Loop, b.refs(&fnCtx{f: lf.f, dir: loop.dir, decl: d}, d)...)
+		}
+	}
+	level := append(uniqSyms(b.defs.Loop), roots...)
+	for depth := 1; depth <= defsDepth && len(level) > 0; depth++ {
+		var next []string
+		// An interface method's implementations are opened with it: they
+		// join the level it is on (level grows while it is walked).
+		for i := 0; i < len(level); i++ {
+			sym := level[i]
+			if _, done := b.defs.Decls[sym]; done || len(b.defs.Decls) >= maxDecls {
+				continue
+			}
+			d := b.decl(sym, depth < defsDepth)
+			if d == nil {
+				continue
+			}
+			b.defs.Decls[sym] = d
+			next = append(next, uniqSyms(d.Refs)...)
+			level = append(level, d.Impls...)
+		}
+		level = next
+	}
+	// Impls at the last level get their declarations too: an interface
+	// method opens on its implementations.
+	for _, d := range b.defs.Decls {
+		for _, s := range d.Impls {
+			if _, ok := b.defs.Decls[s]; !ok && len(b.defs.Decls) < maxDecls {
+				if id := b.decl(s, false); id != nil {
+					b.defs.Decls[s] = id
+				}
+			}
+		}
+	}
+	// A reference to what the index does not hold stays plain text.
+	keep := func(refs []Ref) []Ref {
+		return slices.DeleteFunc(refs, func(r Ref) bool { _, ok := b.defs.Decls[r.Sym]; return !ok })
+	}
+	b.defs.Loop = keep(b.defs.Loop)
+	for _, d := range b.defs.Decls {
+		d.Refs = keep(d.Refs)
+	}
+	b.defs.Declared = x.declared()
+	return b.defs
+}
+
+func uniqSyms(refs []Ref) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range refs {
+		if !seen[r.Sym] {
+			seen[r.Sym] = true
+			out = append(out, r.Sym)
+		}
+	}
+	return out
+}
+
+// decl finds sym's declaration; withRefs says whether to resolve the
+// references in its body (not at the index's last level).
+func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
+	x := b.x
+	dir, recv, name, ok := splitSymbol(sym)
+	if !ok {
+		return nil
+	}
+	if _, ok := b.fns[sym]; !ok {
+		// a root named by symbol only: a function or a concrete method
+		if recv == "" {
+			b.fns[sym] = x.funcDecl(dir, name)
+		} else {
+			b.fns[sym] = x.methods(named{dir, recv}, name)
+		}
+	}
+	if cs, ok := b.fns[sym]; ok && len(cs) > 0 {
+		c := cs[0]
+		d := b.funcDecl(sym, c)
+		if withRefs {
+			d.Refs = b.refs(c, c.decl)
+		}
+		return d
+	}
+	if recv != "" {
+		// an interface method
+		t := named{dir, recv}
+		specs := x.typeSpecsOf(t)
+		if len(specs) == 0 {
+			return nil
+		}
+		it, ok := specs[0].ts.Type.(*ast.InterfaceType)
+		if !ok {
+			return nil
+		}
+		for _, m := range it.Methods.List {
+			for _, n := range m.Names {
+				if n.Name != name {
+					continue
+				}
+				f := specs[0].f
+				start := f.line(m.Pos())
+				if m.Doc != nil {
+					start = f.line(m.Doc.Pos())
+				}
+				d := &Decl{Sym: sym, Kind: "interface method", File: f.path, Start: start, End: f.endLine(m)}
+				d.Text = f.lines(d.Start, d.End)
+				for _, impl := range x.implementations(t) {
+					for _, c := range x.methods(impl, name) {
+						s := funcSymbol(c.dir, c.decl)
+						b.fns[s] = append(b.fns[s], c)
+						if !slices.Contains(d.Impls, s) {
+							d.Impls = append(d.Impls, s)
+						}
+					}
+				}
+				return d
+			}
+		}
+		return nil
+	}
+	// a type
+	t := named{dir, name}
+	specs := x.typeSpecsOf(t)
+	if len(specs) == 0 {
+		return nil
+	}
+	f, ts := specs[0].f, specs[0].ts
+	start, end := f.line(ts.Pos()), f.endLine(ts)
+	if gd := genDeclOf(f.file, ts); gd != nil && len(gd.Specs) == 1 {
+		start = f.line(gd.Pos())
+		if gd.Doc != nil {
+			start = f.line(gd.Doc.Pos())
+		}
+	} else if ts.Doc != nil {
+		start = f.line(ts.Doc.Pos())
+	}
+	start = docAbove(f, start)
+	return &Decl{Sym: sym, Kind: "type", File: f.path, Start: start, End: end, Text: f.lines(start, end)}
+}
+
+// docAbove is the first line of the // comment block right above line
+// (line itself when there is none). Most package files are parsed without
+// their comments, so the doc comment is found by its lines.
+func docAbove(f *srcFile, line int) int {
+	for line > 1 && strings.HasPrefix(strings.TrimSpace(f.lines(line-1, line-1)), "//") {
+		line--
+	}
+	return line
+}
+
+func genDeclOf(f *ast.File, ts *ast.TypeSpec) *ast.GenDecl {
+	for gd, s := range typeSpecs(f) {
+		if s == ts {
+			return gd
+		}
+	}
+	return nil
+}
+
+func (b *defsBuilder) funcDecl(sym string, c *fnCtx) *Decl {
+	f, fd := c.f, c.decl
+	start := f.line(fd.Pos())
+	if fd.Doc != nil {
+		start = f.line(fd.Doc.Pos())
+	} else {
+		start = docAbove(f, start)
+	}
+	end := f.endLine(fd)
+	kind := "func"
+	if fd.Recv != nil {
+		kind = "method"
+	}
+	return &Decl{Sym: sym, Kind: kind, File: f.path, Start: start, End: end, Text: f.lines(start, end)}
+}
+
+// refs lists the identifiers in fd (of c) that name module functions,
+// methods, interface methods and types, and remembers the functions'
+// declarations.
+func (b *defsBuilder) refs(c *fnCtx, fd *ast.FuncDecl) []Ref {
+	x := b.x
+	var out []Ref
+	add := func(id *ast.Ident, sym string, decls []*fnCtx) {
+		pos := c.f.tf.Position(id.Pos())
+		lineStart := c.f.tf.Offset(c.f.tf.LineStart(pos.Line))
+		out = append(out, Ref{Line: pos.Line, Col: c.f.tf.Offset(id.Pos()) - lineStart, Len: len(id.Name), Sym: sym})
+		if len(decls) > 0 {
+			if _, ok := b.fns[sym]; !ok {
+				b.fns[sym] = decls
+			}
+		}
+	}
+	// Types in the signature, then the body.
+	ast.Inspect(fd, func(n ast.Node) bool {
+		switch e := n.(type) {
+		case *ast.CallExpr:
+			switch fun := ast.Unparen(e.Fun).(type) {
+			case *ast.Ident:
+				if ds := x.funcDecl(c.dir, fun.Name); len(ds) > 0 && paramType(fd.Type, fun.Name) == nil {
+					add(fun, funcSymbol(c.dir, ds[0].decl), ds)
+				}
+			case *ast.SelectorExpr:
+				b.selectorRef(c, fun, add)
+			}
+		case *ast.SelectorExpr:
+			// a type written pkg.T (a composite literal's, a conversion's,
+			// a declaration's), not a call
+			if id, ok := e.X.(*ast.Ident); ok && token.IsExported(e.Sel.Name) && x.isPackageName(c, id.Name) {
+				if d, ok := x.importedDir(c.f, id.Name); ok && len(x.typeSpecsOf(named{d, e.Sel.Name})) > 0 {
+					add(e.Sel, d+"."+e.Sel.Name, nil)
+				}
+			}
+		}
+		return true
+	})
+	slices.SortFunc(out, func(a, b Ref) int {
+		if a.Line != b.Line {
+			return a.Line - b.Line
+		}
+		return a.Col - b.Col
+	})
+	return slices.CompactFunc(out, func(a, b Ref) bool { return a.Line == b.Line && a.Col == b.Col })
+}
+
+// selectorRef resolves pkg.F(…) and x.M(…).
+func (b *defsBuilder) selectorRef(c *fnCtx, fun *ast.SelectorExpr, add func(*ast.Ident, string, []*fnCtx)) {
+	x := b.x
+	if id, ok := fun.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
+		if d, ok := x.importedDir(c.f, id.Name); ok {
+			if ds := x.funcDecl(d, fun.Sel.Name); len(ds) > 0 {
+				add(fun.Sel, funcSymbol(d, ds[0].decl), ds)
+			}
+		}
+		return
+	}
+	t := x.typeOf(fun.X, c)
+	if !t.ok() {
+		return
+	}
+	if ms, iface := x.interfaceMethods(t, 0); iface {
+		if !slices.Contains(ms, fun.Sel.Name) {
+			return
+		}
+		// The method may be declared in an embedded interface: name the
+		// interface that declares it.
+		owner := x.declaringInterface(t, fun.Sel.Name, 0)
+		if owner.ok() {
+			add(fun.Sel, owner.dir+"."+owner.name+"."+fun.Sel.Name, nil)
+		}
+		return
+	}
+	if ds := x.methods(t, fun.Sel.Name); len(ds) > 0 {
+		add(fun.Sel, funcSymbol(t.dir, ds[0].decl), ds)
+	}
+}
+
+// declaringInterface is the interface, t or one it embeds, that declares
+// method m.
+func (x *extraction) declaringInterface(t named, m string, depth int) named {
+	specs := x.typeSpecsOf(t)
+	if len(specs) == 0 || depth > 6 {
+		return named{}
+	}
+	it, ok := specs[0].ts.Type.(*ast.InterfaceType)
+	if !ok {
+		return named{}
+	}
+	for _, f := range it.Methods.List {
+		for _, n := range f.Names {
+			if n.Name == m {
+				return t
+			}
+		}
+	}
+	for _, f := range it.Methods.List {
+		if len(f.Names) == 0 {
+			if emb := x.resolveType(f.Type, specs[0].f, t.dir); emb.ok() {
+				if o := x.declaringInterface(emb, m, depth+1); o.ok() {
+					return o
+				}
+			}
+		}
+	}
+	return named{}
+}
+
+// declared lists every function, method and type symbol declared in the
+// non-test files of flowScope, sorted.
+func (x *extraction) declared() []string {
+	var out []string
+	for _, d := range x.scopeDirs() {
+		p := x.pkg(d)
+		if p == nil {
+			continue
+		}
+		for _, f := range x.parsedFiles(p, func([]byte) bool { return true }) {
+			for _, decl := range f.file.Decls {
+				switch dd := decl.(type) {
+				case *ast.FuncDecl:
+					out = append(out, funcSymbol(d, dd))
+				case *ast.GenDecl:
+					if dd.Tok != token.TYPE {
+						continue
+					}
+					for _, s := range dd.Specs {
+						ts := s.(*ast.TypeSpec)
+						out = append(out, d+"."+ts.Name.Name)
+						if it, ok := ts.Type.(*ast.InterfaceType); ok {
+							for _, m := range it.Methods.List {
+								for _, n := range m.Names {
+									out = append(out, d+"."+ts.Name.Name+"."+n.Name)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ShortSymbol is the symbol without its package path:
+// "(*Kubelet).HandlePodAdditions".
+func ShortSymbol(sym string) string {
+	slash := strings.LastIndex(sym, "/")
+	dot := strings.Index(sym[slash+1:], ".")
+	if dot < 0 {
+		return sym
+	}
+	return sym[slash+1+dot+1:]
+}

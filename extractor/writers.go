@@ -1,0 +1,939 @@
+package extractor
+
+// writers.go derives, from the source at the tag, who writes each case's
+// channel. From the channel expression the case receives from it walks back
+// (parameters up the callers: syncLoopIteration ← syncLoop ← Run ← the
+// kubelet's start-up; method results such as Updates() returning a field,
+// through interfaces to the module's implementations; struct fields and
+// assignments) to where the channel is made, then forward from each make
+// (assignments, struct fields, arguments into parameters) to every send on
+// it. The walk is syntactic (flow.go): no type-check, no go command.
+
+import (
+	"go/ast"
+	"go/token"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Site is one place in the source a case's channel passes: where it is made,
+// a send on it, the go statement running a writer, a call feeding a writer.
+type Site struct {
+	Func     string `json:"func"` // the enclosing function, "pkg/kubelet/config.(*podStorage).Merge"
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Upstream string `json:"upstream"`
+	Code     string `json:"code"`           // the statement or expression, one line
+	Note     string `json:"note,omitempty"` // "feature gate EventedPLEG", "linux", "via SyncHandler implemented by …"
+}
+
+// maxFlow bounds the locations one case's walk visits, so a pathological
+// tree cannot make extraction run away.
+const maxFlow = 400
+
+// origin is one place a channel is made.
+type origin struct {
+	c      *fnCtx
+	expr   ast.Expr // the make(chan …) or ticker call
+	ticker bool
+	note   string
+}
+
+// loc is a place that holds a channel: a variable of a function, or a
+// struct field of a module type.
+type loc struct {
+	fn             string // fnCtx id for a variable, "" for a field
+	dir, typ, name string
+}
+
+type flow struct {
+	x       *extraction
+	visited map[string]bool // backward: locations and calls resolved
+	locs    map[loc]string  // forward: locations reached, with the note (gate) that reached them
+	fns     map[loc]*fnCtx
+	steps   int
+	writers []Site
+	sends   []sendAt // the writers' send statements, for upstream
+	seen    map[string]bool
+}
+
+type sendAt struct {
+	c     *fnCtx
+	send  *ast.SendStmt
+	path  []ast.Node
+	key   string
+	paths []string // the notes of the paths that reached it
+	site  Site
+}
+
+// derive fills the case's Made, Writers, Upstream and Goroutine from the
+// channel expression ch of the loop function lf.fd.
+func (lf *loopFile) derive(c *Case, ch ast.Expr) {
+	x := lf.x
+	loop := &fnCtx{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
+	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
+	origins := fl.origins(ch, loop, "", 0)
+	c.Made, c.Writers, c.Feeders, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
+	// One make reached along several paths (the GenericPLEG and the
+	// EventedPLEG both return eventChannel) is one Site, its note what
+	// every path shares.
+	notes := map[ast.Expr][]string{}
+	var uniq []origin
+	for _, o := range origins {
+		if _, ok := notes[o.expr]; !ok {
+			uniq = append(uniq, o)
+		}
+		notes[o.expr] = append(notes[o.expr], o.note)
+	}
+	for _, o := range uniq {
+		s := x.site(o.c, o.expr, pathNote(notes[o.expr]))
+		if o.ticker {
+			s.Note = joinNote(s.Note, "ticker: written by the Go runtime every period")
+		}
+		c.Made = append(c.Made, s)
+		if !o.ticker {
+			fl.forwardFrom(o, strings.Join(notes[o.expr], "; "))
+		}
+	}
+	fl.finishWriters()
+	c.Writers = append([]Site{}, fl.writers...)
+	c.Feeders = fl.upstream()
+	c.Goroutine = fl.goroutines()
+	sortSites(c.Made)
+	sortSites(c.Writers)
+}
+
+func sortSites(s []Site) {
+	slices.SortStableFunc(s, func(a, b Site) int {
+		if a.File != b.File {
+			return strings.Compare(a.File, b.File)
+		}
+		return a.Line - b.Line
+	})
+}
+
+// site describes node n of function c.
+func (x *extraction) site(c *fnCtx, n ast.Node, note string) Site {
+	line := c.f.line(n.Pos())
+	code := strings.TrimSpace(c.f.lines(line, line))
+	if bn := buildNote(c.f); bn != "" && !strings.Contains(note, "code "+bn) {
+		note = strings.TrimPrefix(note+"; "+bn, "; ")
+	}
+	return Site{Func: c.symbolName(), File: c.f.path, Line: line, Upstream: UpstreamURL(x.tag, c.f.path, line, line), Code: code, Note: note}
+}
+
+var goBuildRE = regexp.MustCompile(`(?m)^//go:build (.+)$`)
+
+// buildNote names the platform a file is built for: its //go:build line,
+// else its _GOOS.go suffix.
+func buildNote(f *srcFile) string {
+	head := f.src
+	if i := strings.Index(string(head), "\npackage "); i >= 0 {
+		head = head[:i]
+	}
+	if m := goBuildRE.FindSubmatch(head); m != nil {
+		return "built for " + strings.TrimSpace(string(m[1]))
+	}
+	base := strings.TrimSuffix(path.Base(f.path), ".go")
+	for _, goos := range []string{"linux", "windows", "darwin", "freebsd", "unsupported", "others"} {
+		if strings.HasSuffix(base, "_"+goos) {
+			return "built for " + goos
+		}
+	}
+	return ""
+}
+
+func (fl *flow) budget() bool {
+	fl.steps++
+	return fl.steps <= maxFlow
+}
+
+// origins walks e (a channel value in c) back to where it is made.
+func (fl *flow) origins(e ast.Expr, c *fnCtx, note string, depth int) []origin {
+	if depth > 14 || !fl.budget() {
+		return nil
+	}
+	x := fl.x
+	switch t := ast.Unparen(e).(type) {
+	case *ast.Ident:
+		return fl.identOrigins(t.Name, c, note, depth)
+	case *ast.SelectorExpr:
+		if id, ok := t.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
+			return nil // a package-level variable: not followed
+		}
+		if rt := x.typeOf(t.X, c); rt.ok() {
+			if out := fl.fieldOrigins(loc{dir: rt.dir, typ: rt.name, name: t.Sel.Name}, note, depth); len(out) > 0 || t.Sel.Name != "C" {
+				return out
+			}
+		}
+		if t.Sel.Name == "C" { // a ticker's or timer's channel
+			return fl.origins(t.X, c, note, depth+1)
+		}
+	case *ast.UnaryExpr:
+		if t.Op == token.AND {
+			return fl.origins(t.X, c, note, depth+1)
+		}
+	case *ast.IndexExpr:
+		return fl.origins(t.X, c, note, depth+1)
+	case *ast.TypeAssertExpr:
+		return fl.origins(t.X, c, note, depth+1)
+	case *ast.CallExpr:
+		return fl.callOrigins(t, c, note, depth)
+	case *ast.CompositeLit:
+		// a map or slice of channels counts as one of them: its elements'
+		// origins (map[string]<-chan T{"deviceManager": cm.deviceManager.Updates()})
+		var out []origin
+		for _, el := range t.Elts {
+			if kv, ok := el.(*ast.KeyValueExpr); ok {
+				el = kv.Value
+			}
+			out = append(out, fl.origins(el, c, note, depth+1)...)
+		}
+		return out
+	}
+	return nil
+}
+
+var tickerFuncs = map[string]bool{"NewTicker": true, "NewTimer": true, "Tick": true, "After": true, "NewFakeTicker": false}
+
+func (fl *flow) callOrigins(ce *ast.CallExpr, c *fnCtx, note string, depth int) []origin {
+	x := fl.x
+	switch fun := ast.Unparen(ce.Fun).(type) {
+	case *ast.Ident:
+		if fun.Name == "make" && len(ce.Args) > 0 {
+			if _, ok := ce.Args[0].(*ast.ChanType); ok {
+				return []origin{{c: c, expr: ce, note: note}}
+			}
+			return nil
+		}
+	case *ast.SelectorExpr:
+		if tickerFuncs[fun.Sel.Name] {
+			return []origin{{c: c, expr: ce, ticker: true, note: note}}
+		}
+	case *ast.ParenExpr, *ast.ChanType, *ast.ArrayType:
+		if len(ce.Args) == 1 { // a conversion
+			return fl.origins(ce.Args[0], c, note, depth+1)
+		}
+	}
+	key := "call:" + c.f.path + ":" + itoa(int(ce.Pos())) + ":" + note
+	if fl.visited[key] {
+		return nil
+	}
+	fl.visited[key] = true
+	var out []origin
+	for _, cal := range x.callees(ce, c) {
+		n := note
+		if cal.via != "" {
+			via := "via " + cal.via
+			if bn := buildNote(cal.f); bn != "" {
+				via += " (" + bn + ")"
+			}
+			n = joinNote(note, via)
+		}
+		for _, r := range returns(cal.decl) {
+			if len(r.Results) > 0 {
+				out = append(out, fl.origins(r.Results[0], cal.fnCtx, n, depth+1)...)
+			}
+		}
+	}
+	if len(out) == 0 {
+		if sel, ok := ast.Unparen(ce.Fun).(*ast.SelectorExpr); ok && sel.Sel.Name == "C" && len(ce.Args) == 0 {
+			return fl.origins(sel.X, c, note, depth+1) // clock.Ticker's C()
+		}
+	}
+	return out
+}
+
+func joinNote(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "" || strings.Contains(a, b):
+		return a
+	}
+	return a + "; " + b
+}
+
+// returns are the return statements of fd's own body (not of its literals).
+func returns(fd *ast.FuncDecl) []*ast.ReturnStmt {
+	var out []*ast.ReturnStmt
+	ast.Inspect(fd.Body, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.FuncLit:
+			return false
+		case *ast.ReturnStmt:
+			out = append(out, n)
+		}
+		return true
+	})
+	return out
+}
+
+// identOrigins resolves a variable of c: its assignments in c, its
+// parameter's arguments at every caller, a function literal's arguments.
+func (fl *flow) identOrigins(name string, c *fnCtx, note string, depth int) []origin {
+	key := "var:" + c.id() + ":" + name + ":" + note
+	if fl.visited[key] {
+		return nil
+	}
+	fl.visited[key] = true
+	var out []origin
+	if i := paramIndex(c.decl.Type, name); i >= 0 {
+		for _, cs := range fl.x.callersOf(c) {
+			if i < len(cs.call.Args) {
+				out = append(out, fl.origins(cs.call.Args[i], cs.c, joinNote(note, gateOf(cs.path, cs.call)), depth+1)...)
+			}
+		}
+	}
+	walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+		switch s := n.(type) {
+		case *ast.FuncLit:
+			if i := paramIndex(s.Type, name); i >= 0 && len(p) > 0 {
+				if call, ok := p[len(p)-1].(*ast.CallExpr); ok && call.Fun == s && i < len(call.Args) {
+					out = append(out, fl.origins(call.Args[i], c, note, depth+1)...)
+				}
+			}
+		case *ast.AssignStmt:
+			for i, l := range s.Lhs {
+				if identOrIndexOf(l) != name {
+					continue
+				}
+				if len(s.Rhs) == len(s.Lhs) {
+					out = append(out, fl.origins(s.Rhs[i], c, note, depth+1)...)
+				} else if len(s.Rhs) == 1 {
+					out = append(out, fl.nthOrigins(s.Rhs[0], i, c, note, depth+1)...)
+				}
+			}
+		case *ast.ValueSpec:
+			for i, id := range s.Names {
+				if id.Name == name && i < len(s.Values) {
+					out = append(out, fl.origins(s.Values[i], c, note, depth+1)...)
+				}
+			}
+		case *ast.RangeStmt:
+			if v, ok := s.Value.(*ast.Ident); ok && v.Name == name {
+				out = append(out, fl.origins(s.X, c, note, depth+1)...)
+			}
+		}
+	})
+	return out
+}
+
+// identOrIndexOf is the variable an assignment's left side writes: x for
+// x and for x[k] (a map or slice of channels counts as one of them).
+func identOrIndexOf(e ast.Expr) string {
+	switch t := e.(type) {
+	case *ast.Ident:
+		return t.Name
+	case *ast.IndexExpr:
+		if id, ok := t.X.(*ast.Ident); ok {
+			return id.Name
+		}
+	}
+	return ""
+}
+
+// nthOrigins follows the i-th result of a multi-value call.
+func (fl *flow) nthOrigins(e ast.Expr, i int, c *fnCtx, note string, depth int) []origin {
+	ce, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return nil
+	}
+	var out []origin
+	for _, cal := range fl.x.callees(ce, c) {
+		for _, r := range returns(cal.decl) {
+			if i < len(r.Results) {
+				out = append(out, fl.origins(r.Results[i], cal.fnCtx, joinNote(note, viaNote(cal.via)), depth+1)...)
+			}
+		}
+	}
+	return out
+}
+
+func viaNote(via string) string {
+	if via == "" {
+		return ""
+	}
+	return "via " + via
+}
+
+// fieldOrigins resolves a struct field: its assignments and composite
+// literals in the type's package (and in flowScope for an exported field).
+func (fl *flow) fieldOrigins(l loc, note string, depth int) []origin {
+	key := "field:" + l.dir + "." + l.typ + "." + l.name + ":" + note
+	if fl.visited[key] {
+		return nil
+	}
+	fl.visited[key] = true
+	x := fl.x
+	t := named{l.dir, l.typ}
+	var out []origin
+	for _, c := range fl.fieldFuncs(l) {
+		walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+			switch s := n.(type) {
+			case *ast.AssignStmt:
+				for i, lhs := range s.Lhs {
+					sel, ok := lhs.(*ast.SelectorExpr)
+					if !ok || sel.Sel.Name != l.name || x.typeOf(sel.X, c) != t {
+						continue
+					}
+					if len(s.Rhs) == len(s.Lhs) {
+						out = append(out, fl.origins(s.Rhs[i], c, joinNote(note, gateOf(p, s)), depth+1)...)
+					} else if len(s.Rhs) == 1 {
+						out = append(out, fl.nthOrigins(s.Rhs[0], i, c, joinNote(note, gateOf(p, s)), depth+1)...)
+					}
+				}
+			case *ast.CompositeLit:
+				if s.Type == nil || x.resolveType(s.Type, c.f, c.dir) != t {
+					return
+				}
+				for _, el := range s.Elts {
+					if kv, ok := el.(*ast.KeyValueExpr); ok {
+						if k, ok := kv.Key.(*ast.Ident); ok && k.Name == l.name {
+							out = append(out, fl.origins(kv.Value, c, joinNote(note, gateOf(p, s)), depth+1)...)
+						}
+					}
+				}
+			}
+		})
+	}
+	return out
+}
+
+// fieldFuncs are the functions that may mention field l.
+func (fl *flow) fieldFuncs(l loc) []*fnCtx {
+	out := fl.x.funcsIn(l.dir, l.name)
+	if token.IsExported(l.name) {
+		for _, d := range fl.x.scopeDirs() {
+			if d != l.dir {
+				out = append(out, fl.x.funcsIn(d, "."+l.name)...)
+			}
+		}
+	}
+	return out
+}
+
+// featureGateRE finds the gate of utilfeature.DefaultFeatureGate.Enabled(features.X).
+var featureGateRE = regexp.MustCompile(`Enabled\(\s*[A-Za-z0-9_]*\.?([A-Z][A-Za-z0-9_]*)\s*\)`)
+
+// gateOf says under which feature gate node n (inside path p) runs: the
+// condition of an enclosing if that tests a gate, "feature gate X" in its
+// body, "feature gate X off" in its else.
+func gateOf(p []ast.Node, n ast.Node) string {
+	var notes []string
+	child := n
+	for i := len(p) - 1; i >= 0; i-- {
+		if is, ok := p[i].(*ast.IfStmt); ok {
+			if b, ok := is.Cond.(ast.Node); ok {
+				if m := featureGateRE.FindStringSubmatch(nodeText(b)); m != nil {
+					switch child {
+					case is.Body:
+						notes = append(notes, "feature gate "+m[1])
+					case is.Else:
+						notes = append(notes, "feature gate "+m[1]+" off")
+					}
+				}
+			}
+		}
+		child = p[i]
+	}
+	return strings.Join(notes, "; ")
+}
+
+// nodeText renders a (small) expression back to Go source.
+func nodeText(n ast.Node) string {
+	var b strings.Builder
+	var write func(n ast.Node)
+	write = func(n ast.Node) {
+		switch t := n.(type) {
+		case *ast.Ident:
+			b.WriteString(t.Name)
+		case *ast.SelectorExpr:
+			write(t.X)
+			b.WriteString("." + t.Sel.Name)
+		case *ast.CallExpr:
+			write(t.Fun)
+			b.WriteString("(")
+			for i, a := range t.Args {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				write(a)
+			}
+			b.WriteString(")")
+		case *ast.BinaryExpr:
+			write(t.X)
+			b.WriteString(" " + t.Op.String() + " ")
+			write(t.Y)
+		case *ast.UnaryExpr:
+			b.WriteString(t.Op.String())
+			write(t.X)
+		case *ast.ParenExpr:
+			b.WriteString("(")
+			write(t.X)
+			b.WriteString(")")
+		}
+	}
+	write(n)
+	return b.String()
+}
+
+var viaPlatformRE = regexp.MustCompile(`\(built for ([^)]+)\)`)
+
+// forwardFrom follows the channel made at o to every send on it. When the
+// loop reaches the make only through files of one platform (at v1.37.2 the
+// device manager's channel is the loop's only on Windows), its sends say so.
+func (fl *flow) forwardFrom(o origin, paths string) {
+	note := ""
+	platforms := map[string]bool{}
+	for _, m := range viaPlatformRE.FindAllStringSubmatch(paths, -1) {
+		platforms[m[1]] = true
+	}
+	if len(platforms) == 1 {
+		for p := range platforms {
+			note = "the loop reads it only through code built for " + p
+		}
+	}
+	walkPath(o.c.decl.Body, func(n ast.Node, p []ast.Node) {
+		if n == o.expr {
+			fl.flowsInto(o.expr, p, o.c, note)
+		}
+	})
+}
+
+// flowsInto follows the value of e (inside path p of c) one step: into the
+// variable or field it is assigned to, the parameter it is passed as, or
+// the send that writes on it.
+func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
+	if len(p) == 0 || !fl.budget() {
+		return
+	}
+	x := fl.x
+	parent := p[len(p)-1]
+	switch s := parent.(type) {
+	case *ast.ParenExpr:
+		fl.flowsInto(s, p[:len(p)-1], c, note)
+	case *ast.SendStmt:
+		if s.Chan == e {
+			fl.addWriter(c, s, p, note)
+		}
+	case *ast.AssignStmt:
+		for i, r := range s.Rhs {
+			if r == e && i < len(s.Lhs) && len(s.Lhs) == len(s.Rhs) {
+				fl.reach(fl.target(s.Lhs[i], c), c, joinNote(note, gateOf(p, s)))
+			}
+		}
+	case *ast.ValueSpec:
+		for i, v := range s.Values {
+			if v == e && i < len(s.Names) {
+				fl.reach(loc{fn: c.id(), name: s.Names[i].Name}, c, note)
+			}
+		}
+	case *ast.KeyValueExpr:
+		if s.Value != e || len(p) < 2 {
+			return
+		}
+		cl, ok := p[len(p)-2].(*ast.CompositeLit)
+		if !ok {
+			return
+		}
+		if k, ok := s.Key.(*ast.Ident); ok && cl.Type != nil {
+			if t := x.resolveType(cl.Type, c.f, c.dir); t.ok() && len(x.typeSpecsOf(t)) > 0 {
+				if _, isStruct := x.typeSpecsOf(t)[0].ts.Type.(*ast.StructType); isStruct {
+					fl.reach(loc{dir: t.dir, typ: t.name, name: k.Name}, c, joinNote(note, gateOf(p, cl)))
+					return
+				}
+			}
+		}
+		fl.flowsInto(cl, p[:len(p)-2], c, note) // a map literal's value
+	case *ast.CompositeLit:
+		fl.flowsInto(s, p[:len(p)-1], c, note) // a slice literal's element
+	case *ast.CallExpr:
+		i := slices.Index(s.Args, e.(ast.Expr))
+		if i < 0 {
+			return
+		}
+		if id, ok := ast.Unparen(s.Fun).(*ast.Ident); ok && id.Name == "append" {
+			fl.flowsInto(s, p[:len(p)-1], c, note)
+			return
+		}
+		if lit, ok := ast.Unparen(s.Fun).(*ast.FuncLit); ok {
+			if name := paramAt(lit.Type, i); name != "" {
+				fl.reach(loc{fn: c.id(), name: name}, c, note)
+			}
+			return
+		}
+		g := gateOf(p, s)
+		for _, cal := range x.callees(s, c) {
+			if name := paramAt(cal.decl.Type, i); name != "" {
+				fl.reach(loc{fn: cal.id(), name: name}, cal.fnCtx, joinNote(joinNote(note, g), viaNote(cal.via)))
+			}
+		}
+	}
+}
+
+// target is the location an assignment's left side writes.
+func (fl *flow) target(lhs ast.Expr, c *fnCtx) loc {
+	switch t := lhs.(type) {
+	case *ast.Ident:
+		return loc{fn: c.id(), name: t.Name}
+	case *ast.IndexExpr:
+		return fl.target(t.X, c)
+	case *ast.SelectorExpr:
+		if rt := fl.x.typeOf(t.X, c); rt.ok() {
+			return loc{dir: rt.dir, typ: rt.name, name: t.Sel.Name}
+		}
+	}
+	return loc{}
+}
+
+// reach records that l holds the channel and follows its uses.
+func (fl *flow) reach(l loc, c *fnCtx, note string) {
+	if l.name == "" || l.name == "_" {
+		return
+	}
+	if old, ok := fl.locs[l]; ok && (old == "" || old == note) {
+		return
+	}
+	fl.locs[l] = note
+	if l.fn != "" {
+		fl.varUses(l, c, note)
+		return
+	}
+	fl.fieldUses(l, note)
+}
+
+// varUses follows every use of variable l.name in c.
+func (fl *flow) varUses(l loc, c *fnCtx, note string) {
+	walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+		id, ok := n.(*ast.Ident)
+		if !ok || id.Name != l.name || len(p) == 0 {
+			return
+		}
+		switch par := p[len(p)-1].(type) {
+		case *ast.SelectorExpr:
+			if par.Sel == id {
+				return
+			}
+		case *ast.KeyValueExpr:
+			if par.Key == id {
+				return
+			}
+		case *ast.AssignStmt:
+			if slices.Contains(par.Lhs, ast.Expr(id)) {
+				return
+			}
+		case *ast.RangeStmt:
+			if par.X == id {
+				if v, ok := par.Value.(*ast.Ident); ok {
+					fl.reach(loc{fn: c.id(), name: v.Name}, c, note)
+				}
+			}
+			return
+		}
+		fl.flowsInto(id, p, c, note)
+	})
+}
+
+// fieldUses follows every use of field l on a value of its type.
+func (fl *flow) fieldUses(l loc, note string) {
+	t := named{l.dir, l.typ}
+	for _, c := range fl.fieldFuncs(l) {
+		walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != l.name || len(p) == 0 {
+				return
+			}
+			if as, ok := p[len(p)-1].(*ast.AssignStmt); ok && slices.Contains(as.Lhs, ast.Expr(sel)) {
+				return
+			}
+			if fl.x.typeOf(sel.X, c) != t {
+				return
+			}
+			fl.flowsInto(sel, p, c, note)
+		})
+	}
+}
+
+// addWriter records a send on the channel, reached along a path whose
+// feature gates and interface steps note says.
+func (fl *flow) addWriter(c *fnCtx, s *ast.SendStmt, p []ast.Node, note string) {
+	key := c.f.path + ":" + itoa(c.f.line(s.Pos()))
+	note = joinNote(note, gateOf(p, s))
+	if fl.seen[key] {
+		for i := range fl.sends {
+			if fl.sends[i].key == key {
+				fl.sends[i].paths = append(fl.sends[i].paths, note)
+			}
+		}
+		return
+	}
+	fl.seen[key] = true
+	fl.sends = append(fl.sends, sendAt{c: c, send: s, path: slices.Clone(p), key: key, paths: []string{note}})
+}
+
+// finishWriters turns the sends found into Sites. A send reached along
+// several paths is gated only if every path is, by the same gate: reached
+// both with a gate on and with it off, it runs either way.
+func (fl *flow) finishWriters() {
+	for i := range fl.sends {
+		sa := &fl.sends[i]
+		note := ""
+		if inLiteral(sa.path) {
+			note = "in a function literal"
+		}
+		sa.site = fl.x.site(sa.c, sa.send, joinNote(note, pathNote(sa.paths)))
+		fl.writers = append(fl.writers, sa.site)
+	}
+}
+
+// pathNote merges the notes of the paths that reach one site.
+func pathNote(paths []string) string {
+	count := map[string]int{}
+	var order []string
+	for _, p := range paths {
+		parts := map[string]bool{}
+		for part := range strings.SplitSeq(p, "; ") {
+			if part != "" && !parts[part] {
+				parts[part] = true
+				if count[part] == 0 {
+					order = append(order, part)
+				}
+				count[part]++
+			}
+		}
+	}
+	var out []string
+	for _, part := range order {
+		if count[part] < len(paths) && !strings.HasPrefix(part, "via ") {
+			continue // a gate not on every path; an interface step on any counts
+		}
+		if g, ok := strings.CutSuffix(part, " off"); ok && count[g] > 0 {
+			continue
+		}
+		if count[part+" off"] > 0 {
+			continue
+		}
+		out = append(out, part)
+	}
+	return strings.Join(out, "; ")
+}
+
+func inLiteral(p []ast.Node) bool {
+	return slices.ContainsFunc(p, func(n ast.Node) bool { _, ok := n.(*ast.FuncLit); return ok })
+}
+
+// upstream is one level of what feeds the writers: for a send that
+// forwards a value received from another channel (a fan-in), the sends on
+// that channel; otherwise the calls of the function that sends.
+func (fl *flow) upstream() []Site {
+	out := []Site{}
+	seen := map[string]bool{}
+	add := func(s Site) {
+		k := s.File + ":" + itoa(s.Line)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, s)
+		}
+	}
+	for _, sa := range fl.sends {
+		if src := receivedFrom(sa); src != nil {
+			sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
+			for _, o := range sub.origins(src, sa.c, "", 0) {
+				if !o.ticker {
+					sub.forwardFrom(o, o.note)
+				}
+			}
+			sub.finishWriters()
+			for _, w := range sub.writers {
+				w.Note = joinNote("feeds the fan-in at "+path.Base(sa.site.File)+":"+itoa(sa.site.Line), w.Note)
+				add(w)
+			}
+			continue
+		}
+		if inLiteral(sa.path) {
+			continue
+		}
+		for _, cs := range fl.x.callersOf(sa.c) {
+			s := fl.x.site(cs.c, cs.call, gateOf(cs.path, cs.call))
+			s.Note = joinNote("calls "+shortFunc(sa.site.Func), s.Note)
+			add(s)
+		}
+	}
+	sortSites(out)
+	return out
+}
+
+// receivedFrom is the channel a send's value was received from, when the
+// value is a variable bound by `for v := range ch` or `v := <-ch`.
+func receivedFrom(sa sendAt) ast.Expr {
+	id, ok := sa.send.Value.(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	for i := len(sa.path) - 1; i >= 0; i-- {
+		switch s := sa.path[i].(type) {
+		case *ast.RangeStmt:
+			if k, ok := s.Key.(*ast.Ident); ok && k.Name == id.Name {
+				return s.X
+			}
+		case *ast.BlockStmt:
+			for _, st := range s.List {
+				as, ok := st.(*ast.AssignStmt)
+				if !ok || len(as.Rhs) != 1 {
+					continue
+				}
+				if l, ok := as.Lhs[0].(*ast.Ident); ok && l.Name == id.Name {
+					if ch := recvChan(as.Rhs[0]); ch != nil {
+						return ch
+					}
+				}
+			}
+		case *ast.FuncLit, *ast.FuncDecl:
+			return nil
+		}
+	}
+	return nil
+}
+
+// shortFunc drops the package path: "(*podStorage).Merge".
+func shortFunc(s string) string {
+	if i := strings.LastIndex(s, "/"); i >= 0 {
+		s = s[i+1:]
+	}
+	if _, rest, ok := strings.Cut(s, "."); ok {
+		return rest
+	}
+	return s
+}
+
+// goroutines finds, for each writer, the go statement that runs it: the
+// go func(){…}() the send is in, else a go statement that calls the
+// sending function (or passes it as a value, as wait.Until(g.Relist, …)
+// does), searched up to three callers up.
+func (fl *flow) goroutines() []Site {
+	out := []Site{}
+	seen := map[string]bool{}
+	for _, sa := range fl.sends {
+		var found *Site
+		for i := len(sa.path) - 1; i >= 0 && found == nil; i-- {
+			if g, ok := sa.path[i].(*ast.GoStmt); ok {
+				s := fl.x.site(sa.c, g, "")
+				found = &s
+			}
+		}
+		if found == nil {
+			found = fl.goStmtFor(sa.c)
+		}
+		if found == nil {
+			continue
+		}
+		found.Note = joinNote("runs "+shortFunc(sa.site.Func)+" ("+path.Base(sa.site.File)+":"+itoa(sa.site.Line)+")", found.Note)
+		k := found.File + ":" + itoa(found.Line)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, *found)
+	}
+	return out
+}
+
+// goStmtFor searches breadth-first up the callers of w for a go statement
+// that starts it.
+func (fl *flow) goStmtFor(w *fnCtx) *Site {
+	level := []*fnCtx{w}
+	done := map[string]bool{}
+	for depth := 0; depth < 4 && len(level) > 0; depth++ {
+		var next []*fnCtx
+		for _, fn := range level {
+			if done[fn.id()] {
+				continue
+			}
+			done[fn.id()] = true
+			if s := fl.goStmtStarting(fn); s != nil {
+				return s
+			}
+			for _, r := range fl.refsTo(fn) {
+				next = append(next, r.c)
+			}
+		}
+		level = next
+	}
+	return nil
+}
+
+// goStmtStarting finds a go statement that calls fn, passes it as a function
+// value, or runs a literal that calls it.
+func (fl *flow) goStmtStarting(fn *fnCtx) *Site {
+	for _, r := range fl.refsTo(fn) {
+		for i := len(r.path) - 1; i >= 0; i-- {
+			if g, ok := r.path[i].(*ast.GoStmt); ok {
+				s := fl.x.site(r.c, g, "")
+				return &s
+			}
+			if _, ok := r.path[i].(*ast.FuncLit); ok {
+				// A literal counts only when a go statement runs it: go
+				// func(){…}(), or go wait.Until(func(){…}, …).
+				if i > 1 {
+					if _, ok := r.path[i-1].(*ast.CallExpr); ok {
+						if g, ok := r.path[i-2].(*ast.GoStmt); ok {
+							s := fl.x.site(r.c, g, "")
+							return &s
+						}
+					}
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// refsTo are the calls of fn and the places fn is used as a function value
+// (x.Relist passed to wait.Until), in flowScope.
+func (fl *flow) refsTo(fn *fnCtx) []callSite {
+	key := "refs:" + fn.id()
+	if cs, ok := fl.x.callers[key]; ok {
+		return cs
+	}
+	name := fn.decl.Name.Name
+	recv := recvName(fn.decl)
+	var out []callSite
+	out = append(out, fl.x.callersOf(fn)...)
+	dirs := append([]string{fn.dir}, fl.x.scopeDirs()...)
+	seenDir := map[string]bool{}
+	for _, d := range dirs {
+		if seenDir[d] {
+			continue
+		}
+		seenDir[d] = true
+		for _, c := range fl.x.funcsIn(d, name) {
+			walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != name || recv == "" || len(p) == 0 {
+					return
+				}
+				if call, ok := p[len(p)-1].(*ast.CallExpr); ok && call.Fun == sel {
+					return // a call: callersOf has it
+				}
+				rt := fl.x.typeOf(sel.X, c)
+				if rt != (named{fn.dir, recv}) {
+					if _, iface := fl.x.interfaceMethods(rt, 0); !rt.ok() || !iface || !slices.Contains(fl.x.implementations(rt), named{fn.dir, recv}) {
+						return
+					}
+				}
+				if call, ok := p[len(p)-1].(*ast.CallExpr); ok {
+					out = append(out, callSite{c: c, call: call, path: slices.Clone(p[:len(p)-1])})
+				}
+			})
+		}
+	}
+	fl.x.callers[key] = out
+	return out
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
