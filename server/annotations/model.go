@@ -176,7 +176,10 @@ func CheckNote(r *extractor.Reading, id, text string) []Check {
 
 // checkSet checks a set's answer: the type the reader names (either of
 // the two, whichever field it is in), else the field's, at the file:line
-// given. A check never names a set the reader has not named.
+// given. A check never names a set the reader has not named. A right
+// file:line in the field of its set passes as it is: the field's label
+// names the type already, and a hand-in must not carry a warning about a
+// right answer. Only an answer that is not right is asked for the type.
 func checkSet(r *extractor.Reading, name, text string) []Check {
 	named := ""
 	for _, n := range []string{"DesiredStateOfWorld", "ActualStateOfWorld"} {
@@ -190,7 +193,8 @@ func checkSet(r *extractor.Reading, name, text string) []Check {
 		name, it, It = named, named, named
 	}
 	out := checkSetAt(r, name, it, It, text)
-	if named == "" {
+	right := len(out) > 0 && !slices.ContainsFunc(out, func(c Check) bool { return c.Level != "ok" })
+	if named == "" && !right {
 		out = append(out, Check{"warn", "Name the type too: the worksheet asks for each set's name and its file:line."})
 	}
 	return out

@@ -62,7 +62,9 @@ func TestChecksAgainstSource(t *testing.T) {
 		{"set.actual", "kubelet.go:10", "warn", "is not declared in kubelet.go"},
 		{"set.desired", "the volume manager's", "warn", "Give it as file:line"},
 		{"set.desired", "", "empty", "Which set, declared where?"},
-		{"set.desired", "desired_state_of_world.go:53", "warn", "Name the type too"},
+		// Right without the type's name: the field's label names it.
+		{"set.desired", "desired_state_of_world.go:53", "ok", "This set is declared at pkg/kubelet/volumemanager/cache/desired_state_of_world.go:53"},
+		{"set.desired", "desired_state_of_world.go:54", "warn", "Name the type too"},
 		// Named, the other set in this field: checked as the one named.
 		{"set.desired", "ActualStateOfWorld, actual_state_of_world.go:48", "ok", "ActualStateOfWorld is declared at pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48"},
 		{"case.config", "", "empty", "still empty"},
@@ -82,6 +84,20 @@ func TestChecksAgainstSource(t *testing.T) {
 			if strings.Contains(c.Text, "StateOfWorld") {
 				t.Errorf("set.desired %q: the check %q names a set", text, c.Text)
 			}
+		}
+	}
+	// A right file:line, with or without the type's name, gets no warning
+	// at all: a warning about a right answer misleads, and would go into
+	// the hand-in.
+	for _, tc := range []struct{ id, text string }{
+		{"set.desired", "desired_state_of_world.go:53"},
+		{"set.desired", "pkg/kubelet/volumemanager/cache/desired_state_of_world.go:53"},
+		{"set.actual", "actual_state_of_world.go:48"},
+		{"set.actual", "ActualStateOfWorld at actual_state_of_world.go:48"},
+	} {
+		cs := checksOf(t, "v1.37.2", tc.id, tc.text)
+		if len(cs) == 0 || slices.ContainsFunc(cs, func(c Check) bool { return c.Level != "ok" }) {
+			t.Errorf("%s %q (right): %+v, want only ok", tc.id, tc.text, cs)
 		}
 	}
 	if cs := checksOf(t, "v1.37.2", "writer.config", "the config sources, through a mux"); len(cs) != 0 {
@@ -141,5 +157,25 @@ func TestWorksheet(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("worksheet lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// TestWorksheetRightSetNoWarning: a set answered right, by file:line alone,
+// goes into the hand-in with no check under it; a wrong one keeps its.
+func TestWorksheetRightSetNoWarning(t *testing.T) {
+	extractortest.NeedNetwork(t)
+	r := extractortest.Reading(t, "v1.37.2", content.Symbols())
+	md := string(Worksheet(r, "My notes", []Note{
+		{ID: "set.desired", Text: "desired_state_of_world.go:53", Author: "Ann"},
+		{ID: "set.actual", Text: "volumemanager/cache/actual_state_of_world.go:49", Author: "Ann"},
+	}))
+	_, sets, _ := strings.Cut(md, "## The two sets")
+	sets, _, _ = strings.Cut(sets, "## The pattern")
+	desired, actual, _ := strings.Cut(sets, "- **ActualStateOfWorld**")
+	if strings.Contains(desired, "check:") {
+		t.Errorf("a right DesiredStateOfWorld answer is handed in with a warning:\n%s", desired)
+	}
+	if !strings.Contains(actual, "check: At v1.37.2 that is line 48") {
+		t.Errorf("a wrong ActualStateOfWorld line is handed in without its check:\n%s", actual)
 	}
 }
