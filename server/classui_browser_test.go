@@ -7,8 +7,10 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -84,5 +86,64 @@ func TestBrowserFollowAfterReload(t *testing.T) {
 	if eval[bool](t, viewer, `document.getElementById('case-config').classList.contains('selected')`) {
 		t.Error("a follower who moved on purpose was moved by the driver after a reload")
 	}
+	watch.check(t)
+}
+
+// shotsAll takes a screenshot of the page in ctx at every viewport, light
+// and dark, after prepare (run after each resize, may be nil); it leaves
+// the window at 1440×900, light.
+func shotsAll(t *testing.T, ctx context.Context, name string, prepare func(v viewport)) {
+	t.Helper()
+	for _, v := range viewports {
+		for _, dark := range []bool{false, true} {
+			setView(t, ctx, v, dark)
+			if prepare != nil {
+				prepare(v)
+			}
+			time.Sleep(200 * time.Millisecond)
+			screenshot(t, ctx, fmt.Sprintf("%s-%s-%s.png", name, v.name, themeName(dark)), false)
+		}
+	}
+	setView(t, ctx, viewports[0], false)
+}
+
+// TestBrowserHeaderTags: a server that has read 21 tags shows one tag
+// control in the header, which suggests them all, not a link per tag; the
+// header stays one row wide and a few tab stops long; the switcher on the
+// pod_workers page opens the other tag's pod_workers page.
+func TestBrowserHeaderTags(t *testing.T) {
+	ctx := newBrowser(t)
+	var others []string
+	for minor := 20; minor <= 36; minor++ {
+		others = append(others, fmt.Sprintf("v1.%d.0", minor))
+	}
+	others = append(others, "v1.36.1", "v1.36.2", "v1.37.0", "v1.37.1")
+	s := newRealServerTags(t, others...)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	watch := watchPage(t, ctx, ts)
+	tag := s.cfg.DefaultTag
+	for _, page := range []string{"/k8s/" + tag + "/", "/k8s/" + tag + "/pod-workers"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+page), chromedp.WaitReady("header.site")); err != nil {
+			t.Fatal(err)
+		}
+		type header struct {
+			Suggested, TagLinks, TabStops, Rows int
+		}
+		h := eval[header](t, ctx, `({
+			Suggested: document.querySelectorAll('header.site #cached-tags option').length,
+			TagLinks: [...document.querySelectorAll('header.site a')].filter(a => /^\/k8s\/v\d/.test(a.getAttribute('href')) && a.offsetParent !== null && !a.closest('[popover]')).length,
+			TabStops: [...document.querySelectorAll('header.site :is(a, button, input:not([type=hidden]))')].filter(e => e.offsetParent !== null && e.tabIndex >= 0 && !e.closest('[popover]')).length,
+			Rows: `+headerRows+`})`)
+		if h.Suggested != len(others)+1 || h.TagLinks > 3 || h.TabStops > 10 || h.Rows != 1 {
+			t.Errorf("%s: %+v; want %d tags suggested by one input, no link per tag, at most 10 tab stops, one row", page, h, len(others)+1)
+		}
+	}
+	shotsAll(t, ctx, "header-tags", func(viewport) { chromedp.Run(ctx, chromedp.ScrollIntoView("header.site")) })
+	// The switcher on pod_workers stays on pod_workers.
+	if err := chromedp.Do(ctx, chromedp.SetValue("#tag-input", "v1.31.0"), chromedp.Submit("#tag-input")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "v1.31.0's pod_workers page", `location.pathname === '/k8s/v1.31.0/pod-workers' && !!document.querySelector('section.type')`)
 	watch.check(t)
 }

@@ -97,7 +97,11 @@ func (s *Site) Switch() http.Handler {
 		if !strings.HasPrefix(tag, "v") {
 			tag = "v" + tag
 		}
-		http.Redirect(w, r, "/k8s/"+url.PathEscape(tag)+"/", http.StatusSeeOther)
+		to := "/k8s/" + url.PathEscape(tag) + "/"
+		if r.URL.Query().Get("page") == pagePodWorkers {
+			to += "pod-workers" // the switcher on pod_workers stays on pod_workers
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
 	})
 }
 
