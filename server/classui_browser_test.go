@@ -7,11 +7,17 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 )
 
@@ -145,5 +151,126 @@ func TestBrowserHeaderTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, "v1.31.0's pod_workers page", `location.pathname === '/k8s/v1.31.0/pod-workers' && !!document.querySelector('section.type')`)
+	watch.check(t)
+}
+
+// pdfPages counts the pages of a PDF Chromium printed: its /Type /Page
+// objects (not /Pages, the tree's nodes). Chromium writes page objects
+// uncompressed; a count of zero says the PDF is not one we can read.
+func pdfPages(t *testing.T, pdf []byte) int {
+	t.Helper()
+	n := len(regexp.MustCompile(`/Type\s*/Page\b`).FindAll(pdf, -1))
+	if n == 0 {
+		t.Fatalf("no /Type /Page object in a %d-byte PDF (starts %q)", len(pdf), pdf[:min(len(pdf), 16)])
+	}
+	return n
+}
+
+// printA4 prints the page in ctx to an A4 PDF as Chromium's print dialog
+// would (beforeprint and afterprint fired around it, backgrounds off),
+// keeps it in artifacts/name.pdf and returns its page count.
+func printA4(t *testing.T, ctx context.Context, name string) int {
+	t.Helper()
+	var pdf []byte
+	if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		res, err := chromedp.Call(ctx, page.PrintToPDF, page.PrintToPDFParams{PaperWidth: 210 / 25.4, PaperHeight: 297 / 25.4})
+		pdf = res.Data
+		return err
+	})); err != nil {
+		t.Fatalf("print %s: %v", name, err)
+	}
+	path := filepath.Join(artifacts(t), name+".pdf")
+	if err := os.WriteFile(path, pdf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := pdfPages(t, pdf)
+	t.Logf("%s: %d A4 pages (%s)", name, n, path)
+	return n
+}
+
+// narrowText lists the text blocks that print narrower than 40% of the
+// paper's text width (the body's), in print media at the paper's width:
+// a note, a reader's note or comment, the code, a worksheet answer.
+const narrowText = `(() => {
+	const W = document.body.getBoundingClientRect().width, out = [];
+	for (const e of document.querySelectorAll('.seg > .margin, .seg > pre.code, .prose, .annot-print-text, .annot-view, .annot-comment, .annot-sheet, .annot-field')) {
+		const r = e.getBoundingClientRect();
+		if (e.offsetParent === null || r.height < 2 || !e.textContent.trim()) continue;
+		if (r.width < 0.4 * W) out.push((e.closest('[id]')?.id || '') + ' ' + e.className + ': ' + Math.round(r.width) + ' of ' + Math.round(W) + ' px');
+	}
+	return out.slice(0, 8) })()`
+
+// TestBrowserPrint: a reading page prints in at most 30 A4 pages, "Print
+// with my annotation" in at most 20, the worksheet alone in at most 4; on
+// paper no text column is narrower than 40% of the page's width, the
+// reader's notes included.
+func TestBrowserPrint(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	// A reader who wrote a note on every case, the worksheet's answers and
+	// a comment, as a class hands in.
+	notes := map[string]map[string]string{}
+	note := func(id, text string) { notes[id] = map[string]string{"id": id, "text": text, "author": "Ann"} }
+	for _, c := range r.Function.Cases {
+		note("case."+c.Key, "The "+c.Key+" case: what flows on its channel, who writes it, and what the handler does with a pod it has never seen. Two sentences of it, as a student writes them.")
+		note("writer."+c.Key, "pkg/kubelet/config.(*PodConfig).Updates")
+	}
+	note("set.desired", "desired_state_of_world.go:53")
+	note("set.actual", "actual_state_of_world.go:48")
+	note("sentence", "Each case turns an event into a comparison of what should be with what is, so a missed event is caught by the next.")
+	js, _ := json.Marshal(notes)
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
+		t.Fatal(err)
+	}
+	eval[bool](t, ctx, `(localStorage.setItem('syncloop-notes-v1', `+jsString(string(js))+`), localStorage.setItem('syncloop-name', 'Ann'), true)`)
+	if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitReady("#your-worksheet")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the notes back", `document.querySelector('[data-annotate="config"]')?.value.startsWith('The config case')`)
+	if !eval[bool](t, ctx, `[...document.querySelectorAll('#your-worksheet button')].some(b => b.textContent === 'Print the worksheet')`) {
+		t.Error("the worksheet has no \"Print the worksheet\" button")
+	}
+
+	// In print media at the paper's text width (A4, 1.2 cm margins: 186 mm).
+	paper := func(t *testing.T, what string) {
+		t.Helper()
+		if err := chromedp.Do(ctx, media(emulation.SetEmulatedMediaParams{Media: "print"}), chromedp.EmulateViewport(703, 1000)); err != nil {
+			t.Fatal(err)
+		}
+		eval[bool](t, ctx, `(window.dispatchEvent(new Event('beforeprint')), true)`)
+		if n := eval[[]string](t, ctx, narrowText); len(n) > 0 {
+			t.Errorf("%s: text narrower than 40%% of the page on paper: %q", what, n)
+		}
+		eval[bool](t, ctx, `(window.dispatchEvent(new Event('afterprint')), true)`)
+		if err := chromedp.Do(ctx, media(emulation.SetEmulatedMediaParams{}), chromedp.EmulateViewport(1440, 900)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name, class string
+		max         int
+	}{
+		{"print-reading", "", 30},
+		{"print-mine", "annot-print", 20},
+		{"print-worksheet", "annot-print-sheet", 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.class != "" {
+				eval[bool](t, ctx, `(document.body.classList.add('`+tc.class+`'), true)`)
+			}
+			paper(t, tc.name)
+			if tc.class != "" {
+				eval[bool](t, ctx, `(document.body.classList.add('`+tc.class+`'), true)`) // afterprint took it off
+			}
+			if n := printA4(t, ctx, tc.name); n > tc.max {
+				t.Errorf("%s: %d A4 pages, want at most %d", tc.name, n, tc.max)
+			}
+			if tc.class != "" {
+				eval[bool](t, ctx, `(document.body.classList.remove('`+tc.class+`'), true)`)
+			}
+		})
+	}
 	watch.check(t)
 }

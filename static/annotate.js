@@ -1063,11 +1063,14 @@ async function exportLocal(list = Object.values(localNotes()), name = `syncloop-
 	setTimeout(() => URL.revokeObjectURL(a.href), 5000);
 }
 
-function printMine() {
-	document.body.classList.add('annot-print');
+// printAs prints the page with body.cls (annotate.css): "annot-print" puts
+// only the reader's notes beside the code, "annot-print-sheet" prints the
+// worksheet alone.
+function printAs(cls) {
+	document.body.classList.add(cls);
 	window.print();
 }
-window.addEventListener('afterprint', () => document.body.classList.remove('annot-print'));
+window.addEventListener('afterprint', () => document.body.classList.remove('annot-print', 'annot-print-sheet'));
 
 // --- building the page -----------------------------------------------------------
 
@@ -1144,8 +1147,11 @@ function build() {
 	}
 	const pr = el('button', 'annot-print-btn', 'Print with my annotation');
 	pr.type = 'button';
-	pr.addEventListener('click', printMine);
-	tools.append(name, quiz, dl, pr);
+	pr.addEventListener('click', () => printAs('annot-print'));
+	const ps = el('button', 'annot-print-sheet-btn', 'Print the worksheet');
+	ps.type = 'button';
+	ps.addEventListener('click', () => printAs('annot-print-sheet'));
+	tools.append(name, quiz, dl, pr, ps);
 	const st = el('p', 'annot-status');
 	st.dataset.annotStatus = '';
 	st.hidden = true;
