@@ -13,12 +13,15 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/syncloop/syncloop/extractor/diff"
 )
 
 // startRoom opens the default tag's page in ctx, starts a pair session and
@@ -272,5 +275,210 @@ func TestBrowserPrint(t *testing.T) {
 			}
 		})
 	}
+	watch.check(t)
+}
+
+// TestBrowserHandInIsTheStudents: Export ▾ offers the site's filled-in
+// worksheet as what it is, an answer key, last and apart from the reader's
+// own; the reader's worksheet asks the whole exercise (an exercise that
+// fired each channel, the pod_workers question) and hands it in; quiz mode
+// hides the pod_workers page's note, and the answer key, until the reader
+// has answered.
+func TestBrowserHandInIsTheStudents(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("#your-worksheet")); err != nil {
+		t.Fatal(err)
+	}
+	type menu struct {
+		Items        []string
+		Key, KeyName string
+		KeyText      string
+	}
+	m := eval[menu](t, ctx, `(async () => { const a = document.querySelector('#export-menu a.answer-key');
+		return {Items: [...document.querySelectorAll('#export-menu a')].map(a => a.textContent.trim()),
+			Key: a?.getAttribute('href') || '', KeyName: a?.getAttribute('download') || '',
+			KeyText: a ? (await (await fetch(a.href)).text()).slice(0, 400) : ''} })()`)
+	if len(m.Items) == 0 || m.Items[len(m.Items)-1] != "Answer key (answer-key.md)" || m.Key != "/k8s/"+r.Tag+"/answer-key.md" || m.KeyName != "syncloop-answer-key-"+r.Tag+".md" {
+		t.Errorf("Export ▾: %+v; want the answer key last, named answer-key.md", m)
+	}
+	for _, it := range m.Items {
+		if strings.Contains(strings.ToLower(it), "download worksheet") {
+			t.Errorf("Export ▾ offers %q: the site's answers labelled like a hand-in", it)
+		}
+	}
+	if !strings.HasPrefix(m.KeyText, "# syncloop answer key:") || strings.Contains(m.KeyText, "Name: ___") {
+		t.Errorf("answer-key.md does not say what it is:\n%s", m.KeyText)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(".export-button")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "Export ▾ open", `document.getElementById('export-menu').matches(':popover-open')`)
+	shotsAll(t, ctx, "handin-export", func(viewport) {
+		chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.getElementById('export-menu').matches(':popover-open') || document.getElementById('export-menu').showPopover(), true)`))
+	})
+	eval[bool](t, ctx, `(document.getElementById('export-menu').hidePopover(), true)`)
+
+	// The whole exercise in the worksheet, and in the hand-in.
+	for _, c := range r.Function.Cases {
+		if !eval[bool](t, ctx, `!!document.querySelector('#your-worksheet [data-annot-field="exercise.`+c.Key+`"] input')`) {
+			t.Errorf("the worksheet asks no exercise for %s", c.Key)
+		}
+	}
+	if got := eval[string](t, ctx, `document.querySelector('[data-annot-field="podworkers"] .annot-label-text')?.textContent || ''`); got != "What guarantees that two goroutines never sync the same pod at once?" {
+		t.Errorf("the pod_workers question: %q", got)
+	}
+	typeInto(t, ctx, `[data-annot-field="exercise.liveness"] input`, "a pod whose liveness probe fails")
+	typeInto(t, ctx, `[data-annot-field="podworkers"] textarea`, "One goroutine per pod, and one pending update it overwrites.")
+	waitFor(t, ctx, "both kept", `(() => { const n = JSON.parse(localStorage.getItem('syncloop-notes-v1') || '{}'); return !!(n['exercise.liveness']?.text && n.podworkers?.text) })()`)
+	shotsAll(t, ctx, "handin-worksheet", func(viewport) {
+		chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector('.annot-exercises').scrollIntoView(), true)`))
+	})
+	md := eval[string](t, ctx, `fetch('/k8s/`+r.Tag+`/worksheet.md', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({notes: Object.values(JSON.parse(localStorage.getItem('syncloop-notes-v1')))})}).then(r => r.text())`)
+	for _, want := range []string{"- Fired by the exercise: a pod whose liveness probe fails", "## pod_workers\n\nWhat guarantees that two goroutines never sync the same pod at once?\n\n> One goroutine per pod"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the hand-in lacks %q:\n%s", want, md)
+		}
+	}
+
+	// Quiz mode: the pod_workers page's note waits for the answer.
+	eval[bool](t, ctx, `(localStorage.removeItem('syncloop-revealed'), document.querySelector('[data-annot-quiz]').click(), true)`)
+	waitFor(t, ctx, "quiz mode", `document.body.classList.contains('annot-quiz')`)
+	type pw struct {
+		Note, Told, Key string
+	}
+	pwState := `({Note: getComputedStyle(document.querySelector('main.pod-workers .note-wide')).display,
+		Told: getComputedStyle(document.querySelector('.pw-quiz-hidden')).display,
+		Key: getComputedStyle(document.querySelector('#export-menu a.answer-key')).display})`
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"pod-workers"), chromedp.WaitReady("section.type")); err != nil {
+		t.Fatal(err)
+	}
+	if p := eval[pw](t, ctx, pwState); p.Note != "none" || p.Told == "none" || p.Key != "none" {
+		t.Errorf("quiz mode on pod_workers: %+v; want its note and the answer key hidden, and told why", p)
+	}
+	shotsAll(t, ctx, "handin-pod-workers-quiz", nil)
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL), chromedp.WaitReady("#annot-podworkers")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the answer back", `document.querySelector('[data-annot-field="podworkers"] textarea').value !== ''`)
+	if err := chromedp.Do(ctx, chromedp.Click(`#annot-podworkers [data-annot-reveal="pod-workers"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"pod-workers"), chromedp.WaitReady("section.type")); err != nil {
+		t.Fatal(err)
+	}
+	if p := eval[pw](t, ctx, pwState); p.Note == "none" || p.Told != "none" {
+		t.Errorf("quiz mode on pod_workers, answered and revealed: %+v; want its note shown", p)
+	}
+	eval[bool](t, ctx, `(localStorage.removeItem('syncloop-quiz'), true)`)
+	watch.check(t)
+}
+
+// pillsClear lists what covers the live pane's lines: the "Lines … ·
+// Comment" bar or the "N new ↓ resume" button over the part of the list on
+// view.
+const pillsClear = `(() => {
+	const l = document.querySelector('#live .live-lines'), out = [];
+	if (!l || l.offsetParent === null || !l.clientHeight) return ['the pane\'s lines are not on view'];
+	const lr = l.getBoundingClientRect();
+	const box = {left: lr.left, right: lr.right, top: Math.max(lr.top, 0), bottom: Math.min(lr.top + l.clientHeight, innerHeight)};
+	for (const sel of ['.annot-bar', '#live .live-more']) {
+		const e = document.querySelector(sel);
+		const r = e?.getBoundingClientRect();
+		if (!e || e.hidden || !r.width || getComputedStyle(e).display === 'none') { out.push(sel + ' is not shown'); continue; }
+		if (r.left < box.right - 1 && box.left < r.right - 1 && r.top < box.bottom - 1 && box.top < r.bottom - 1)
+			out.push(sel + ' [' + [r.left, r.top, r.right, r.bottom].map(Math.round) + '] covers the lines [' + [box.left, box.top, box.right, box.bottom].map(Math.round) + ']');
+	}
+	return out })()`
+
+// TestBrowserPageDetails: the floating pills cover none of the pane's
+// lines at any width; a probe log line that lands in handleProbeSync offers
+// the way on to its case; j and k leave a history entry each, so Back stays
+// on the site; the compare and history pages' skip links have a target.
+func TestBrowserPageDetails(t *testing.T) {
+	ctx := newBrowser(t)
+	ts, r := demoSite(t, "v1.36.0")
+	watch := watchPage(t, ctx, ts)
+	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
+	var c1 = r.Function.Cases[1]
+
+	t.Run("pills", func(t *testing.T) {
+		for _, v := range viewports {
+			for _, dark := range []bool{false, true} {
+				openDemo(t, ctx, pageURL, v, dark, "housekeeping", 3)
+				eval[bool](t, ctx, fmt.Sprintf(`(document.querySelector('#L%d a.ln').click(), true)`, c1.Start+1))
+				waitFor(t, ctx, "the comment bar", `!document.querySelector('.annot-bar').hidden`)
+				eval[bool](t, ctx, `(() => { const b = document.querySelector('#live .live-toggle'); if (b && b.getAttribute('aria-expanded') === 'false') b.click(); return true })()`)
+				eval[bool](t, ctx, `(document.getElementById('live').livePane.pause(false), true)`)
+				waitFor(t, ctx, "N new ↓ resume", `(() => { const m = document.querySelector('#live .live-more'); return !m.hidden && /^\d+ new/.test(m.textContent) })()`)
+				name := fmt.Sprintf("pills-%s-%s", v.name, themeName(dark))
+				if o := eval[[]string](t, ctx, pillsClear); len(o) > 0 {
+					t.Errorf("%s: %q", name, o)
+				}
+				screenshot(t, ctx, name+".png", false)
+				eval[bool](t, ctx, `(document.getElementById('live').livePane.resume(), true)`)
+			}
+		}
+		setView(t, ctx, viewports[0], false)
+	})
+
+	t.Run("a probe line in handleProbeSync leads on to its case", func(t *testing.T) {
+		openDemo(t, ctx, pageURL, viewports[0], false, "readiness", 1)
+		// A readiness line logged in the helper, not in the case's own lines.
+		seq := eval[int](t, ctx, `(() => { const sec = document.getElementById('case-readiness');
+			const li = [...document.querySelectorAll('#live li.ll[data-case="readiness"]')].find(li => { const l = document.getElementById('L' + li.dataset.line); return l && !sec.contains(l) && l.closest('details.helper') });
+			return li ? Number(li.dataset.seq) : 0 })()`)
+		if seq == 0 {
+			t.Fatal("no readiness line of the demo is logged in a helper")
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(fmt.Sprintf(`#live li.ll[data-seq="%d"]`, seq))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the way on to readiness, in view", `(() => { const a = document.querySelector('details.helper [data-helper-case="readiness"] a[href="#case-readiness"]');
+			if (!a) return false; const r = a.getBoundingClientRect(); return r.top >= 0 && r.bottom <= innerHeight && r.width > 0 })()`)
+		shotsAll(t, ctx, "helper-to-case", nil)
+		if err := chromedp.Do(ctx, chromedp.Click(`[data-helper-case="readiness"] a`)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "readiness selected and at the top", `(() => { const c = document.getElementById('case-readiness'); const y = c.getBoundingClientRect().top;
+			return c.classList.contains('selected') && y >= -2 && y < 120 && !document.querySelector('[data-helper-case]') })()`)
+	})
+
+	t.Run("j and k, then Back, stay on the site", func(t *testing.T) {
+		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"), chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
+			t.Fatal(err)
+		}
+		eval[bool](t, ctx, `(document.activeElement?.blur(), true)`)
+		for _, k := range []string{"j", "j", "j", "k"} {
+			if err := chromedp.Do(ctx, chromedp.KeyEvent(k)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		k0, k1, k2 := r.Function.Cases[0].Key, r.Function.Cases[1].Key, r.Function.Cases[2].Key
+		waitFor(t, ctx, "at "+k1, `location.hash === '#case-`+k1+`'`)
+		for _, want := range []string{k2, k1, k0} {
+			eval[bool](t, ctx, `(history.back(), true)`)
+			waitFor(t, ctx, "Back to "+want, `location.pathname === '/k8s/`+r.Tag+`/' && location.hash === '#case-`+want+`' && document.getElementById('case-`+want+`').classList.contains('selected')`)
+		}
+	})
+
+	t.Run("skip links have targets", func(t *testing.T) {
+		// The history page reads every minor release up to the default.
+		hs := httptest.NewServer(newRealServerTags(t, diff.MinorTags(r.Tag)...))
+		defer hs.Close()
+		watch.mu.Lock()
+		watch.allow = func(p string) bool { return strings.HasPrefix(p, "request to another host: "+hs.URL+"/") }
+		watch.mu.Unlock()
+		for _, p := range []string{"/k8s/compare/v1.36.0..." + r.Tag, "/k8s/history/pleg", "/k8s/" + r.Tag + "/pod-workers"} {
+			if err := chromedp.Do(ctx, chromedp.Navigate(hs.URL+p), chromedp.WaitReady("body")); err != nil {
+				t.Fatal(err)
+			}
+			if missing := eval[[]string](t, ctx, `[...document.querySelectorAll('a.skip')].filter(a => !document.getElementById(a.getAttribute('href').slice(1))).map(a => a.getAttribute('href'))`); len(missing) > 0 || eval[int](t, ctx, `document.querySelectorAll('a.skip').length`) == 0 {
+				t.Errorf("%s: skip links without a target: %q", p, missing)
+			}
+		}
+	})
 	watch.check(t)
 }
