@@ -450,14 +450,14 @@ func TestBrowserOtherPages(t *testing.T) {
 	if txt := eval[string](t, ctx, `document.querySelector('main').textContent`); strings.Contains(txt, "--source-dir") || !strings.Contains(txt, "v1.99.99") {
 		t.Errorf("the 404 page of an unknown tag says: %.400q", txt)
 	}
-	// The tag switcher's form leads to the tag's page.
+	// The tag switcher's form leads to the tag's page of the same kind.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(ts.URL+"/k8s/"+tag+"/pod-workers"), chromedp.WaitReady("#tag-input"),
 		chromedp.SetValue("#tag-input", tag), chromedp.Submit("#tag-input"),
 	); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, ctx, "the switcher's redirect", `location.pathname === '/k8s/`+tag+`/' && !!document.querySelector('section.case')`)
+	waitFor(t, ctx, "the switcher's redirect", `location.pathname === '/k8s/`+tag+`/pod-workers' && !!document.querySelector('section.type')`)
 	watch.check(t)
 }
 

@@ -131,8 +131,8 @@ func TestBrowserRoom(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	if n := eval[int](t, driver, `document.querySelectorAll('header.site .cached a').length`); n != 2 {
-		t.Errorf("the header lists %d cached tags, want 2", n)
+	if n := eval[int](t, driver, `document.querySelectorAll('header.site #cached-tags option').length`); n != 2 {
+		t.Errorf("the header's tag input suggests %d cached tags, want 2", n)
 	}
 	checkHeader(t, driver, "reading")
 	if err := chromedp.Do(driver, chromedp.Click("form.pair-start button")); err != nil {

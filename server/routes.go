@@ -28,7 +28,8 @@ const (
 //	GET /k8s/{tag}/               the annotated syncLoopIteration
 //	GET /k8s/{tag}/pod-workers    pod_workers.go type comments
 //	GET /k8s/{tag}/reading.json   the Reading
-//	GET /k8s/{tag}/worksheet.md   the worksheet
+//	GET /k8s/{tag}/answer-key.md  the site's own answers to the worksheet
+//	GET /k8s/{tag}/worksheet.md   the same (its first address)
 //	GET /k8s/{tag}/def?sym=SYM    a module symbol's definition, highlighted (def.go)
 //
 // What changed (package site, compare.go):
@@ -83,6 +84,7 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/reading.json", s.site.TagPage(site.PageJSON))
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.site.TagPage(site.PageWorksheet))
 	r.Method("GET", "/k8s/{tag}/def", s.site.Def())
+	r.Method("GET", "/k8s/{tag}/answer-key.md", s.site.TagPage(site.PageAnswerKey))
 	r.Method("GET", "/k8s/compare", s.site.CompareForm())
 	r.Method("GET", "/k8s/compare/{range}", s.site.Compare())
 	r.Method("GET", "/k8s/history/{key}", s.site.History())

@@ -988,7 +988,11 @@ function quizState(key) {
 const SHEET_QUIZ = [
 	{ key: 'two-sets', ids: ['set.desired', 'set.actual'], what: 'the two sets' },
 	{ key: 'intro', ids: ['sentence'], what: 'the sentence' },
+	// on the pod_workers page (quiz-early.js reads what is revealed there)
+	{ key: 'pod-workers', ids: ['podworkers'], what: 'your answer' },
 ];
+// The exercise's pod_workers question (annotations.PodWorkersQuestion).
+const PW_QUESTION = 'What guarantees that two goroutines never sync the same pod at once?';
 const SET_LABELS = {
 	'set.desired': ['DesiredStateOfWorld is declared at', 'One set: its type and file:line'],
 	'set.actual': ['ActualStateOfWorld is declared at', 'The other set: its type and file:line'],
@@ -996,7 +1000,7 @@ const SET_LABELS = {
 function sheetQuizState() {
 	const r = revealed();
 	for (const q of SHEET_QUIZ) {
-		const sec = q.key === 'two-sets' ? document.getElementById('two-sets') : document.querySelector('section.intro');
+		const sec = document.getElementById({ 'two-sets': 'two-sets', intro: 'intro', 'pod-workers': 'annot-podworkers' }[q.key]);
 		if (!sec) continue;
 		const written = q.ids.every((id) => editors.get(id)?.input.value.trim());
 		const shown = r.has(tag + ' ' + q.key);
@@ -1063,11 +1067,14 @@ async function exportLocal(list = Object.values(localNotes()), name = `syncloop-
 	setTimeout(() => URL.revokeObjectURL(a.href), 5000);
 }
 
-function printMine() {
-	document.body.classList.add('annot-print');
+// printAs prints the page with body.cls (annotate.css): "annot-print" puts
+// only the reader's notes beside the code, "annot-print-sheet" prints the
+// worksheet alone.
+function printAs(cls) {
+	document.body.classList.add(cls);
 	window.print();
 }
-window.addEventListener('afterprint', () => document.body.classList.remove('annot-print'));
+window.addEventListener('afterprint', () => document.body.classList.remove('annot-print', 'annot-print-sheet'));
 
 // --- building the page -----------------------------------------------------------
 
@@ -1144,8 +1151,11 @@ function build() {
 	}
 	const pr = el('button', 'annot-print-btn', 'Print with my annotation');
 	pr.type = 'button';
-	pr.addEventListener('click', printMine);
-	tools.append(name, quiz, dl, pr);
+	pr.addEventListener('click', () => printAs('annot-print'));
+	const ps = el('button', 'annot-print-sheet-btn', 'Print the worksheet');
+	ps.type = 'button';
+	ps.addEventListener('click', () => printAs('annot-print-sheet'));
+	tools.append(name, quiz, dl, pr, ps);
 	const st = el('p', 'annot-status');
 	st.dataset.annotStatus = '';
 	st.hidden = true;
@@ -1158,6 +1168,26 @@ function build() {
 		const ch = sec.querySelector('dl.facts dd code')?.textContent || key;
 		writers.append(field('writer.' + key, { label: `${key} (${ch})`, multiline: false, placeholder: 'a symbol, as pkg/path.(*Type).Method, or words' }));
 	}
+	// The exercise, whole: which exercise fired each channel (the "Fired"
+	// evidence backs it), and the pod_workers question.
+	const exercises = el('div', 'annot-writers annot-exercises');
+	exercises.append(el('h3', '', 'Match each channel to an exercise that fired it'));
+	for (const sec of caseEls) {
+		const key = sec.dataset.case;
+		const ch = sec.querySelector('dl.facts dd code')?.textContent || key;
+		exercises.append(field('exercise.' + key, { label: `${key} (${ch})`, multiline: false, placeholder: 'what you did that fired it, e.g. a pod whose liveness probe fails' }));
+	}
+	const pw = el('div', 'annot-podworkers');
+	pw.id = 'annot-podworkers';
+	const pwh = el('h3');
+	const pwa = el('a', '', 'pod_workers');
+	pwa.href = roomID ? `/rooms/${roomID}/pod-workers` : `/k8s/${encodeURIComponent(tag)}/pod-workers`;
+	pwh.append(pwa);
+	pw.append(
+		pwh,
+		quizPlaceholder('pod-workers', '', "Quiz mode: the pod_workers page's note, which answers this question, is hidden until you have written your answer."),
+		field('podworkers', { label: PW_QUESTION, placeholder: 'In your words, from the type comments of pod_workers.go (Markdown)' }),
+	);
 	const sets = el('div', 'annot-sets');
 	sets.append(el('h3', '', 'The two sets'));
 	sets.append(field('set.desired', { label: SET_LABELS['set.desired'][0], multiline: false, placeholder: 'file.go:line' }));
@@ -1171,7 +1201,7 @@ function build() {
 	const ol = el('div', 'annot-orphan-list');
 	ol.dataset.annotOrphans = '';
 	orphans.append(ol);
-	sheet.append(h, where, tools, st, writers, sets, sentence, orphans);
+	sheet.append(h, where, tools, st, writers, exercises, pw, sets, sentence, orphans);
 	const after = document.getElementById('two-sets');
 	after?.prepend(
 		quizPlaceholder('two-sets', 'The two sets', "Quiz mode: the site's answer (both sets' names, and where they are declared) is hidden until you have written yours below."),

@@ -79,7 +79,9 @@ onSelect((s, how) => {
 	}
 	if (s.lo) anchorLine = s.lo;
 	const first = s.lo ? lineEl(s.lo) : null;
-	if (first && i >= 0 && first.closest('section.case') !== cases[i] && how.from === 'pane') {
+	const inHelper = first && i >= 0 && first.closest('section.case') !== cases[i] ? first.closest('details.helper') : null;
+	onToCase(inHelper, s.key);
+	if (inHelper && how.from === 'pane') {
 		// The line was logged from a helper the case calls (handleProbeSync
 		// serves three cases).
 		announce(`${s.key}: logged at line ${s.lo}, in a helper the case calls`);
@@ -88,6 +90,24 @@ onSelect((s, how) => {
 	if (first) scrollTo(first, 'center');
 	else if (i >= 0) scrollTo(cases[i]);
 });
+
+// onToCase offers, in a helper a selected line of a case is in (a log line
+// clicked in the pane: handleProbeSync logs for three cases), the way on to
+// that case; none when the selection is not in a helper.
+function onToCase(helper, key) {
+	for (const p of document.querySelectorAll('[data-helper-case]')) if (p.closest('details.helper') !== helper || p.dataset.helperCase !== key) p.remove();
+	if (!helper || helper.querySelector(`[data-helper-case="${CSS.escape(key)}"]`)) return;
+	const p = document.createElement('p');
+	p.className = 'helper-case';
+	p.dataset.helperCase = key;
+	const a = document.createElement('a');
+	a.href = '#case-' + key;
+	a.textContent = `On to the ${key} case ↑`;
+	p.append(`The selected line is in a helper the ${key} case calls. `, a);
+	const code = helper.querySelector(':scope > pre, :scope > .chroma, :scope > div');
+	if (code) code.before(p);
+	else helper.append(p);
+}
 
 // followHash selects what location.hash names (Back and Forward too).
 function followHash() {
@@ -171,7 +191,9 @@ document.addEventListener('keydown', (ev) => {
 			let i = ev.key === 'j' ? from + 1 : from - 1;
 			if (from < 0) i = 0;
 			i = Math.max(0, Math.min(cases.length - 1, i));
-			select({ key: cases[i].dataset.case }, { from: 'keys', scroll: true });
+			// A history entry per move, as a click makes: Back goes to the
+			// case before, not off the site.
+			select({ key: cases[i].dataset.case }, { from: 'keys', scroll: true, url: 'push' });
 			break;
 		}
 		case 'y': {

@@ -93,6 +93,10 @@ function keepFollowing(on) {
 		// as above
 	}
 }
+// Kept from the start, not only after a pause or resume: a follower's
+// address soon says the driver's case, and on reload that address must not
+// pass for a place the follower chose.
+keepFollowing(following);
 let applying = false; // while this script moves the page, it is not the reader moving
 let lastApplied = '';
 let lastSent = '';

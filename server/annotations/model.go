@@ -55,7 +55,7 @@ type View struct {
 func ViewAt(r *extractor.Reading, n Note) View {
 	v := View{Note: n}
 	switch Kind(n.ID) {
-	case "case", "comment", "sentence":
+	case "case", "comment", "sentence", "podworkers":
 		v.HTML = Render(n.Text)
 	}
 	if n.Quote != nil && r != nil {
@@ -68,18 +68,22 @@ func ViewAt(r *extractor.Reading, n Note) View {
 	return v
 }
 
-// Expected is the ids of the notes a worksheet asks for at r's tag: a note
-// and a writer per case, the two sets, the sentence.
+// Expected is the ids of the notes a worksheet asks for at r's tag: a note,
+// a writer and an exercise that fired it per case, the pod_workers
+// question, the two sets, the sentence.
 func Expected(r *extractor.Reading) []string {
 	var ids []string
-	for _, c := range r.Function.Cases {
-		ids = append(ids, "case."+c.Key)
+	for _, kind := range []string{"case.", "writer.", "exercise."} {
+		for _, c := range r.Function.Cases {
+			ids = append(ids, kind+c.Key)
+		}
 	}
-	for _, c := range r.Function.Cases {
-		ids = append(ids, "writer."+c.Key)
-	}
-	return append(ids, "set.desired", "set.actual", "sentence")
+	return append(ids, "podworkers", "set.desired", "set.actual", "sentence")
 }
+
+// PodWorkersQuestion is the exercise's pod_workers question, as the
+// worksheet asks it (the pod_workers note answers it).
+const PodWorkersQuestion = "What guarantees that two goroutines never sync the same pod at once?"
 
 // Views is every note of notes at r's tag, with the expected ones not yet
 // written as empty notes (Rev 0), so that their checks show.
@@ -170,13 +174,27 @@ func CheckNote(r *extractor.Reading, id, text string) []Check {
 		if text == "" {
 			return []Check{{"empty", "The sentence is still to write."}}
 		}
+	case "exercise":
+		if _, ok := r.Function.CaseByKey(key); !ok {
+			return []Check{{"warn", fmt.Sprintf("The select has no %s case at %s.", key, r.Tag)}}
+		}
+		if text == "" {
+			return []Check{{"empty", "Which exercise fired this channel?"}}
+		}
+	case "podworkers":
+		if text == "" {
+			return []Check{{"empty", "The pod_workers question is still to answer."}}
+		}
 	}
 	return nil
 }
 
 // checkSet checks a set's answer: the type the reader names (either of
 // the two, whichever field it is in), else the field's, at the file:line
-// given. A check never names a set the reader has not named.
+// given. A check never names a set the reader has not named. A right
+// file:line in the field of its set passes as it is: the field's label
+// names the type already, and a hand-in must not carry a warning about a
+// right answer. Only an answer that is not right is asked for the type.
 func checkSet(r *extractor.Reading, name, text string) []Check {
 	named := ""
 	for _, n := range []string{"DesiredStateOfWorld", "ActualStateOfWorld"} {
@@ -190,7 +208,8 @@ func checkSet(r *extractor.Reading, name, text string) []Check {
 		name, it, It = named, named, named
 	}
 	out := checkSetAt(r, name, it, It, text)
-	if named == "" {
+	right := len(out) > 0 && !slices.ContainsFunc(out, func(c Check) bool { return c.Level != "ok" })
+	if named == "" && !right {
 		out = append(out, Check{"warn", "Name the type too: the worksheet asks for each set's name and its file:line."})
 	}
 	return out
@@ -403,12 +422,20 @@ func Worksheet(r *extractor.Reading, title string, notes []Note) []byte {
 		w := by["writer."+c.Key]
 		fmt.Fprintf(&b, "- Written by: %s%s\n", answer(w.Text), byline(w.Note))
 		writeChecks(&b, w.Checks, "  ")
+		e := by["exercise."+c.Key]
+		fmt.Fprintf(&b, "- Fired by the exercise: %s%s\n", answer(e.Text), byline(e.Note))
 		n := by["case."+c.Key]
 		if strings.TrimSpace(n.Text) == "" {
 			fmt.Fprintf(&b, "- Note: (left empty)\n\n")
 			continue
 		}
 		fmt.Fprintf(&b, "- Note%s:\n\n%s\n\n", byline(n.Note), quoteBlock(n.Text))
+	}
+	fmt.Fprintf(&b, "## pod_workers\n\n%s\n\n", PodWorkersQuestion)
+	if v := by["podworkers"]; strings.TrimSpace(v.Text) != "" {
+		fmt.Fprintf(&b, "%s\n\n— %s\n\n", quoteBlock(v.Text), strings.TrimPrefix(byline(v.Note), " "))
+	} else {
+		fmt.Fprintf(&b, "> (left empty)\n\n")
 	}
 	fmt.Fprintf(&b, "## The two sets\n\n")
 	for _, s := range []struct{ id, name string }{{"set.desired", "DesiredStateOfWorld"}, {"set.actual", "ActualStateOfWorld"}} {

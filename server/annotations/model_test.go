@@ -62,7 +62,9 @@ func TestChecksAgainstSource(t *testing.T) {
 		{"set.actual", "kubelet.go:10", "warn", "is not declared in kubelet.go"},
 		{"set.desired", "the volume manager's", "warn", "Give it as file:line"},
 		{"set.desired", "", "empty", "Which set, declared where?"},
-		{"set.desired", "desired_state_of_world.go:53", "warn", "Name the type too"},
+		// Right without the type's name: the field's label names it.
+		{"set.desired", "desired_state_of_world.go:53", "ok", "This set is declared at pkg/kubelet/volumemanager/cache/desired_state_of_world.go:53"},
+		{"set.desired", "desired_state_of_world.go:54", "warn", "Name the type too"},
 		// Named, the other set in this field: checked as the one named.
 		{"set.desired", "ActualStateOfWorld, actual_state_of_world.go:48", "ok", "ActualStateOfWorld is declared at pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48"},
 		{"case.config", "", "empty", "still empty"},
@@ -89,6 +91,20 @@ func TestChecksAgainstSource(t *testing.T) {
 			if strings.Contains(c.Text, "StateOfWorld") {
 				t.Errorf("set.desired %q: the check %q names a set", text, c.Text)
 			}
+		}
+	}
+	// A right file:line, with or without the type's name, gets no warning
+	// at all: a warning about a right answer misleads, and would go into
+	// the hand-in.
+	for _, tc := range []struct{ id, text string }{
+		{"set.desired", "desired_state_of_world.go:53"},
+		{"set.desired", "pkg/kubelet/volumemanager/cache/desired_state_of_world.go:53"},
+		{"set.actual", "actual_state_of_world.go:48"},
+		{"set.actual", "ActualStateOfWorld at actual_state_of_world.go:48"},
+	} {
+		cs := checksOf(t, "v1.37.2", tc.id, tc.text)
+		if len(cs) == 0 || slices.ContainsFunc(cs, func(c Check) bool { return c.Level != "ok" }) {
+			t.Errorf("%s %q (right): %+v, want only ok", tc.id, tc.text, cs)
 		}
 	}
 	if cs := checksOf(t, "v1.37.2", "writer.config", "the config sources, through a mux"); len(cs) != 0 {
@@ -130,6 +146,8 @@ func TestWorksheet(t *testing.T) {
 		{ID: "writer.config", Text: "podStorage.Merge", Author: "Dana", At: at},
 		{ID: "set.desired", Text: "volumemanager/cache/desired_state_of_world.go:1", Author: "Dana", At: at},
 		{ID: "sentence", Text: "Each case re-reads the state.", Author: "Ann", At: at},
+		{ID: "exercise.config", Text: "kubectl run probe-me", Author: "Ann", At: at},
+		{ID: "podworkers", Text: "One goroutine per pod, one pending update.", Author: "Dana", At: at},
 		{ID: "comment.abcdef", Text: "the ADD log", Author: "Ann", At: at, Quote: &q},
 	}
 	md := string(Worksheet(r36, "Room 0123ab", notes))
@@ -144,10 +162,71 @@ func TestWorksheet(t *testing.T) {
 		"check: At v1.36.0 that is line",
 		"- **ActualStateOfWorld**: (left empty)",
 		"> Each case re-reads the state.",
+		"- Fired by the exercise: kubectl run probe-me (Ann, 2026-12-01 03:00 UTC)",
+		"### pleg\n\n[pkg/kubelet/kubelet.go",
+		"- Fired by the exercise: (left empty)",
+		"## pod_workers\n\n" + PodWorkersQuestion + "\n\n> One goroutine per pod, one pending update.\n\n— (Dana, 2026-12-01 03:00 UTC)",
 		"pkg/kubelet/kubelet.go:2709 (changed since v1.30.0, where it was line 2423) (Ann",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("worksheet lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// TestWorksheetRightSetNoWarning: a set answered right, by file:line alone,
+// goes into the hand-in with no check under it; a wrong one keeps its.
+func TestWorksheetRightSetNoWarning(t *testing.T) {
+	extractortest.NeedNetwork(t)
+	r := extractortest.Reading(t, "v1.37.2", content.Symbols())
+	md := string(Worksheet(r, "My notes", []Note{
+		{ID: "set.desired", Text: "desired_state_of_world.go:53", Author: "Ann"},
+		{ID: "set.actual", Text: "volumemanager/cache/actual_state_of_world.go:49", Author: "Ann"},
+	}))
+	_, sets, _ := strings.Cut(md, "## The two sets")
+	sets, _, _ = strings.Cut(sets, "## The pattern")
+	desired, actual, _ := strings.Cut(sets, "- **ActualStateOfWorld**")
+	if strings.Contains(desired, "check:") {
+		t.Errorf("a right DesiredStateOfWorld answer is handed in with a warning:\n%s", desired)
+	}
+	if !strings.Contains(actual, "check: At v1.37.2 that is line 48") {
+		t.Errorf("a wrong ActualStateOfWorld line is handed in without its check:\n%s", actual)
+	}
+}
+
+// TestWorksheetAsksTheWholeExercise: the hand-in asks, per case, for an
+// exercise that fired it, and asks the pod_workers question; both are
+// notes a room keeps.
+func TestWorksheetAsksTheWholeExercise(t *testing.T) {
+	for _, id := range []string{"exercise.config", "exercise.container", "podworkers"} {
+		if !ValidID(id) {
+			t.Errorf("%s is not a note a room keeps", id)
+		}
+	}
+	for _, id := range []string{"exercise.", "exercise.Config", "podworkers.x"} {
+		if ValidID(id) {
+			t.Errorf("%s is taken for a note", id)
+		}
+	}
+	extractortest.NeedNetwork(t)
+	r := extractortest.Reading(t, "v1.37.2", content.Symbols())
+	exp := Expected(r)
+	for _, c := range r.Function.Cases {
+		if !slices.Contains(exp, "exercise."+c.Key) {
+			t.Errorf("the worksheet does not ask which exercise fired %s", c.Key)
+		}
+	}
+	if !slices.Contains(exp, "podworkers") {
+		t.Error("the worksheet does not ask the pod_workers question")
+	}
+	if cs := CheckNote(r, "exercise.pleg", ""); len(cs) != 1 || cs[0].Level != "empty" {
+		t.Errorf("an empty exercise: %+v", cs)
+	}
+	md := string(Worksheet(r, "My notes", nil))
+	if n := strings.Count(md, "- Fired by the exercise: (left empty)"); n != len(r.Function.Cases) {
+		t.Errorf("%d cases ask for the exercise that fired them, want %d:\n%s", n, len(r.Function.Cases), md)
+	}
+	if !strings.Contains(md, "## pod_workers\n\n"+PodWorkersQuestion+"\n\n> (left empty)") {
+		t.Errorf("no pod_workers question in the hand-in:\n%s", md)
 	}
 }

@@ -27,7 +27,8 @@ const (
 	pageIndex      = "index"
 	pagePodWorkers = "pod-workers"
 	pageJSON       = "reading.json"
-	pageWorksheet  = "worksheet.md"
+	pageWorksheet  = "worksheet.md" // the answer key's first address, kept for links to it
+	pageAnswerKey  = "answer-key.md"
 )
 
 // pageData is what every HTML template gets.
@@ -97,7 +98,11 @@ func (s *Site) Switch() http.Handler {
 		if !strings.HasPrefix(tag, "v") {
 			tag = "v" + tag
 		}
-		http.Redirect(w, r, "/k8s/"+url.PathEscape(tag)+"/", http.StatusSeeOther)
+		to := "/k8s/" + url.PathEscape(tag) + "/"
+		if r.URL.Query().Get("page") == pagePodWorkers {
+			to += "pod-workers" // the switcher on pod_workers stays on pod_workers
+		}
+		http.Redirect(w, r, to, http.StatusSeeOther)
 	})
 }
 
@@ -265,14 +270,15 @@ func (s *Site) pageFor(st *tagState, kind string) (*page, error) {
 		pages[kind] = newPage(htmlType, body, cache)
 	}
 	if old := st.pages; old != nil {
-		pages[pageJSON], pages[pageWorksheet] = old[pageJSON], old[pageWorksheet]
+		pages[pageJSON], pages[pageWorksheet], pages[pageAnswerKey] = old[pageJSON], old[pageWorksheet], old[pageAnswerKey]
 	} else {
 		j, err := json.MarshalIndent(st.reading, "", "  ")
 		if err != nil {
 			return nil, err
 		}
 		pages[pageJSON] = newPage("application/json", append(j, '\n'), cache)
-		pages[pageWorksheet] = newPage("text/markdown; charset=utf-8", worksheet(st.view), cache)
+		pages[pageAnswerKey] = newPage("text/markdown; charset=utf-8", answerKey(st.view), cache)
+		pages[pageWorksheet] = pages[pageAnswerKey]
 	}
 	st.pages, st.gen = pages, gen
 	return pages[kind], nil

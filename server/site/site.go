@@ -44,6 +44,7 @@ const (
 	PagePodWorkers = pagePodWorkers
 	PageJSON       = pageJSON
 	PageWorksheet  = pageWorksheet
+	PageAnswerKey  = pageAnswerKey
 )
 
 // Static serves the embedded CSS, JS and chroma stylesheet under /static/;

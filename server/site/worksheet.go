@@ -5,17 +5,18 @@ import (
 	"fmt"
 )
 
-// worksheet is the Markdown a reader hands in for the tag: a line per case
-// with its channel, element type and writer (the sends derived from the
-// source at the tag; blank to fill in when none was found), the two sets
-// with file:line, and the sentence that ties the loop to level-triggered
-// reconcile.
-func worksheet(v *readingView) []byte {
+// answerKey is the site's own answers to the worksheet at the tag, as
+// Markdown: a line per case with its channel, element type and writer (the
+// sends derived from the source at the tag; blank when none was found), the
+// two sets with file:line, and the sentence's question. It is what the site
+// knows, not a reader's hand-in (annotations.Worksheet builds that from what
+// readers wrote), and says so.
+func answerKey(v *readingView) []byte {
 	r, f := v.R, &v.R.Function
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# syncloop worksheet: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
+	fmt.Fprintf(&b, "# syncloop answer key: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
 	fmt.Fprintf(&b, "Source: [%s:%d-%d](%s)\n\n", f.File, f.Start, f.End, upstreamURL(r.Tag, f.File, f.Start, f.End))
-	fmt.Fprintf(&b, "Name: ____________________\n\n")
+	fmt.Fprintf(&b, "The site's own answers, from its notes and the source at %s: for an instructor, or to check a worksheet after handing it in. Not a hand-in: a reader's worksheet is what they wrote (\"Your worksheet\" on the reading page).\n\n", r.Tag)
 	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(v.Cases))
 	fmt.Fprintf(&b, "One line per case: the channel it reads, the element type that flows on it, and who writes to it (the sends on it, from the source at %s).\n\n", r.Tag)
 	for _, c := range v.Cases {
