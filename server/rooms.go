@@ -67,6 +67,7 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 			SetFeedTag:  l.SetFeedTag,
 			FeedVersion: l.FeedVersion,
 			DropFeed:    l.DropFeed,
+			RoomDemo:    l.RoomDemo,
 			SameOrigin:  sameOrigin,
 		},
 	}

@@ -209,6 +209,11 @@ type feed struct {
 	version    string
 	ingested   uint64
 	byCase     map[string]uint64
+	// fired counts the lines of each case that a journal, not the demo,
+	// delivered here (live_rooms.go); real counts all such lines.
+	fired    map[string]int
+	real     uint64
+	lastReal time.Time
 
 	// Scratch space of delivery, reused from message to message.
 	decoded []relay.Line
@@ -385,6 +390,7 @@ func (l *Service) feed(name string) (*feed, error) {
 		asked:   time.Now(),
 		source:  "none",
 		byCase:  make(map[string]uint64),
+		fired:   make(map[string]int),
 		subject: feedSubject(name),
 		started: make(chan struct{}),
 		ready:   make(chan struct{}),
@@ -693,7 +699,8 @@ func (l *Service) startDemo(f *feed) {
 	f.changed()
 	tag := f.tag
 	f.mu.Unlock()
-	ofTag := f.name != defaultFeed
+	ofTag := isTagDemo(f.name)
+	ofRoom := f.name != defaultFeed && !ofTag
 	go func() {
 		defer l.wg.Done()
 		defer stop()
@@ -707,7 +714,7 @@ func (l *Service) startDemo(f *feed) {
 		// One replica per cluster runs a demo: the default one's lease is
 		// "demo", a tag's is its feed's name.
 		lease, held := "demo", &l.demoHeld
-		if ofTag {
+		if ofTag || ofRoom {
 			lease, held = f.name, new(atomic.Bool)
 		}
 		held = l.demoLease(ctx, lease, held)
@@ -724,6 +731,15 @@ func (l *Service) startDemo(f *feed) {
 			}
 			if relay.Sleep(ctx, max(wait, 10*time.Millisecond)) != nil {
 				return
+			}
+			if ofRoom {
+				if f.hub.Stats().Subscribers > 0 {
+					idleSince = time.Now()
+				}
+				if time.Since(idleSince) >= l.demoIdle && l.stopRoomDemo(f, ctx) {
+					return
+				}
+				continue
 			}
 			if !ofTag {
 				continue

@@ -529,6 +529,13 @@ func (l *Service) deliverLocked(f *feed, first uint64, lines []relay.Line, demo 
 	f.publish(out, cuts, demo)
 	for i := range out {
 		f.byCase[out[i].Case]++
+		if !demo && out[i].Case != "" {
+			f.fired[out[i].Case]++
+		}
+	}
+	if !demo && len(out) > 0 {
+		f.real += uint64(len(out))
+		f.lastReal = time.Now()
 	}
 	if version != f.version {
 		f.version = version
