@@ -127,16 +127,16 @@ func (h *Handlers) Create() http.Handler {
 			http.Error(w, "cross-site request refused: start a class from this site's own page", http.StatusForbidden)
 			return
 		}
+		c, err := h.classFromForm(r)
+		if err != nil { // (a form refused costs nothing of the rate)
+			h.cfg.Site.Status(w, r, http.StatusBadRequest, "This class cannot be started", err.Error(), "Go back, correct the form and start it again.")
+			return
+		}
 		client := clients.Addr(r, h.cfg.TrustedProxies)
 		if !h.creates.Allow(client, time.Now()) {
 			w.Header().Set("Retry-After", "60")
 			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Too many classes from your address",
 				"One address starts 5 classes at once and one more a minute.", "Use the class you started, or try again in a minute.")
-			return
-		}
-		c, err := h.classFromForm(r)
-		if err != nil {
-			h.cfg.Site.Status(w, r, http.StatusBadRequest, "This class cannot be started", err.Error(), "Go back, correct the form and start it again.")
 			return
 		}
 		c, key, err := h.cfg.Store.Create(r.Context(), c)
