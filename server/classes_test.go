@@ -304,7 +304,7 @@ func TestClass(t *testing.T) {
 			}
 			for _, part := range strings.Split(string(msg), "\n") {
 				var m struct {
-					Hello *struct{ Demo bool } `json:"hello"`
+					Hello *struct{ Demo bool }   `json:"hello"`
 					Line  *struct{ Case string } `json:"line"`
 					Demo  bool                   `json:"demo"`
 				}
