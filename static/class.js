@@ -62,9 +62,8 @@ function startStudents() {
 		if (!p.rooms.length) list.append(el('li', 'class-empty', 'No room yet: start the first one.'));
 		for (const r of p.rooms) {
 			const li = el('li', r.ended ? 'ended' : '');
-			const who = r.readers.length ? r.readers.join(', ') : 'no one in it now';
-			li.append(el('span', 'class-who', who));
-			if (r.driver) li.append(el('span', 'class-drives', ` · ${r.driver} drives`));
+			const who = r.readers.length ? r.readers.map((n) => (n === r.driver ? `${n} (drives)` : n)).join(', ') : 'no one in it now';
+			li.append(el('span', 'class-who', who), el('span', 'class-since', `started ${ago(r.created)}`));
 			if (r.ended) {
 				li.append(el('span', 'class-badge', 'ended'));
 			} else {
@@ -203,12 +202,12 @@ function startInstructor(key, keyName) {
 	});
 }
 
-const ago = (t) => {
+function ago(t) {
 	const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000));
 	if (s < 60) return `${s} s ago`;
 	if (s < 3600) return `${Math.round(s / 60)} min ago`;
 	return `${Math.round(s / 3600)} h ago`;
-};
+}
 
 // render draws the instructor's table: one row a room, oldest first.
 function render(o) {
@@ -236,12 +235,14 @@ function render(o) {
 		tr.append(cell('Room', name));
 
 		const who = el('td');
-		if (!r.readers.length) who.append(el('span', 'muted', 'no one'));
+		if (!r.readers.length) who.append(el('span', 'muted', 'no one now'));
 		for (const n of r.readers) {
 			const s = el('span', n === r.driver ? 'class-reader driving' : 'class-reader', n);
 			if (n === r.driver) s.title = n + ' drives';
 			who.append(s);
 		}
+		const away = (r.authors || []).filter((n) => !r.readers.includes(n));
+		if (away.length) who.append(el('span', 'class-authors', `wrote here: ${away.join(', ')}`));
 		tr.append(cell('Readers', who));
 
 		const j = el('td');

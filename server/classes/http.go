@@ -297,12 +297,16 @@ func (h *Handlers) instructor(w http.ResponseWriter, r *http.Request) (Class, bo
 }
 
 // watched is an instructor looking at class c: the class lives on, and so
-// do its rooms (ended ones too: their hand-ins are wanted).
+// do its rooms (ended ones too: their hand-ins are wanted). A room is
+// touched only once it has been idle half its TTL, so that its last
+// activity stays its students' (what the overview shows).
 func (h *Handlers) watched(ctx context.Context, c Class) {
 	h.cfg.Store.Touch(ctx, c)
 	st := h.cfg.Deps.Rooms.Store()
 	for _, r := range st.OfClass(c.ID) {
-		st.Touch(r.ID)
+		if time.Since(r.LastActive) > st.TTL()/2 {
+			st.Touch(r.ID)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package classes
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ type Deps struct {
 func (d Deps) overview(c Class) Overview {
 	o := Overview{Class: classJSON(c), Rooms: []RoomRow{}}
 	for _, r := range d.Rooms.Store().OfClass(c.ID) {
-		row := RoomRow{ID: r.ID, Tag: r.Tag, Readers: []string{}, Fired: map[string]int{}, Ended: r.Ended, Created: r.Created, Updated: r.LastActive}
+		row := RoomRow{ID: r.ID, Tag: r.Tag, Readers: []string{}, Authors: []string{}, Fired: map[string]int{}, Ended: r.Ended, Created: r.Created, Updated: r.LastActive}
 		for _, p := range d.Rooms.Present(r.ID) {
 			row.Readers = append(row.Readers, p.Name)
 			if p.Driving {
@@ -57,8 +58,15 @@ func (d Deps) overview(c Class) Overview {
 			}
 		}
 		reading := d.Reading(r.Tag)
+		notes := d.Notes(r.ID)
 		var last time.Time
-		row.Written, row.Checked, row.Expected, last = progress(reading, d.Notes(r.ID))
+		row.Written, row.Checked, row.Expected, last = progress(reading, notes)
+		for _, n := range notes {
+			if a := strings.TrimSpace(n.Author); a != "" && !slices.Contains(row.Authors, a) {
+				row.Authors = append(row.Authors, a)
+			}
+		}
+		slices.Sort(row.Authors)
 		if last.After(row.Updated) {
 			row.Updated = last
 		}
@@ -71,7 +79,7 @@ func (d Deps) overview(c Class) Overview {
 func (d Deps) pairs(c Class) Pairs {
 	ps := Pairs{Rooms: []Pair{}, Budget: c.Budget}
 	for _, r := range d.Rooms.Store().OfClass(c.ID) {
-		p := Pair{ID: r.ID, Tag: r.Tag, Readers: []string{}, Ended: r.Ended}
+		p := Pair{ID: r.ID, Tag: r.Tag, Readers: []string{}, Ended: r.Ended, Created: r.Created}
 		for _, x := range d.Rooms.Present(r.ID) {
 			p.Readers = append(p.Readers, x.Name)
 			if x.Driving {

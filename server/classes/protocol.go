@@ -18,6 +18,9 @@ type RoomRow struct {
 	Tag     string   `json:"tag"`
 	Readers []string `json:"readers"` // names of who is in it now
 	Driver  string   `json:"driver"`  // the name of who drives, "" when no one does
+	// Authors are the names its notes were written under: who worked in
+	// it, present or not.
+	Authors []string `json:"authors"`
 	// Relay: a relay feeds the room's journal now; KubeletVersion is the
 	// version its journal reported ("" until it reports one).
 	Relay          bool   `json:"relay"`
@@ -54,11 +57,12 @@ type Overview struct {
 // Pair is a room as the students' page lists it: who is in it, so that a
 // student finds their partner's.
 type Pair struct {
-	ID      string   `json:"id"`
-	Tag     string   `json:"tag"`
-	Readers []string `json:"readers"`
-	Driver  string   `json:"driver"`
-	Ended   bool     `json:"ended"`
+	ID      string    `json:"id"`
+	Tag     string    `json:"tag"`
+	Readers []string  `json:"readers"`
+	Driver  string    `json:"driver"`
+	Ended   bool      `json:"ended"`
+	Created time.Time `json:"created"`
 }
 
 // Pairs is the students' page's list.
