@@ -733,6 +733,13 @@ func (l *Service) startDemo(f *feed) {
 				return
 			}
 			if ofRoom {
+				// The room switched its tag: the demo simulates the new one.
+				f.mu.Lock()
+				cur := f.tag
+				f.mu.Unlock()
+				if nr := l.reading(cur); cur != tag && nr != nil {
+					tag, d = cur, demo.New(nr, time.Now().UnixNano())
+				}
 				if f.hub.Stats().Subscribers > 0 {
 					idleSince = time.Now()
 				}
