@@ -160,10 +160,13 @@ function startInstructor(key, keyName) {
 			if (line.startsWith('event: ')) type = line.slice(7);
 			else if (line.startsWith('data: ')) data += line.slice(6);
 		}
-		if (type === 'overview') render(JSON.parse(data));
+		if (type === 'overview') render((shown = JSON.parse(data)));
 		if (type === 'gone') live.textContent = 'this class ended';
 	}
 	stream();
+	// "N s ago" ages between changes.
+	let shown = null;
+	setInterval(() => shown && document.visibilityState === 'visible' && render(shown), 10000);
 
 	document.querySelector('[data-class-handins]').addEventListener('click', async (ev) => {
 		const b = ev.currentTarget;
