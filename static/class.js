@@ -98,6 +98,7 @@ function startInstructor(key, keyName) {
 	const auth = { Authorization: 'Bearer ' + key };
 	const live = document.querySelector('[data-class-live]');
 	const backoff = new Backoff(1000, 15000);
+	let shown = null; // the last overview drawn
 	const link = location.origin + '/classes/' + classID;
 	document.querySelector('[data-class-link]').textContent = link;
 	document.querySelector('[data-class-copy]').addEventListener('click', () => copyText(link, 'the class link'));
@@ -165,7 +166,6 @@ function startInstructor(key, keyName) {
 	}
 	stream();
 	// "N s ago" ages between changes.
-	let shown = null;
 	setInterval(() => shown && document.visibilityState === 'visible' && render(shown), 10000);
 
 	document.querySelector('[data-class-handins]').addEventListener('click', async (ev) => {
