@@ -9,6 +9,7 @@ package server
 
 import (
 	"archive/zip"
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -386,7 +387,34 @@ func TestClass(t *testing.T) {
 			t.Errorf("a budget of -1: %d, want 400", resp.StatusCode)
 		}
 	})
-	_ = s
+
+	t.Run("the live stream: the overview at once, and it ends when the server stops", func(t *testing.T) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/classes/"+class+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("events: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		br := bufio.NewReader(resp.Body)
+		event, _ := br.ReadString('\n')
+		data, _ := br.ReadString('\n')
+		var o classes.Overview
+		if event != "event: overview\n" || json.Unmarshal([]byte(strings.TrimPrefix(data, "data: ")), &o) != nil || len(o.Rooms) != 7 {
+			t.Fatalf("first event %q %.200q", event, data)
+		}
+		s.classes.Close()
+		done := make(chan error, 1)
+		go func() { _, err := io.Copy(io.Discard, br); done <- err }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			t.Error("the stream went on after the classes closed")
+		}
+	})
 }
 
 func putNote(t testing.TB, ts *httptest.Server, room, id, text string) {

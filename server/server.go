@@ -231,6 +231,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 func (s *Server) Close() {
 	s.closed.Do(func() {
 		s.cancel()
+		s.classes.Close()
 		s.rooms.Close()
 		s.closeNotes()
 		s.live.Close()

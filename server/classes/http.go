@@ -27,6 +27,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -75,7 +76,13 @@ type Handlers struct {
 	cfg     Config
 	creates *rooms.KeyLimiter // classes made, per client address
 	starts  *rooms.KeyLimiter // rooms started, per class
+	done    chan struct{}     // closed by Close: the instructors' streams end
+	close   sync.Once
 }
+
+// Close ends the instructors' open streams (the server is stopping: a
+// stream would otherwise hold its shutdown for its whole grace).
+func (h *Handlers) Close() { h.close.Do(func() { close(h.done) }) }
 
 // NewHandlers returns the handlers.
 func NewHandlers(cfg Config) *Handlers {
@@ -88,7 +95,7 @@ func NewHandlers(cfg Config) *Handlers {
 	if cfg.MaxBudget <= 0 {
 		cfg.MaxBudget = rooms.DefaultMaxRooms
 	}
-	return &Handlers{cfg: cfg,
+	return &Handlers{cfg: cfg, done: make(chan struct{}),
 		creates: rooms.NewKeyLimiter(1.0/60, 5, 10000),
 		// A class's students start their rooms within a minute of each
 		// other: the budget caps how many, this only how fast.
@@ -373,6 +380,8 @@ func (h *Handlers) Events() http.Handler {
 			}
 			select {
 			case <-r.Context().Done():
+				return
+			case <-h.done:
 				return
 			case <-tick.C:
 			}
