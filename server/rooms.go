@@ -60,7 +60,8 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 		Logger:         s.log,
 		Site: rooms.Site{
 			Page: func(w http.ResponseWriter, r *http.Request, kind string, room rooms.Room) bool {
-				return s.site.RoomPage(w, r, kind, room.Tag, site.Room{ID: room.ID, Feed: room.Feed()})
+				hide := room.Class != "" && s.classes.HideNotes(r.Context(), room.Class)
+				return s.site.RoomPage(w, r, kind, room.Tag, site.Room{ID: room.ID, Feed: room.Feed(), HideNotes: hide, Ended: room.Ended, Class: room.Class})
 			},
 			Status:      s.site.Status,
 			LoadTag:     s.site.Load,
@@ -68,6 +69,7 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 			SetFeedTag:  l.SetFeedTag,
 			FeedVersion: l.FeedVersion,
 			DropFeed:    l.DropFeed,
+			RoomDemo:    l.RoomDemo,
 			SameOrigin:  sameOrigin,
 		},
 	}

@@ -56,6 +56,12 @@ const (
 //	GET /rooms/{id}/pod-workers   the room's pod_workers page
 //	GET /rooms/{id}/ws            the room's websocket: presence, following, steering
 //
+// Classes (package classes, http.go there; wired in classes.go):
+//
+//	GET /classes, POST /classes, GET /classes/{id}, POST /classes/{id}/rooms,
+//	GET /classes/{id}/pairs.json, GET /classes/{id}/rooms.json, GET /classes/{id}/events,
+//	GET /classes/{id}/handins.zip, POST /classes/{id}/settings
+//
 // Readers' own notes (package annotations, http.go there):
 //
 //	GET /rooms/{id}/notes, /rooms/{id}/notes/events, PUT|DELETE /rooms/{id}/notes/{note},
@@ -102,6 +108,16 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/rooms/{id}", s.rooms.Page(rooms.PageIndex))
 	r.Method("GET", "/rooms/{id}/pod-workers", s.rooms.Page(rooms.PagePodWorkers))
 	r.Method("GET", "/rooms/{id}/ws", s.rooms.Socket())
+
+	r.Method("GET", "/classes", s.classes.New())
+	r.Method("POST", "/classes", s.classes.Create())
+	r.Method("GET", "/classes/{id}", s.classes.Page())
+	r.Method("POST", "/classes/{id}/rooms", s.classes.StartRoom())
+	r.Method("GET", "/classes/{id}/pairs.json", s.classes.Pairs())
+	r.Method("GET", "/classes/{id}/rooms.json", s.classes.RoomsJSON())
+	r.Method("GET", "/classes/{id}/events", s.classes.Events())
+	r.Method("GET", "/classes/{id}/handins.zip", s.classes.Handins())
+	r.Method("POST", "/classes/{id}/settings", s.classes.Settings())
 
 	r.Method("GET", "/rooms/{id}/notes", s.notes.List())
 	r.Method("GET", "/rooms/{id}/notes/events", s.notes.Events())

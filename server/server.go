@@ -24,6 +24,7 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/rooms"
@@ -126,6 +127,9 @@ type Server struct {
 	sockets *clients.Sockets
 	rooms   *rooms.Service
 	notes   *annotations.Handlers
+	// noteStore is the notes' store: the classes read their rooms' notes.
+	noteStore *annotations.Store
+	classes   *classes.Handlers
 	// closeNotes stops the notes' store (and the NATS server started for it).
 	closeNotes func()
 
@@ -222,6 +226,15 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.rooms = rs
+	if err := s.openClasses(ctx); err != nil {
+		rs.Close()
+		s.closeNotes()
+		s.live.Close()
+		b.Close()
+		pages.Close()
+		cancel()
+		return nil, err
+	}
 	s.router = s.routes()
 	return s, nil
 }
@@ -233,6 +246,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.Se
 func (s *Server) Close() {
 	s.closed.Do(func() {
 		s.cancel()
+		s.classes.Close()
 		s.rooms.Close()
 		s.closeNotes()
 		s.live.Close()
@@ -259,6 +273,7 @@ func (s *Server) openNotes() error {
 		return err
 	}
 	s.closeNotes = st.Close
+	s.noteStore = st
 	hc := annotations.HTTPConfig{
 		Store: st,
 		Room: func(id string) (string, error) {
@@ -268,6 +283,8 @@ func (s *Server) openNotes() error {
 				return "", annotations.ErrRoomExpired
 			case err != nil:
 				return "", annotations.ErrNoRoom
+			case room.Ended:
+				return room.Tag, annotations.ErrRoomEnded
 			}
 			return room.Tag, nil
 		},

@@ -96,6 +96,7 @@ function field(id, { label, multiline = true, placeholder = '', attr = null }) {
 	input.placeholder = placeholder;
 	input.spellcheck = multiline;
 	input.maxLength = 8192;
+	input.readOnly = readOnly;
 	if (attr) input.setAttribute(attr[0], attr[1]);
 	input.dataset.noteId = id;
 	lab.append(input);
@@ -421,7 +422,12 @@ function flush() {
 	}
 }
 
-function goReadOnly(msg) {
+// A room that was ended, or an instructor watching one (room.js), is
+// read-only while the server keeps its notes: keep says the worksheet's
+// download stays the server's.
+document.addEventListener('syncloop:readonly', (ev) => goReadOnly(ev.detail?.text, ev.detail?.keep));
+
+function goReadOnly(msg, keep = false) {
 	if (readOnly) return;
 	readOnly = true;
 	document.body.classList.add('annot-readonly');
@@ -431,11 +437,11 @@ function goReadOnly(msg) {
 	}
 	for (const f of document.querySelectorAll('form.annot-new')) f.remove();
 	updateBar();
-	const text = 'This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows.';
+	const text = keep && msg ? msg : 'This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows.';
 	// The room's worksheet is gone with it: the download is made from
 	// what this page holds.
 	const dl = document.querySelector('[data-annot-export]');
-	if (dl && roomID) {
+	if (dl && roomID && !keep) {
 		dl.removeAttribute('href');
 		dl.setAttribute('role', 'button');
 		dl.tabIndex = 0;
@@ -451,6 +457,7 @@ function goReadOnly(msg) {
 		});
 	}
 	status(msg && !/^this room expired/i.test(msg) ? msg : text);
+	if (keep) return; // the room lives: its notes' events go on
 	const banner = el('p', 'annot-ended', text);
 	banner.dataset.annotEnded = '';
 	banner.setAttribute('role', 'status');

@@ -18,6 +18,7 @@
 // page through textContent.
 
 import { el, copyText, Backoff, countdown, store, stored, visible } from './dom.js';
+import { heldRooms, holdRoom, driverLink } from './held.js';
 
 const bar = document.getElementById('room');
 const roomID = bar.dataset.room;
@@ -37,7 +38,20 @@ try {
 } catch {
 	key = params.get('k') || '';
 }
-if (params.has('k')) history.replaceState(null, '', location.pathname + location.hash);
+if (params.has('k') || params.has('ro')) history.replaceState(null, '', location.pathname + location.hash);
+if (key) holdRoom({ id: roomID, key, tag, cls: bar.dataset.class || '' });
+
+// An instructor watching (the class page opens rooms with ?ro=1): their
+// page writes no note and steers nothing, for this tab.
+const watchName = 'syncloop-room-watch-' + roomID;
+let watching = params.get('ro') === '1';
+try {
+	if (watching) sessionStorage.setItem(watchName, '1');
+	watching = watching || sessionStorage.getItem(watchName) === '1';
+} catch {
+	// no storage: this page only
+}
+let ended = bar.hasAttribute('data-ended');
 
 // The wheel ticket: from an earlier page of this tab, if the wheel was
 // handed to it.
@@ -59,7 +73,7 @@ function setWheel(ticket) {
 }
 
 
-let myName = stored('syncloop-name', '');
+let myName = watching ? 'instructor (watching)' : stored('syncloop-name', '');
 let myColor = Number(stored('syncloop-color', String(Math.floor(Math.random() * COLORS)))) % COLORS;
 store('syncloop-color', String(myColor));
 
@@ -140,7 +154,48 @@ function connect() {
 		}
 		stopCountdown = countdown(role, backoff.next(), (s) => `reconnecting in ${s} s`, () => {
 			role.textContent = 'reconnecting…';
-			connect();
+			// --- ending the room, and the rooms this browser holds --------------------
+
+// endedNow turns the page read-only: the room was ended (here or by
+// another reader). The notes' side (annotate.js) hears it as an event.
+function endedNow() {
+	if (ended && endedNow.done) return;
+	ended = endedNow.done = true;
+	$('[data-room-ended]').hidden = false;
+	$('[data-room-endbox]').hidden = true;
+	document.body.classList.add('room-ended');
+	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'This room was ended: its notes are read-only. Its worksheet can still be downloaded.', keep: true } }));
+}
+
+const endDialog = $('[data-room-end-dialog]');
+$('[data-room-end]').addEventListener('click', () => endDialog.showModal());
+endDialog.addEventListener('close', () => {
+	if (endDialog.returnValue === 'end') send({ t: 'end' });
+});
+
+function renderHeld() {
+	const list = heldRooms().filter((r) => r.id !== roomID);
+	$('[data-room-held]').hidden = list.length === 0;
+	const ul = $('[data-room-held-list]');
+	ul.replaceChildren();
+	for (const r of list) {
+		const li = el('li');
+		const a = el('a', '', `Room ${r.id.slice(0, 6)}… at ${r.tag}`);
+		a.href = driverLink(r);
+		li.append(a, ` (opened ${new Date(r.at).toLocaleString()})`);
+		ul.append(li);
+	}
+}
+renderHeld();
+
+if (ended) endedNow();
+if (watching) {
+	following = true;
+	document.body.classList.add('room-watching');
+	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'You are watching this room: notes are read-only on this page.', keep: true } }));
+}
+
+connect();
 		});
 	});
 }
@@ -159,6 +214,7 @@ function handle(m) {
 		case 'state': {
 			const wasDriving = driving();
 			state = m;
+			if (m.ended) endedNow();
 			render();
 			if (driving() && !wasDriving) reportSoon();
 			if (!driving() && following && m.at) follow(m.at);
@@ -232,7 +288,8 @@ function render() {
 		people.append(li);
 	}
 
-	$('[data-room-take]').hidden = !holdsKey || driving();
+	$('[data-room-take]').hidden = !holdsKey || driving() || watching;
+	$('[data-room-endbox]').hidden = ended || watching || !(driving() || holdsKey);
 	$('[data-room-paused]').hidden = driving() || following || !drv;
 	$('[data-room-driverlink]').hidden = !holdsKey;
 
@@ -614,5 +671,46 @@ new ResizeObserver(() => {
 	const sticky = getComputedStyle(bar).position === 'sticky';
 	document.documentElement.style.setProperty('--room-h', sticky ? Math.ceil(bar.getBoundingClientRect().height) + 'px' : '0px');
 }).observe(bar);
+
+// --- ending the room, and the rooms this browser holds --------------------
+
+// endedNow turns the page read-only: the room was ended (here or by
+// another reader). The notes' side (annotate.js) hears it as an event.
+function endedNow() {
+	if (ended && endedNow.done) return;
+	ended = endedNow.done = true;
+	$('[data-room-ended]').hidden = false;
+	$('[data-room-endbox]').hidden = true;
+	document.body.classList.add('room-ended');
+	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'This room was ended: its notes are read-only. Its worksheet can still be downloaded.', keep: true } }));
+}
+
+const endDialog = $('[data-room-end-dialog]');
+$('[data-room-end]').addEventListener('click', () => endDialog.showModal());
+endDialog.addEventListener('close', () => {
+	if (endDialog.returnValue === 'end') send({ t: 'end' });
+});
+
+function renderHeld() {
+	const list = heldRooms().filter((r) => r.id !== roomID);
+	$('[data-room-held]').hidden = list.length === 0;
+	const ul = $('[data-room-held-list]');
+	ul.replaceChildren();
+	for (const r of list) {
+		const li = el('li');
+		const a = el('a', '', `Room ${r.id.slice(0, 6)}… at ${r.tag}`);
+		a.href = driverLink(r);
+		li.append(a, ` (opened ${new Date(r.at).toLocaleString()})`);
+		ul.append(li);
+	}
+}
+renderHeld();
+
+if (ended) endedNow();
+if (watching) {
+	following = true;
+	document.body.classList.add('room-watching');
+	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'You are watching this room: notes are read-only on this page.', keep: true } }));
+}
 
 connect();

@@ -45,12 +45,16 @@ import (
 var (
 	ErrNoRoom      = errors.New("no such room")
 	ErrRoomExpired = errors.New("the room expired")
+	// ErrRoomEnded: the room was ended (Room returns its tag with it):
+	// its notes are read, not written.
+	ErrRoomEnded = errors.New("the room was ended")
 )
 
 // HTTPConfig is what the handlers need from the rest of the server.
 type HTTPConfig struct {
 	Store *Store
-	// Room returns a live room's tag, ErrRoomExpired or ErrNoRoom.
+	// Room returns a live room's tag, ErrRoomExpired or ErrNoRoom; an
+	// ended room's tag with ErrRoomEnded.
 	Room func(id string) (tag string, err error)
 	// Reading returns a tag's Reading once it is loaded, nil before.
 	Reading func(tag string) *extractor.Reading
@@ -208,6 +212,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 func (h *Handlers) room(w http.ResponseWriter, r *http.Request, optional ...bool) (id string, reading *extractor.Reading, ok bool) {
 	id = chi.URLParam(r, "id")
 	tag, err := h.cfg.Room(id)
+	if errors.Is(err, ErrRoomEnded) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			jsonError(w, http.StatusForbidden, "this room was ended: its notes are read-only; download the worksheet to keep them")
+			return "", nil, false
+		}
+		err = nil
+	}
 	switch {
 	case errors.Is(err, ErrRoomExpired):
 		go h.Expired(id)

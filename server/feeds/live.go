@@ -237,6 +237,10 @@ type feed struct {
 	pinned      bool            // a room's feed: it reads the room's tag (SetFeedTag)
 	reguessing  bool            // a guess from the stored lines is under way (version.go)
 	reguessed   *classify.Sites // the index the last one used
+	// real counts the lines a journal, not the demo, delivered here, and
+	// lastReal is when the last one came (live_rooms.go).
+	real     uint64
+	lastReal time.Time
 
 	// Scratch space of delivery, reused from message to message.
 	decoded []relay.Line
@@ -718,7 +722,8 @@ func (l *Service) startDemo(f *feed) {
 	f.changed()
 	tag := f.tag
 	f.mu.Unlock()
-	ofTag := f.name != defaultFeed
+	ofTag := isTagDemo(f.name)
+	ofRoom := f.name != defaultFeed && !ofTag
 	go func() {
 		defer l.wg.Done()
 		defer stop()
@@ -732,7 +737,7 @@ func (l *Service) startDemo(f *feed) {
 		// One replica per cluster runs a demo: the default one's lease is
 		// "demo", a tag's is its feed's name.
 		lease, held := "demo", &l.demoHeld
-		if ofTag {
+		if ofTag || ofRoom {
 			lease, held = f.name, new(atomic.Bool)
 		}
 		held = l.demoLease(ctx, lease, held)
@@ -749,6 +754,22 @@ func (l *Service) startDemo(f *feed) {
 			}
 			if relay.Sleep(ctx, max(wait, 10*time.Millisecond)) != nil {
 				return
+			}
+			if ofRoom {
+				// The room switched its tag: the demo simulates the new one.
+				f.mu.Lock()
+				cur := f.tag
+				f.mu.Unlock()
+				if nr := l.reading(cur); cur != tag && nr != nil {
+					tag, d = cur, demo.New(nr, time.Now().UnixNano())
+				}
+				if f.hub.Stats().Subscribers > 0 {
+					idleSince = time.Now()
+				}
+				if time.Since(idleSince) >= l.demoIdle && l.stopRoomDemo(f, ctx) {
+					return
+				}
+				continue
 			}
 			if !ofTag {
 				continue

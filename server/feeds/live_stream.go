@@ -541,6 +541,10 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 	for i := range out {
 		f.byCase[out[i].Case]++
 	}
+	if !demo && len(out) > 0 {
+		f.real += uint64(len(out))
+		f.lastReal = time.Now()
+	}
 	if startup && (version != f.version || f.versionFrom != fromStartup) {
 		f.version, f.versionFrom, f.versionAlso = version, fromStartup, nil
 		f.changed()

@@ -78,6 +78,9 @@ var (
 	ErrExpired   = errors.New("the room expired")
 	ErrFull      = errors.New("too many rooms on this server")
 	ErrOwnerFull = errors.New("this address holds as many rooms as it may")
+	ErrClassFull = errors.New("this class holds as many rooms as its budget allows")
+	// ErrEnded: the room was ended; what it refuses is a change.
+	ErrEnded = errors.New("this room was ended")
 	// ErrWheelMoved: the wheel is not where the caller saw it (another
 	// replica handed it, or it was taken, in between).
 	ErrWheelMoved = errors.New("the wheel moved in the meantime")
@@ -109,6 +112,14 @@ type Room struct {
 	// Driver is the reader who holds the wheel (a reader id, unique in the
 	// cluster: socket.go), "" when no one does.
 	Driver string `json:"driver,omitempty"`
+	// Class is the id of the class the room was started in (package
+	// classes), "" for a room of no class. A class's room takes a slot of
+	// the class's budget instead of its owner address's (slots.go).
+	Class string `json:"class,omitempty"`
+	// Ended is set when a driver ended the room: its notes turn read-only
+	// and its feed takes no relay, but the record (and so its notes and
+	// hand-in) stays until the room expires, for its class's instructor.
+	Ended bool `json:"ended,omitempty"`
 }
 
 // Feed is the name of the room's live feed.
@@ -354,6 +365,21 @@ func (s *Store) opCtx() (context.Context, context.CancelFunc) {
 // cluster holds MaxRooms: the room takes a slot of each cap first (slots.go).
 // An owner "" is no one's: only MaxRooms applies.
 func (s *Store) Create(tag, owner string) (Room, string, error) {
+	return s.create(tag, owner, "", 0)
+}
+
+// CreateInClass makes a room of class (an id of package classes) reading
+// tag, as Create does, but counted against the class's budget (at most
+// budget rooms of the class at once: ErrClassFull) instead of owner's
+// PerOwner; MaxRooms still applies. owner is recorded all the same.
+func (s *Store) CreateInClass(tag, owner, class string, budget int) (Room, string, error) {
+	if !ValidID(class) {
+		return Room{}, "", fmt.Errorf("rooms: class id %q is not an id", class)
+	}
+	return s.create(tag, owner, class, max(budget, 1))
+}
+
+func (s *Store) create(tag, owner, class string, budget int) (Room, string, error) {
 	id, err := NewSecret()
 	if err != nil {
 		return Room{}, "", err
@@ -372,13 +398,13 @@ func (s *Store) Create(tag, owner string) (Room, string, error) {
 	ctx, cancel := context.WithTimeout(s.ctx, createTimeout)
 	defer cancel()
 	oh := ownerHash(owner)
-	slots, err := s.takeSlots(ctx, id, oh)
+	slots, err := s.takeSlots(ctx, id, oh, class, budget)
 	if err != nil {
 		return Room{}, "", err
 	}
 	now := s.cfg.Now()
 	r := Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now,
-		OwnerHash: oh, Slots: slots, NeverJoined: true}
+		OwnerHash: oh, Slots: slots, NeverJoined: true, Class: class}
 	data, err := json.Marshal(r)
 	if err != nil {
 		s.release(id, slots)
@@ -629,6 +655,39 @@ func (s *Store) RotateToken(id string) (Room, error) {
 	})
 }
 
+// End ends the room (Room.Ended): what ended stays ended.
+func (s *Store) End(id string) (Room, error) {
+	return s.update(id, func(r *Room) error { r.Ended = true; return nil })
+}
+
+// OfClass is the live rooms of class, oldest first, as this replica's copy
+// (of the whole bucket) knows them.
+func (s *Store) OfClass(class string) []Room {
+	now := s.cfg.Now()
+	s.mu.Lock()
+	var out []Room
+	for id, e := range s.rooms {
+		if e.room.Class != class || class == "" {
+			continue
+		}
+		r := e.room
+		if t, ok := s.touched[id]; ok && t.After(r.LastActive) {
+			r.LastActive = t
+		}
+		if !s.over(r, now) {
+			out = append(out, r)
+		}
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
 // MarkJoined records that a reader joined the room: from now on it lives
 // until TTL after its last use (and its key loses its short TTL).
 func (s *Store) MarkJoined(id string) error {
@@ -830,7 +889,7 @@ func (s *Store) importRoom(r Room, now time.Time) (bool, error) {
 	r.OwnerHash, r.Owner = r.ownerHash(), ""
 	ctx, cancel := context.WithTimeout(s.ctx, createTimeout) // as Create's
 	defer cancel()
-	slots, err := s.takeSlots(ctx, r.ID, r.OwnerHash)
+	slots, err := s.takeSlots(ctx, r.ID, r.OwnerHash, r.Class, 0)
 	if errors.Is(err, ErrFull) || errors.Is(err, ErrOwnerFull) {
 		s.cfg.Logger.Warn("rooms: importing a room beyond the caps: it counts against them until it ends", "room", r.ID[:6]+"…", "err", err)
 	} else if err != nil {

@@ -87,7 +87,10 @@ type Site struct {
 	SetFeedTag  func(feed, tag string)
 	FeedVersion func(feed string) string
 	DropFeed    func(feed string)
-	SameOrigin  func(r *http.Request) bool
+	// RoomDemo runs the demo in a room's feed while no journal feeds it
+	// (nil: rooms have no demo).
+	RoomDemo   func(feed string)
+	SameOrigin func(r *http.Request) bool
 }
 
 // ServiceConfig is the rooms' own configuration.
@@ -139,6 +142,10 @@ type Service struct {
 	mu     sync.Mutex
 	active map[string]*roomLive // rooms with readers here
 	closed bool
+
+	heardMu   sync.Mutex
+	heard     map[string]map[string]heard // room id → replica → its readers there (present.go)
+	stopHeard func()
 }
 
 // NewService starts the rooms on store; Close stops them (and closes the store).
@@ -163,6 +170,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		log:        cfg.Logger,
 		onExpire:   cfg.OnExpire,
 		active:     map[string]*roomLive{},
+		heard:      map[string]map[string]heard{},
 	}
 	if rs.sockets == nil {
 		rs.sockets = clients.NewSockets(0, 0)
@@ -177,6 +185,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		// writer waiting for the bucket.
 		go rs.changed(id)
 	})
+	rs.stopHeard = rs.hearPresence()
 	rs.wg.Add(1)
 	go rs.housekeep()
 	return rs, nil
@@ -213,6 +222,7 @@ func (rs *Service) housekeep() {
 		case <-t.C:
 		}
 		rs.touchActive()
+		rs.forgetHeard(time.Now())
 		gone, err := rs.store.Sweep()
 		if err != nil {
 			rs.log.Error("rooms: saving", "err", err)
@@ -266,6 +276,7 @@ func (rs *Service) Close() {
 	rs.closed = true
 	rs.mu.Unlock()
 	rs.cancel()
+	rs.stopHeard()
 	rs.wg.Wait() // the sockets leave their rooms, writing to the store
 	if err := rs.store.Close(); err != nil {
 		rs.log.Error("rooms: flush", "err", err)
@@ -392,7 +403,14 @@ func (rs *Service) FeedGate(next http.Handler) http.Handler {
 			http.Error(w, "no such room: copy the relay command from the room's page (driver link)", http.StatusNotFound)
 			return
 		}
+		if room.Ended && strings.HasSuffix(r.URL.Path, "/ingest") {
+			http.Error(w, "this room was ended: its journal takes no more lines", http.StatusGone)
+			return
+		}
 		rs.site.SetFeedTag(room.Feed(), room.Tag)
+		if rs.site.RoomDemo != nil && !room.Ended && strings.HasSuffix(r.URL.Path, "/ws") {
+			rs.site.RoomDemo(room.Feed())
+		}
 		next.ServeHTTP(w, r)
 	})
 }

@@ -9,6 +9,7 @@ package rooms
 //
 //	slot.N            N < MaxRooms
 //	owner.<hash>.N    N < PerOwner; hash is the SHA-256 of the client address (Room.OwnerHash)
+//	class.<id>.N      N < the class's budget, for a class's rooms instead of their owner's range
 //
 // Why the count is right. A room takes a slot with kv.Create, which
 // JetStream applies only when the key holds nothing (or a delete marker):
@@ -82,6 +83,10 @@ var errNoSlot = errors.New("every slot is held")
 
 func roomSlot(n int) string { return "slot." + strconv.Itoa(n) }
 
+func classSlots(class string) func(int) string {
+	return func(n int) string { return "class." + class + "." + strconv.Itoa(n) }
+}
+
 func ownerSlots(owner string) func(int) string {
 	return func(n int) string { return "owner." + owner + "." + strconv.Itoa(n) }
 }
@@ -103,13 +108,23 @@ func openSlots(ctx context.Context, cfg Config) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
-// takeSlots takes for room id a slot of owner's range (when owner is not
-// "") and one of the rooms' range, and returns their keys: ErrOwnerFull or
+// takeSlots takes for room id a slot of class's range (budget slots) when
+// class is not "", else of owner's (when owner is not ""), and one of the
+// rooms' range, and returns their keys: ErrClassFull, ErrOwnerFull or
 // ErrFull when a range is all held.
-func (s *Store) takeSlots(ctx context.Context, id, owner string) ([]string, error) {
+func (s *Store) takeSlots(ctx context.Context, id, owner, class string, budget int) ([]string, error) {
 	all, own := s.unslotted(owner)
 	var slots []string
-	if owner != "" {
+	if class != "" {
+		k, err := s.takeSlot(ctx, id, budget, classSlots(class))
+		if errors.Is(err, errNoSlot) {
+			return nil, ErrClassFull
+		}
+		if err != nil {
+			return nil, err
+		}
+		slots = append(slots, k)
+	} else if owner != "" {
 		k, err := s.takeSlot(ctx, id, s.cfg.PerOwner-own, ownerSlots(owner))
 		if errors.Is(err, errNoSlot) {
 			return nil, ErrOwnerFull

@@ -14,12 +14,13 @@ package rooms
 //	{"t":"take"}                take the wheel (driver key holders)
 //	{"t":"tag","tag":"v1.31.0"} switch the room's tag (driver)
 //	{"t":"rotate"}              new ingest token (driver key holders)
+//	{"t":"end"}                 end the room: its notes turn read-only, its feed takes no relay (the driver, or key holders)
 //
 // Server → browser:
 //
 //	{"t":"welcome","you":"r2","key":true,"wheel":false,"feed":"room-…","token":"…"}   token only with the key
 //	{"t":"wheel","wheel":"…"}   the ticket of the wheel handed to this reader; "" when it was taken back or handed on
-//	{"t":"state","tag","driver","at","kubelet_version","readers":[{"id","name","color","key","driving","following"}]}
+//	{"t":"state","tag","driver","at","kubelet_version","ended","readers":[{"id","name","color","key","driving","following"}]}
 //	{"t":"at","at":{…}}   the driver moved (the state's "at", alone)
 //	{"t":"token","token":"…"}   after a rotation, to key holders
 //	{"t":"note","note":"…"}     what the server is doing for this reader (loading a tag)
@@ -321,7 +322,7 @@ func (rl *roomLive) stateMsg() []byte {
 			rs = append(rs, j)
 		}
 	}
-	return mustJSON(map[string]any{"t": "state", "tag": rl.rec.Tag, "driver": driver, "at": rl.at, "kubelet_version": rl.version, "readers": rs})
+	return mustJSON(map[string]any{"t": "state", "tag": rl.rec.Tag, "driver": driver, "at": rl.at, "kubelet_version": rl.version, "ended": rl.rec.Ended, "readers": rs})
 }
 
 // broadcast sends the room's state to every reader here, when it changed.
@@ -809,6 +810,10 @@ func (rs *Service) message(rl *roomLive, me *roomReader, id string, m roomIn) {
 		rs.sync(rl)
 		rl.awaitWheel = time.Time{}
 	case "tag":
+		if rl.rec.Ended {
+			refuse("this room was ended: it stays at %s", rl.rec.Tag)
+			return
+		}
 		if rl.rec.Driver != me.id {
 			refuse("only the driver can switch the room's tag")
 			return
@@ -842,7 +847,21 @@ func (rs *Service) message(rl *roomLive, me *roomReader, id string, m roomIn) {
 			rs.publish(rl, "all", wireMsg{Msg: reload, Tag: tag})
 		}(m.Tag)
 		return
+	case "end":
+		if rl.rec.Driver != me.id && !me.key {
+			refuse("only the driver can end the room")
+			return
+		}
+		if _, err := rs.store.End(id); err != nil {
+			refuse("could not end the room: %v", err)
+			return
+		}
+		rs.sync(rl)
 	case "rotate":
+		if rl.rec.Ended {
+			refuse("this room was ended: it takes no relay")
+			return
+		}
 		if !me.key {
 			refuse("only a driver link can rotate the ingest token")
 			return

@@ -42,6 +42,7 @@ type pageData struct {
 	Room       *Room        // set on a room's page (RoomPage)
 	Compare    *compareView // the compare page (compare.go)
 	History    *historyView // a case's history page (compare.go)
+	Class      any          // a class's page (package classes: *classes.PageData)
 
 	// status pages
 	Refresh bool   // reload in a moment: the tag is being fetched

@@ -323,6 +323,13 @@ func (s *Site) readableTags() ([]string, int) {
 type Room struct {
 	ID   string
 	Feed string
+	// HideNotes: the room's class hides the site's notes and answer key
+	// (its readers write their own): the page is rendered without them.
+	HideNotes bool
+	// Ended: a driver ended the room; its page says so and is read-only.
+	Ended bool
+	// Class is the id of the room's class, "" for none.
+	Class string
 }
 
 // RoomPage renders the reading page of kind (PageIndex, PagePodWorkers) at
@@ -338,9 +345,13 @@ func (s *Site) RoomPage(w http.ResponseWriter, r *http.Request, kind, tag string
 		return false
 	}
 	tags, _ := s.readableTags()
+	v := st.view
+	if room.HideNotes {
+		v = v.withoutNotes()
+	}
 	body, err := s.execute(tmpl, pageData{
 		Title: "Pair session · " + title + " at " + tag, Page: kind,
-		Tag: tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view,
+		Tag: tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: v,
 		Room: &room,
 	})
 	if err != nil {
@@ -352,6 +363,20 @@ func (s *Site) RoomPage(w http.ResponseWriter, r *http.Request, kind, tag string
 	w.Header().Set("Cache-Control", "no-store")
 	w.Write(body)
 	return true
+}
+
+// ClassPage renders a class's page (templates/class.html, package classes)
+// with class as its data.
+func (s *Site) ClassPage(w http.ResponseWriter, r *http.Request, title string, class any) {
+	body, err := s.execute("class.html", pageData{Title: title, Page: "class", Tag: s.cfg.DefaultTag, DefaultTag: s.cfg.DefaultTag, Class: class})
+	if err != nil {
+		s.log.Error("render class", "err", err)
+		s.statusPage(w, r, http.StatusInternalServerError, pageData{Heading: "Could not render the class", Message: err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Write(body)
 }
 
 // TagReady waits until tag's Reading is loaded, or says why it cannot be.

@@ -32,8 +32,36 @@ type readingView struct {
 	Upstream  string // the whole function upstream
 	Verified  string // the footer's sentence: where the source came from, how it was checked
 	TwoSets   []setGroup
+	// Hidden: the site's notes and answers were left out (withoutNotes).
+	Hidden bool
 
 	code *highlighted // the function's lines, for the compare page (compare.go)
+}
+
+// withoutNotes is v without the site's notes and answers: the cases'
+// notes, the intro, the two sets' note and where they are declared, the
+// pod_workers note, the notes of cases not at the tag. The source stays.
+// Hidden is set, so the page says why they are missing.
+func (v *readingView) withoutNotes() *readingView {
+	c := *v
+	c.Hidden = true
+	c.Intro, c.PodWorkersNote, c.TwoSetsNote = noteView{}, noteView{}, noteView{}
+	c.Absent, c.TwoSets = nil, nil
+	byOld := make(map[*caseView]*caseView, len(v.Cases))
+	c.Cases = make([]*caseView, len(v.Cases))
+	for i, cv := range v.Cases {
+		n := *cv
+		n.Note = noteView{Key: cv.Note.Key}
+		c.Cases[i], byOld[cv] = &n, &n
+	}
+	c.Segments = make([]segment, len(v.Segments))
+	for i, sg := range v.Segments {
+		if sg.Case != nil {
+			sg.Case = byOld[sg.Case]
+		}
+		c.Segments[i] = sg
+	}
+	return &c
 }
 
 // noteView is one rendered note; HTML is empty when there is no such note.

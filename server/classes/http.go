@@ -1,0 +1,471 @@
+package classes
+
+// The classes' HTTP side.
+//
+//	GET  /classes                    the form that makes a class
+//	POST /classes                    make a class (same origin; rate-limited per client address);
+//	                                 303 to the instructor page /classes/{id}?k=KEY
+//	GET  /classes/{id}               the class page: students give a name and start or join a
+//	                                 room ([data-class-start]); with the key, the instructor's panel
+//	POST /classes/{id}/rooms         start a room of the class (same origin): 303 to its driver link
+//	GET  /classes/{id}/pairs.json    the class's rooms, for the students' page
+//	GET  /classes/{id}/rooms.json    the instructor's overview (Authorization: Bearer KEY; 401 without)
+//	GET  /classes/{id}/events        the overview, live (same key)
+//	GET  /classes/{id}/handins.zip   one ROOM-ID.md worksheet per room (same key)
+//	POST /classes/{id}/settings      {"name","budget","hide_notes"} (same key): the class as it is now
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/annotations"
+	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/rooms"
+)
+
+// Site is what classes need of the site around them; server/ fills it in.
+type Site struct {
+	// Page writes the class page (templates/class.html) with data.
+	Page func(w http.ResponseWriter, r *http.Request, title string, data *PageData)
+	// Status writes the site's page that says why a request got code.
+	Status     func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string)
+	SameOrigin func(r *http.Request) bool
+	LoadTag    func(tag string)
+}
+
+// PageData is what templates/class.html renders.
+type PageData struct {
+	New           bool // the form that makes a class
+	Class         ClassJSON
+	DefaultTag    string
+	DefaultBudget int
+	MaxBudget     int
+	TTL           string // how long a class lives unwatched, as a reader reads it
+}
+
+// Config is the classes' configuration.
+type Config struct {
+	Store          *Store
+	Deps           Deps
+	Site           Site
+	DefaultTag     string
+	MaxBudget      int // a class's budget at most: the server's cap on rooms
+	TrustedProxies []netip.Prefix
+	// Tick is how often an instructor's stream looks for a change; 0 means a second.
+	Tick   time.Duration
+	Logger *slog.Logger
+}
+
+// Handlers serve the routes above.
+type Handlers struct {
+	cfg     Config
+	creates *rooms.KeyLimiter // classes made, per client address
+	starts  *rooms.KeyLimiter // rooms started, per class
+	done    chan struct{}     // closed by Close: the instructors' streams end
+	close   sync.Once
+}
+
+// Close ends the instructors' open streams (the server is stopping: a
+// stream would otherwise hold its shutdown for its whole grace).
+func (h *Handlers) Close() { h.close.Do(func() { close(h.done) }) }
+
+// NewHandlers returns the handlers.
+func NewHandlers(cfg Config) *Handlers {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Tick <= 0 {
+		cfg.Tick = time.Second
+	}
+	if cfg.MaxBudget <= 0 {
+		cfg.MaxBudget = rooms.DefaultMaxRooms
+	}
+	return &Handlers{cfg: cfg, done: make(chan struct{}),
+		creates: rooms.NewKeyLimiter(1.0/60, 5, 10000),
+		// A class's students start their rooms within a minute of each
+		// other: the budget caps how many, this only how fast.
+		starts: rooms.NewKeyLimiter(2, 60, 10000),
+	}
+}
+
+// HideNotes reports whether room pages of class id are served without the
+// site's notes and answer key.
+func (h *Handlers) HideNotes(ctx context.Context, id string) bool {
+	c, err := h.cfg.Store.Get(ctx, id)
+	return err == nil && c.HideNotes
+}
+
+func (h *Handlers) budget(c Class) int { return min(c.Budget, h.cfg.MaxBudget) }
+
+// New is GET /classes.
+func (h *Handlers) New() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.cfg.Site.Page(w, r, "Start a class", &PageData{New: true, DefaultTag: h.cfg.DefaultTag,
+			DefaultBudget: min(DefaultBudget, h.cfg.MaxBudget), MaxBudget: h.cfg.MaxBudget, TTL: days(h.cfg.Store.TTL())})
+	})
+}
+
+func days(d time.Duration) string {
+	if d >= 48*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+// Create is POST /classes.
+func (h *Handlers) Create() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.cfg.Site.SameOrigin(r) {
+			http.Error(w, "cross-site request refused: start a class from this site's own page", http.StatusForbidden)
+			return
+		}
+		c, err := h.classFromForm(r)
+		if err != nil { // (a form refused costs nothing of the rate)
+			h.cfg.Site.Status(w, r, http.StatusBadRequest, "This class cannot be started", err.Error(), "Go back, correct the form and start it again.")
+			return
+		}
+		client := clients.Addr(r, h.cfg.TrustedProxies)
+		if !h.creates.Allow(client, time.Now()) {
+			w.Header().Set("Retry-After", "60")
+			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Too many classes from your address",
+				"One address starts 5 classes at once and one more a minute.", "Use the class you started, or try again in a minute.")
+			return
+		}
+		c, key, err := h.cfg.Store.Create(r.Context(), c)
+		if err != nil {
+			h.cfg.Logger.Error("classes: create", "err", err)
+			h.cfg.Site.Status(w, r, http.StatusInternalServerError, "Could not start the class", err.Error(), "Try again in a moment.")
+			return
+		}
+		h.cfg.Logger.Info("classes: created", "class", c.ID[:6]+"…", "tag", c.Tag, "budget", c.Budget, "remote", client)
+		h.cfg.Site.LoadTag(c.Tag)
+		http.Redirect(w, r, "/classes/"+c.ID+"?k="+url.QueryEscape(key), http.StatusSeeOther)
+	})
+}
+
+// classFromForm reads the form that makes a class.
+func (h *Handlers) classFromForm(r *http.Request) (Class, error) {
+	c := Class{Tag: h.cfg.DefaultTag, Budget: min(DefaultBudget, h.cfg.MaxBudget)}
+	var s Settings
+	name := r.PostFormValue("name")
+	s.Name = &name
+	if b := strings.TrimSpace(r.PostFormValue("budget")); b != "" {
+		n, err := strconv.Atoi(b)
+		if err != nil {
+			return c, fmt.Errorf("budget %q: a number of rooms, 1 to %d", b, h.cfg.MaxBudget)
+		}
+		s.Budget = &n
+	}
+	hide := r.PostFormValue("hide_notes") != ""
+	s.HideNotes = &hide
+	if t := strings.TrimSpace(r.PostFormValue("tag")); t != "" {
+		if err := extractor.CheckTag(t); err != nil {
+			return c, fmt.Errorf("tag: %v", err)
+		}
+		c.Tag = t
+	}
+	return c, s.apply(&c, h.cfg.MaxBudget)
+}
+
+// classOr404 returns the class the URL names, or answers with a page that
+// says why there is none.
+func (h *Handlers) classOr404(w http.ResponseWriter, r *http.Request) (Class, bool) {
+	c, err := h.cfg.Store.Get(r.Context(), chi.URLParam(r, "id"))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		h.cfg.Site.Status(w, r, http.StatusNotFound, "No such class",
+			fmt.Sprintf("There is no class at this address: the link was cut short, or the class ended (a class ends %s after its instructor last opened it).", days(h.cfg.Store.TTL())),
+			"Ask your instructor for the class link again.")
+		return c, false
+	case err != nil:
+		h.cfg.Site.Status(w, r, http.StatusServiceUnavailable, "Could not read the class", err.Error(), "Try again in a moment.")
+		return c, false
+	}
+	return c, true
+}
+
+// Page is GET /classes/{id}.
+func (h *Handlers) Page() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := h.classOr404(w, r)
+		if !ok {
+			return
+		}
+		if k := r.URL.Query().Get("k"); k != "" {
+			if _, err := h.cfg.Store.Instructor(r.Context(), c.ID, k); err != nil {
+				h.cfg.Site.Status(w, r, http.StatusForbidden, "This instructor link is not valid",
+					"The key in this link is not this class's instructor key: it was cut short, or it belongs to another class.",
+					"Open the class as a student at /classes/"+c.ID+".")
+				return
+			}
+		}
+		h.cfg.Site.Page(w, r, "Class "+or(c.Name, c.ID[:6]+"…"), &PageData{Class: classJSON(c), DefaultTag: h.cfg.DefaultTag,
+			MaxBudget: h.cfg.MaxBudget, TTL: days(h.cfg.Store.TTL())})
+	})
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// StartRoom is POST /classes/{id}/rooms: a room of the class, counted
+// against the class's budget, not the address's.
+func (h *Handlers) StartRoom() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.cfg.Site.SameOrigin(r) {
+			http.Error(w, "cross-site request refused: start a room from the class's page", http.StatusForbidden)
+			return
+		}
+		c, ok := h.classOr404(w, r)
+		if !ok {
+			return
+		}
+		if !h.starts.Allow(c.ID, time.Now()) {
+			w.Header().Set("Retry-After", "5")
+			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Rooms are being started faster than this server takes them",
+				"A class starts 60 rooms at once and two more a second.", "Try again in a few seconds, or join a room already open.")
+			return
+		}
+		client := clients.Addr(r, h.cfg.TrustedProxies)
+		room, key, err := h.cfg.Deps.Rooms.Store().CreateInClass(c.Tag, client, c.ID, h.budget(c))
+		switch {
+		case errors.Is(err, rooms.ErrClassFull):
+			w.Header().Set("Retry-After", "60")
+			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "This class holds as many rooms as it may",
+				fmt.Sprintf("Its instructor set it to %d rooms at once.", h.budget(c)),
+				"Join a room already open (the class page lists them), or ask your instructor to raise the class's budget.")
+			return
+		case errors.Is(err, rooms.ErrFull):
+			w.Header().Set("Retry-After", "300")
+			h.cfg.Site.Status(w, r, http.StatusServiceUnavailable, "This server has no room for another room",
+				"It holds as many rooms as it may (serve --max-rooms).", "Join a room already open, or ask whoever runs this server to raise the limit.")
+			return
+		case err != nil:
+			h.cfg.Logger.Error("classes: start a room", "class", c.ID[:6]+"…", "err", err)
+			h.cfg.Site.Status(w, r, http.StatusInternalServerError, "Could not start a room", err.Error(), "Try again in a moment.")
+			return
+		}
+		h.cfg.Logger.Info("classes: room started", "class", c.ID[:6]+"…", "room", room.ID[:6]+"…", "remote", client)
+		h.cfg.Site.LoadTag(c.Tag)
+		http.Redirect(w, r, "/rooms/"+room.ID+"?k="+url.QueryEscape(key), http.StatusSeeOther)
+	})
+}
+
+// Pairs is GET /classes/{id}/pairs.json.
+func (h *Handlers) Pairs() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := h.cfg.Store.Get(r.Context(), chi.URLParam(r, "id"))
+		if err != nil {
+			jsonError(w, http.StatusNotFound, "no such class")
+			return
+		}
+		p := h.cfg.Deps.pairs(c)
+		p.Budget = h.budget(c)
+		writeJSON(w, http.StatusOK, p)
+	})
+}
+
+// instructor returns the class if the request bears its instructor key,
+// else answers 401 (no key, or not this class's) or 404 itself.
+func (h *Handlers) instructor(w http.ResponseWriter, r *http.Request) (Class, bool) {
+	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	c, err := h.cfg.Store.Instructor(r.Context(), chi.URLParam(r, "id"), strings.TrimSpace(key))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		jsonError(w, http.StatusNotFound, "no such class")
+		return c, false
+	case !ok || errors.Is(err, ErrBadKey):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="syncloop class"`)
+		jsonError(w, http.StatusUnauthorized, "the class's instructor key is needed: Authorization: Bearer KEY, the key of the instructor link")
+		return c, false
+	case err != nil:
+		jsonError(w, http.StatusServiceUnavailable, err.Error())
+		return c, false
+	}
+	return c, true
+}
+
+// watched is an instructor looking at class c: the class lives on, and so
+// do its rooms (ended ones too: their hand-ins are wanted). A room is
+// touched only once it has been idle half its TTL, so that its last
+// activity stays its students' (what the overview shows).
+func (h *Handlers) watched(ctx context.Context, c Class) {
+	h.cfg.Store.Touch(ctx, c)
+	st := h.cfg.Deps.Rooms.Store()
+	for _, r := range st.OfClass(c.ID) {
+		if time.Since(r.LastActive) > st.TTL()/2 {
+			st.Touch(r.ID)
+		}
+	}
+}
+
+// RoomsJSON is GET /classes/{id}/rooms.json.
+func (h *Handlers) RoomsJSON() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := h.instructor(w, r)
+		if !ok {
+			return
+		}
+		h.watched(r.Context(), c)
+		writeJSON(w, http.StatusOK, h.cfg.Deps.overview(c))
+	})
+}
+
+// Events is GET /classes/{id}/events: the overview whenever it changes.
+func (h *Handlers) Events() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := h.instructor(w, r)
+		if !ok {
+			return
+		}
+		rc := http.NewResponseController(w)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("X-Accel-Buffering", "no")
+		w.WriteHeader(http.StatusOK)
+		tick := time.NewTicker(h.cfg.Tick)
+		defer tick.Stop()
+		var sent []byte
+		lastWrite, lastWatch := time.Now(), time.Time{}
+		for {
+			now := time.Now()
+			if now.Sub(lastWatch) >= rooms.FlushEvery {
+				// The class as it is now (its settings may have changed),
+				// and its rooms kept alive while it is watched.
+				nc, err := h.cfg.Store.Get(r.Context(), c.ID)
+				if errors.Is(err, ErrNotFound) {
+					fmt.Fprintf(w, "event: gone\ndata: {}\n\n")
+					rc.Flush()
+					return
+				}
+				if err == nil {
+					c = nc
+				}
+				h.watched(r.Context(), c)
+				lastWatch = now
+			}
+			b, err := json.Marshal(h.cfg.Deps.overview(c))
+			if err != nil {
+				return
+			}
+			var werr error
+			switch {
+			case !bytes.Equal(b, sent):
+				_, werr = fmt.Fprintf(w, "event: overview\ndata: %s\n\n", b)
+				sent, lastWrite = b, now
+			case now.Sub(lastWrite) >= 20*time.Second:
+				_, werr = fmt.Fprintf(w, ": keepalive\n\n")
+				lastWrite = now
+			}
+			if werr != nil || rc.Flush() != nil {
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-h.done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+}
+
+// Settings is POST /classes/{id}/settings.
+func (h *Handlers) Settings() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := h.instructor(w, r)
+		if !ok {
+			return
+		}
+		var s Settings
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			jsonError(w, http.StatusBadRequest, "settings: "+err.Error())
+			return
+		}
+		c, err := h.cfg.Store.Update(r.Context(), c.ID, func(c *Class) error { return s.apply(c, h.cfg.MaxBudget) })
+		if err != nil {
+			jsonError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, classJSON(c))
+	})
+}
+
+// Handins is GET /classes/{id}/handins.zip: every room's worksheet, as the
+// room's own download renders it, named ROOM-ID.md.
+func (h *Handlers) Handins() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := h.instructor(w, r)
+		if !ok {
+			return
+		}
+		var buf bytes.Buffer
+		z := zip.NewWriter(&buf)
+		for _, room := range h.cfg.Deps.Rooms.Store().OfClass(c.ID) {
+			md := h.handin(room)
+			f, err := z.CreateHeader(&zip.FileHeader{Name: room.ID + ".md", Method: zip.Deflate, Modified: room.LastActive})
+			if err == nil {
+				_, err = f.Write(md)
+			}
+			if err != nil {
+				jsonError(w, http.StatusInternalServerError, err.Error())
+				return
+			}
+		}
+		if err := z.Close(); err != nil {
+			jsonError(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		name := "syncloop-handins-" + strings.ToLower(c.ID[:6]) + ".zip"
+		w.Header().Set("Content-Type", "application/zip")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", name))
+		w.Write(buf.Bytes())
+	})
+}
+
+// handin is a room's worksheet, or why there is none yet.
+func (h *Handlers) handin(room rooms.Room) []byte {
+	reading := h.cfg.Deps.Reading(room.Tag)
+	if reading == nil {
+		h.cfg.Site.LoadTag(room.Tag)
+		return fmt.Appendf(nil, "# syncloop worksheet: room %s\n\nThe source at %s was still being fetched: download the hand-ins again in a moment.\n", room.ID, room.Tag)
+	}
+	title := "Pair session " + room.ID[:6] + "…"
+	if room.Ended {
+		title += " (ended)"
+	}
+	return annotations.Worksheet(reading, title, h.cfg.Deps.Notes(room.ID))
+}
+
+func jsonError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,136 @@
+package classes
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/annotations"
+	"github.com/syncloop/syncloop/server/rooms"
+)
+
+// FiredCounter says how many lines of each case a feed's journal fired:
+// lines a journal delivered, never the demo's. The feeds' own record of
+// what fired is one; server/ wires it.
+type FiredCounter interface {
+	Fired(feed string) map[string]int
+}
+
+// FiredFunc is a func as a FiredCounter.
+type FiredFunc func(feed string) map[string]int
+
+// Fired calls f.
+func (f FiredFunc) Fired(feed string) map[string]int { return f(feed) }
+
+// Deps is what a class asks of the rest of the server.
+type Deps struct {
+	Rooms *rooms.Service
+	// Notes is a room's notes; Reading a tag's Reading once loaded (nil before).
+	Notes   func(room string) []annotations.Note
+	Reading func(tag string) *extractor.Reading
+	Fired   FiredCounter
+	// KubeletVersion is the version a feed's journal reported; Relayed
+	// whether a relay feeds it now.
+	KubeletVersion func(feed string) string
+	Relayed        func(feed string) bool
+}
+
+// overview is every room of class c as its instructor sees it.
+func (d Deps) overview(c Class) Overview {
+	o := Overview{Class: classJSON(c), Rooms: []RoomRow{}}
+	for _, r := range d.Rooms.Store().OfClass(c.ID) {
+		row := RoomRow{ID: r.ID, Tag: r.Tag, Readers: []string{}, Authors: []string{}, Fired: map[string]int{}, Ended: r.Ended, Created: r.Created, Updated: r.LastActive}
+		for _, p := range d.Rooms.Present(r.ID) {
+			row.Readers = append(row.Readers, p.Name)
+			if p.Driving {
+				row.Driver = p.Name
+			}
+		}
+		feed := r.Feed()
+		row.Relay = d.Relayed(feed)
+		row.KubeletVersion = d.KubeletVersion(feed)
+		if d.Fired != nil {
+			for k, n := range d.Fired.Fired(feed) {
+				if n > 0 {
+					row.Fired[k] = n
+				}
+			}
+		}
+		reading := d.Reading(r.Tag)
+		notes := d.Notes(r.ID)
+		var last time.Time
+		row.Written, row.Checked, row.Expected, last = progress(reading, notes)
+		for _, n := range notes {
+			if a := strings.TrimSpace(n.Author); a != "" && !slices.Contains(row.Authors, a) {
+				row.Authors = append(row.Authors, a)
+			}
+		}
+		slices.Sort(row.Authors)
+		if last.After(row.Updated) {
+			row.Updated = last
+		}
+		o.Rooms = append(o.Rooms, row)
+	}
+	return o
+}
+
+// pairs is every room of class c as the students' page lists it.
+func (d Deps) pairs(c Class) Pairs {
+	ps := Pairs{Rooms: []Pair{}, Budget: c.Budget}
+	for _, r := range d.Rooms.Store().OfClass(c.ID) {
+		p := Pair{ID: r.ID, Tag: r.Tag, Readers: []string{}, Ended: r.Ended, Created: r.Created}
+		for _, x := range d.Rooms.Present(r.ID) {
+			p.Readers = append(p.Readers, x.Name)
+			if x.Driving {
+				p.Driver = x.Name
+			}
+		}
+		ps.Rooms = append(ps.Rooms, p)
+	}
+	ps.Held = len(ps.Rooms)
+	return ps
+}
+
+func classJSON(c Class) ClassJSON {
+	return ClassJSON{ID: c.ID, Name: c.Name, Tag: c.Tag, Budget: c.Budget, HideNotes: c.HideNotes}
+}
+
+// progress counts a room's worksheet: the items the worksheet asks for
+// (annotations.Expected) that have an answer, and those of them the
+// checker confirms (at least one "ok" and no warning: a writer that
+// resolves, a set at its file:line); and when a note was last written.
+// Before the tag's Reading is loaded, nothing is expected or checked.
+func progress(r *extractor.Reading, notes []annotations.Note) (written, checked, expected int, last time.Time) {
+	var want map[string]bool
+	if r != nil {
+		ids := annotations.Expected(r)
+		expected = len(ids)
+		want = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+	}
+	for _, n := range notes {
+		if n.At.After(last) {
+			last = n.At
+		}
+		if strings.TrimSpace(n.Text) == "" || r == nil || !want[n.ID] {
+			continue
+		}
+		written++
+		ok, warn := false, false
+		for _, c := range annotations.CheckNote(r, n.ID, n.Text) {
+			switch c.Level {
+			case "ok":
+				ok = true
+			default:
+				warn = true
+			}
+		}
+		if ok && !warn {
+			checked++
+		}
+	}
+	return written, checked, expected, last
+}

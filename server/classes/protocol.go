@@ -1,0 +1,73 @@
+package classes
+
+// What the class's pages and its instructor's stream read.
+//
+//	GET /classes/{id}/pairs.json    (the students' page) {"rooms":[Pair…],"budget":N,"held":N}
+//	GET /classes/{id}/rooms.json    (Authorization: Bearer KEY) Overview
+//	GET /classes/{id}/events        (Authorization: Bearer KEY) text/event-stream:
+//	                                an "overview" event (data: Overview) at once and whenever it
+//	                                changes (looked at every Config.Tick); a comment every 20 s.
+//	                                The page reads it with fetch, which can send the key in a
+//	                                header (an EventSource cannot).
+
+import "time"
+
+// RoomRow is one room of a class as its instructor sees it.
+type RoomRow struct {
+	ID      string   `json:"id"`
+	Tag     string   `json:"tag"`
+	Readers []string `json:"readers"` // names of who is in it now
+	Driver  string   `json:"driver"`  // the name of who drives, "" when no one does
+	// Authors are the names its notes were written under: who worked in
+	// it, present or not.
+	Authors []string `json:"authors"`
+	// Relay: a relay feeds the room's journal now; KubeletVersion is the
+	// version its journal reported ("" until it reports one).
+	Relay          bool   `json:"relay"`
+	KubeletVersion string `json:"kubelet_version"`
+	// Fired is how many lines of each case the room's journal fired: a
+	// journal's lines only, never the demo's.
+	Fired map[string]int `json:"fired"`
+	// Written is how many of the worksheet's items have an answer (of
+	// Expected); Checked how many of those the checker confirms (a
+	// writer that resolves, a set at its file:line).
+	Written  int       `json:"written"`
+	Checked  int       `json:"checked"`
+	Expected int       `json:"expected"`
+	Ended    bool      `json:"ended"`
+	Created  time.Time `json:"created"`
+	Updated  time.Time `json:"updated"` // its last activity: a reader present, a note written
+}
+
+// ClassJSON is the class as its instructor's page shows it.
+type ClassJSON struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Tag       string `json:"tag"`
+	Budget    int    `json:"budget"`
+	HideNotes bool   `json:"hide_notes"`
+}
+
+// Overview is every room of a class, oldest first.
+type Overview struct {
+	Class ClassJSON `json:"class"`
+	Rooms []RoomRow `json:"rooms"`
+}
+
+// Pair is a room as the students' page lists it: who is in it, so that a
+// student finds their partner's.
+type Pair struct {
+	ID      string    `json:"id"`
+	Tag     string    `json:"tag"`
+	Readers []string  `json:"readers"`
+	Driver  string    `json:"driver"`
+	Ended   bool      `json:"ended"`
+	Created time.Time `json:"created"`
+}
+
+// Pairs is the students' page's list.
+type Pairs struct {
+	Rooms  []Pair `json:"rooms"`
+	Budget int    `json:"budget"`
+	Held   int    `json:"held"`
+}

@@ -1,0 +1,115 @@
+// Package classes is a course's class: an instructor makes one, students
+// open its link, give a name and start or join a pair room of it (package
+// rooms), and the instructor sees every room of the class live and takes
+// every hand-in at once. The class's record (this file) and its bucket
+// (store.go), the overview of its rooms (overview.go), what the pages and
+// the instructor's stream say (protocol.go) and the HTTP side (http.go).
+//
+// A class is a key of a JetStream KV bucket (syncloop_classes), so every
+// replica serves it. Capabilities are random strings of 128 bits, as a
+// room's are:
+//
+//   - the class id is the students' link (/classes/{id}): whoever holds it
+//     starts a room of the class, joins one, sees who is in which;
+//   - the instructor key (/classes/{id}?k=KEY, then Authorization: Bearer
+//     KEY) opens the overview, the hand-ins and the settings; only its
+//     SHA-256 is stored. The instructor page keeps it in its tab's
+//     sessionStorage and takes it out of the address, as a room's page does
+//     a driver key.
+//
+// A class lives TTL after its instructor last looked at it. Its rooms are
+// rooms like any other (they expire as rooms do), but they count against
+// the class's budget instead of their owner address's, and while the
+// instructor's page is open they are kept alive, ended ones included, so
+// that every hand-in can still be downloaded.
+package classes
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Defaults and limits of a class.
+const (
+	DefaultBudget = 30 // rooms of one class at once
+	DefaultTTL    = 7 * 24 * time.Hour
+	maxName       = 80
+)
+
+// Errors a caller turns into pages.
+var (
+	ErrNotFound = errors.New("no such class")
+	ErrBadKey   = errors.New("not this class's instructor key")
+)
+
+// Class is the record of a class.
+type Class struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	KeyHash string `json:"instructor_key_sha256"`
+	// Tag is the tag a room of the class starts at.
+	Tag string `json:"tag"`
+	// Budget is how many rooms of the class may be held at once (the
+	// rooms' own cap on the whole server still applies).
+	Budget int `json:"budget"`
+	// HideNotes: the class's room pages are served without the site's
+	// notes and answer key (the students write their own).
+	HideNotes  bool      `json:"hide_notes"`
+	Created    time.Time `json:"created"`
+	LastActive time.Time `json:"last_active"`
+}
+
+// Settings is what the instructor may change of a class.
+type Settings struct {
+	Name      *string `json:"name,omitempty"`
+	Budget    *int    `json:"budget,omitempty"`
+	HideNotes *bool   `json:"hide_notes,omitempty"`
+}
+
+// apply checks s and applies it to c; maxBudget is the server's cap on
+// rooms.
+func (s Settings) apply(c *Class, maxBudget int) error {
+	if s.Name != nil {
+		n, err := CleanName(*s.Name)
+		if err != nil {
+			return err
+		}
+		c.Name = n
+	}
+	if s.Budget != nil {
+		if *s.Budget < 1 || *s.Budget > maxBudget {
+			return fmt.Errorf("a class holds 1 to %d rooms (this server's cap, serve --max-rooms)", maxBudget)
+		}
+		c.Budget = *s.Budget
+	}
+	if s.HideNotes != nil {
+		c.HideNotes = *s.HideNotes
+	}
+	return nil
+}
+
+// CleanName is a class's name as shown: printable text on one line, at
+// most 80 characters, spaces folded; "" is a class with no name.
+func CleanName(s string) (string, error) {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) > maxName {
+		return "", fmt.Errorf("a class's name is at most %d characters", maxName)
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return "", errors.New("a class's name is printable text: no control or direction characters")
+		}
+	}
+	return s, nil
+}
+
+func hashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}

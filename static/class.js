@@ -1,0 +1,282 @@
+// class.js: a class's page (server/classes). For everyone, the students'
+// half: a name, a button that starts a pair room of the class, and the
+// class's rooms to join, looked at every few seconds. With the instructor
+// key (the instructor link's ?k=, kept in this tab's sessionStorage and
+// taken out of the address, as room.js does a driver key), the
+// instructor's panel: every room live (GET /classes/{id}/events, read with
+// fetch so that the key goes in a header, not in an address), every
+// hand-in in one zip, the class's settings. Names and everything else the
+// server sends reach the page as text (textContent), never as HTML.
+
+import { el, copyText, Backoff, stored, store } from './dom.js';
+import { heldRooms, driverLink } from './held.js';
+
+const student = document.querySelector('[data-class]');
+const panel = document.querySelector('[data-class-instructor]');
+const classID = student?.dataset.class || '';
+
+if (classID) {
+	// The instructor key: from the link, else from an earlier load of this tab.
+	const keyName = 'syncloop-class-key-' + classID;
+	const params = new URLSearchParams(location.search);
+	let key = '';
+	try {
+		if (params.get('k')) sessionStorage.setItem(keyName, params.get('k'));
+		key = sessionStorage.getItem(keyName) || '';
+	} catch {
+		key = params.get('k') || '';
+	}
+	if (params.has('k')) history.replaceState(null, '', location.pathname + location.hash);
+
+	startStudents();
+	if (key) startInstructor(key, keyName);
+}
+
+// --- the students' half ---------------------------------------------------
+
+function startStudents() {
+	const name = document.querySelector('[data-class-name]');
+	name.value = stored('syncloop-name', '');
+	const keepName = () => {
+		const n = name.value.trim().slice(0, 32);
+		if (n) store('syncloop-name', n);
+		return n;
+	};
+	name.addEventListener('change', keepName);
+	document.querySelector('[data-class-start-form]').addEventListener('submit', keepName);
+
+	const list = document.querySelector('[data-class-pairs]');
+	const count = document.querySelector('[data-class-count]');
+	async function look() {
+		let p;
+		try {
+			const r = await fetch(`/classes/${classID}/pairs.json`, { cache: 'no-store' });
+			if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error || r.statusText);
+			p = await r.json();
+		} catch (err) {
+			count.textContent = `(could not look: ${err.message}; trying again)`;
+			return;
+		}
+		count.textContent = `(${p.held} of ${p.budget})`;
+		list.replaceChildren();
+		if (!p.rooms.length) list.append(el('li', 'class-empty', 'No room yet: start the first one.'));
+		for (const r of p.rooms) {
+			const li = el('li', r.ended ? 'ended' : '');
+			const who = r.readers.length ? r.readers.map((n) => (n === r.driver ? `${n} (drives)` : n)).join(', ') : 'no one in it now';
+			li.append(el('span', 'class-who', who), el('span', 'class-since', `started ${ago(r.created)}`));
+			if (r.ended) {
+				li.append(el('span', 'class-badge', 'ended'));
+			} else {
+				const a = el('a', 'button', 'Join');
+				a.href = `/rooms/${encodeURIComponent(r.id)}`;
+				a.dataset.classJoin = r.id;
+				a.addEventListener('click', keepName);
+				a.setAttribute('aria-label', `Join the room of ${who}`);
+				li.append(' ', a);
+			}
+			list.append(li);
+		}
+	}
+	look();
+	setInterval(() => document.visibilityState === 'visible' && look(), 3000);
+
+	const held = heldRooms();
+	document.querySelector('[data-class-held]').hidden = held.length === 0;
+	const ul = document.querySelector('[data-class-held-list]');
+	for (const r of held) {
+		const li = el('li');
+		const a = el('a', '', `Room ${r.id.slice(0, 6)}… at ${r.tag}`);
+		a.href = driverLink(r);
+		li.append(a, r.cls === classID ? ' (this class)' : '', ` · opened ${new Date(r.at).toLocaleString()}`);
+		ul.append(li);
+	}
+}
+
+// --- the instructor's panel -----------------------------------------------
+
+function startInstructor(key, keyName) {
+	const auth = { Authorization: 'Bearer ' + key };
+	const live = document.querySelector('[data-class-live]');
+	const backoff = new Backoff(1000, 15000);
+	let shown = null; // the last overview drawn
+	const link = location.origin + '/classes/' + classID;
+	document.querySelector('[data-class-link]').textContent = link;
+	document.querySelector('[data-class-copy]').addEventListener('click', () => copyText(link, 'the class link'));
+	document.querySelector('[data-class-copy-key]').addEventListener('click', () => copyText(`${link}?k=${encodeURIComponent(key)}`, 'your instructor link'));
+
+	function refused() {
+		try {
+			sessionStorage.removeItem(keyName);
+		} catch {
+			// nothing kept
+		}
+		panel.hidden = true;
+		const p = el('p', 'class-refused', "This tab's instructor key is not this class's: open the instructor link again.");
+		p.setAttribute('role', 'alert');
+		panel.before(p);
+	}
+
+	async function stream() {
+		let resp;
+		try {
+			resp = await fetch(`/classes/${classID}/events`, { headers: auth, cache: 'no-store' });
+		} catch {
+			return retry();
+		}
+		if (resp.status === 401) return refused();
+		if (!resp.ok) return retry();
+		panel.hidden = false;
+		document.body.classList.add('class-instructing');
+		backoff.reset();
+		live.textContent = 'live';
+		live.classList.add('on');
+		const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+		let buf = '';
+		try {
+			for (;;) {
+				const { value, done } = await reader.read();
+				if (done) break;
+				buf += value;
+				let i;
+				while ((i = buf.indexOf('\n\n')) >= 0) {
+					event(buf.slice(0, i));
+					buf = buf.slice(i + 2);
+				}
+			}
+		} catch {
+			// dropped: reconnect
+		}
+		retry();
+	}
+	function retry() {
+		live.classList.remove('on');
+		const ms = backoff.next();
+		live.textContent = `reconnecting in ${Math.ceil(ms / 1000)} s…`;
+		setTimeout(stream, ms);
+	}
+	function event(block) {
+		let type = 'message';
+		let data = '';
+		for (const line of block.split('\n')) {
+			if (line.startsWith('event: ')) type = line.slice(7);
+			else if (line.startsWith('data: ')) data += line.slice(6);
+		}
+		if (type === 'overview') render((shown = JSON.parse(data)));
+		if (type === 'gone') live.textContent = 'this class ended';
+	}
+	stream();
+	// "N s ago" ages between changes.
+	setInterval(() => shown && document.visibilityState === 'visible' && render(shown), 10000);
+
+	document.querySelector('[data-class-handins]').addEventListener('click', async (ev) => {
+		const b = ev.currentTarget;
+		b.disabled = true;
+		try {
+			const r = await fetch(`/classes/${classID}/handins.zip`, { headers: auth, cache: 'no-store' });
+			if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error || r.statusText);
+			const url = URL.createObjectURL(await r.blob());
+			const a = el('a');
+			a.href = url;
+			a.download = `syncloop-handins-${classID.slice(0, 6).toLowerCase()}.zip`;
+			document.body.append(a);
+			a.click();
+			a.remove();
+			setTimeout(() => URL.revokeObjectURL(url), 10000);
+		} catch (err) {
+			live.textContent = 'could not download the hand-ins: ' + err.message;
+		} finally {
+			b.disabled = false;
+		}
+	});
+
+	const form = document.querySelector('[data-class-settings]');
+	const said = document.querySelector('[data-class-settings-said]');
+	form.addEventListener('submit', async (ev) => {
+		ev.preventDefault();
+		const body = { budget: Number(form.budget.value), hide_notes: form.hide_notes.checked };
+		try {
+			const r = await fetch(`/classes/${classID}/settings`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+			const j = await r.json();
+			if (!r.ok) throw new Error(j.error || r.statusText);
+			said.textContent = `Saved: ${j.budget} rooms at most; the site's notes ${j.hide_notes ? 'hidden' : 'shown'} in the rooms (from their next page load).`;
+		} catch (err) {
+			said.textContent = 'Not saved: ' + err.message;
+		}
+	});
+}
+
+function ago(t) {
+	const s = Math.max(0, Math.round((Date.now() - new Date(t).getTime()) / 1000));
+	if (s < 60) return `${s} s ago`;
+	if (s < 3600) return `${Math.round(s / 60)} min ago`;
+	return `${Math.round(s / 3600)} h ago`;
+}
+
+// render draws the instructor's table: one row a room, oldest first.
+function render(o) {
+	const tbody = document.querySelector('[data-class-rooms]');
+	const cap = document.querySelector('[data-class-caption]');
+	const rooms = o.rooms || [];
+	const open = rooms.filter((r) => !r.ended).length;
+	cap.textContent = rooms.length
+		? `${rooms.length} room${rooms.length === 1 ? '' : 's'} (${open} open, ${rooms.length - open} ended) of ${o.class.budget} at most. Fired counts a relay's real journal lines, never the demo's.`
+		: 'No room yet: rooms appear here as your students start them.';
+	tbody.replaceChildren();
+	for (const r of rooms) {
+		const tr = el('tr', r.ended ? 'ended' : '');
+		tr.dataset.classRoom = r.id;
+
+		const name = el('th');
+		name.scope = 'row';
+		const a = el('a', '', `${r.id.slice(0, 6)}…`);
+		a.href = `/rooms/${encodeURIComponent(r.id)}?ro=1`;
+		a.target = '_blank';
+		a.rel = 'noopener';
+		a.title = 'Open this room read-only, in a new tab';
+		name.append(a, el('span', 'class-tag', r.tag));
+		if (r.ended) name.append(el('span', 'class-badge', 'ended'));
+		tr.append(cell('Room', name));
+
+		const who = el('td');
+		if (!r.readers.length) who.append(el('span', 'muted', 'no one now'));
+		for (const n of r.readers) {
+			const s = el('span', n === r.driver ? 'class-reader driving' : 'class-reader', n);
+			if (n === r.driver) s.title = n + ' drives';
+			who.append(s);
+		}
+		const away = (r.authors || []).filter((n) => !r.readers.includes(n));
+		if (away.length) who.append(el('span', 'class-authors', `wrote here: ${away.join(', ')}`));
+		tr.append(cell('Readers', who));
+
+		const j = el('td');
+		j.append(el('span', r.relay ? 'class-relay on' : 'class-relay', r.relay ? 'relay attached' : 'no relay (demo)'));
+		if (r.kubelet_version) j.append(el('span', 'class-version', 'kubelet ' + r.kubelet_version));
+		tr.append(cell('Journal', j));
+
+		const f = el('td');
+		const keys = Object.keys(r.fired || {});
+		if (!keys.length) f.append(el('span', 'muted', 'none yet'));
+		for (const k of keys.sort()) {
+			const c = el('span', 'class-fired', k);
+			c.dataset.fired = k;
+			c.append(el('b', '', String(r.fired[k])));
+			f.append(c);
+		}
+		tr.append(cell('Fired', f));
+
+		const w = el('td');
+		w.append(el('span', 'class-written', r.expected ? `${r.written}/${r.expected} written` : `${r.written} written`));
+		w.append(el('span', 'class-checked', `${r.checked} checked ✓`));
+		tr.append(cell('Worksheet', w));
+
+		const u = el('td', 'class-updated', ago(r.updated));
+		u.title = new Date(r.updated).toLocaleString();
+		tr.append(cell('Last activity', u));
+		tbody.append(tr);
+	}
+}
+
+function cell(label, td) {
+	td.dataset.label = label;
+	return td;
+}
