@@ -438,3 +438,67 @@ func putNoteCode(t testing.TB, ts *httptest.Server, room, id, text string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// TestClassTwoReplicas: a class made on one replica is served by the
+// other; its budget counts the rooms started on both; and each replica's
+// overview shows who is in a room on either.
+func TestClassTwoReplicas(t *testing.T) {
+	ts1, ts2 := twoReplicas(t)
+	ctx := testCtx(t)
+	class, key := createClass(t, ts1, url.Values{"name": {"Two replicas"}, "budget": {"2"}})
+	if code, body := httpGet(t, ts2.URL+"/classes/"+class); code != 200 || !strings.Contains(body, "Two replicas") {
+		t.Fatalf("the other replica's class page: %d", code)
+	}
+	a, ak, code := startClassRoom(t, ts1, class)
+	if code != http.StatusSeeOther {
+		t.Fatalf("a room on replica 1: %d", code)
+	}
+	if _, _, code := startClassRoom(t, ts2, class); code != http.StatusSeeOther {
+		t.Fatalf("a room on replica 2: %d", code)
+	}
+	if _, _, code := startClassRoom(t, ts2, class); code != http.StatusTooManyRequests {
+		t.Errorf("a 3rd room of a class of 2, two made on the other replica: %d, want 429", code)
+	}
+	d := dialRoom(t, ctx, ts1, a, ak, "Ann")
+	dialRoom(t, ctx, ts2, a, "", "Bob")
+	d.until(t, ctx, "Bob, from the other replica", func(m map[string]any) bool {
+		rs, _ := m["readers"].([]any)
+		return m["t"] == "state" && len(rs) == 2
+	})
+	for i, ts := range []*httptest.Server{ts1, ts2} {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			o := overviewOf(t, ts, class, key)
+			var row classes.RoomRow
+			for _, r := range o.Rooms {
+				if r.ID == a {
+					row = r
+				}
+			}
+			if len(o.Rooms) == 2 && row.Driver == "Ann" && slicesEqualSet(row.Readers, "Ann", "Bob") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d's overview: %+v", i+1, o.Rooms)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// slicesEqualSet reports whether got holds exactly the names want, in any order.
+func slicesEqualSet(got []string, want ...string) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
