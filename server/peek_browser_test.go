@@ -125,6 +125,28 @@ func TestBrowserPeek(t *testing.T) {
 		}
 	})
 
+	t.Run("axe with a peek open", func(t *testing.T) {
+		axe := axeSource(t)
+		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(ctl), chromedp.Click(ctl)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the peek", `!!document.querySelector('[data-peek="`+add+`"] .peek-def')`)
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](axe+";true")); err != nil {
+			t.Fatal(err)
+		}
+		// The peek and the margin's "Written by" only: the rest of the page
+		// is TestBrowserAccessibility's.
+		found := eval[[]string](t, ctx, `axe.run({include: [['[data-peek]'], ['#case-config .written-by']]}, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa']}})
+			.then(res => res.passes.length === 0 ? ['checked nothing: the selectors match no element'] : res.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+			.map(v => v.id + ' (' + v.nodes.length + '): ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | ')))`)
+		for _, f := range found {
+			t.Errorf("axe: %s", f)
+		}
+		if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Escape)); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("390x844", func(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844), chromedp.Navigate(pageURL), chromedp.WaitReady("section.case")); err != nil {
 			t.Fatal(err)
