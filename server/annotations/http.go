@@ -127,8 +127,8 @@ type Handlers struct {
 	// streams counts the event streams open on each room.
 	streamsMu sync.Mutex
 	streams   map[string]int
-	// events is each change as its event's bytes, rendered once for all
-	// the pages that show it at one tag.
+	// events is each version of a note as pages at one tag show it (its
+	// view, its event's bytes), rendered once for all of them.
 	events *renderCache
 }
 
@@ -423,7 +423,10 @@ func (h *Handlers) Events() http.Handler {
 			}
 			return rc.Flush()
 		}
-		if send("snapshot", map[string]any{"views": Views(reading, notes)}) != nil {
+		// The snapshot's views come from the same renders as the events:
+		// a page that connects again renders nothing anew.
+		views := viewsWith(reading, notes, func(n Note) View { return h.rendered(reading, id, n).v })
+		if send("snapshot", map[string]any{"views": views}) != nil {
 			return
 		}
 		t := time.NewTicker(keepalive)
@@ -458,10 +461,7 @@ func (h *Handlers) Events() http.Handler {
 				}
 				// Every page at this tag gets the same bytes: the change is
 				// rendered (Markdown, checks, anchoring) once, not per page.
-				b := h.events.get(renderKey{tag: reading.Tag, room: id, id: n.ID, rev: n.Rev, deleted: n.Deleted}, func() []byte {
-					return noteEvent(reading, n)
-				})
-				if _, err := w.Write(b); err != nil || rc.Flush() != nil {
+				if _, err := w.Write(h.rendered(reading, id, n).event()); err != nil || rc.Flush() != nil {
 					return
 				}
 			}
@@ -651,19 +651,30 @@ func (h *Handlers) charge(r *http.Request, start time.Time) {
 	}
 }
 
-// noteEvent is the server-sent event of a change, as a page at r's tag
-// shows it.
-func noteEvent(r *extractor.Reading, n Note) []byte {
-	b, err := json.Marshal(ViewAt(r, n))
-	if err != nil {
-		// A View is plain data; this cannot happen, but a page that
-		// reloads is better than a page that misses a change.
-		return []byte("event: reload\ndata: {}\n\n")
-	}
-	out := make([]byte, 0, len(b)+32)
-	out = append(out, "event: note\ndata: "...)
-	out = append(out, b...)
-	return append(out, "\n\n"...)
+// rendered is note n of the room as a page at r's tag shows it, rendered
+// once for every page and every snapshot that shows this version.
+func (h *Handlers) rendered(r *extractor.Reading, room string, n Note) *rendered {
+	return h.events.get(renderKey{tag: r.Tag, room: room, id: n.ID, rev: n.Rev, deleted: n.Deleted}, func() View {
+		return ViewAt(r, n)
+	})
+}
+
+// event is the server-sent event of the change, made on first use.
+func (e *rendered) event() []byte {
+	e.eventOnce.Do(func() {
+		b, err := json.Marshal(e.v)
+		if err != nil {
+			// A View is plain data; this cannot happen, but a page that
+			// reloads is better than a page that misses a change.
+			e.b = []byte("event: reload\ndata: {}\n\n")
+			return
+		}
+		out := make([]byte, 0, len(b)+32)
+		out = append(out, "event: note\ndata: "...)
+		out = append(out, b...)
+		e.b = append(out, "\n\n"...)
+	})
+	return e.b
 }
 
 // renderKey names one version of a note as seen at one tag: a revision is
@@ -685,16 +696,18 @@ type renderCache struct {
 }
 
 type rendered struct {
-	once sync.Once
-	b    []byte
+	once      sync.Once
+	v         View
+	eventOnce sync.Once
+	b         []byte
 }
 
 func newRenderCache(max int) *renderCache {
 	return &renderCache{max: max, m: map[renderKey]*rendered{}}
 }
 
-// get returns key's bytes, calling render the first time only.
-func (c *renderCache) get(key renderKey, render func() []byte) []byte {
+// get returns key's entry, calling render the first time only.
+func (c *renderCache) get(key renderKey, render func() View) *rendered {
 	c.mu.Lock()
 	e, ok := c.m[key]
 	if !ok {
@@ -707,6 +720,6 @@ func (c *renderCache) get(key renderKey, render func() []byte) []byte {
 		}
 	}
 	c.mu.Unlock()
-	e.once.Do(func() { e.b = render() })
-	return e.b
+	e.once.Do(func() { e.v = render() })
+	return e
 }
