@@ -294,6 +294,11 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("too many changes at once (at most %d a second): your text is kept, and sent again in a moment", writeRate))
 			return
 		}
+		if !h.renders.Allow(h.cfg.ClientIP(r), time.Now()) {
+			w.Header().Set("Retry-After", "2")
+			jsonError(w, http.StatusTooManyRequests, "your notes have taken their share of the server's time to show: your text is kept, and sent again in a moment")
+			return
+		}
 		var b putBody
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&b); err != nil {
 			jsonError(w, http.StatusBadRequest, "the note is not JSON of the expected shape, or over 32 KB")
@@ -321,7 +326,19 @@ func (h *Handlers) Put() http.Handler {
 			h.cfg.Logger.Error("annotations: put", "err", err)
 			jsonError(w, http.StatusInternalServerError, "could not save the note: your text is kept in the page; try again")
 		default:
-			writeJSON(w, http.StatusOK, ViewAt(reading, n))
+			// The writer is charged the note's rendering, which its page's
+			// answer and every page's event share: what a note costs to
+			// render is what its text makes it, not its size.
+			start := time.Now()
+			var v View
+			if reading != nil {
+				v = h.rendered(reading, id, n).v
+			} else {
+				v = ViewAt(nil, n)
+			}
+			now := time.Now()
+			h.renders.Charge(h.cfg.ClientIP(r), now, int(now.Sub(start).Milliseconds()))
+			writeJSON(w, http.StatusOK, v)
 		}
 	})
 }
