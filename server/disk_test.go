@@ -1,13 +1,16 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/coder/websocket"
@@ -101,4 +104,42 @@ func TestFullDisk(t *testing.T) {
 	if code, body := ingest("second"); code != http.StatusSwitchingProtocols {
 		t.Errorf("a new feed once space freed: %d %s", code, body)
 	}
+}
+
+// syncBuffer is a log's output, read while the server writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestFullCacheDirWarns: a cache dir without room to fetch a tag is named
+// at start, with what needs the space; the server still starts, to serve
+// the tags cached there.
+func TestFullCacheDirWarns(t *testing.T) {
+	cache := smallDisk(t, "40")
+	var log syncBuffer
+	_, ts := newRoomServer(t, "", func(c *Config) {
+		c.CacheDir = cache
+		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	})
+	if !strings.Contains(log.String(), "fetching a tag") || !strings.Contains(log.String(), cache) || !strings.Contains(log.String(), "MB free") {
+		t.Errorf("no warning naming the cache dir and what needs space:\n%s", log.String())
+	}
+	resp, err := http.Get(ts.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
 }

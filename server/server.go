@@ -113,6 +113,9 @@ type Config struct {
 // notes and JetStream's own indexes.
 const minFreeMargin = 16 << 20
 
+// minCacheFree is the free space the Readings cache needs to fetch a tag.
+const minCacheFree = 128 << 20
+
 // Server is the whole site as an http.Handler: the composition root of the
 // pages (package site), the feeds, the rooms and the readers' notes. Close
 // stops their goroutines.
@@ -162,6 +165,15 @@ func NewServer(cfg Config) (*Server, error) {
 	pages, err := site.New(sc)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.SourceDir == "" {
+		// A full cache dir still serves the tags cached there; a tag not yet
+		// fetched would fail with the OS's error, so say so now.
+		if dir, err := extractor.CacheDir(extractor.Options{CacheDir: cfg.CacheDir, Getenv: cfg.Getenv}); err == nil {
+			if err := broker.CheckSpace(dir, minCacheFree, "fetching a tag (its module zip, ~50 MB, under tmp/) and caching its Reading"); err != nil {
+				cfg.Logger.Warn("cache: "+err.Error()+"; tags already cached are served", "dir", dir)
+			}
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{

@@ -170,3 +170,77 @@ func BenchmarkLocalViews(b *testing.B) {
 		})
 	}
 }
+
+// snapshotWriter is a page's end of an event stream that signals its
+// first event, the snapshot.
+type snapshotWriter struct {
+	h    http.Header
+	done chan struct{}
+	once sync.Once
+}
+
+func (w *snapshotWriter) Header() http.Header { return w.h }
+func (w *snapshotWriter) WriteHeader(int)     {}
+func (w *snapshotWriter) Flush()              {}
+func (w *snapshotWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("event: snapshot")) {
+		w.once.Do(func() { close(w.done) })
+	}
+	return len(p), nil
+}
+
+// BenchmarkSnapshotCostlyRoom is what a page connecting to a room's event
+// stream costs when the room holds the costliest notes it may: 32 of 8 KB
+// of unclosed links (goldmark is quadratic in them), 256 KB in all.
+//
+//	go test -run '^$' -bench SnapshotCostlyRoom -benchtime 3x ./server/annotations/
+func BenchmarkSnapshotCostlyRoom(b *testing.B) {
+	js, stop, err := Embedded("")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	s, err := Open(context.Background(), Config{JS: js, Memory: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	reading := extractortest.Reading(b, "v1.31.0", content.Symbols())
+	h := NewHandlers(HTTPConfig{
+		Store:    s,
+		Room:     func(string) (string, error) { return reading.Tag, nil },
+		Reading:  func(string) *extractor.Reading { return reading },
+		ClientIP: func(r *http.Request) string { return r.RemoteAddr },
+	})
+	r := chi.NewRouter()
+	r.Get("/rooms/{id}/notes/events", h.Events().ServeHTTP)
+	var cpu0 time.Duration
+	costly := strings.Repeat("[a](", (MaxNoteBytes-300)/4)
+	for i := range 31 {
+		if _, err := s.Put(context.Background(), room, Note{ID: fmt.Sprintf("case.k%d", i), Text: costly, Author: "Eve"}, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the store's copy has them
+	// One page is already open: what is measured is each page after it.
+	for i := -1; i < b.N; i++ {
+		if i == 0 {
+			b.ResetTimer()
+			cpu0 = cpuTime()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		w := &snapshotWriter{h: http.Header{}, done: make(chan struct{})}
+		req := httptest.NewRequestWithContext(ctx, "GET", "/rooms/"+room+"/notes/events", nil)
+		req.RemoteAddr = fmt.Sprintf("10.2.0.%d:1", (i+1)%250)
+		served := make(chan struct{})
+		go func() { r.ServeHTTP(w, req); close(served) }()
+		select {
+		case <-w.done:
+		case <-time.After(60 * time.Second):
+			b.Fatal("no snapshot")
+		}
+		cancel()
+		<-served
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e6, "cpu-ms/op")
+}

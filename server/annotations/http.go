@@ -131,8 +131,8 @@ type Handlers struct {
 	// streams counts the event streams open on each room.
 	streamsMu sync.Mutex
 	streams   map[string]int
-	// events is each change as its event's bytes, rendered once for all
-	// the pages that show it at one tag.
+	// events is each version of a note as pages at one tag show it (its
+	// view, its event's bytes), rendered once for all of them.
 	events *renderCache
 }
 
@@ -305,6 +305,11 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("too many changes at once (at most %d a second): your text is kept, and sent again in a moment", writeRate))
 			return
 		}
+		if !h.renders.Allow(h.cfg.ClientIP(r), time.Now()) {
+			w.Header().Set("Retry-After", "2")
+			jsonError(w, http.StatusTooManyRequests, "your notes have taken their share of the server's time to show: your text is kept, and sent again in a moment")
+			return
+		}
 		var b putBody
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&b); err != nil {
 			jsonError(w, http.StatusBadRequest, "the note is not JSON of the expected shape, or over 32 KB")
@@ -332,7 +337,19 @@ func (h *Handlers) Put() http.Handler {
 			h.cfg.Logger.Error("annotations: put", "err", err)
 			jsonError(w, http.StatusInternalServerError, "could not save the note: your text is kept in the page; try again")
 		default:
-			writeJSON(w, http.StatusOK, ViewAt(reading, n))
+			// The writer is charged the note's rendering, which its page's
+			// answer and every page's event share: what a note costs to
+			// render is what its text makes it, not its size.
+			start := time.Now()
+			var v View
+			if reading != nil {
+				v = h.rendered(reading, id, n).v
+			} else {
+				v = ViewAt(nil, n)
+			}
+			now := time.Now()
+			h.renders.Charge(h.cfg.ClientIP(r), now, int(now.Sub(start).Milliseconds()))
+			writeJSON(w, http.StatusOK, v)
 		}
 	})
 }
@@ -434,7 +451,10 @@ func (h *Handlers) Events() http.Handler {
 			}
 			return rc.Flush()
 		}
-		if send("snapshot", map[string]any{"views": Views(reading, notes)}) != nil {
+		// The snapshot's views come from the same renders as the events:
+		// a page that connects again renders nothing anew.
+		views := viewsWith(reading, notes, func(n Note) View { return h.rendered(reading, id, n).v })
+		if send("snapshot", map[string]any{"views": views}) != nil {
 			return
 		}
 		t := time.NewTicker(keepalive)
@@ -469,10 +489,7 @@ func (h *Handlers) Events() http.Handler {
 				}
 				// Every page at this tag gets the same bytes: the change is
 				// rendered (Markdown, checks, anchoring) once, not per page.
-				b := h.events.get(renderKey{tag: reading.Tag, room: id, id: n.ID, rev: n.Rev, deleted: n.Deleted}, func() []byte {
-					return noteEvent(reading, n)
-				})
-				if _, err := w.Write(b); err != nil || rc.Flush() != nil {
+				if _, err := w.Write(h.rendered(reading, id, n).event()); err != nil || rc.Flush() != nil {
 					return
 				}
 			}
@@ -662,19 +679,30 @@ func (h *Handlers) charge(r *http.Request, start time.Time) {
 	}
 }
 
-// noteEvent is the server-sent event of a change, as a page at r's tag
-// shows it.
-func noteEvent(r *extractor.Reading, n Note) []byte {
-	b, err := json.Marshal(ViewAt(r, n))
-	if err != nil {
-		// A View is plain data; this cannot happen, but a page that
-		// reloads is better than a page that misses a change.
-		return []byte("event: reload\ndata: {}\n\n")
-	}
-	out := make([]byte, 0, len(b)+32)
-	out = append(out, "event: note\ndata: "...)
-	out = append(out, b...)
-	return append(out, "\n\n"...)
+// rendered is note n of the room as a page at r's tag shows it, rendered
+// once for every page and every snapshot that shows this version.
+func (h *Handlers) rendered(r *extractor.Reading, room string, n Note) *rendered {
+	return h.events.get(renderKey{tag: r.Tag, room: room, id: n.ID, rev: n.Rev, deleted: n.Deleted}, func() View {
+		return ViewAt(r, n)
+	})
+}
+
+// event is the server-sent event of the change, made on first use.
+func (e *rendered) event() []byte {
+	e.eventOnce.Do(func() {
+		b, err := json.Marshal(e.v)
+		if err != nil {
+			// A View is plain data; this cannot happen, but a page that
+			// reloads is better than a page that misses a change.
+			e.b = []byte("event: reload\ndata: {}\n\n")
+			return
+		}
+		out := make([]byte, 0, len(b)+32)
+		out = append(out, "event: note\ndata: "...)
+		out = append(out, b...)
+		e.b = append(out, "\n\n"...)
+	})
+	return e.b
 }
 
 // renderKey names one version of a note as seen at one tag: a revision is
@@ -696,16 +724,18 @@ type renderCache struct {
 }
 
 type rendered struct {
-	once sync.Once
-	b    []byte
+	once      sync.Once
+	v         View
+	eventOnce sync.Once
+	b         []byte
 }
 
 func newRenderCache(max int) *renderCache {
 	return &renderCache{max: max, m: map[renderKey]*rendered{}}
 }
 
-// get returns key's bytes, calling render the first time only.
-func (c *renderCache) get(key renderKey, render func() []byte) []byte {
+// get returns key's entry, calling render the first time only.
+func (c *renderCache) get(key renderKey, render func() View) *rendered {
 	c.mu.Lock()
 	e, ok := c.m[key]
 	if !ok {
@@ -718,6 +748,6 @@ func (c *renderCache) get(key renderKey, render func() []byte) []byte {
 		}
 	}
 	c.mu.Unlock()
-	e.once.Do(func() { e.b = render() })
-	return e.b
+	e.once.Do(func() { e.v = render() })
+	return e
 }

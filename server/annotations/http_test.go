@@ -295,3 +295,48 @@ func TestLocalNotesLimits(t *testing.T) {
 		t.Errorf("another client: %d", code)
 	}
 }
+
+// TestRoomWriteChargedByRender: a reader writing room notes that are
+// costly to render is charged the render, and refused while in debt;
+// another reader is not.
+func TestRoomWriteChargedByRender(t *testing.T) {
+	s, stop := open(t, "")
+	defer stop()
+	reading := extractortest.Reading(t, "v1.31.0", content.Symbols())
+	h, _ := serveNotes(t, s, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 10, 50 })
+	r := chi.NewRouter()
+	r.Put("/rooms/{id}/notes/{note}", h.Put().ServeHTTP)
+	ts := httptest.NewServer(r)
+	defer ts.Close()
+	put := func(client, note, text string) (int, string) {
+		b, _ := json.Marshal(map[string]any{"text": text, "author": "Eve"})
+		req, _ := http.NewRequest("PUT", ts.URL+"/rooms/"+room+"/notes/"+note, bytes.NewReader(b))
+		req.Header.Set("X-Client", client)
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+	costly := strings.Repeat("[a](", (MaxNoteBytes-300)/4)
+	refused := false
+	start := time.Now()
+	for i := 0; i < 20 && !refused; i++ {
+		code, body := put("203.0.113.7", fmt.Sprintf("case.k%d", i), costly)
+		switch code {
+		case http.StatusOK:
+		case http.StatusTooManyRequests:
+			refused = true
+		default:
+			t.Fatalf("write %d: %d %s", i, code, body)
+		}
+	}
+	if !refused {
+		t.Skipf("20 costly writes in %v were all taken: renders too fast here to exhaust the allowance", time.Since(start))
+	}
+	if code, body := put("203.0.113.8", "sentence", "plain"); code != 200 {
+		t.Errorf("another reader: %d %s", code, body)
+	}
+}

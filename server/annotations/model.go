@@ -88,11 +88,16 @@ const PodWorkersQuestion = "What guarantees that two goroutines never sync the s
 // Views is every note of notes at r's tag, with the expected ones not yet
 // written as empty notes (Rev 0), so that their checks show.
 func Views(r *extractor.Reading, notes []Note) []View {
+	return viewsWith(r, notes, func(n Note) View { return ViewAt(r, n) })
+}
+
+// viewsWith is Views with each written note's view made by at.
+func viewsWith(r *extractor.Reading, notes []Note, at func(Note) View) []View {
 	have := map[string]bool{}
 	var out []View
 	for _, n := range notes {
 		have[n.ID] = true
-		out = append(out, ViewAt(r, n))
+		out = append(out, at(n))
 	}
 	if r != nil {
 		for _, id := range Expected(r) {
