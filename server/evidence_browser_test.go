@@ -1,9 +1,13 @@
 package server
 
 import (
+	"bufio"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
 	"path"
 	"strings"
 	"testing"
@@ -12,7 +16,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/extractortest"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
@@ -124,5 +130,109 @@ func TestBrowserCaseLinesAndPins(t *testing.T) {
 		if !strings.Contains(md, "## Fired") || !strings.Contains(fired, want) {
 			t.Fatalf("the worksheet's Fired section lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+// labJournalLines are the recorded v1.33.0 journal's entries from its
+// first SyncLoop line on (its start-up lines cut, as a relay started late
+// sends it), each with its cursor as id.
+func labJournalLines(t *testing.T) []relay.Line {
+	t.Helper()
+	f, err := os.Open("lab/testdata/kubelet-v1.33.0-journal.json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []relay.Line
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var e struct {
+			Cursor  string `json:"__CURSOR"`
+			Message any    `json:"MESSAGE"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatal(err)
+		}
+		if msg, _ := e.Message.(string); len(out) == 0 && !strings.Contains(msg, `"SyncLoop `) {
+			continue
+		}
+		out = append(out, relay.Line{ID: e.Cursor, Raw: sc.Text()})
+	}
+	return out
+}
+
+// TestBrowserRealJournal: the recorded v1.33.0 journal without its
+// start-up lines, then 20,000 lines of noise, to a server reading
+// v1.37.2: the page at v1.37.2 says the kubelet runs v1.33.0, from its log
+// sites, and offers that page; there a click on config shows its lines
+// from the first.
+func TestBrowserRealJournal(t *testing.T) {
+	ctx := newBrowser(t)
+	r := realReading(t)
+	r33 := extractortest.Reading(t, "v1.33.0", content.Symbols())
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r, r33.Tag: r33}}
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, IngestToken: "tok",
+		Getenv: func(string) string { return "" }, DemoPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	s.site.Load(r33.Tag)
+	waitLoaded(t, s, r33.Tag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+
+	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in, _, err := websocket.Dial(wctx, wstest.URL(ts, "/feeds/default/ingest"), &websocket.DialOptions{HTTPHeader: map[string][]string{"Authorization": {"Bearer tok"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.CloseNow()
+	journal := labJournalLines(t)
+	firstConfig := 0
+	for i, l := range journal {
+		if firstConfig == 0 && strings.Contains(l.Raw, `SyncLoop ADD`) {
+			firstConfig = i + 1
+		}
+	}
+	for i := 0; i < len(journal); i += 500 {
+		wstest.Send(t, wctx, in, journal[i:min(i+500, len(journal))]...)
+	}
+	for k := range 20 {
+		var batch []relay.Line
+		for j := range 1000 {
+			batch = append(batch, relay.Line{ID: fmt.Sprintf("noise-%d", k*1000+j+1), Raw: `I1202 08:58:00.000000    4242 fs.go:100] "readlink /proc/1/fd/7: permission denied"`})
+		}
+		wstest.Send(t, wctx, in, batch...)
+	}
+
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the page at v1.37.2 offering v1.33.0, from the kubelet's log sites",
+		`(() => { const n = document.querySelector('#live .live-version'); return !n.hidden && n.textContent.includes('from its log sites: v1.33.0') && !!n.querySelector('a[href="/k8s/v1.33.0/"]'); })()`)
+	if _, err := chromedp.Run(ctx, chromedp.Navigate(ts.URL+"/k8s/v1.33.0/")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the pane's lines", `document.querySelectorAll('#live li.ll').length >= 1000`)
+	if n := eval[int](t, ctx, `document.querySelectorAll('#live li.ll[data-case="config"]').length`); n != 0 {
+		t.Fatalf("%d config lines in the pane before the click: the test does not test", n)
+	}
+	eval[bool](t, ctx, `(document.querySelector('[data-case-select="config"]').click(), true)`)
+	waitFor(t, ctx, "config's 4 lines brought back", `document.querySelectorAll('#live li.ll[data-case="config"]').length === 4`)
+	first := eval[int](t, ctx, `Number(document.querySelector('#live li.ll[data-case="config"]').dataset.seq)`)
+	if first != firstConfig {
+		t.Fatalf("config's first line in the pane is line %d; the journal's first SyncLoop ADD is line %d", first, firstConfig)
+	}
+	// Read at the kubelet's own tag, the lines link to its source lines.
+	if n := eval[int](t, ctx, `document.querySelectorAll('#live li.ll[data-case="config"][data-line]').length`); n != 4 {
+		t.Errorf("%d of config's 4 lines link to v1.33.0's source lines", n)
 	}
 }

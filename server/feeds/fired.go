@@ -29,6 +29,7 @@ package feeds
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -287,7 +288,7 @@ func (r *firedRecord) dropBefore(seq uint64) map[string]firedAt {
 	r.firstSeq = seq
 	var refirst map[string]firedAt
 	for key, c := range r.cases {
-		i, _ := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmpU(a.seq, s) })
+		i, _ := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
 		if i == 0 {
 			continue
 		}
@@ -302,16 +303,6 @@ func (r *firedRecord) dropBefore(seq uint64) map[string]firedAt {
 		refirst[key] = c.at[0]
 	}
 	return refirst
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // FiredCase is one case of FiredRecord.
@@ -548,7 +539,7 @@ func (l *Service) HandleCaseLines() http.Handler {
 		if c := f.fired.cases[key]; c != nil {
 			end := len(c.at)
 			if before > 0 {
-				end, _ = slices.BinarySearchFunc(c.at, before, func(a firedAt, s uint64) int { return cmpU(a.seq, s) })
+				end, _ = slices.BinarySearchFunc(c.at, before, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
 			}
 			at = slices.Clone(c.at[max(0, end-limit):end])
 		}
