@@ -175,7 +175,7 @@ func (s *Site) loaded(w http.ResponseWriter, r *http.Request, tag, forWhom strin
 		s.statusPage(w, r, http.StatusServiceUnavailable, pageData{
 			Tag:     tag,
 			Heading: "Too many tags at once",
-			Message: fmt.Sprintf("This server is fetching %d tags and cannot take %s now.", maxLoading, tag),
+			Message: fmt.Sprintf("This server is fetching %d tags and cannot take %s now.", MaxLoading, tag),
 			Advice:  "Try again in a minute, or read a tag already cached.",
 		})
 		return nil, false

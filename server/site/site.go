@@ -180,11 +180,11 @@ func (s *Site) Status(w http.ResponseWriter, r *http.Request, code int, heading,
 // there when it is next asked for.
 const MaxTags = 64
 
-// maxLoading bounds the tags being fetched at once (cap(loads) of them
+// MaxLoading bounds the tags being fetched at once (cap(loads) of them
 // download; the others wait their turn), leaving room among MaxTags for
 // the loaded. It is more than a history page asks for (every minor release
 // since v1.20.0).
-const maxLoading = 24
+const MaxLoading = 24
 
 // errorTTL is how long a failed Load is remembered before a request retries.
 var errorTTL = map[bool]time.Duration{
@@ -262,7 +262,7 @@ func (s *Site) state(tag string) *tagState {
 			return st
 		}
 	}
-	if s.loading() >= maxLoading {
+	if s.loading() >= MaxLoading {
 		return nil
 	}
 	if len(s.tags) >= MaxTags && !s.evictFailed() && !s.evictLeastUsed() {
