@@ -24,7 +24,7 @@ import (
 const DefaultNewTagsPerHour = 20
 
 // unattributed is the client that what no request asked for counts
-// against: a note's page loading its tag, a room made or switched to a tag.
+// against: a room's driver switching it to a tag.
 const unattributed = "(no request)"
 
 // budget counts, per client, what each took within the last window, up
@@ -70,16 +70,23 @@ func (b *budget) take(client string, now time.Time) (retry time.Duration, ok boo
 // Config.NewTagsPerHour tags in the last hour; when not, how long until
 // it may.
 func (s *Site) admit(client, tag string) (retry time.Duration, ok bool) {
+	if s.known(tag) {
+		return 0, true
+	}
+	return s.newTags.take(client, time.Now())
+}
+
+// known reports whether tag costs no download: it is held, the default,
+// or cached on disk.
+func (s *Site) known(tag string) bool {
 	s.mu.Lock()
 	_, held := s.tags[tag]
 	s.mu.Unlock()
 	if held || tag == s.cfg.DefaultTag {
-		return 0, true
+		return true
 	}
-	if _, cached := extractor.Cached(s.options(tag)); cached {
-		return 0, true
-	}
-	return s.newTags.take(client, time.Now())
+	_, cached := extractor.Cached(s.options(tag))
+	return cached
 }
 
 // client is who r counts against.

@@ -136,14 +136,12 @@ func (s *Site) Close() {
 	s.wg.Wait()
 }
 
-// Load starts loading tag's Reading, if it is not loaded or loading. A
-// tag never fetched counts against what is asked with no request (a
-// note's page, a room made: unattributed).
+// Load starts loading tag's Reading, if it is not loaded or loading and
+// costs no download (it is cached on disk): a tag never fetched is
+// fetched for a request, which counts it against its client (a room made
+// at a new tag, when its page is first opened).
 func (s *Site) Load(tag string) {
-	if extractor.CheckTag(tag) != nil {
-		return
-	}
-	if _, ok := s.admit(unattributed, tag); ok {
+	if extractor.CheckTag(tag) == nil && s.known(tag) {
 		s.state(tag)
 	}
 }
