@@ -158,7 +158,8 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("notes: %w", err)
 	}
 	sc := site.Config{DefaultTag: cfg.DefaultTag, SourceDir: cfg.SourceDir, CacheDir: cfg.CacheDir,
-		Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load}
+		Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load,
+		ClientAddr: func(r *http.Request) string { return clients.Addr(r, cfg.TrustedProxies) }}
 	if cfg.siteTune != nil {
 		cfg.siteTune(&sc)
 	}

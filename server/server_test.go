@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"regexp"
 	"strings"
 	"sync"
@@ -344,28 +345,36 @@ func TestReadingJSONRoundTrips(t *testing.T) {
 
 // TestTooManyTags: a stream of made-up tags cannot grow the server without
 // end; once the failed ones are forgotten there is room again.
+// TestTooManyTags: at most site.MaxLoading tags are fetched at once,
+// whoever asks (here one client per tag, named by a trusted proxy, so no
+// client's own budget is reached); one more is answered 503 with when to
+// retry, and taken once the others are done.
 func TestTooManyTags(t *testing.T) {
 	release := make(chan struct{})
 	fl := &fixture.Loader{Hold: map[string]chan struct{}{}}
-	for i := range site.MaxTags + 1 {
+	for i := range site.MaxLoading + 1 {
 		fl.Hold[fmt.Sprintf("v1.99.%d", i)] = release
 	}
-	s := newTestServerTuned(t, fl, func(c *Config) { c.siteTune = func(c *site.Config) { c.Wait = time.Millisecond } })
-	for i := range site.MaxTags - 1 { // the default tag holds one place
-		if w := get(t, s, fmt.Sprintf("/k8s/v1.99.%d/", i)); w.Code != http.StatusAccepted {
+	s := newTestServerTuned(t, fl, func(c *Config) {
+		c.siteTune = func(c *site.Config) { c.Wait = time.Millisecond }
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32")} // httptest's RemoteAddr
+	})
+	client := func(i int) []string { return []string{"X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i)} }
+	for i := range site.MaxLoading {
+		if w := get(t, s, fmt.Sprintf("/k8s/v1.99.%d/", i), client(i)...); w.Code != http.StatusAccepted {
 			t.Fatalf("tag %d: %d", i, w.Code)
 		}
 	}
-	over := fmt.Sprintf("/k8s/v1.99.%d/", site.MaxTags)
-	if w := get(t, s, over); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
+	over := fmt.Sprintf("/k8s/v1.99.%d/", site.MaxLoading)
+	if w := get(t, s, over, client(200)...); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" {
 		t.Fatalf("tag past the limit: %d, Retry-After %q", w.Code, w.Header().Get("Retry-After"))
 	}
 	close(release) // every held tag now fails as unknown
-	for i := range site.MaxTags - 1 {
+	for i := range site.MaxLoading {
 		waitLoaded(t, s, fmt.Sprintf("v1.99.%d", i))
 	}
-	if w := get(t, s, over); w.Code != http.StatusNotFound {
-		t.Errorf("after the failures are forgotten: %d, want 404", w.Code)
+	if w := get(t, s, over, client(200)...); w.Code != http.StatusNotFound {
+		t.Errorf("once the others are done: %d, want 404", w.Code)
 	}
 }
 

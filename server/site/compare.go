@@ -278,7 +278,9 @@ func (s *Site) Compare() http.Handler {
 				return
 			}
 		}
-		s.state(to) // both fetch at once: the 202 for from returns before to is asked for
+		if _, ok := s.admit(s.client(r), to); ok {
+			s.state(to) // both fetch at once: the 202 for from returns before to is asked for
+		}
 		a, ok := s.loaded(w, r, from, " for the compare with "+to)
 		if !ok {
 			return

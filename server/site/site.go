@@ -35,6 +35,13 @@ type Config struct {
 	// Wait is how long a request waits for a Load before it answers with
 	// the page that reloads; 0 means 400 ms (waitForLoad).
 	Wait time.Duration
+	// ClientAddr names the client a request counts against in the
+	// per-client limits (clients.Addr); nil means its RemoteAddr's host.
+	ClientAddr func(*http.Request) string
+	// NewTagsPerHour is how many tags no one has fetched before (none in
+	// memory or in the cache) one client may have fetched in an hour; 0
+	// means DefaultNewTagsPerHour.
+	NewTagsPerHour int
 }
 
 // The pages every tag has (Site.TagPage); a room shows the first two
@@ -59,11 +66,12 @@ type Site struct {
 	static *assets
 
 	// ctx is cancelled by Close; background loads run under it and wg.
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	loads  chan struct{} // semaphore: how many Loads may run at once
-	wait   time.Duration // how long a request waits for a Load
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	loads   chan struct{} // semaphore: how many Loads may run at once
+	wait    time.Duration // how long a request waits for a Load
+	newTags *budget       // the tags never fetched that each client may have fetched
 
 	mu   sync.Mutex
 	tags map[string]*tagState // every tag asked for since start
@@ -92,6 +100,9 @@ func New(cfg Config) (*Site, error) {
 	if cfg.Wait <= 0 {
 		cfg.Wait = waitForLoad
 	}
+	if cfg.NewTagsPerHour <= 0 {
+		cfg.NewTagsPerHour = DefaultNewTagsPerHour
+	}
 	static, err := newAssets()
 	if err != nil {
 		return nil, err
@@ -102,15 +113,16 @@ func New(cfg Config) (*Site, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Site{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		tmpl:   tmpl,
-		static: static,
-		ctx:    ctx,
-		cancel: cancel,
-		loads:  make(chan struct{}, 2),
-		wait:   cfg.Wait,
-		tags:   make(map[string]*tagState),
+		cfg:     cfg,
+		log:     cfg.Logger,
+		tmpl:    tmpl,
+		static:  static,
+		ctx:     ctx,
+		cancel:  cancel,
+		loads:   make(chan struct{}, 2),
+		wait:    cfg.Wait,
+		newTags: newBudget(cfg.NewTagsPerHour, time.Hour),
+		tags:    make(map[string]*tagState),
 	}
 	if dir, err := extractor.CacheDir(s.options("")); err == nil {
 		s.disk, _ = extractor.CachedTags(dir)
@@ -125,9 +137,12 @@ func (s *Site) Close() {
 	s.wg.Wait()
 }
 
-// Load starts loading tag's Reading, if it is not loaded or loading.
+// Load starts loading tag's Reading, if it is not loaded or loading and
+// costs no download (it is cached on disk): a tag never fetched is
+// fetched for a request, which counts it against its client (a room made
+// at a new tag, when its page is first opened).
 func (s *Site) Load(tag string) {
-	if extractor.CheckTag(tag) == nil {
+	if extractor.CheckTag(tag) == nil && s.known(tag) {
 		s.state(tag)
 	}
 }
@@ -158,8 +173,17 @@ func (s *Site) Status(w http.ResponseWriter, r *http.Request, code int, heading,
 }
 
 // MaxTags bounds the tags remembered (loaded, loading or failed), so a
-// stream of made-up tags cannot grow the server without end.
+// stream of made-up tags cannot grow the server without end. Past it, the
+// failed are forgotten first, then the loaded tag read least recently
+// (not the default): its Reading stays in the disk cache, read again from
+// there when it is next asked for.
 const MaxTags = 64
+
+// MaxLoading bounds the tags being fetched at once (cap(loads) of them
+// download; the others wait their turn), leaving room among MaxTags for
+// the loaded. It is more than a history page asks for (every minor release
+// since v1.20.0).
+const MaxLoading = 24
 
 // errorTTL is how long a failed Load is remembered before a request retries.
 var errorTTL = map[bool]time.Duration{
@@ -172,6 +196,8 @@ type tagState struct {
 	tag    string
 	done   chan struct{}
 	failed time.Time // when err was set
+
+	used time.Time // when last asked for; s.mu guards it
 
 	// set once before done is closed
 	reading *extractor.Reading
@@ -205,6 +231,9 @@ func (s *Site) options(tag string) extractor.Options {
 func (s *Site) Reading(tag string) *extractor.Reading {
 	s.mu.Lock()
 	st := s.tags[tag]
+	if st != nil {
+		st.used = time.Now()
+	}
 	s.mu.Unlock()
 	if st == nil {
 		return nil
@@ -224,6 +253,7 @@ func (s *Site) state(tag string) *tagState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st, ok := s.tags[tag]; ok {
+		st.used = time.Now()
 		select {
 		case <-st.done:
 			if st.err == nil || time.Since(st.failed) < errorTTL[permanent(st.err)] {
@@ -233,10 +263,13 @@ func (s *Site) state(tag string) *tagState {
 			return st
 		}
 	}
-	if len(s.tags) >= MaxTags && !s.evictFailed() {
+	if s.loading() >= MaxLoading {
 		return nil
 	}
-	st := &tagState{tag: tag, done: make(chan struct{})}
+	if len(s.tags) >= MaxTags && !s.evictFailed() && !s.evictLeastUsed() {
+		return nil
+	}
+	st := &tagState{tag: tag, done: make(chan struct{}), used: time.Now()}
 	s.tags[tag] = st
 	s.wg.Add(1)
 	go func() {
@@ -254,6 +287,9 @@ func (s *Site) state(tag string) *tagState {
 		} else {
 			st.reading, st.view = r, view
 			s.gen++
+			if !slices.Contains(s.disk, tag) {
+				s.disk = append(s.disk, tag) // cached by extractor.Load: readable once evicted
+			}
 		}
 		close(st.done)
 	}()
@@ -296,6 +332,39 @@ func (s *Site) evictFailed() bool {
 		}
 	}
 	return len(s.tags) < n
+}
+
+// loading counts the tags being fetched; s.mu is held.
+func (s *Site) loading() int {
+	n := 0
+	for _, st := range s.tags {
+		select {
+		case <-st.done:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// evictLeastUsed forgets the loaded tag asked for least recently, but
+// never the default; s.mu is held. It reports whether it found one.
+func (s *Site) evictLeastUsed() bool {
+	var lru *tagState
+	for tag, st := range s.tags {
+		select {
+		case <-st.done:
+			if st.err == nil && tag != s.cfg.DefaultTag && (lru == nil || st.used.Before(lru.used)) {
+				lru = st
+			}
+		default:
+		}
+	}
+	if lru == nil {
+		return false
+	}
+	delete(s.tags, lru.tag)
+	return true
 }
 
 // readableTags are the tags a reader can switch to without a fetch: those
@@ -380,7 +449,11 @@ func (s *Site) ClassPage(w http.ResponseWriter, r *http.Request, title string, c
 }
 
 // TagReady waits until tag's Reading is loaded, or says why it cannot be.
+// A tag never fetched counts against what is asked with no request.
 func (s *Site) TagReady(ctx context.Context, tag string) error {
+	if retry, ok := s.admit(unattributed, tag); !ok {
+		return fmt.Errorf("this server fetches at most %d tags never read before an hour for rooms; try again in %v, or pick a tag already read", s.cfg.NewTagsPerHour, retry.Round(time.Minute))
+	}
 	st := s.state(tag)
 	if st == nil {
 		return fmt.Errorf("this server holds too many tags to load %s now", tag)
