@@ -92,9 +92,12 @@ func cachedExtract(tb testing.TB, tag string, symbols []string) (*extractor.Read
 		if b, err := os.ReadFile(file); err == nil {
 			var r extractor.Reading
 			if err := json.Unmarshal(b, &r); err == nil && r.Tag == tag && r.Schema == extractor.Schema {
-				now := time.Now()
-				_ = os.Chtimes(file, now, now) // in use: writeAtomic's pruning spares it
-				return &r, nil
+				if d, ok := cachedDefs(file, tag); ok {
+					r.Defs = d
+					now := time.Now()
+					_ = os.Chtimes(file, now, now) // in use: writeAtomic's pruning spares it
+					return &r, nil
+				}
 			}
 		}
 	}
@@ -110,12 +113,42 @@ func cachedExtract(tb testing.TB, tag string, symbols []string) (*extractor.Read
 	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, err
 	}
+	// The definitions index is not part of the Reading's JSON: it is kept
+	// in a file of its own, as the extractor's cache keeps it.
+	db, err := json.Marshal(fresh.Defs)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(db, &r.Defs); err != nil {
+		return nil, err
+	}
 	if file != "" {
-		if err := writeAtomic(file, b); err != nil {
+		err := writeAtomic(defsFile(file), db)
+		if err == nil {
+			err = writeAtomic(file, b)
+		}
+		if err != nil {
 			tb.Logf("the tests' Reading cache: %v (extracting every time)", err)
 		}
 	}
 	return &r, nil
+}
+
+// defsFile is where the definitions index of the Reading cached in file is.
+func defsFile(file string) string { return strings.TrimSuffix(file, ".json") + "-defs.json" }
+
+// cachedDefs reads the definitions index cached beside the Reading in
+// file; a Reading cached without one is extracted again.
+func cachedDefs(file, tag string) (*extractor.Defs, bool) {
+	b, err := os.ReadFile(defsFile(file))
+	if err != nil {
+		return nil, false
+	}
+	var d *extractor.Defs
+	if err := json.Unmarshal(b, &d); err != nil || (d != nil && (d.Schema != extractor.Schema || d.Tag != tag)) {
+		return nil, false
+	}
+	return d, true
 }
 
 // writeAtomic writes b to file through a temporary file and a rename, so a
