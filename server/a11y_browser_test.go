@@ -44,7 +44,7 @@ func TestBrowserAccessibility(t *testing.T) {
 		for _, dark := range []bool{false, true} {
 			name := v.name + "-" + themeName(dark)
 			t.Run(name, func(t *testing.T) {
-				// A browser each: axe over 2,000 log lines is slow under -race.
+				// A tab (and a 90 s budget) each: axe over 2,000 log lines is slow under -race.
 				ctx := newBrowser(t)
 				watch := watchPage(t, ctx, ts)
 				defer watch.check(t)

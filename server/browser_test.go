@@ -29,8 +29,8 @@ import (
 	"github.com/syncloop/syncloop/server/browsertest"
 )
 
-// newBrowser starts a fresh headless Chromium for the test, or skips when
-// there is none (fails under CI=true).
+// newBrowser opens a tab for the test in the binary's headless Chromium
+// (browsertest.New), or skips when there is none (fails under CI=true).
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	path := browsertest.Path(t)

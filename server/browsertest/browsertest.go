@@ -58,7 +58,12 @@ func New(t testing.TB, path string, timeout time.Duration) context.Context {
 	}
 	ctx, cancelC := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
 	ctx, cancelT := context.WithTimeout(ctx, timeout)
-	t.Cleanup(func() { cancelT(); cancelC() })
+	// The tab closes as the test ends, before its Cleanup functions run: one
+	// of them is often the httptest server's Close, which waits for the
+	// page's open requests (a browser of the test's own used to die with
+	// the test's timeout, which ended them).
+	stop := context.AfterFunc(t.Context(), func() { cancelT(); cancelC() })
+	t.Cleanup(func() { stop(); cancelT(); cancelC() })
 	// The first Run creates the tab, so ContextID answers from here on.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("open a tab: %v", err)

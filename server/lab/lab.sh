@@ -190,10 +190,15 @@ images() {
 	local img=$CACHE/images arch
 	mkdir -p "$img"
 	arch=$(dpkg --print-architecture 2>/dev/null || go env GOARCH)
-	if [ ! -s "$img/pause.tar" ] || [ "$HERE/pause/main.go" -nt "$img/pause.tar" ]; then
+	# Keyed by content, not modification time: a fresh clone (CI's every run) has
+	# newer files than the cache, with the same bytes.
+	local src
+	src=$(cat "$HERE/pause/main.go" "$HERE/mkimg.py" | sha256sum)
+	if [ ! -s "$img/pause.tar" ] || [ "$(cat "$img/pause.src" 2>/dev/null)" != "$src" ]; then
 		(cd "$HERE/pause" && CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$img/pause" .)
 		python3 "$HERE/mkimg.py" --arch "$arch" --tag localhost/pause:lab --cmd /pause \
 			--file pause="$img/pause" "$img/pause.tar"
+		echo "$src" >"$img/pause.src"
 	fi
 	if [ ! -s "$img/busybox.tar" ] || [ /bin/busybox -nt "$img/busybox.tar" ]; then
 		python3 "$HERE/mkimg.py" --arch "$arch" --tag localhost/busybox:lab --cmd /bin/sh \
