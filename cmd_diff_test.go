@@ -147,7 +147,7 @@ func TestDiffJSONChangedCase(t *testing.T) {
 	if config["status"] != "changed" || fmt.Sprint(config["changed"]) != "[code logs]" {
 		t.Errorf("config: %v %v, want changed [code logs]", config["status"], config["changed"])
 	}
-	caseFields := []string{"key", "comm", "channel", "type", "start", "end", "logs", "calls"}
+	caseFields := []string{"key", "comm", "channel", "type", "start", "end", "logs", "calls", "made", "writers", "upstream", "goroutine"}
 	same("case.from", keysOf(t, config["from"]), caseFields...)
 	same("case.to", keysOf(t, config["to"]), caseFields...)
 	if from, to := config["from"].(map[string]any), config["to"].(map[string]any); from["start"] != 2578.0 || from["end"] != 2614.0 || to["start"] != 2699.0 || to["end"] != 2732.0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/redact"
 	"github.com/syncloop/syncloop/server/rooms"
+	"github.com/syncloop/syncloop/server/site"
 )
 
 // runServe serves the site until ctx is done, then shuts down gracefully:
@@ -43,6 +44,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
 	roomsPerClient := fs.Int("rooms-per-client", rooms.DefaultPerOwner, "rooms one client address holds at once, on all replicas together (a room no one joins ends after 10 minutes)")
 	socketsPerClient := fs.Int("sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
+	newTags := fs.Int("new-tags-per-hour", site.DefaultNewTagsPerHour, "tags never fetched before that one client may have this server fetch an hour (each is a ~20 MB download); all rooms' tag switches together count as one client")
 	ipv6Prefix := fs.Int("ipv6-prefix", clients.DefaultIPv6Prefix, "`bits` of an IPv6 address that name one client for the per-client limits (64: a host's whole /64 is one client; 128: each address)")
 	trustedProxy := fs.String("trusted-proxy", "", "`CIDR[,CIDR]` of reverse proxies whose X-Forwarded-For names the client for the per-client limits; default none: the client is the connection's address")
 	headerTimeout := fs.Duration("header-timeout", 10*time.Second, "a request's headers must arrive within `DURATION` of its first byte")
@@ -87,6 +89,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--trusted-proxy: %v", err)}
 	}
+	if *newTags <= 0 {
+		return usageError{fmt.Errorf("--new-tags-per-hour must be positive")}
+	}
 	if err := clients.CheckIPv6Prefix(*ipv6Prefix); err != nil {
 		return usageError{fmt.Errorf("--ipv6-prefix: %v", err)}
 	}
@@ -129,6 +134,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		SocketsPerClient: *socketsPerClient,
 		TrustedProxies:   proxies,
 		IPv6Prefix:       *ipv6Prefix,
+		NewTagsPerHour:   *newTags,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

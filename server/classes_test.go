@@ -217,15 +217,15 @@ func TestClass(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("room page: %d", code)
 		}
-		if strings.Contains(body, `class="prose note"`) || strings.Contains(body, "/worksheet.md\" download") {
-			t.Error("a room of a class that hides notes shows the site's notes or its answer key")
+		if strings.Contains(body, `class="prose note"`) || strings.Contains(body, "/answer-key.md\" download") || strings.Contains(body, `class="written-by"`) {
+			t.Error("a room of a class that hides notes shows the site's notes, its answer key or the derived writers")
 		}
 		if !strings.Contains(body, "The class hides the site") {
 			t.Error("the room does not say the notes are hidden")
 		}
 		// A room of no class has them (the fixture has notes).
 		_, plain := httpGet(t, ts.URL+"/rooms/"+plainRoom)
-		if !strings.Contains(plain, `class="prose note"`) || !strings.Contains(plain, "/worksheet.md\" download") {
+		if !strings.Contains(plain, `class="prose note"`) || !strings.Contains(plain, "/answer-key.md\" download") || !strings.Contains(plain, `class="written-by"`) {
 			t.Error("a room of no class lacks the site's notes or answer key: the comparison proves nothing")
 		}
 	})
@@ -251,6 +251,10 @@ func TestClass(t *testing.T) {
 	if ack := wstest.Send(t, ctx, rl, lines...); ack != lines[len(lines)-1].ID {
 		t.Fatalf("ack %q", ack)
 	}
+	// Cy pins the first config line as evidence (what live.js's [data-pin]
+	// sends): it is to reach the room's hand-in in the instructor's zip.
+	pinned := lines[1].Raw
+	putNote(t, ts, ids[1], "pin.room-"+ids[1]+"-2", "case: config\ntime: 01:02:00\npod: default/probe-me\n"+pinned)
 
 	d3 := dialRoom(t, ctx, ts, ids[2], keys[2], "Dee")
 	d3.send(t, ctx, map[string]any{"t": "end"})
@@ -353,6 +357,9 @@ func TestClass(t *testing.T) {
 		}
 		if md := files[ids[0]+".md"]; !strings.Contains(md, "(*PodConfig).Updates") || !strings.Contains(md, "what is wanted with what is") {
 			t.Errorf("room 1's hand-in lacks what it wrote:\n%s", md)
+		}
+		if md := files[ids[1]+".md"]; !strings.Contains(md, "## Fired") || !strings.Contains(md, pinned) {
+			t.Errorf("room 2's hand-in lacks the line pinned as evidence:\n%s", md)
 		}
 		if !strings.Contains(files[ids[2]+".md"], "(ended)") {
 			t.Error("the ended room's hand-in does not say it ended")

@@ -38,7 +38,10 @@ func newRealServerTags(t *testing.T, others ...string) *Server {
 		o.Tag = tag
 		fl.Readings[tag] = &o
 	}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
+	// The tags are loaded without a request (TagReady), which all share
+	// one budget of new tags an hour: room for every one of them.
+	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" },
+		NewTagsPerHour: len(others) + 1})
 	if err != nil {
 		t.Fatal(err)
 	}

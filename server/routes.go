@@ -14,6 +14,7 @@ import (
 // further, by what a note and a room may hold.
 const (
 	roomFormBytes   = 4 << 10  // POST /rooms: tag=TAG
+	classFormBytes  = 4 << 10  // POST /classes (name, budget, tag, hide_notes), its rooms and settings
 	noteBodyBytes   = 64 << 10 // PUT a note: its text (8 KB) and quote, as JSON
 	localNotesBytes = 4 << 20  // a reader's own notes, all of them, as JSON
 )
@@ -110,14 +111,14 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/rooms/{id}/ws", s.rooms.Socket())
 
 	r.Method("GET", "/classes", s.classes.New())
-	r.Method("POST", "/classes", s.classes.Create())
+	r.With(formBody(classFormBytes)).Method("POST", "/classes", s.classes.Create())
 	r.Method("GET", "/classes/{id}", s.classes.Page())
-	r.Method("POST", "/classes/{id}/rooms", s.classes.StartRoom())
+	r.With(formBody(classFormBytes)).Method("POST", "/classes/{id}/rooms", s.classes.StartRoom())
 	r.Method("GET", "/classes/{id}/pairs.json", s.classes.Pairs())
 	r.Method("GET", "/classes/{id}/rooms.json", s.classes.RoomsJSON())
 	r.Method("GET", "/classes/{id}/events", s.classes.Events())
 	r.Method("GET", "/classes/{id}/handins.zip", s.classes.Handins())
-	r.Method("POST", "/classes/{id}/settings", s.classes.Settings())
+	r.With(jsonBody(classFormBytes)).Method("POST", "/classes/{id}/settings", s.classes.Settings())
 
 	r.Method("GET", "/rooms/{id}/notes", s.notes.List())
 	r.Method("GET", "/rooms/{id}/notes/events", s.notes.Events())

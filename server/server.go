@@ -85,9 +85,13 @@ type Config struct {
 	RoomUnjoinedTTL time.Duration
 
 	// Per-client limits (package clients).
-	TrustedProxies   []netip.Prefix // proxies whose X-Forwarded-For names the client; none by default
-	IPv6Prefix       int            // bits of an IPv6 address that name one client; 0 means /64
-	SocketsPerClient int            // open browser sockets (feeds and rooms) per client; 0 means clients.DefaultSocketsPerClient
+	TrustedProxies []netip.Prefix // proxies whose X-Forwarded-For names the client; none by default
+	IPv6Prefix     int            // bits of an IPv6 address that name one client; 0 means /64
+	// NewTagsPerHour is how many tags never fetched before one client (and
+	// all rooms' tag switches together) may have fetched an hour; 0 means
+	// site.DefaultNewTagsPerHour.
+	NewTagsPerHour   int
+	SocketsPerClient int // open browser sockets (feeds and rooms) per client; 0 means clients.DefaultSocketsPerClient
 	// PingEvery is how often browser feed sockets and room sockets are
 	// pinged; one that does not answer within as long is closed. 0 means
 	// clients.DefaultPingEvery.
@@ -159,7 +163,8 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	sc := site.Config{DefaultTag: cfg.DefaultTag, SourceDir: cfg.SourceDir, CacheDir: cfg.CacheDir,
 		Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load,
-		ClientAddr: func(r *http.Request) string { return clients.Addr(r, cfg.TrustedProxies) }}
+		NewTagsPerHour: cfg.NewTagsPerHour,
+		ClientAddr:     func(r *http.Request) string { return clients.AddrPrefix(r, cfg.TrustedProxies, cfg.IPv6Prefix) }}
 	if cfg.siteTune != nil {
 		cfg.siteTune(&sc)
 	}

@@ -52,6 +52,7 @@ func (v *readingView) withoutNotes() *readingView {
 	for i, cv := range v.Cases {
 		n := *cv
 		n.Note = noteView{Key: cv.Note.Key}
+		n.Written = writtenView{} // who writes the channel is the students' to answer
 		c.Cases[i], byOld[cv] = &n, &n
 	}
 	c.Segments = make([]segment, len(v.Segments))
