@@ -154,48 +154,7 @@ function connect() {
 		}
 		stopCountdown = countdown(role, backoff.next(), (s) => `reconnecting in ${s} s`, () => {
 			role.textContent = 'reconnecting…';
-			// --- ending the room, and the rooms this browser holds --------------------
-
-// endedNow turns the page read-only: the room was ended (here or by
-// another reader). The notes' side (annotate.js) hears it as an event.
-function endedNow() {
-	if (ended && endedNow.done) return;
-	ended = endedNow.done = true;
-	$('[data-room-ended]').hidden = false;
-	$('[data-room-endbox]').hidden = true;
-	document.body.classList.add('room-ended');
-	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'This room was ended: its notes are read-only. Its worksheet can still be downloaded.', keep: true } }));
-}
-
-const endDialog = $('[data-room-end-dialog]');
-$('[data-room-end]').addEventListener('click', () => endDialog.showModal());
-endDialog.addEventListener('close', () => {
-	if (endDialog.returnValue === 'end') send({ t: 'end' });
-});
-
-function renderHeld() {
-	const list = heldRooms().filter((r) => r.id !== roomID);
-	$('[data-room-held]').hidden = list.length === 0;
-	const ul = $('[data-room-held-list]');
-	ul.replaceChildren();
-	for (const r of list) {
-		const li = el('li');
-		const a = el('a', '', `Room ${r.id.slice(0, 6)}… at ${r.tag}`);
-		a.href = driverLink(r);
-		li.append(a, ` (opened ${new Date(r.at).toLocaleString()})`);
-		ul.append(li);
-	}
-}
-renderHeld();
-
-if (ended) endedNow();
-if (watching) {
-	following = true;
-	document.body.classList.add('room-watching');
-	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'You are watching this room: notes are read-only on this page.', keep: true } }));
-}
-
-connect();
+			connect();
 		});
 	});
 }
