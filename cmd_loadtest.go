@@ -237,7 +237,7 @@ func serveChild(ctx context.Context, exe, cacheDir, token, tag, natsURLs, logNam
 		return "", 0, nil, fmt.Errorf("loadtest: %w", err)
 	}
 	args := []string{"serve", "--addr", addr, "--token", token, "--cache-dir", cacheDir, "--data-dir", dataDir, "--tag", tag, "--log-level", "warn",
-		"--sockets-per-client", "1000000"} // every reader comes from 127.0.0.1
+		"--sockets-per-client", "1000000", "--conns-per-client", "1000000"} // every reader comes from 127.0.0.1
 	if natsURLs != "" {
 		args = append(args, "--nats", natsURLs)
 	}
