@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -37,10 +38,25 @@ func (l *Service) logSites() *classify.Sites {
 	if len(rs) == 0 {
 		return l.sites
 	}
-	if l.sites == nil || len(l.sites.Tags()) != len(rs) {
+	if l.sites == nil || !sameTags(l.sites.Tags(), rs) {
 		l.sites = classify.NewSites(rs)
 	}
 	return l.sites
+}
+
+// sameTags reports whether the Readings rs are of the tags an index was
+// built from: the same count is not enough, as the site evicts one tag and
+// loads another.
+func sameTags(tags []string, rs []*extractor.Reading) bool {
+	if len(tags) != len(rs) {
+		return false
+	}
+	for _, r := range rs {
+		if !slices.Contains(tags, r.Tag) {
+			return false
+		}
+	}
+	return true
 }
 
 // observeLocked takes a delivered (non-demo) line into the feed's guess
