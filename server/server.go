@@ -172,6 +172,15 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// undo closes what was opened so far, newest first, when a later step
+	// fails.
+	undo := []func(){pages.Close}
+	fail := func(err error) (*Server, error) {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		return nil, err
+	}
 	if cfg.SourceDir == "" {
 		// A full cache dir still serves the tags cached there; a tag not yet
 		// fetched would fail with the OS's error, so say so now.
@@ -182,6 +191,7 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	undo = append(undo, cancel)
 	s := &Server{
 		cfg:    cfg,
 		log:    cfg.Logger,
@@ -196,10 +206,9 @@ func NewServer(cfg Config) (*Server, error) {
 	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, TokenFile: cfg.NATSTokenFile, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger,
 		MaxStore: feeds.MaxStoredBytes(feedBytes) + 1<<30, MinFree: feedBytes + minFreeMargin})
 	if err != nil {
-		pages.Close()
-		cancel()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, b.Close)
 	s.broker = b
 	var rs *rooms.Service // set before any request can ask for a feed's token
 	cfg.FeedToken = func(feed string) (string, bool) { return rs.FeedToken(feed) }
@@ -217,18 +226,13 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg.feedsTune(&fc)
 	}
 	if s.live, err = feeds.New(fc, b, pages.Reading); err != nil {
-		b.Close()
-		pages.Close()
-		cancel()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, s.live.Close)
 	if err := s.openNotes(); err != nil {
-		s.live.Close()
-		b.Close()
-		pages.Close()
-		cancel()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, s.closeNotes)
 	rs, err = s.openRooms(ctx, b, func(c *rooms.ServiceConfig) {
 		c.OnExpire = s.notes.Expired
 		if cfg.roomsTune != nil {
@@ -236,22 +240,12 @@ func NewServer(cfg Config) (*Server, error) {
 		}
 	})
 	if err != nil {
-		s.closeNotes()
-		s.live.Close()
-		b.Close()
-		pages.Close()
-		cancel()
-		return nil, err
+		return fail(err)
 	}
+	undo = append(undo, rs.Close)
 	s.rooms = rs
 	if err := s.openClasses(ctx); err != nil {
-		rs.Close()
-		s.closeNotes()
-		s.live.Close()
-		b.Close()
-		pages.Close()
-		cancel()
-		return nil, err
+		return fail(err)
 	}
 	s.router = s.routes()
 	return s, nil
