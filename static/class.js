@@ -8,7 +8,7 @@
 // hand-in in one zip, the class's settings. Names and everything else the
 // server sends reach the page as text (textContent), never as HTML.
 
-import { el, copyText, Backoff, stored, store } from './dom.js';
+import { el, copyText, Backoff, stored, store, linkKey } from './dom.js';
 import { heldRooms, driverLink } from './held.js';
 
 const student = document.querySelector('[data-class]');
@@ -18,15 +18,8 @@ const classID = student?.dataset.class || '';
 if (classID) {
 	// The instructor key: from the link, else from an earlier load of this tab.
 	const keyName = 'syncloop-class-key-' + classID;
-	const params = new URLSearchParams(location.search);
-	let key = '';
-	try {
-		if (params.get('k')) sessionStorage.setItem(keyName, params.get('k'));
-		key = sessionStorage.getItem(keyName) || '';
-	} catch {
-		key = params.get('k') || '';
-	}
-	if (params.has('k')) history.replaceState(null, '', location.pathname + location.hash);
+	const key = linkKey(keyName);
+	if (new URLSearchParams(location.search).has('k')) history.replaceState(null, '', location.pathname + location.hash);
 
 	startStudents();
 	if (key) startInstructor(key, keyName);

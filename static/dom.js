@@ -82,6 +82,19 @@ export function countdown(node, ms, say, done) {
 	return () => clearTimeout(timer);
 }
 
+// linkKey is the key a link brought (?k=KEY), kept in this tab's
+// sessionStorage under name, so that a reload still has it once the
+// address no longer shows it; '' when neither has one.
+export function linkKey(name) {
+	const k = new URLSearchParams(location.search).get('k');
+	try {
+		if (k) sessionStorage.setItem(name, k);
+		return sessionStorage.getItem(name) || '';
+	} catch {
+		return k || '';
+	}
+}
+
 // stored reads a localStorage item, or fallback where storage is refused
 // (private mode, a blocked third-party frame); store writes one, and where
 // refused the value lasts only this page.

@@ -17,7 +17,7 @@
 // server says when it stops working. Names are text only: they reach the
 // page through textContent.
 
-import { el, copyText, Backoff, countdown, store, stored, visible } from './dom.js';
+import { el, copyText, Backoff, countdown, store, stored, visible, linkKey } from './dom.js';
 import { heldRooms, holdRoom, driverLink } from './held.js';
 
 const bar = document.getElementById('room');
@@ -31,13 +31,7 @@ const $ = (sel) => bar.querySelector(sel);
 // The driver key: from the link, else from an earlier load of this tab.
 const keyName = 'syncloop-room-key-' + roomID;
 const params = new URLSearchParams(location.search);
-let key = '';
-try {
-	if (params.get('k')) sessionStorage.setItem(keyName, params.get('k'));
-	key = sessionStorage.getItem(keyName) || '';
-} catch {
-	key = params.get('k') || '';
-}
+let key = linkKey(keyName);
 if (params.has('k') || params.has('ro')) history.replaceState(null, '', location.pathname + location.hash);
 if (key) holdRoom({ id: roomID, key, tag, cls: bar.dataset.class || '' });
 
