@@ -613,3 +613,24 @@ func classifyForDisplay(cls *classify.Stream, raw string) (classify.Line, bool) 
 	}
 	return line, cut
 }
+
+// FeedFired is how many lines of each case a journal (never the demo)
+// fired in the named feed, from its record (fired.go), nil when none did.
+func (l *Service) FeedFired(name string) map[string]int {
+	l.mu.Lock()
+	f := l.feeds[name]
+	l.mu.Unlock()
+	if f == nil || !f.isStarted() || f.startErr != nil {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.fired.cases) == 0 {
+		return nil
+	}
+	out := make(map[string]int, len(f.fired.cases))
+	for key, c := range f.fired.cases {
+		out[key] = len(c.at)
+	}
+	return out
+}

@@ -1,0 +1,254 @@
+package feeds
+
+// Browser sockets: GET /feeds/{feed}/ws, a feed's lines from its hub to
+// one browser (the protocol is in feeds.go's package comment).
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/hub"
+)
+
+func (l *Service) HandleFeedSocket() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := l.existingFeed(chi.URLParam(r, "feed"))
+		// A page at another tag than the default's asks for the server's
+		// feed with ?tag=: while that feed is the demo (a simulated kubelet
+		// at the default tag), it gets the demo of its own tag instead, so
+		// that its lines are that tag's log sites and cases.
+		if tag := r.URL.Query().Get("tag"); err == nil && f != nil && f.name == defaultFeed && tag != f.tag && l.defaultIsDemo() {
+			if td, tdErr := l.tagDemo(tag); tdErr != nil || td != nil {
+				f, err = td, tdErr
+			}
+		}
+		switch {
+		case errors.Is(err, errTooManyFeeds):
+			http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
+			return
+		case errors.Is(err, errStorage):
+			http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
+			return
+		case errors.Is(err, broker.ErrNoSpace):
+			w.Header().Set("Retry-After", "60")
+			http.Error(w, "this server's disk is nearly full: it takes no new feed until space frees", http.StatusInsufficientStorage)
+			return
+		case err != nil || f == nil:
+			http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
+			return
+		}
+		var after uint64
+		if s := r.URL.Query().Get("after"); s != "" {
+			if after, err = strconv.ParseUint(s, 10, 64); err != nil {
+				http.Error(w, "after: want the last sequence number seen", http.StatusBadRequest)
+				return
+			}
+		}
+		// ?of= names the feed after= counts in: the lines a browser has
+		// are of another feed than the one it gets now (the demo stopped,
+		// or started), so it takes the history anew.
+		reset := false
+		if of := r.URL.Query().Get("of"); of != "" && of != f.name {
+			after, reset = 0, true
+		}
+		client := clients.AddrPrefix(r, l.cfg.TrustedProxies, l.cfg.IPv6Prefix)
+		if !l.sockets.Acquire(w, client) {
+			return
+		}
+		defer l.sockets.Release(client)
+		if !l.enter() {
+			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		defer l.wg.Done()
+		// The default AcceptOptions refuse an Origin other than the request's
+		// host: another site's page cannot read this feed through a reader's browser.
+		conn, err := websocket.Accept(writeBuffered{w}, r, nil)
+		if err != nil {
+			l.log.Info("live: browser websocket refused", "feed", f.name, "err", err)
+			return
+		}
+		defer conn.CloseNow()
+		// Browsers send nothing; CloseRead notices their close. Close ends
+		// this handler through the hub (Next returns ErrClosed), not through
+		// ctx: a cancelled ctx would drop the connection without a close frame.
+		ctx := conn.CloseRead(r.Context())
+		defer l.sockets.KeepAlive(conn)()
+		// The feed's stored lines reach the hub first, so after= means the
+		// same here as on any replica.
+		select {
+		case <-f.ready:
+		case <-time.After(10 * time.Second):
+		case <-ctx.Done():
+			return
+		}
+
+		// A browser resuming after a line this replica's hub has not had
+		// yet (stored a moment ago, or through another replica) waits for
+		// it rather than be told to start over.
+		if !reset && after >= f.hub.Next() {
+			wctx, cancel := context.WithTimeout(ctx, resumeWait)
+			f.hub.WaitNext(wctx, after)
+			cancel()
+			if ctx.Err() != nil {
+				return
+			}
+		}
+		gen := f.status.Load()
+		hello := f.statusMsg()
+		next := f.hub.Next()
+		if after >= next || reset {
+			after, hello.Reset = 0, true
+		}
+		hello.Next = next
+		sub := f.hub.Subscribe(after)
+		defer sub.Close()
+		out := newSocketWriter(ctx, conn)
+		defer out.stop()
+		if err := out.write(mustJSON(map[string]any{"hello": hello})); err != nil {
+			return
+		}
+		pause := time.NewTimer(0)
+		defer pause.Stop()
+		for {
+			b, err := sub.Next(ctx)
+			if err != nil {
+				switch {
+				case errors.Is(err, hub.ErrClosed) && f.gone.Load():
+					conn.Close(CloseFeedGone, "this feed is gone: its room expired")
+				case errors.Is(err, hub.ErrClosed):
+					conn.Close(websocket.StatusGoingAway, "server shutting down")
+				}
+				return
+			}
+			// Frames come from a pool shared by the feed's browsers: most wait
+			// between batches, and a buffer each would hold frameLimit apiece.
+			fp := l.frames.Get().(*[]byte)
+			frame := (*fp)[:0]
+			if gap := b.Missed + b.Skipped; gap > 0 {
+				frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(gap)+`}`))
+			}
+			if g := f.status.Load(); g != gen {
+				gen = g
+				frame = appendMsg(frame, mustJSON(map[string]any{"status": f.statusMsg()}))
+			}
+			for _, e := range b.Entries {
+				if len(frame)+len(e.Data) > frameLimit && len(frame) > 0 {
+					if out.write(frame) != nil {
+						return
+					}
+					frame = frame[:0]
+				}
+				frame = appendMsg(frame, e.Data)
+			}
+			if len(frame) > 0 {
+				if out.write(frame) != nil {
+					return
+				}
+			}
+			*fp = frame[:0]
+			l.frames.Put(fp)
+			// A trickle of lines would cost a write per line per browser:
+			// let a few milliseconds' worth gather into the next message.
+			if len(b.Entries) < coalesceBelow {
+				pause.Reset(coalesceFor)
+				select {
+				case <-ctx.Done():
+					return
+				case <-pause.C:
+				}
+			}
+		}
+	})
+}
+
+// resumeWait is how long a browser's ?after= may wait for this replica's
+// hub to reach that line before the browser is told to start over.
+const resumeWait = 2 * time.Second
+
+func appendMsg(frame, msg []byte) []byte {
+	if len(frame) > 0 {
+		frame = append(frame, '\n')
+	}
+	return append(frame, msg...)
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only our own plain structs are encoded
+	}
+	return b
+}
+
+// browserWriteBuffer is the write buffer of a browser's connection. The
+// one net/http hands over with the connection holds 4 KiB: a message over
+// that, as a batch of ten klog lines is, cost two write calls (the websocket
+// header and the start of the message, then the rest), and write calls
+// were most of what fan-out cost.
+const browserWriteBuffer = 8 << 10
+
+// writeBuffered gives the websocket library a connection with a write
+// buffer of browserWriteBuffer when it hijacks it.
+type writeBuffered struct{ http.ResponseWriter }
+
+func (w writeBuffered) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := brw.Writer.Flush(); err != nil { // the 101 response, normally sent already
+		conn.Close()
+		return nil, nil, err
+	}
+	return conn, bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(conn, browserWriteBuffer)), nil
+}
+
+func (w writeBuffered) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeTimeout is how long a websocket message may take to write before
+// its connection is given up as stalled.
+const writeTimeout = 10 * time.Second
+
+// socketWriter writes a websocket's messages on its hot path: each write
+// has writeTimeout, and the connection closes when ctx ends, as with a
+// context per write, but without one: for every browser and every
+// batch, that cost the websocket library three allocations and a goroutine
+// handoff. A watchdog timer, reset around each write, closes a stalled
+// connection instead.
+type socketWriter struct {
+	conn     *websocket.Conn
+	watchdog *time.Timer
+	stopCtx  func() bool
+}
+
+func newSocketWriter(ctx context.Context, conn *websocket.Conn) *socketWriter {
+	w := &socketWriter{conn: conn, watchdog: time.AfterFunc(writeTimeout, func() { conn.CloseNow() })}
+	w.watchdog.Stop()
+	w.stopCtx = context.AfterFunc(ctx, func() { conn.CloseNow() })
+	return w
+}
+
+func (w *socketWriter) write(b []byte) error {
+	w.watchdog.Reset(writeTimeout)
+	err := w.conn.Write(context.Background(), websocket.MessageText, b)
+	w.watchdog.Stop()
+	return err
+}
+
+// stop ends the watchdog and the watch on ctx; the connection stays open.
+func (w *socketWriter) stop() {
+	w.watchdog.Stop()
+	w.stopCtx()
+}

@@ -1,0 +1,220 @@
+package feeds
+
+// The feed: one named stream of lines, its state, and what browsers are
+// told of it.
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/classify"
+	"github.com/syncloop/syncloop/server/hub"
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+// feed is one named stream of lines.
+type feed struct {
+	name, tag string
+	hub       *hub.Hub
+	gone      atomic.Bool   // let go by DropFeed: its browsers are told so
+	status    atomic.Uint64 // bumped when statusMsg would change
+	asked     time.Time     // when live.feed last returned it; guarded by live.mu
+
+	subject string           // its JetStream subject
+	stream  jetstream.Stream // its JetStream stream; set before started is closed
+	// started is closed once the feed's stream is followed (or could not
+	// be: startErr); until then the feed is a placeholder in Service.feeds,
+	// which holds its name while JetStream is asked, outside Service.mu.
+	started    chan struct{}
+	startErr   error
+	ready      chan struct{} // closed once the lines stored before this replica followed it are in the hub
+	readyOnce  sync.Once
+	stopFollow func() // stops the consumer; nil until follow succeeds
+
+	// pubMu serializes this replica's publishing to the feed; it guards
+	// tail and the publishing scratch space.
+	pubMu  sync.Mutex
+	tail   feedTail
+	kept   []relay.Line
+	msgBuf []byte // a stored message's data (compressed)
+	recBuf []byte // its records before compression
+
+	mu         sync.Mutex       // serializes delivery to the hub; guards the fields below
+	cls        *classify.Stream // per feed: it follows the kubelet's version
+	clsReading bool             // cls was built with a Reading
+	lastCursor string
+	source     string // "none", "demo", "relay", "journal"
+	relays     int
+	demoStop   context.CancelFunc
+	note       string
+	version    string
+	ingested   uint64
+	byCase     map[string]uint64
+	fired      firedRecord // what fired (fired.go)
+	// versionFrom says how version was learned: fromStartup, fromLogSites;
+	// versionAlso names the other tags whose log sites fit its lines.
+	versionFrom string
+	versionAlso []string
+	guess       *classify.Guess // the version from log sites (version.go)
+	guessSites  *classify.Sites // the index guess narrows
+	pinned      bool            // a room's feed: it reads the room's tag (SetFeedTag)
+	reguessing  bool            // a guess from the stored lines is under way (version.go)
+	reguessed   *classify.Sites // the index the last one used
+	// real counts the lines a journal, not the demo, delivered here, and
+	// lastReal is when the last one came (FeedRelayed).
+	real     uint64
+	lastReal time.Time
+
+	// Scratch space of delivery, reused from message to message.
+	decoded []relay.Line
+	lines   []classify.Line
+	cuts    []bool
+	entries [][]byte
+	scratch []byte
+	arena   []byte // the block ring entries are being cut from
+}
+
+// stop stops the feed's consumer.
+func (f *feed) stop() {
+	f.pubMu.Lock()
+	stop := f.stopFollow
+	f.stopFollow = nil
+	f.pubMu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// waitStarted waits until f is followed, and returns it, or why it could not be.
+func (f *feed) waitStarted() (*feed, error) {
+	<-f.started
+	if f.startErr != nil {
+		return nil, f.startErr
+	}
+	return f, nil
+}
+
+// isStarted reports whether f is followed (or failed to be), not a placeholder.
+func (f *feed) isStarted() bool { return isClosed(f.started) }
+
+func (f *feed) markReady() { f.readyOnce.Do(func() { close(f.ready) }) }
+
+func (f *feed) isReady() bool { return isClosed(f.ready) }
+
+// isClosed reports whether ch is closed, without waiting.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
+	if f.clsReading {
+		return
+	}
+	if r := reading(f.tag); r != nil {
+		f.cls, f.clsReading = classify.New(r).Stream(), true
+		// The new stream has not seen the start-up line: a kubelet of
+		// another version is still matched by message.
+		f.cls.SetVersion(f.version)
+	}
+}
+
+// classify classifies raw and cuts what is kept of it for display.
+func (f *feed) classify(raw string) (classify.Line, bool) {
+	return classifyForDisplay(f.cls, raw)
+}
+
+// changed tells the feed's browsers that its status changed. f.mu is held.
+func (f *feed) changed() {
+	f.status.Add(1)
+	f.hub.Poke()
+}
+
+// statusMsg is the feed's state as browsers see it.
+type statusMsg struct {
+	Feed           string `json:"feed"`
+	Tag            string `json:"tag"`
+	KubeletVersion string `json:"kubelet_version,omitempty"`
+	VersionLink    string `json:"version_link,omitempty"` // the reading at the kubelet's own tag
+	// VersionTag is the tag the kubelet's version reads at
+	// (classify.VersionTag: the one test of a version's shape);
+	// VersionFrom says how the version was learned ("start-up line", "log
+	// sites"), and VersionAlso the other tags whose log sites fit.
+	VersionTag  string   `json:"version_tag,omitempty"`
+	VersionFrom string   `json:"version_from,omitempty"`
+	VersionAlso []string `json:"version_also,omitempty"`
+	Source      string   `json:"source"`
+	Demo        bool     `json:"demo"`
+	Relays      int      `json:"relays"`
+	Note        string   `json:"note,omitempty"`
+	Next        uint64   `json:"next,omitempty"`
+	Reset       bool     `json:"reset,omitempty"`
+}
+
+func (f *feed) statusMsg() statusMsg {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.version, Source: f.source, Demo: f.source == "demo", Relays: f.relays, Note: f.note,
+		VersionTag: classify.VersionTag(f.version), VersionFrom: f.versionFrom, VersionAlso: f.versionAlso}
+	if s.VersionTag != "" {
+		s.VersionLink = "/k8s/" + s.VersionTag + "/" // a page at another tag offers it
+	}
+	return s
+}
+
+// SetFeedTag makes the named feed classify by tag from its next line on,
+// creating the feed if needed.
+func (l *Service) SetFeedTag(name, tag string) {
+	f, err := l.feed(name)
+	if err != nil {
+		l.log.Warn("rooms: feed", "feed", name, "err", err)
+		return
+	}
+	// Whether the feed has stored lines is known once it is followed (its
+	// tail is read then); its hub gets them a little later.
+	f.pubMu.Lock()
+	stored := f.tail.next > 1
+	f.pubMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.source == "none" && f.note == "" {
+		if stored || f.hub.Next() > 1 {
+			// The feed's history came back from its file after a restart.
+			f.note = "No relay is attached now: these are the room's journal lines so far. Whoever holds the driver link finds the relay command under More ▾."
+		} else {
+			f.note = "No journal in this room yet: whoever holds the driver link finds the relay command under More ▾."
+		}
+		f.changed()
+	}
+	f.pinned = true
+	if f.tag == tag {
+		return
+	}
+	f.tag = tag
+	f.cls, f.clsReading = classify.New(nil).Stream(), false
+	f.refreshClassifier(l.reading)
+	f.changed()
+}
+
+// FeedVersion is the kubelet version the named feed's journal reported,
+// "" when it has not (or there is no such feed).
+func (l *Service) FeedVersion(name string) string {
+	l.mu.Lock()
+	f := l.feeds[name]
+	l.mu.Unlock()
+	if f == nil {
+		return ""
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.version
+}

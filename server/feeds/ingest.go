@@ -1,0 +1,327 @@
+package feeds
+
+// Ingest: GET /feeds/{feed}/ingest, a relay's lines into the feed's
+// stream (the protocol is in feeds.go's package comment), acknowledged
+// once on disk.
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/syncloop/syncloop/server/jsonstr"
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+// checkToken reports whether r carries the ingest token, comparing in constant time.
+// A feed with a token of its own (Config.FeedToken: a room's) takes only that one.
+func (l *Service) checkToken(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	want := l.cfg.IngestToken
+	if own, has := l.feedToken(chi.URLParam(r, "feed")); has {
+		want = own
+	}
+	return ok && want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+}
+
+// feedToken is Config.FeedToken, when set.
+func (l *Service) feedToken(feed string) (string, bool) {
+	if l.cfg.FeedToken == nil {
+		return "", false
+	}
+	return l.cfg.FeedToken(feed)
+}
+
+func (l *Service) HandleIngest() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, ownToken := l.feedToken(chi.URLParam(r, "feed"))
+		if l.cfg.IngestToken == "" && !ownToken {
+			http.Error(w, "ingest is disabled on this server: start it with syncloop serve --token T", http.StatusForbidden)
+			return
+		}
+		if !l.checkToken(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="syncloop ingest"`)
+			msg := "missing or wrong token: send Authorization: Bearer <the token given to syncloop serve --token>"
+			if ownToken {
+				msg = "missing or wrong token for this room's feed: copy the relay command from the room's page (driver link); the token may have been rotated"
+			}
+			http.Error(w, msg, http.StatusUnauthorized)
+			return
+		}
+		f := l.feedOr404(w, r)
+		if f == nil {
+			return
+		}
+		if !l.enter() {
+			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		defer l.wg.Done()
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			l.log.Info("live: relay websocket refused", "feed", f.name, "err", err)
+			return
+		}
+		defer conn.CloseNow()
+		conn.SetReadLimit(-1) // enforced below, to close with a reason a person can act on
+		ctx := r.Context()
+		stop := context.AfterFunc(l.ctx, func() { conn.Close(websocket.StatusGoingAway, "server shutting down") })
+		defer stop()
+
+		l.attach(f)
+		defer l.detach(f)
+		l.log.Info("live: relay attached", "feed", f.name, "remote", r.RemoteAddr)
+		// A reader decodes the relay's messages while the previous ones are
+		// being stored: whatever arrived meanwhile is stored as one
+		// JetStream message and acknowledged with one ack (the last line's
+		// id, once JetStream has acknowledged it). A relay that sends many
+		// small batches then costs one publish round trip per group, not
+		// per batch. Message buffers come from a pool shared by the relays
+		// (a relay's batch is up to ~512 KiB, held only while decoded).
+		type ingestMsg struct {
+			lines  []relay.Line
+			err    error
+			tooBig bool
+		}
+		out := newSocketWriter(ctx, conn)
+		defer out.stop()
+		msgs := make(chan ingestMsg, ingestQueue)
+		done := make(chan struct{})
+		readerDone := make(chan struct{})
+		go func() { // owned: ends when conn closes or the handler returns
+			defer close(readerDone)
+			for {
+				// No context per read either (see socketWriter): ctx's end
+				// closes the connection, which ends the read.
+				var m ingestMsg
+				_, rd, err := conn.Reader(context.Background())
+				if err == nil {
+					buf := l.ingestBufs.Get().(*bytes.Buffer)
+					buf.Reset()
+					_, err = buf.ReadFrom(io.LimitReader(rd, ingestLimit+1))
+					m.tooBig = buf.Len() > ingestLimit
+					if err == nil && !m.tooBig {
+						m.lines, err = relay.DecodeBatch(buf.Bytes(), nil) // copies what it keeps
+						if err != nil {
+							err = errBadBatch
+						}
+					}
+					l.ingestBufs.Put(buf)
+				}
+				m.err = err
+				select {
+				case msgs <- m:
+				case <-done:
+					return
+				}
+				if err != nil || m.tooBig {
+					return
+				}
+			}
+		}()
+		defer func() { close(done); conn.CloseNow(); <-readerDone }()
+		// Acks go out in order from their own goroutine, each once what it
+		// acknowledges is on disk (broker.Synced): the next group is read
+		// and stored meanwhile.
+		acks := make(chan pendingAck, ackQueue)
+		ackerDone := make(chan struct{})
+		go func() { // owned: ends when acks is closed, or the connection fails
+			defer close(ackerDone)
+			if l.sendAcks(ctx, acks, out) != nil {
+				conn.CloseNow() // the reader notices, and the handler ends
+			}
+		}()
+		defer func() { close(acks); <-ackerDone }()
+		var (
+			lines   []relay.Line
+			pending *ingestMsg
+		)
+		for {
+			var m ingestMsg
+			if pending != nil {
+				m, pending = *pending, nil
+			} else {
+				m = <-msgs
+			}
+			// Lines that arrived meanwhile join this group, up to one
+			// stored message's worth; a failed read ends the group, and
+			// is handled once the lines before it are stored.
+			lines = append(lines[:0], m.lines...)
+			size := 0
+			for _, in := range lines {
+				size += len(in.Raw)
+			}
+		group:
+			for m.err == nil && !m.tooBig && len(lines) < maxLinesPerMsg && size < msgBytes/2 {
+				select {
+				case next := <-msgs:
+					if next.err != nil || next.tooBig {
+						pending = &next
+						break group
+					}
+					lines = append(lines, next.lines...)
+					for _, in := range next.lines {
+						size += len(in.Raw)
+					}
+				default:
+					break group
+				}
+			}
+			if len(lines) > 0 {
+				if !l.checkToken(r) { // a room's token was rotated since, or the room expired
+					conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
+					return
+				}
+				last, err := l.ingest(f, lines, false)
+				clear(lines)
+				if err != nil {
+					l.log.Error("live: ingest", "feed", f.name, "err", err)
+					conn.Close(websocket.StatusInternalError, "the server cannot store lines; retry later")
+					return
+				}
+				if last != "" {
+					select {
+					case acks <- pendingAck{last, l.synced()}:
+					case <-ackerDone:
+						return
+					}
+				}
+			}
+			switch {
+			case m.tooBig:
+				conn.Close(websocket.StatusMessageTooBig, "message over 1 MiB: send fewer lines per batch")
+				return
+			case errors.Is(m.err, errBadBatch):
+				conn.Close(websocket.StatusUnsupportedData, "want {\"lines\":[{\"id\":…,\"raw\":…}]}")
+				return
+			case m.err != nil:
+				return
+			}
+		}
+	})
+}
+
+// ingestQueue is how many relay messages a connection reads ahead while
+// earlier ones are stored.
+const ingestQueue = 16
+
+// ackQueue is how many stored groups' acks may wait for the disk before
+// ingest waits too.
+const ackQueue = 64
+
+// pendingAck is a relay's ack waiting for the disk: the id of the last line
+// stored, and the channel closed once it is on disk.
+type pendingAck struct {
+	id     string
+	synced <-chan struct{}
+}
+
+// sendAcks writes each ack once its lines are on disk, in order, until
+// acks is closed; acks whose lines reached the disk together go as one
+// (the last), and one that is ready never waits for a later one.
+func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *socketWriter) error {
+	var msg []byte
+	var next *pendingAck // taken from acks, not on disk yet
+	for {
+		a, ok := pendingAck{}, true
+		if next != nil {
+			a, next = *next, nil
+		} else if a, ok = <-acks; !ok {
+			return nil
+		}
+		select {
+		case <-a.synced:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.ctx.Done():
+			return l.ctx.Err()
+		}
+	later:
+		for {
+			select {
+			case b, ok := <-acks:
+				if !ok {
+					break later
+				}
+				select {
+				case <-b.synced:
+					a = b
+				default:
+					next = &b
+					break later
+				}
+			default:
+				break later
+			}
+		}
+		msg = append(jsonstr.Append(append(msg[:0], `{"ack":`...), a.id), '}')
+		if err := out.write(msg); err != nil {
+			return err
+		}
+	}
+}
+
+// attach records a relay on f; the demo stops for good on the first one.
+func (l *Service) attach(f *feed) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.relays++
+	if f.demoStop != nil {
+		f.demoStop()
+		f.demoStop = nil
+		f.note = "a relay attached: the demo feed stopped; what follows is a real journal"
+	} else {
+		f.note = ""
+	}
+	f.source = "relay"
+	f.changed()
+}
+
+func (l *Service) detach(f *feed) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.relays--
+	if f.relays == 0 {
+		f.note = "the relay disconnected; it resends what was not stored when it reconnects"
+	}
+	f.changed()
+}
+
+// ingest stores lines in the feed's stream, skipping those stored
+// already, and returns the id to acknowledge (the batch's last) once
+// JetStream has them. Browsers get them through the feed's consumer.
+func (l *Service) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) {
+	var last string
+	for _, in := range lines {
+		if in.ID != "" {
+			last = in.ID
+		}
+	}
+	if err := l.store(f, lines, isDemo); err != nil {
+		return "", err
+	}
+	return last, nil
+}
+
+// FeedRelayed reports whether a relay feeds the named feed: one is
+// attached to this replica, or a journal's line arrived (through any
+// replica) within the last two minutes.
+func (l *Service) FeedRelayed(name string) bool {
+	l.mu.Lock()
+	f := l.feeds[name]
+	l.mu.Unlock()
+	if f == nil || !f.isStarted() || f.startErr != nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.relays > 0 || (!f.lastReal.IsZero() && time.Since(f.lastReal) < 2*time.Minute)
+}
