@@ -77,14 +77,9 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 	}
 	l.prunePerhapsLocked(f)
 	if !demo && f.demoStop != nil && f.isReady() {
-		// A relay's lines reached the feed through another replica.
-		f.demoStop()
-		f.demoStop = nil
-		f.source = "relay"
-		f.note = "a relay attached: the demo feed stopped; what follows is a real journal"
-		f.changed()
+		f.relayElsewhere()
 	}
-	f.publish(out, cuts, demo)
+	f.publishToHub(out, cuts, demo)
 	for i := range out {
 		f.byCase[out[i].Case]++
 	}
@@ -150,10 +145,11 @@ func (f *feed) keep(b []byte) []byte {
 	return f.arena[i:len(f.arena):len(f.arena)]
 }
 
-// publish encodes lines for browsers and publishes them. f.mu is held:
+// publishToHub encodes lines for browsers and publishes them to the feed's
+// hub (its ring and fan-out). f.mu is held:
 // ingest is the hub's only publisher, so the sequence numbers the hub
 // assigns are known before it does.
-func (f *feed) publish(lines []classify.Line, cuts []bool, demo bool) {
+func (f *feed) publishToHub(lines []classify.Line, cuts []bool, demo bool) {
 	first := f.hub.Next()
 	data := f.entries[:0]
 	for i := range lines {

@@ -27,9 +27,7 @@ func (l *Service) startDemo(f *feed) {
 	}
 	ctx, stop := context.WithCancel(l.ctx)
 	f.mu.Lock()
-	f.source, f.demoStop = "demo", stop
-	f.note = "Lines of a simulated kubelet at this tag's real log sites. Attach a relay (syncloop relay) to see a real journal."
-	f.changed()
+	f.startedDemo(stop)
 	tag := f.tag
 	f.mu.Unlock()
 	ofTag := isTagDemo(f.name)
@@ -92,9 +90,7 @@ func (l *Service) startDemo(f *feed) {
 			}
 			if !l.defaultIsDemo() {
 				f.mu.Lock()
-				f.source, f.demoStop = "none", nil
-				f.note = "A journal now feeds this server: the demo stopped. Reload the page to follow the journal."
-				f.changed()
+				f.stopDemo(noteJournalNow)
 				f.mu.Unlock()
 				return
 			}
@@ -118,7 +114,7 @@ func (l *Service) defaultIsDemo() bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.source == "demo"
+	return f.source == sourceDemo
 }
 
 // tagDemo is the demo feed of tag, started if it is not running: what a
@@ -138,10 +134,7 @@ func (l *Service) tagDemo(tag string) (*feed, error) {
 		return nil, err
 	}
 	f.mu.Lock()
-	start := f.source == "none"
-	if start {
-		f.source = "demo" // claimed: two browsers at once start one demo
-	}
+	start := f.claimDemo()
 	f.mu.Unlock()
 	if start {
 		l.startDemo(f)
@@ -245,10 +238,7 @@ func (l *Service) RoomDemo(name string) {
 			return
 		}
 		f.mu.Lock()
-		start := f.source == "none" && f.relays == 0 && f.real == 0 && !f.gone.Load()
-		if start {
-			f.source = "demo" // claimed: two browsers at once start one demo
-		}
+		start := f.relays == 0 && f.real == 0 && !f.gone.Load() && f.claimDemo()
 		f.mu.Unlock()
 		if start {
 			l.startDemo(f)
@@ -262,12 +252,9 @@ func (l *Service) RoomDemo(name string) {
 func (l *Service) stopRoomDemo(f *feed, ctx context.Context) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if ctx.Err() != nil || f.source != "demo" {
+	if ctx.Err() != nil || f.source != sourceDemo {
 		return true
 	}
-	f.demoStop()
-	f.source, f.demoStop = "none", nil
-	f.note = "No journal in this room yet: whoever holds the driver link finds the relay command under More ▾."
-	f.changed()
+	f.stopDemo(noteRoomNoJournal)
 	return true
 }

@@ -88,7 +88,7 @@ func TestRoomDemo(t *testing.T) {
 	f.mu.Lock()
 	source, running := f.source, f.demoStop != nil
 	f.mu.Unlock()
-	if source != "relay" || running {
+	if source != sourceRelay || running {
 		t.Errorf("after a relay: source %q, demo running %v", source, running)
 	}
 }

@@ -17,6 +17,132 @@ import (
 	"github.com/syncloop/syncloop/server/relay"
 )
 
+// source is what feeds a feed's lines. A feed starts with sourceNone; the
+// transitions below are the only writers of a feed's source and note.
+//
+//	none ──claimDemo/startedDemo──► demo ──stopDemo──► none
+//	none, demo ──relayAttached, relayElsewhere──► relay
+//	none ──startedJournal──► journal
+type source uint8
+
+const (
+	sourceNone    source = iota // nothing yet, or its demo stopped
+	sourceDemo                  // a simulated kubelet (demo.go)
+	sourceRelay                 // a relay (ingest.go), here or through another replica
+	sourceJournal               // the server's own journal (journal.go)
+)
+
+// String is the source as browsers are told it (hello.source).
+func (s source) String() string {
+	switch s {
+	case sourceDemo:
+		return "demo"
+	case sourceRelay:
+		return "relay"
+	case sourceJournal:
+		return "journal"
+	}
+	return "none"
+}
+
+// What a feed's note says, when it says the same in several places.
+const (
+	noteDemo          = "Lines of a simulated kubelet at this tag's real log sites. Attach a relay (syncloop relay) to see a real journal."
+	noteRelayAttached = "a relay attached: the demo feed stopped; what follows is a real journal"
+	noteRelayGone     = "the relay disconnected; it resends what was not stored when it reconnects"
+	noteRoomNoJournal = "No journal in this room yet: whoever holds the driver link finds the relay command under More ▾."
+	noteRoomHistory   = "No relay is attached now: these are the room's journal lines so far. Whoever holds the driver link finds the relay command under More ▾."
+	noteJournalNow    = "A journal now feeds this server: the demo stopped. Reload the page to follow the journal."
+	noteFileReplayed  = "the journal file was replayed to its end"
+	noteDemoLetGo     = "an unwatched tag demo let go to make room for another"
+)
+
+// claimDemo claims a feed nothing feeds for the demo, and reports whether
+// it did: of two browsers that ask at once, one starts the demo
+// (startedDemo follows). f.mu is held.
+func (f *feed) claimDemo() bool {
+	if f.source != sourceNone {
+		return false
+	}
+	f.source = sourceDemo
+	return true
+}
+
+// startedDemo records the demo running into f, stopped by stop. f.mu is held.
+func (f *feed) startedDemo(stop context.CancelFunc) {
+	f.source, f.demoStop, f.note = sourceDemo, stop, noteDemo
+	f.changed()
+}
+
+// stopDemo stops the feed's demo, if it runs here, and leaves the feed
+// to nothing, with note saying why. f.mu is held.
+func (f *feed) stopDemo(note string) {
+	if f.demoStop != nil {
+		f.demoStop()
+	}
+	f.source, f.demoStop, f.note = sourceNone, nil, note
+	f.changed()
+}
+
+// relayAttached records one more relay on this replica; the demo stops
+// for good on the first. f.mu is held.
+func (f *feed) relayAttached() {
+	f.relays++
+	f.note = ""
+	if f.demoStop != nil {
+		f.demoStop()
+		f.demoStop = nil
+		f.note = noteRelayAttached
+	}
+	f.source = sourceRelay
+	f.changed()
+}
+
+// relayDetached records one relay fewer on this replica. f.mu is held.
+func (f *feed) relayDetached() {
+	f.relays--
+	if f.relays == 0 {
+		f.note = noteRelayGone
+	}
+	f.changed()
+}
+
+// relayElsewhere stops the demo running here because a relay's lines
+// reached the feed through another replica. f.mu is held.
+func (f *feed) relayElsewhere() {
+	f.demoStop()
+	f.source, f.demoStop, f.note = sourceRelay, nil, noteRelayAttached
+	f.changed()
+}
+
+// startedJournal records the server's own journal (what: "journal
+// command", "journal file") feeding f. f.mu is held.
+func (f *feed) startedJournal(what string) {
+	f.source, f.note = sourceJournal, "fed by the server's "+what
+	f.changed()
+}
+
+// journalReplayed records that the journal file was read to its end. f.mu is held.
+func (f *feed) journalReplayed() {
+	f.note = noteFileReplayed
+	f.changed()
+}
+
+// roomWaiting says, on a room's feed nothing feeds yet that has no note,
+// what the room waits for; stored: the feed has lines from before. f.mu
+// is held.
+func (f *feed) roomWaiting(stored bool) {
+	if f.source != sourceNone || f.note != "" {
+		return
+	}
+	f.note = noteRoomNoJournal
+	if stored {
+		// The feed's history came back from its file after a restart.
+		f.note = noteRoomHistory
+	}
+	f.changed()
+}
+
 // feed is one named stream of lines.
 type feed struct {
 	name, tag string
@@ -48,14 +174,16 @@ type feed struct {
 	cls        *classify.Stream // per feed: it follows the kubelet's version
 	clsReading bool             // cls was built with a Reading
 	lastCursor string
-	source     string // "none", "demo", "relay", "journal"
-	relays     int
-	demoStop   context.CancelFunc
-	note       string
-	version    string
-	ingested   uint64
-	byCase     map[string]uint64
-	fired      firedRecord // what fired (fired.go)
+	// What feeds it, and what its browsers are told of that: written only
+	// by the transitions below (a test holds them to it).
+	source   source
+	relays   int                // relays attached on this replica
+	demoStop context.CancelFunc // stops the demo while source is sourceDemo and it runs here
+	note     string
+	version  string
+	ingested uint64
+	byCase   map[string]uint64
+	fired    firedRecord // what fired (fired.go)
 	// versionFrom says how version was learned: fromStartup, fromLogSites;
 	// versionAlso names the other tags whose log sites fit its lines.
 	versionFrom string
@@ -163,7 +291,7 @@ type statusMsg struct {
 func (f *feed) statusMsg() statusMsg {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.version, Source: f.source, Demo: f.source == "demo", Relays: f.relays, Note: f.note,
+	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.version, Source: f.source.String(), Demo: f.source == sourceDemo, Relays: f.relays, Note: f.note,
 		VersionTag: classify.VersionTag(f.version), VersionFrom: f.versionFrom, VersionAlso: f.versionAlso}
 	if s.VersionTag != "" {
 		s.VersionLink = "/k8s/" + s.VersionTag + "/" // a page at another tag offers it
@@ -186,15 +314,7 @@ func (l *Service) SetFeedTag(name, tag string) {
 	f.pubMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.source == "none" && f.note == "" {
-		if stored || f.hub.Next() > 1 {
-			// The feed's history came back from its file after a restart.
-			f.note = "No relay is attached now: these are the room's journal lines so far. Whoever holds the driver link finds the relay command under More ▾."
-		} else {
-			f.note = "No journal in this room yet: whoever holds the driver link finds the relay command under More ▾."
-		}
-		f.changed()
-	}
+	f.roomWaiting(stored || f.hub.Next() > 1)
 	f.pinned = true
 	if f.tag == tag {
 		return

@@ -341,7 +341,6 @@ func (l *Service) feed(name string) (*feed, error) {
 		tag:     l.cfg.DefaultTag,
 		hub:     hub.New(l.cfg.RingSize),
 		asked:   time.Now(),
-		source:  "none",
 		byCase:  make(map[string]uint64),
 		subject: feedSubject(name),
 		started: make(chan struct{}),
@@ -403,13 +402,9 @@ func (l *Service) evictDemoLocked() bool {
 		return false
 	}
 	oldest.mu.Lock()
-	stopDemo := oldest.demoStop
-	oldest.source, oldest.demoStop = "none", nil
+	oldest.stopDemo(noteDemoLetGo)
 	oldest.mu.Unlock()
-	if stopDemo != nil {
-		stopDemo()
-	}
-	l.letGoLocked(oldest, "an unwatched tag demo let go to make room for another")
+	l.letGoLocked(oldest, noteDemoLetGo)
 	return true
 }
 
@@ -441,8 +436,8 @@ func (l *Service) evictVacantLocked() bool {
 			continue
 		}
 		f.mu.Lock()
-		// A relay gone without sending a line leaves source "relay" and nothing else.
-		busy := f.relays > 0 || f.ingested > 0 || (f.source != "none" && f.source != "relay")
+		// A relay gone without sending a line leaves sourceRelay and nothing else.
+		busy := f.relays > 0 || f.ingested > 0 || (f.source != sourceNone && f.source != sourceRelay)
 		f.mu.Unlock()
 		if !busy && (oldest == nil || f.asked.Before(oldest.asked)) {
 			oldest = f

@@ -273,26 +273,13 @@ func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *soc
 func (l *Service) attach(f *feed) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.relays++
-	if f.demoStop != nil {
-		f.demoStop()
-		f.demoStop = nil
-		f.note = "a relay attached: the demo feed stopped; what follows is a real journal"
-	} else {
-		f.note = ""
-	}
-	f.source = "relay"
-	f.changed()
+	f.relayAttached()
 }
 
 func (l *Service) detach(f *feed) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.relays--
-	if f.relays == 0 {
-		f.note = "the relay disconnected; it resends what was not stored when it reconnects"
-	}
-	f.changed()
+	f.relayDetached()
 }
 
 // ingest stores lines in the feed's stream, skipping those stored

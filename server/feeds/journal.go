@@ -15,8 +15,7 @@ func (l *Service) startJournal(f *feed, what string, run func(ctx context.Contex
 		return
 	}
 	f.mu.Lock()
-	f.source, f.note = "journal", "fed by the server's "+what
-	f.changed()
+	f.startedJournal(what)
 	f.mu.Unlock()
 	go func() {
 		defer l.wg.Done()
@@ -37,8 +36,7 @@ func (l *Service) startJournal(f *feed, what string, run func(ctx context.Contex
 		}
 		if l.ctx.Err() == nil && what == "journal file" {
 			f.mu.Lock()
-			f.note = "the journal file was replayed to its end"
-			f.changed()
+			f.journalReplayed()
 			f.mu.Unlock()
 		}
 	}()

@@ -245,7 +245,7 @@ func (l *Service) store(f *feed, lines []relay.Line, demo bool) error {
 	f.pubMu.Lock()
 	defer f.pubMu.Unlock()
 	for attempt := 0; ; attempt++ {
-		err := l.publish(ctx, f, lines, demo)
+		err := l.publishToStream(ctx, f, lines, demo)
 		if err == nil {
 			return nil
 		}
@@ -256,9 +256,10 @@ func (l *Service) store(f *feed, lines []relay.Line, demo bool) error {
 	}
 }
 
-// publish filters out what is stored and publishes the rest in messages of
-// bounded size. f.pubMu is held.
-func (l *Service) publish(ctx context.Context, f *feed, lines []relay.Line, demo bool) error {
+// publishToStream filters out what is stored and publishes the rest to
+// the feed's JetStream stream, in messages of bounded size. f.pubMu is
+// held.
+func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Line, demo bool) error {
 	if !f.tail.loaded {
 		if err := l.loadTail(ctx, f); err != nil {
 			return err

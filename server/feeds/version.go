@@ -87,7 +87,7 @@ func (l *Service) settleVersionLocked(f *feed) {
 		}
 	}
 	tag := classify.VersionTag(f.version)
-	if tag == "" || tag == f.tag || f.pinned || isTagDemo(f.name) || f.source == "demo" {
+	if tag == "" || tag == f.tag || f.pinned || isTagDemo(f.name) || f.source == sourceDemo {
 		return
 	}
 	f.tag = tag
@@ -109,7 +109,7 @@ const reguessLines = 50000
 // were there, left nothing to guess by) and no start-up line named it.
 // It runs in the background, once per index. f.mu is held.
 func (l *Service) reguessPerhapsLocked(f *feed) {
-	if f.versionFrom == fromStartup || f.reguessing || !f.isReady() || f.hub.Next() <= 1 || f.source == "demo" || isTagDemo(f.name) {
+	if f.versionFrom == fromStartup || f.reguessing || !f.isReady() || f.hub.Next() <= 1 || f.source == sourceDemo || isTagDemo(f.name) {
 		return
 	}
 	sites := l.logSites()
