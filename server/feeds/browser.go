@@ -21,46 +21,12 @@ import (
 	"github.com/syncloop/syncloop/server/hub"
 )
 
+// HandleFeedSocket is GET /feeds/{feed}/ws: a browser's websocket.
 func (l *Service) HandleFeedSocket() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, err := l.existingFeed(chi.URLParam(r, "feed"))
-		// A page at another tag than the default's asks for the server's
-		// feed with ?tag=: while that feed is the demo (a simulated kubelet
-		// at the default tag), it gets the demo of its own tag instead, so
-		// that its lines are that tag's log sites and cases.
-		if tag := r.URL.Query().Get("tag"); err == nil && f != nil && f.name == defaultFeed && tag != f.tag && l.defaultIsDemo() {
-			if td, tdErr := l.tagDemo(tag); tdErr != nil || td != nil {
-				f, err = td, tdErr
-			}
-		}
-		switch {
-		case errors.Is(err, errTooManyFeeds):
-			http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
+		f, after, reset := l.browserFeed(w, r)
+		if f == nil {
 			return
-		case errors.Is(err, errStorage):
-			http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
-			return
-		case errors.Is(err, broker.ErrNoSpace):
-			w.Header().Set("Retry-After", "60")
-			http.Error(w, "this server's disk is nearly full: it takes no new feed until space frees", http.StatusInsufficientStorage)
-			return
-		case err != nil || f == nil:
-			http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
-			return
-		}
-		var after uint64
-		if s := r.URL.Query().Get("after"); s != "" {
-			if after, err = strconv.ParseUint(s, 10, 64); err != nil {
-				http.Error(w, "after: want the last sequence number seen", http.StatusBadRequest)
-				return
-			}
-		}
-		// ?of= names the feed after= counts in: the lines a browser has
-		// are of another feed than the one it gets now (the demo stopped,
-		// or started), so it takes the history anew.
-		reset := false
-		if of := r.URL.Query().Get("of"); of != "" && of != f.name {
-			after, reset = 0, true
 		}
 		client := clients.AddrPrefix(r, l.cfg.TrustedProxies, l.cfg.IPv6Prefix)
 		if !l.sockets.Acquire(w, client) {
@@ -85,92 +51,148 @@ func (l *Service) HandleFeedSocket() http.Handler {
 		// ctx: a cancelled ctx would drop the connection without a close frame.
 		ctx := conn.CloseRead(r.Context())
 		defer l.sockets.KeepAlive(conn)()
-		// The feed's stored lines reach the hub first, so after= means the
-		// same here as on any replica.
-		select {
-		case <-f.ready:
-		case <-time.After(10 * time.Second):
-		case <-ctx.Done():
-			return
-		}
-
-		// A browser resuming after a line this replica's hub has not had
-		// yet (stored a moment ago, or through another replica) waits for
-		// it rather than be told to start over.
-		if !reset && after >= f.hub.Next() {
-			wctx, cancel := context.WithTimeout(ctx, resumeWait)
-			f.hub.WaitNext(wctx, after)
-			cancel()
-			if ctx.Err() != nil {
-				return
-			}
-		}
-		gen := f.status.Load()
-		hello := f.statusMsg()
-		next := f.hub.Next()
-		if after >= next || reset {
-			after, hello.Reset = 0, true
-		}
-		hello.Next = next
-		sub := f.hub.Subscribe(after)
-		defer sub.Close()
-		out := newSocketWriter(ctx, conn)
-		defer out.stop()
-		if err := out.write(mustJSON(map[string]any{"hello": hello})); err != nil {
-			return
-		}
-		pause := time.NewTimer(0)
-		defer pause.Stop()
-		for {
-			b, err := sub.Next(ctx)
-			if err != nil {
-				switch {
-				case errors.Is(err, hub.ErrClosed) && f.gone.Load():
-					conn.Close(CloseFeedGone, "this feed is gone: its room expired")
-				case errors.Is(err, hub.ErrClosed):
-					conn.Close(websocket.StatusGoingAway, "server shutting down")
-				}
-				return
-			}
-			// Frames come from a pool shared by the feed's browsers: most wait
-			// between batches, and a buffer each would hold frameLimit apiece.
-			fp := l.frames.Get().(*[]byte)
-			frame := (*fp)[:0]
-			if gap := b.Missed + b.Skipped; gap > 0 {
-				frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(gap)+`}`))
-			}
-			if g := f.status.Load(); g != gen {
-				gen = g
-				frame = appendMsg(frame, mustJSON(map[string]any{"status": f.statusMsg()}))
-			}
-			for _, e := range b.Entries {
-				if len(frame)+len(e.Data) > frameLimit && len(frame) > 0 {
-					if out.write(frame) != nil {
-						return
-					}
-					frame = frame[:0]
-				}
-				frame = appendMsg(frame, e.Data)
-			}
-			if len(frame) > 0 {
-				if out.write(frame) != nil {
-					return
-				}
-			}
-			*fp = frame[:0]
-			l.frames.Put(fp)
-			// A trickle of lines would cost a write per line per browser:
-			// let a few milliseconds' worth gather into the next message.
-			if len(b.Entries) < coalesceBelow {
-				pause.Reset(coalesceFor)
-				select {
-				case <-ctx.Done():
-					return
-				case <-pause.C:
-				}
-			}
-		}
+		l.serveBrowser(ctx, conn, f, after, reset)
 	})
+}
+
+// browserFeed is the feed a browser's request asks for, and the line it
+// has (?after=; reset: it takes the history anew). A request it cannot
+// serve is answered (the feed is nil).
+func (l *Service) browserFeed(w http.ResponseWriter, r *http.Request) (f *feed, after uint64, reset bool) {
+	f, err := l.existingFeed(chi.URLParam(r, "feed"))
+	// A page at another tag than the default's asks for the server's
+	// feed with ?tag=: while that feed is the demo (a simulated kubelet
+	// at the default tag), it gets the demo of its own tag instead, so
+	// that its lines are that tag's log sites and cases.
+	if tag := r.URL.Query().Get("tag"); err == nil && f != nil && f.name == defaultFeed && tag != f.tag && l.defaultIsDemo() {
+		if td, tdErr := l.tagDemo(tag); tdErr != nil || td != nil {
+			f, err = td, tdErr
+		}
+	}
+	switch {
+	case errors.Is(err, errTooManyFeeds):
+		http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
+		return nil, 0, false
+	case errors.Is(err, errStorage):
+		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
+		return nil, 0, false
+	case errors.Is(err, broker.ErrNoSpace):
+		w.Header().Set("Retry-After", "60")
+		http.Error(w, "this server's disk is nearly full: it takes no new feed until space frees", http.StatusInsufficientStorage)
+		return nil, 0, false
+	case err != nil || f == nil:
+		http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
+		return nil, 0, false
+	}
+	if s := r.URL.Query().Get("after"); s != "" {
+		if after, err = strconv.ParseUint(s, 10, 64); err != nil {
+			http.Error(w, "after: want the last sequence number seen", http.StatusBadRequest)
+			return nil, 0, false
+		}
+	}
+	// ?of= names the feed after= counts in: the lines a browser has
+	// are of another feed than the one it gets now (the demo stopped,
+	// or started), so it takes the history anew.
+	if of := r.URL.Query().Get("of"); of != "" && of != f.name {
+		after, reset = 0, true
+	}
+	return f, after, reset
+}
+
+// serveBrowser sends the browser on conn its hello, then f's lines after
+// after, until the browser leaves or the feed closes.
+func (l *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *feed, after uint64, reset bool) {
+	// The feed's stored lines reach the hub first, so after= means the
+	// same here as on any replica.
+	select {
+	case <-f.ready:
+	case <-time.After(10 * time.Second):
+	case <-ctx.Done():
+		return
+	}
+	// A browser resuming after a line this replica's hub has not had
+	// yet (stored a moment ago, or through another replica) waits for
+	// it rather than be told to start over.
+	if !reset && after >= f.hub.Next() {
+		wctx, cancel := context.WithTimeout(ctx, resumeWait)
+		f.hub.WaitNext(wctx, after)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+	gen := f.status.Load()
+	hello := f.statusMsg()
+	next := f.hub.Next()
+	if after >= next || reset {
+		after, hello.Reset = 0, true
+	}
+	hello.Next = next
+	sub := f.hub.Subscribe(after)
+	defer sub.Close()
+	out := newSocketWriter(ctx, conn)
+	defer out.stop()
+	if err := out.write(mustJSON(map[string]any{"hello": hello})); err != nil {
+		return
+	}
+	err := l.sendLines(ctx, f, sub, gen, out)
+	switch {
+	case errors.Is(err, hub.ErrClosed) && f.gone.Load():
+		conn.Close(CloseFeedGone, "this feed is gone: its room expired")
+	case errors.Is(err, hub.ErrClosed):
+		conn.Close(websocket.StatusGoingAway, "server shutting down")
+	}
+}
+
+// sendLines writes what sub delivers to the browser, each batch with a
+// skipped marker and the feed's status when they changed, until sub or
+// a write fails (gen is the status the browser has).
+func (l *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription, gen uint64, out *socketWriter) error {
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	for {
+		b, err := sub.Next(ctx)
+		if err != nil {
+			return err
+		}
+		// Frames come from a pool shared by the feed's browsers: most wait
+		// between batches, and a buffer each would hold frameLimit apiece.
+		fp := l.frames.Get().(*[]byte)
+		frame := (*fp)[:0]
+		if gap := b.Missed + b.Skipped; gap > 0 {
+			frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(gap)+`}`))
+		}
+		if g := f.status.Load(); g != gen {
+			gen = g
+			frame = appendMsg(frame, mustJSON(map[string]any{"status": f.statusMsg()}))
+		}
+		for _, e := range b.Entries {
+			if len(frame)+len(e.Data) > frameLimit && len(frame) > 0 {
+				if err := out.write(frame); err != nil {
+					return err
+				}
+				frame = frame[:0]
+			}
+			frame = appendMsg(frame, e.Data)
+		}
+		if len(frame) > 0 {
+			if err := out.write(frame); err != nil {
+				return err
+			}
+		}
+		*fp = frame[:0]
+		l.frames.Put(fp)
+		// A trickle of lines would cost a write per line per browser:
+		// let a few milliseconds' worth gather into the next message.
+		if len(b.Entries) < coalesceBelow {
+			pause.Reset(coalesceFor)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-pause.C:
+			}
+		}
+	}
 }
 
 // resumeWait is how long a browser's ?after= may wait for this replica's

@@ -40,20 +40,10 @@ func (l *Service) feedToken(feed string) (string, bool) {
 	return l.cfg.FeedToken(feed)
 }
 
+// HandleIngest is GET /feeds/{feed}/ingest: a relay's websocket.
 func (l *Service) HandleIngest() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, ownToken := l.feedToken(chi.URLParam(r, "feed"))
-		if l.cfg.IngestToken == "" && !ownToken {
-			http.Error(w, "ingest is disabled on this server: start it with syncloop serve --token T", http.StatusForbidden)
-			return
-		}
-		if !l.checkToken(r) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="syncloop ingest"`)
-			msg := "missing or wrong token: send Authorization: Bearer <the token given to syncloop serve --token>"
-			if ownToken {
-				msg = "missing or wrong token for this room's feed: copy the relay command from the room's page (driver link); the token may have been rotated"
-			}
-			http.Error(w, msg, http.StatusUnauthorized)
+		if !l.authorizeIngest(w, r) {
 			return
 		}
 		f := l.feedOr404(w, r)
@@ -71,142 +61,180 @@ func (l *Service) HandleIngest() http.Handler {
 			return
 		}
 		defer conn.CloseNow()
-		conn.SetReadLimit(-1) // enforced below, to close with a reason a person can act on
-		ctx := r.Context()
+		conn.SetReadLimit(-1) // enforced by readRelay, to close with a reason a person can act on
 		stop := context.AfterFunc(l.ctx, func() { conn.Close(websocket.StatusGoingAway, "server shutting down") })
 		defer stop()
 
 		l.attach(f)
 		defer l.detach(f)
 		l.log.Info("live: relay attached", "feed", f.name, "remote", r.RemoteAddr)
-		// A reader decodes the relay's messages while the previous ones are
-		// being stored: whatever arrived meanwhile is stored as one
-		// JetStream message and acknowledged with one ack (the last line's
-		// id, once JetStream has acknowledged it). A relay that sends many
-		// small batches then costs one publish round trip per group, not
-		// per batch. Message buffers come from a pool shared by the relays
-		// (a relay's batch is up to ~512 KiB, held only while decoded).
-		type ingestMsg struct {
-			lines  []relay.Line
-			err    error
-			tooBig bool
+		l.ingestConn(r, f, conn)
+	})
+}
+
+// authorizeIngest answers a request without the token the feed takes
+// (403 when ingest is off, 401 otherwise) and reports whether it has it.
+func (l *Service) authorizeIngest(w http.ResponseWriter, r *http.Request) bool {
+	_, ownToken := l.feedToken(chi.URLParam(r, "feed"))
+	if l.cfg.IngestToken == "" && !ownToken {
+		http.Error(w, "ingest is disabled on this server: start it with syncloop serve --token T", http.StatusForbidden)
+		return false
+	}
+	if !l.checkToken(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="syncloop ingest"`)
+		msg := "missing or wrong token: send Authorization: Bearer <the token given to syncloop serve --token>"
+		if ownToken {
+			msg = "missing or wrong token for this room's feed: copy the relay command from the room's page (driver link); the token may have been rotated"
 		}
-		out := newSocketWriter(ctx, conn)
-		defer out.stop()
-		msgs := make(chan ingestMsg, ingestQueue)
-		done := make(chan struct{})
-		readerDone := make(chan struct{})
-		go func() { // owned: ends when conn closes or the handler returns
-			defer close(readerDone)
-			for {
-				// No context per read either (see socketWriter): ctx's end
-				// closes the connection, which ends the read.
-				var m ingestMsg
-				_, rd, err := conn.Reader(context.Background())
-				if err == nil {
-					buf := l.ingestBufs.Get().(*bytes.Buffer)
-					buf.Reset()
-					_, err = buf.ReadFrom(io.LimitReader(rd, ingestLimit+1))
-					m.tooBig = buf.Len() > ingestLimit
-					if err == nil && !m.tooBig {
-						m.lines, err = relay.DecodeBatch(buf.Bytes(), nil) // copies what it keeps
-						if err != nil {
-							err = errBadBatch
-						}
-					}
-					l.ingestBufs.Put(buf)
-				}
-				m.err = err
+		http.Error(w, msg, http.StatusUnauthorized)
+		return false
+	}
+	return true
+}
+
+// ingestMsg is one relay message, decoded: its lines, or why it cannot be.
+type ingestMsg struct {
+	lines  []relay.Line
+	err    error
+	tooBig bool
+}
+
+// ingestConn stores what the relay on conn sends to f, and acknowledges
+// it. A reader (readRelay) decodes the relay's messages while the
+// previous ones are being stored: whatever arrived meanwhile is stored
+// as one JetStream message and acknowledged with one ack (the last
+// line's id, once JetStream has acknowledged it). A relay that sends
+// many small batches then costs one publish round trip per group, not
+// per batch.
+func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) {
+	ctx := r.Context()
+	out := newSocketWriter(ctx, conn)
+	defer out.stop()
+	msgs := make(chan ingestMsg, ingestQueue)
+	done := make(chan struct{})
+	readerDone := make(chan struct{})
+	go func() { // owned: ends when conn closes or the handler returns
+		defer close(readerDone)
+		l.readRelay(conn, msgs, done)
+	}()
+	defer func() { close(done); conn.CloseNow(); <-readerDone }()
+	// Acks go out in order from their own goroutine, each once what it
+	// acknowledges is on disk (broker.Synced): the next group is read
+	// and stored meanwhile.
+	acks := make(chan pendingAck, ackQueue)
+	ackerDone := make(chan struct{})
+	go func() { // owned: ends when acks is closed, or the connection fails
+		defer close(ackerDone)
+		if l.sendAcks(ctx, acks, out) != nil {
+			conn.CloseNow() // the reader notices, and the handler ends
+		}
+	}()
+	defer func() { close(acks); <-ackerDone }()
+	var (
+		lines   []relay.Line
+		pending *ingestMsg
+	)
+	for {
+		var m ingestMsg
+		if pending != nil {
+			m, pending = *pending, nil
+		} else {
+			m = <-msgs
+		}
+		lines, pending = groupLines(m, msgs, lines[:0])
+		if len(lines) > 0 {
+			if !l.checkToken(r) { // a room's token was rotated since, or the room expired
+				conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
+				return
+			}
+			last, err := l.ingest(f, lines, false)
+			clear(lines)
+			if err != nil {
+				l.log.Error("live: ingest", "feed", f.name, "err", err)
+				conn.Close(websocket.StatusInternalError, "the server cannot store lines; retry later")
+				return
+			}
+			if last != "" {
 				select {
-				case msgs <- m:
-				case <-done:
-					return
-				}
-				if err != nil || m.tooBig {
+				case acks <- pendingAck{last, l.synced()}:
+				case <-ackerDone:
 					return
 				}
 			}
-		}()
-		defer func() { close(done); conn.CloseNow(); <-readerDone }()
-		// Acks go out in order from their own goroutine, each once what it
-		// acknowledges is on disk (broker.Synced): the next group is read
-		// and stored meanwhile.
-		acks := make(chan pendingAck, ackQueue)
-		ackerDone := make(chan struct{})
-		go func() { // owned: ends when acks is closed, or the connection fails
-			defer close(ackerDone)
-			if l.sendAcks(ctx, acks, out) != nil {
-				conn.CloseNow() // the reader notices, and the handler ends
+		}
+		switch {
+		case m.tooBig:
+			conn.Close(websocket.StatusMessageTooBig, "message over 1 MiB: send fewer lines per batch")
+			return
+		case errors.Is(m.err, errBadBatch):
+			conn.Close(websocket.StatusUnsupportedData, "want {\"lines\":[{\"id\":…,\"raw\":…}]}")
+			return
+		case m.err != nil:
+			return
+		}
+	}
+}
+
+// readRelay reads and decodes the relay's messages into msgs until a read
+// fails, a message cannot be taken, or done is closed. Message buffers
+// come from a pool shared by the relays (a relay's batch is up to ~512
+// KiB, held only while decoded).
+func (l *Service) readRelay(conn *websocket.Conn, msgs chan<- ingestMsg, done <-chan struct{}) {
+	for {
+		// No context per read (see socketWriter): the request's end
+		// closes the connection, which ends the read.
+		var m ingestMsg
+		_, rd, err := conn.Reader(context.Background())
+		if err == nil {
+			buf := l.ingestBufs.Get().(*bytes.Buffer)
+			buf.Reset()
+			_, err = buf.ReadFrom(io.LimitReader(rd, ingestLimit+1))
+			m.tooBig = buf.Len() > ingestLimit
+			if err == nil && !m.tooBig {
+				m.lines, err = relay.DecodeBatch(buf.Bytes(), nil) // copies what it keeps
+				if err != nil {
+					err = errBadBatch
+				}
 			}
-		}()
-		defer func() { close(acks); <-ackerDone }()
-		var (
-			lines   []relay.Line
-			pending *ingestMsg
-		)
-		for {
-			var m ingestMsg
-			if pending != nil {
-				m, pending = *pending, nil
-			} else {
-				m = <-msgs
+			l.ingestBufs.Put(buf)
+		}
+		m.err = err
+		select {
+		case msgs <- m:
+		case <-done:
+			return
+		}
+		if err != nil || m.tooBig {
+			return
+		}
+	}
+}
+
+// groupLines appends m's lines to lines, and those of the messages that
+// arrived meanwhile, up to one stored message's worth. A message that
+// failed ends the group: it is returned as pending, to be handled once
+// the lines before it are stored.
+func groupLines(m ingestMsg, msgs <-chan ingestMsg, lines []relay.Line) ([]relay.Line, *ingestMsg) {
+	lines = append(lines, m.lines...)
+	size := 0
+	for _, in := range lines {
+		size += len(in.Raw)
+	}
+	for m.err == nil && !m.tooBig && len(lines) < maxLinesPerMsg && size < msgBytes/2 {
+		select {
+		case next := <-msgs:
+			if next.err != nil || next.tooBig {
+				return lines, &next
 			}
-			// Lines that arrived meanwhile join this group, up to one
-			// stored message's worth; a failed read ends the group, and
-			// is handled once the lines before it are stored.
-			lines = append(lines[:0], m.lines...)
-			size := 0
-			for _, in := range lines {
+			lines = append(lines, next.lines...)
+			for _, in := range next.lines {
 				size += len(in.Raw)
 			}
-		group:
-			for m.err == nil && !m.tooBig && len(lines) < maxLinesPerMsg && size < msgBytes/2 {
-				select {
-				case next := <-msgs:
-					if next.err != nil || next.tooBig {
-						pending = &next
-						break group
-					}
-					lines = append(lines, next.lines...)
-					for _, in := range next.lines {
-						size += len(in.Raw)
-					}
-				default:
-					break group
-				}
-			}
-			if len(lines) > 0 {
-				if !l.checkToken(r) { // a room's token was rotated since, or the room expired
-					conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
-					return
-				}
-				last, err := l.ingest(f, lines, false)
-				clear(lines)
-				if err != nil {
-					l.log.Error("live: ingest", "feed", f.name, "err", err)
-					conn.Close(websocket.StatusInternalError, "the server cannot store lines; retry later")
-					return
-				}
-				if last != "" {
-					select {
-					case acks <- pendingAck{last, l.synced()}:
-					case <-ackerDone:
-						return
-					}
-				}
-			}
-			switch {
-			case m.tooBig:
-				conn.Close(websocket.StatusMessageTooBig, "message over 1 MiB: send fewer lines per batch")
-				return
-			case errors.Is(m.err, errBadBatch):
-				conn.Close(websocket.StatusUnsupportedData, "want {\"lines\":[{\"id\":…,\"raw\":…}]}")
-				return
-			case m.err != nil:
-				return
-			}
+		default:
+			return lines, nil
 		}
-	})
+	}
+	return lines, nil
 }
 
 // ingestQueue is how many relay messages a connection reads ahead while
