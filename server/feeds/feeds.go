@@ -123,8 +123,12 @@ type Config struct {
 	// DemoIdle is how long a tag's demo feed runs with no browser
 	// watching; 0 means two minutes.
 	DemoIdle time.Duration
-	// FeedToken, when set, names the ingest token of a feed that has its
-	// own (ok true): that feed takes that token instead of IngestToken.
+	// FeedToken, when set, is asked for the token of a feed granted none
+	// (GrantToken): ok true names the feed's own token.
+	//
+	// Deprecated: transitional, until the rooms call GrantToken and
+	// RevokeToken themselves (issue 24); then it goes, with the closure
+	// in server.New that sets it.
 	FeedToken func(feed string) (token string, ok bool)
 	NATSName  string // this replica's name in NATS; "" means "syncloop"
 	// KnownReadings, when set, returns the Readings of the tags the site
@@ -174,6 +178,9 @@ type Service struct {
 	bgClosed bool
 	bg       sync.WaitGroup
 
+	tokensMu sync.Mutex
+	tokens   map[string]string // the feeds granted a token of their own (tokens.go)
+
 	mu     sync.Mutex
 	feeds  map[string]*feed
 	closed bool
@@ -197,7 +204,7 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 	if cfg.DemoIdle <= 0 {
 		cfg.DemoIdle = demoIdle
 	}
-	l := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
+	l := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), tokens: make(map[string]string), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
 		sockets: cfg.Sockets, synced: b.Synced}
 	l.followFeed = l.follow
 	if l.log == nil {

@@ -7,11 +7,9 @@ package feeds
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/coder/websocket"
@@ -20,25 +18,6 @@ import (
 	"github.com/syncloop/syncloop/server/jsonstr"
 	"github.com/syncloop/syncloop/server/relay"
 )
-
-// checkToken reports whether r carries the ingest token, comparing in constant time.
-// A feed with a token of its own (Config.FeedToken: a room's) takes only that one.
-func (l *Service) checkToken(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	want := l.cfg.IngestToken
-	if own, has := l.feedToken(chi.URLParam(r, "feed")); has {
-		want = own
-	}
-	return ok && want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-}
-
-// feedToken is Config.FeedToken, when set.
-func (l *Service) feedToken(feed string) (string, bool) {
-	if l.cfg.FeedToken == nil {
-		return "", false
-	}
-	return l.cfg.FeedToken(feed)
-}
 
 // HandleIngest is GET /feeds/{feed}/ingest: a relay's websocket.
 func (l *Service) HandleIngest() http.Handler {
