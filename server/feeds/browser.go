@@ -130,24 +130,45 @@ func (l *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *fee
 	hello.Next = next
 	sub := f.hub.Subscribe(after)
 	defer sub.Close()
-	out := newSocketWriter(ctx, conn)
-	defer out.stop()
-	if err := out.write(mustJSON(map[string]any{"hello": hello})); err != nil {
+	// One message waits while another is written: past that, the
+	// browser's pace holds this loop, and the hub tells it what it
+	// skipped.
+	out := clients.NewWriter(ctx, conn, clients.WriterConfig{Queue: 1, Block: true, Timeout: writeTimeout, Sent: l.putFrame})
+	defer out.Stop()
+	if err := out.Send(mustJSON(map[string]any{"hello": hello})); err != nil {
 		return
 	}
 	err := l.sendLines(ctx, f, sub, gen, out)
-	switch {
-	case errors.Is(err, hub.ErrClosed) && f.gone.Load():
+	if !errors.Is(err, hub.ErrClosed) || out.Flush() != nil {
+		return
+	}
+	if f.gone.Load() {
 		conn.Close(CloseFeedGone, "this feed is gone: its room expired")
-	case errors.Is(err, hub.ErrClosed):
+	} else {
 		conn.Close(websocket.StatusGoingAway, "server shutting down")
+	}
+}
+
+// getFrame is a buffer for a browser message, from a pool shared by the
+// feed's browsers: most wait between batches, and a buffer each would
+// hold frameLimit apiece.
+func (l *Service) getFrame() []byte {
+	return (*l.frames.Get().(*[]byte))[:0]
+}
+
+// putFrame gives a written message's buffer back to the pool, if it is
+// one (a hello is not).
+func (l *Service) putFrame(b []byte) {
+	if cap(b) >= frameMin {
+		b = b[:0]
+		l.frames.Put(&b)
 	}
 }
 
 // sendLines writes what sub delivers to the browser, each batch with a
 // skipped marker and the feed's status when they changed, until sub or
 // a write fails (gen is the status the browser has).
-func (l *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription, gen uint64, out *socketWriter) error {
+func (l *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription, gen uint64, out *clients.Writer) error {
 	pause := time.NewTimer(0)
 	defer pause.Stop()
 	for {
@@ -155,10 +176,7 @@ func (l *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription,
 		if err != nil {
 			return err
 		}
-		// Frames come from a pool shared by the feed's browsers: most wait
-		// between batches, and a buffer each would hold frameLimit apiece.
-		fp := l.frames.Get().(*[]byte)
-		frame := (*fp)[:0]
+		frame := l.getFrame()
 		if gap := b.Missed + b.Skipped; gap > 0 {
 			frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(gap)+`}`))
 		}
@@ -168,20 +186,18 @@ func (l *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription,
 		}
 		for _, e := range b.Entries {
 			if len(frame)+len(e.Data) > frameLimit && len(frame) > 0 {
-				if err := out.write(frame); err != nil {
+				if err := out.Send(frame); err != nil {
 					return err
 				}
-				frame = frame[:0]
+				frame = l.getFrame()
 			}
 			frame = appendMsg(frame, e.Data)
 		}
-		if len(frame) > 0 {
-			if err := out.write(frame); err != nil {
-				return err
-			}
+		if len(frame) == 0 {
+			l.putFrame(frame)
+		} else if err := out.Send(frame); err != nil { // out gives it back to the pool
+			return err
 		}
-		*fp = frame[:0]
-		l.frames.Put(fp)
 		// A trickle of lines would cost a write per line per browser:
 		// let a few milliseconds' worth gather into the next message.
 		if len(b.Entries) < coalesceBelow {
@@ -240,37 +256,5 @@ func (w writeBuffered) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (w writeBuffered) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // writeTimeout is how long a websocket message may take to write before
-// its connection is given up as stalled.
+// its connection is given up as stalled (clients.Writer).
 const writeTimeout = 10 * time.Second
-
-// socketWriter writes a websocket's messages on its hot path: each write
-// has writeTimeout, and the connection closes when ctx ends, as with a
-// context per write, but without one: for every browser and every
-// batch, that cost the websocket library three allocations and a goroutine
-// handoff. A watchdog timer, reset around each write, closes a stalled
-// connection instead.
-type socketWriter struct {
-	conn     *websocket.Conn
-	watchdog *time.Timer
-	stopCtx  func() bool
-}
-
-func newSocketWriter(ctx context.Context, conn *websocket.Conn) *socketWriter {
-	w := &socketWriter{conn: conn, watchdog: time.AfterFunc(writeTimeout, func() { conn.CloseNow() })}
-	w.watchdog.Stop()
-	w.stopCtx = context.AfterFunc(ctx, func() { conn.CloseNow() })
-	return w
-}
-
-func (w *socketWriter) write(b []byte) error {
-	w.watchdog.Reset(writeTimeout)
-	err := w.conn.Write(context.Background(), websocket.MessageText, b)
-	w.watchdog.Stop()
-	return err
-}
-
-// stop ends the watchdog and the watch on ctx; the connection stays open.
-func (w *socketWriter) stop() {
-	w.watchdog.Stop()
-	w.stopCtx()
-}

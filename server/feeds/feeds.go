@@ -93,7 +93,8 @@ const (
 	maxTagDemos  = 8
 	ingestLimit  = 1 << 20  // bytes per ingest message
 	displayLimit = 64 << 10 // bytes of a line kept for display
-	frameLimit   = 64 << 10 // bytes per browser message: the buffer each browser's writer keeps
+	frameLimit   = 64 << 10 // bytes per browser message: the most a pooled buffer grows to
+	frameMin     = 4 << 10  // bytes of a new pooled buffer
 	// A browser's writer that sent fewer than coalesceBelow lines waits
 	// coalesceFor before the next message, so lines arriving one by one
 	// share a write; the wait is well under what a reader notices.
@@ -210,7 +211,7 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
 	}
-	l.frames.New = func() any { b := make([]byte, 0, 4<<10); return &b }
+	l.frames.New = func() any { b := make([]byte, 0, frameMin); return &b }
 	l.ingestBufs.New = func() any { return new(bytes.Buffer) }
 	l.ctx, l.cancel = context.WithCancel(context.Background())
 	if err := l.migrateLegacy(l.ctx); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 
+	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/jsonstr"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -87,8 +88,8 @@ type ingestMsg struct {
 // per batch.
 func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) {
 	ctx := r.Context()
-	out := newSocketWriter(ctx, conn)
-	defer out.stop()
+	out := clients.NewWriter(ctx, conn, clients.WriterConfig{Queue: ackQueue, Block: true, Timeout: writeTimeout})
+	defer out.Stop()
 	msgs := make(chan ingestMsg, ingestQueue)
 	done := make(chan struct{})
 	readerDone := make(chan struct{})
@@ -104,7 +105,8 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) {
 	ackerDone := make(chan struct{})
 	go func() { // owned: ends when acks is closed, or the connection fails
 		defer close(ackerDone)
-		if l.sendAcks(ctx, acks, out) != nil {
+		// The acks sent are written before the handler goes on.
+		if l.sendAcks(ctx, acks, out) != nil || out.Flush() != nil {
 			conn.CloseNow() // the reader notices, and the handler ends
 		}
 	}()
@@ -160,7 +162,7 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) {
 // KiB, held only while decoded).
 func (l *Service) readRelay(conn *websocket.Conn, msgs chan<- ingestMsg, done <-chan struct{}) {
 	for {
-		// No context per read (see socketWriter): the request's end
+		// No context per read (see clients.Writer): the request's end
 		// closes the connection, which ends the read.
 		var m ingestMsg
 		_, rd, err := conn.Reader(context.Background())
@@ -234,8 +236,7 @@ type pendingAck struct {
 // sendAcks writes each ack once its lines are on disk, in order, until
 // acks is closed; acks whose lines reached the disk together go as one
 // (the last), and one that is ready never waits for a later one.
-func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *socketWriter) error {
-	var msg []byte
+func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *clients.Writer) error {
 	var next *pendingAck // taken from acks, not on disk yet
 	for {
 		a, ok := pendingAck{}, true
@@ -269,8 +270,8 @@ func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *soc
 				break later
 			}
 		}
-		msg = append(jsonstr.Append(append(msg[:0], `{"ack":`...), a.id), '}')
-		if err := out.write(msg); err != nil {
+		msg := append(jsonstr.Append([]byte(`{"ack":`), a.id), '}') // out keeps it until written
+		if err := out.Send(msg); err != nil {
 			return err
 		}
 	}
