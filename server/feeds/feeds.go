@@ -66,6 +66,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/broker"
@@ -148,6 +149,9 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	IPv6Prefix     int // bits that name an IPv6 client; 0 means clients.DefaultIPv6Prefix
 	Logger         *slog.Logger
+	// Metrics, when set, is where the feeds register their series
+	// (metrics.go); nil registers nothing.
+	Metrics prometheus.Registerer
 }
 
 // Service owns the feeds: per-feed hubs, ingest from relays, the demo feed.
@@ -218,6 +222,12 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 		l.cancel()
 		return nil, err
 	}
+	if cfg.Metrics != nil {
+		if err := cfg.Metrics.Register(l.Collector()); err != nil {
+			l.cancel()
+			return nil, fmt.Errorf("feeds: metrics: %w", err)
+		}
+	}
 
 	f, err := l.feed(defaultFeed)
 	if err != nil {
@@ -259,6 +269,9 @@ func (l *Service) Close() {
 	}
 	l.wg.Wait()
 	l.closeBG()
+	if l.cfg.Metrics != nil {
+		l.cfg.Metrics.Unregister(l.Collector())
+	}
 	if l.closeBroker {
 		l.b.Close()
 	}

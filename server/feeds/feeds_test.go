@@ -334,7 +334,7 @@ func TestLiveIngestDedupHistoryAndTail(t *testing.T) {
 	for _, want := range []string{
 		"# TYPE syncloop_lines_ingested_total counter",
 		`syncloop_lines_ingested_total{feed="lab"} 7`,
-		`syncloop_lines_by_case_total{feed="lab",case="none"} 7`,
+		`syncloop_lines_by_case_total{case="none",feed="lab"} 7`,
 		`syncloop_lines_dropped_total{feed="lab"} 0`,
 		`syncloop_clients{feed="lab"} 2`,
 	} {

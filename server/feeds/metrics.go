@@ -1,71 +1,94 @@
 package feeds
 
-// Metrics: the feeds' counters and gauges for /metrics.
+// Metrics: the feeds' series, collected by prometheus/client_golang when
+// scraped (Config.Metrics). A feed with a token of its own (a room's,
+// GrantToken) is never a label value: its name is a viewer link.
 
 import (
+	"cmp"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-func (l *Service) HandleMetrics() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		l.mu.Lock()
-		feeds := slices.SortedFunc(maps.Values(l.feeds), func(a, b *feed) int { return strings.Compare(a.name, b.name) })
-		l.mu.Unlock()
-		type row struct {
-			name             string
-			ingested         uint64
-			byCase           map[string]uint64
-			dropped, clients uint64
-		}
-		rows := make([]row, 0, len(feeds))
-		for _, f := range feeds {
-			f.mu.Lock()
-			rw := row{name: f.name, ingested: f.ingested, byCase: maps.Clone(f.byCase)}
-			f.mu.Unlock()
-			st := f.hub.Stats()
-			rw.dropped, rw.clients = st.Dropped, uint64(st.Subscribers)
-			rows = append(rows, rw)
-		}
-		var b strings.Builder
-		metric := func(name, help, typ string, each func(rw row)) {
-			fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
-			for _, rw := range rows {
-				each(rw)
-			}
-		}
-		metric("syncloop_lines_ingested_total", "Lines stored in a feed (relays, journal and demo).", "counter", func(rw row) {
-			fmt.Fprintf(&b, "syncloop_lines_ingested_total{feed=%s} %d\n", promQuote(rw.name), rw.ingested)
-		})
-		metric("syncloop_lines_by_case_total", "Lines stored in a feed by the case that logged them (\"none\": no case).", "counter", func(rw row) {
-			for _, k := range slices.Sorted(maps.Keys(rw.byCase)) {
-				c := k
-				if c == "" {
-					c = "none"
-				}
-				fmt.Fprintf(&b, "syncloop_lines_by_case_total{feed=%s,case=%s} %d\n", promQuote(rw.name), promQuote(c), rw.byCase[k])
-			}
-		})
-		metric("syncloop_lines_dropped_total", "Lines browsers that fell behind by more than the feed's history did not get (a skipped marker told them, unless they were closed first).", "counter", func(rw row) {
-			fmt.Fprintf(&b, "syncloop_lines_dropped_total{feed=%s} %d\n", promQuote(rw.name), rw.dropped)
-		})
-		metric("syncloop_clients", "Browsers connected to a feed.", "gauge", func(rw row) {
-			fmt.Fprintf(&b, "syncloop_clients{feed=%s} %d\n", promQuote(rw.name), rw.clients)
-		})
-		fmt.Fprintf(&b, "# HELP syncloop_feeds Feeds the server holds: at most %d, rooms' included, and at most %d tags' demos.\n# TYPE syncloop_feeds gauge\nsyncloop_feeds %d\n", MaxFeeds, maxTagDemos, len(feeds))
-		fmt.Fprintf(&b, "# HELP syncloop_sockets_refused_total Browser sockets refused because their client held --sockets-per-client already.\n# TYPE syncloop_sockets_refused_total counter\nsyncloop_sockets_refused_total %d\n", l.sockets.Refused())
-		fmt.Fprintf(&b, "# HELP syncloop_sockets_unanswered_total Browser sockets closed because they did not answer a ping (half-open connections).\n# TYPE syncloop_sockets_unanswered_total counter\nsyncloop_sockets_unanswered_total %d\n", l.sockets.Unanswered())
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		io.WriteString(w, b.String())
-	})
+var (
+	ingestedDesc = prometheus.NewDesc("syncloop_lines_ingested_total",
+		"Lines stored in a feed (relays, journal and demo).", []string{"feed"}, nil)
+	byCaseDesc = prometheus.NewDesc("syncloop_lines_by_case_total",
+		`Lines stored in a feed by the case that logged them ("none": no case).`, []string{"feed", "case"}, nil)
+	droppedDesc = prometheus.NewDesc("syncloop_lines_dropped_total",
+		"Lines browsers that fell behind by more than the feed's history did not get (a skipped marker told them, unless they were closed first).", []string{"feed"}, nil)
+	clientsDesc = prometheus.NewDesc("syncloop_clients",
+		"Browsers connected to a feed.", []string{"feed"}, nil)
+	feedsDesc = prometheus.NewDesc("syncloop_feeds",
+		fmt.Sprintf("Feeds the server holds: at most %d, rooms' included, and at most %d tags' demos.", MaxFeeds, maxTagDemos), nil, nil)
+	refusedDesc = prometheus.NewDesc("syncloop_sockets_refused_total",
+		"Browser sockets refused because their client held --sockets-per-client already.", nil, nil)
+	unansweredDesc = prometheus.NewDesc("syncloop_sockets_unanswered_total",
+		"Browser sockets closed because they did not answer a ping (half-open connections).", nil, nil)
+)
+
+// collector reads the feeds' counters when scraped: they are the feeds'
+// own (a feed's under its lock), not copies kept up to date.
+type collector struct{ l *Service }
+
+// Collector is the feeds' series, for a registry of the caller's
+// (Config.Metrics registers it on one).
+func (l *Service) Collector() prometheus.Collector { return collector{l} }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{ingestedDesc, byCaseDesc, droppedDesc, clientsDesc, feedsDesc, refusedDesc, unansweredDesc} {
+		ch <- d
+	}
 }
 
-// promQuote quotes a label value as the Prometheus text format wants.
-func promQuote(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	l := c.l
+	l.mu.Lock()
+	feeds := slices.SortedFunc(maps.Values(l.feeds), func(a, b *feed) int { return strings.Compare(a.name, b.name) })
+	l.mu.Unlock()
+	for _, f := range feeds {
+		if _, own := l.feedToken(f.name); own {
+			continue
+		}
+		f.mu.Lock()
+		ingested, byCase := f.ingested, maps.Clone(f.byCase)
+		f.mu.Unlock()
+		st := f.hub.Stats()
+		ch <- prometheus.MustNewConstMetric(ingestedDesc, prometheus.CounterValue, float64(ingested), f.name)
+		// "none" is there from the start: a series that appears with its
+		// first line would lose that line to rate().
+		if _, ok := byCase[""]; !ok {
+			byCase[""] = 0
+		}
+		for k, n := range byCase {
+			ch <- prometheus.MustNewConstMetric(byCaseDesc, prometheus.CounterValue, float64(n), f.name, cmp.Or(k, "none"))
+		}
+		ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(st.Dropped), f.name)
+		ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(st.Subscribers), f.name)
+	}
+	ch <- prometheus.MustNewConstMetric(feedsDesc, prometheus.GaugeValue, float64(len(feeds)))
+	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(l.sockets.Refused()))
+	ch <- prometheus.MustNewConstMetric(unansweredDesc, prometheus.CounterValue, float64(l.sockets.Unanswered()))
+}
+
+// HandleMetrics serves the feeds' series alone, from a registry of their
+// own: for a server that does not yet serve one registry for all its
+// packages (promhttp.HandlerFor on the registry given as Config.Metrics).
+// It always answers in the plain text format, uncompressed, which the
+// server edits (server/rooms.go) until it serves one registry.
+func (l *Service) HandleMetrics() http.Handler {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(l.Collector())
+	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{DisableCompression: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		r.Header.Del("Accept") // the text format, not protobuf or OpenMetrics
+		h.ServeHTTP(w, r)
+	})
 }
