@@ -1,9 +1,26 @@
 // Package feeds is the live side of the site: one hub per feed (a ring of
 // recent lines and a fan-out to browsers), fed by relays over the ingest
 // websocket, by the server's own journal command or file, or by the demo
-// feed, and stored in a JetStream stream (store.go). It owns its
-// state; the rooms reach a room's feed only through Service's methods
-// (SetFeedTag, FeedVersion, DropFeed, RoomDemo, FeedFired, FeedRelayed).
+// feed, and stored in a JetStream stream per feed. It owns its state;
+// whoever owns a feed of its own (package rooms) reaches it only through
+// Service's methods (SetFeedTag, FeedVersion, DropFeed, RoomDemo,
+// FeedFired, FeedRelayed, GrantToken, RevokeToken); feeds know nothing of
+// rooms.
+//
+// A line's trip, file by file:
+//
+//	ingest.go   a relay's websocket: token (tokens.go), read, group, ack once on disk
+//	journal.go  or the server's own journal; demo.go, or a simulated kubelet
+//	store.go    the feed's JetStream stream: skip what is stored, publishToStream
+//	            (stored.go: a stored message's format; migrate.go: the old layout)
+//	deliver.go  classify, publishToHub (this replica's stored lines at once,
+//	            the others' and the history through the stream's consumer)
+//	browser.go  a browser's websocket: hello, then the hub's batches
+//	export.go   the stored lines again, as NDJSON
+//	feeds.go    the registry: which feeds a server holds, caps, eviction
+//	feed.go     one feed: its source (a typed state) and what browsers are told
+//	fired.go, version.go   what fired, and which kubelet logged it
+//	metrics.go  the feeds' series for /metrics
 //
 // Ingest protocol (GET /feeds/{feed}/ingest, websocket, relay → server):
 //
