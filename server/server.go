@@ -210,15 +210,12 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	undo = append(undo, b.Close)
 	s.broker = b
-	var rs *rooms.Service // set before any request can ask for a feed's token
-	cfg.FeedToken = func(feed string) (string, bool) { return rs.FeedToken(feed) }
-	s.cfg.FeedToken = cfg.FeedToken
 	s.sockets = clients.NewSockets(cfg.SocketsPerClient, cfg.PingEvery)
 	fc := feeds.Config{
 		DefaultTag: cfg.DefaultTag, IngestToken: cfg.IngestToken,
 		JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
 		RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
-		DemoPeriod: cfg.DemoPeriod, FeedToken: cfg.FeedToken, NATSName: cfg.NATSName,
+		DemoPeriod: cfg.DemoPeriod, NATSName: cfg.NATSName,
 		Sockets: s.sockets, Space: b.Space, TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix, Logger: cfg.Logger,
 		KnownReadings: pages.KnownReadings, LoadTag: pages.Load,
 	}
@@ -233,7 +230,7 @@ func NewServer(cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	undo = append(undo, s.closeNotes)
-	rs, err = s.openRooms(ctx, b, func(c *rooms.ServiceConfig) {
+	rs, err := s.openRooms(ctx, b, func(c *rooms.ServiceConfig) {
 		c.OnExpire = s.notes.Expired
 		if cfg.roomsTune != nil {
 			cfg.roomsTune(c)

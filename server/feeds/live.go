@@ -133,10 +133,7 @@ type Config struct {
 	// DemoIdle is how long a tag's demo feed runs with no browser
 	// watching; 0 means two minutes.
 	DemoIdle time.Duration
-	// FeedToken, when set, names the ingest token of a feed that has its
-	// own (ok true): that feed takes that token instead of IngestToken.
-	FeedToken func(feed string) (token string, ok bool)
-	NATSName  string // this replica's name in NATS; "" means "syncloop"
+	NATSName string // this replica's name in NATS; "" means "syncloop"
 	// KnownReadings, when set, returns the Readings of the tags the site
 	// knows: a journal that shows no start-up line is told its kubelet's
 	// version by their log sites (version.go). LoadTag starts loading a
@@ -174,6 +171,7 @@ type Service struct {
 	sites          *classify.Sites
 	sitesAt        time.Time
 	ingestBufs     sync.Pool // *bytes.Buffer: relays' messages while they are read and decoded
+	tokens         tokens    // feeds' own ingest tokens (tokens.go)
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -1136,7 +1134,7 @@ func (w *socketWriter) stop() {
 }
 
 // checkToken reports whether r carries the ingest token, comparing in constant time.
-// A feed with a token of its own (Config.FeedToken: a room's) takes only that one.
+// A feed with a token of its own (GrantToken: a room's) takes only that one.
 func (l *Service) checkToken(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	want := l.cfg.IngestToken
@@ -1144,14 +1142,6 @@ func (l *Service) checkToken(r *http.Request) bool {
 		want = own
 	}
 	return ok && want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
-}
-
-// feedToken is Config.FeedToken, when set.
-func (l *Service) feedToken(feed string) (string, bool) {
-	if l.cfg.FeedToken == nil {
-		return "", false
-	}
-	return l.cfg.FeedToken(feed)
 }
 
 func (l *Service) HandleIngest() http.Handler {
