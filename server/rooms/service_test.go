@@ -3,6 +3,7 @@ package rooms
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/syncloop/syncloop/server/internal/wstest"
 )
@@ -86,14 +89,18 @@ func (kv gatedKV) Update(ctx context.Context, key string, value []byte, rev uint
 
 // newService starts rooms on st (closed with the service) and serves their
 // sockets.
-func newService(t *testing.T, st *Store) (*Service, *httptest.Server) {
+func newService(t *testing.T, st *Store, edit ...func(*ServiceConfig)) (*Service, *httptest.Server) {
 	t.Helper()
-	rs, err := NewService(ServiceConfig{Store: st, Site: Site{
+	cfg := ServiceConfig{Store: st, Site: Site{
 		Status: func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string) {
 			http.Error(w, heading, code)
 		},
 		SameOrigin: func(*http.Request) bool { return true },
-	}})
+	}}
+	for _, e := range edit {
+		e(&cfg)
+	}
+	rs, err := NewService(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,5 +229,46 @@ func TestSlowWriteBlocksNoOne(t *testing.T) {
 			t.Fatalf("room A's record after the driver left: driver %q, %v; want none", rec.Driver, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestMetrics: the rooms' gauges, registered on the registry given, say
+// how many rooms there are and who is in them here.
+func TestMetrics(t *testing.T) {
+	b := newBroker(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := Open(ctx, Config{JS: b.JS, Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	_, ts := newService(t, st, func(c *ServiceConfig) { c.Metrics = reg })
+	room, key, err := st.Create("v1.31.0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.Create("v1.31.0", ""); err != nil {
+		t.Fatal(err)
+	}
+	d := joinRoom(t, ctx, ts, room.ID, key)
+	d.until(t, ctx, "the driver to drive", stateWhere(func(m map[string]any) bool { return m["driver"] == d.id }))
+	v := joinRoom(t, ctx, ts, room.ID, "")
+	v.until(t, ctx, "the viewer to see two readers", stateWhere(func(m map[string]any) bool { rs, _ := m["readers"].([]any); return len(rs) == 2 }))
+	want := map[string]float64{"syncloop_rooms": 2, "syncloop_room_readers": 2, "syncloop_room_followers": 1}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetType() != dto.MetricType_GAUGE || len(mf.GetMetric()) != 1 || len(mf.GetMetric()[0].GetLabel()) != 0 {
+			t.Errorf("%s: %v, want one gauge with no labels", mf.GetName(), mf)
+			continue
+		}
+		got[mf.GetName()] = mf.GetMetric()[0].GetGauge().GetValue()
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("gauges %v, want %v", got, want)
 	}
 }
