@@ -1,6 +1,6 @@
 // Package clients says who a client is, and holds what feed and room
-// sockets share: a cap on the sockets one client holds open, and the pings
-// that find half-open connections.
+// sockets share: a cap on the sockets one client holds open, the pings
+// that find half-open connections, and a socket's one writer (Writer).
 //
 // A request comes from its
 // client address, which every per-client limit (room creation, rooms held,
