@@ -38,6 +38,9 @@ var ErrStopped = errors.New("kvmirror: the watch ended before the bucket's conte
 // first (then the watch is stopped). apply must not block for long: the
 // next change waits for it.
 func Start(ctx context.Context, kv jetstream.KeyValue, apply func(Entry)) (*Mirror, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	wctx, cancel := context.WithCancel(context.Background())
 	w, err := kv.WatchAll(wctx)
 	if err != nil {
