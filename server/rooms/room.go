@@ -18,8 +18,11 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/server/clients"
 )
 
 // roomColors is how many reader colours room.css defines (.rc-0 …).
@@ -62,79 +65,47 @@ type roomReader struct {
 	// follow them.
 	welcomed bool
 
-	// What the writer sends next: the latest room state (a newer one
-	// replaces an unsent one: only the latest matters) and other messages
-	// in order. wake has room for one signal.
-	outMu    sync.Mutex
-	state    []byte
-	at       []byte // the driver's latest position, newer than state's
-	queue    [][]byte
-	wake     chan struct{}
-	gone     chan struct{}
-	goneOnce sync.Once
-	// expired: gone because the room expired (endReaders), which its
-	// socket's close code says, so the page stops reconnecting.
-	expired atomic.Bool
+	// out is the socket's one writer: messages in order, and the latest
+	// room state and driver's position in slots (only the latest matters).
+	// A reader with more than maxQueued messages waiting is dropped as too
+	// slow (clients.ErrTooSlow).
+	out *clients.Writer
+	// expired is closed when the room expired (endReaders): the socket is
+	// closed with CloseGone, so the page stops reconnecting.
+	expired    chan struct{}
+	expireOnce sync.Once
 }
 
 // maxQueued is how many messages other than the state a reader may have
 // waiting before it is dropped as too slow.
 const maxQueued = 64
 
-func (r *roomReader) drop() { r.goneOnce.Do(func() { close(r.gone) }) }
-
-// What a message is, for the writer's queue.
+// The writer's slots (clients.Writer.SendLatest), written after its queue
+// in this order: a state holds the position as it was when it was made,
+// so the position sent last is never older.
 const (
-	outQueued = iota // sent in order
-	outState         // the room's state: the latest replaces one unsent
-	outAt            // the driver's position: likewise
+	slotState = iota
+	slotAt
+	slots
 )
 
-// push queues msg for the reader, dropping the reader when it is too slow.
-func (r *roomReader) push(msg []byte) { r.enqueue(msg, outQueued) }
+// newWriter is a room socket's writer.
+func newWriter(ctx context.Context, conn *websocket.Conn) *clients.Writer {
+	return clients.NewWriter(ctx, conn, clients.WriterConfig{Queue: maxQueued, Slots: slots})
+}
+
+// push queues msg for the reader. (An error is the writer's: it stopped,
+// and the socket is being closed.)
+func (r *roomReader) push(msg []byte) { r.out.Send(msg) }
 
 // pushState queues the room's state, replacing one not yet sent.
-func (r *roomReader) pushState(msg []byte) { r.enqueue(msg, outState) }
+func (r *roomReader) pushState(msg []byte) { r.out.SendLatest(slotState, msg) }
 
 // pushAt queues the driver's position, replacing one not yet sent.
-func (r *roomReader) pushAt(msg []byte) { r.enqueue(msg, outAt) }
+func (r *roomReader) pushAt(msg []byte) { r.out.SendLatest(slotAt, msg) }
 
-func (r *roomReader) enqueue(msg []byte, kind int) {
-	r.outMu.Lock()
-	if kind == outState {
-		r.state = msg
-	} else if kind == outAt {
-		r.at = msg
-	} else if len(r.queue) >= maxQueued {
-		r.outMu.Unlock()
-		r.drop()
-		return
-	} else {
-		r.queue = append(r.queue, msg)
-	}
-	r.outMu.Unlock()
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
-
-// take returns what is to be sent, in order: the queue, the state, the
-// position (a state holds the position as it was when it was made, so the
-// position pushed last is never older).
-func (r *roomReader) take() [][]byte {
-	r.outMu.Lock()
-	defer r.outMu.Unlock()
-	out := r.queue
-	r.queue = nil
-	for _, m := range []*[]byte{&r.state, &r.at} {
-		if *m != nil {
-			out = append(out, *m)
-			*m = nil
-		}
-	}
-	return out
-}
+// expire ends the reader's socket: its room expired.
+func (r *roomReader) expire() { r.expireOnce.Do(func() { close(r.expired) }) }
 
 // present is everyone in the room, here first. rl.mu is held.
 func (rl *roomLive) present() []who {
@@ -287,8 +258,9 @@ func (rs *Service) makeMove(id string, m move) (string, error) {
 	return "", nil
 }
 
-// join adds a reader to room, making the room active here; nil when full.
-func (rs *Service) join(room Room) (*roomLive, *roomReader) {
+// join adds a reader, whose socket's writer is out, to room, making the
+// room active here; nil when full.
+func (rs *Service) join(room Room, out *clients.Writer) (*roomLive, *roomReader) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rl := rs.active[room.ID]
@@ -303,7 +275,7 @@ func (rs *Service) join(room Room) (*roomLive, *roomReader) {
 	rl.next++
 	n := strconv.Itoa(rl.next)
 	r := &roomReader{id: "r" + n + rs.replica, name: "reader " + n, color: (rl.next - 1) % roomColors,
-		following: true, wake: make(chan struct{}, 1), gone: make(chan struct{})}
+		following: true, out: out, expired: make(chan struct{})}
 	rl.readers = append(rl.readers, r)
 	rs.announce(rl)
 	return rl, r

@@ -22,6 +22,7 @@ package rooms
 // loads again (wheel.go).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -165,22 +166,25 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		defaultTag:  cfg.DefaultTag,
 		nc:          cfg.NC,
 		replica:     "-" + strings.ToLower(replica[:5]),
-		maxReaders:  cmp(cfg.MaxReaders, DefaultMaxReaders),
-		msgRate:     cmp(cfg.MsgRate, DefaultMsgRate),
-		wheelGrace:  cmp(cfg.WheelGrace, DefaultWheelGrace),
-		presenceTTL: cmp(cfg.PresenceTTL, DefaultPresenceTTL),
-		tickEvery:   cmp(cfg.Tick, DefaultTick),
+		maxReaders:  cmp.Or(max(cfg.MaxReaders, 0), DefaultMaxReaders),
+		msgRate:     cmp.Or(max(cfg.MsgRate, 0), DefaultMsgRate),
+		wheelGrace:  cmp.Or(max(cfg.WheelGrace, 0), DefaultWheelGrace),
+		presenceTTL: cmp.Or(max(cfg.PresenceTTL, 0), DefaultPresenceTTL),
+		tickEvery:   cmp.Or(max(cfg.Tick, 0), DefaultTick),
 		feeds:       cfg.Feeds,
-		createRate:  cmp(cfg.CreateRate, DefaultCreateRate),
+		createRate:  cmp.Or(max(cfg.CreateRate, 0), DefaultCreateRate),
 		log:         cfg.Logger,
 		onExpire:    cfg.OnExpire,
 		active:      map[string]*roomLive{},
 		heard:       map[string]*presence{},
 	}
+	if rs.presenceTTL <= rs.tickEvery {
+		return nil, fmt.Errorf("rooms: a presence TTL of %v is not longer than the tick of %v: a replica's readers would be forgotten between its announcements", rs.presenceTTL, rs.tickEvery)
+	}
 	if rs.sockets == nil {
 		rs.sockets = clients.NewSockets(0, 0)
 	}
-	rs.creates = NewKeyLimiter(rs.createRate, cmp(cfg.CreateBurst, DefaultCreateBurst), 10000)
+	rs.creates = NewKeyLimiter(rs.createRate, cmp.Or(max(cfg.CreateBurst, 0), DefaultCreateBurst), 10000)
 	if rs.log == nil {
 		rs.log = slog.New(slog.DiscardHandler)
 	}
@@ -202,13 +206,6 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	rs.wg.Add(1)
 	go rs.housekeep()
 	return rs, nil
-}
-
-func cmp[T int | float64 | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // Store is the rooms' records.
@@ -266,8 +263,7 @@ func (rs *Service) endReaders(id string) {
 	readers := slices.Clone(rl.readers)
 	rl.mu.Unlock()
 	for _, r := range readers {
-		r.expired.Store(true)
-		r.drop()
+		r.expire()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/syncloop/syncloop/server/internal/natstest"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 )
 
@@ -270,5 +272,53 @@ func TestMetrics(t *testing.T) {
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("gauges %v, want %v", got, want)
+	}
+}
+
+// TestServiceConfigTimings: a presence TTL no longer than the tick would
+// forget every replica between its announcements: refused, saying why.
+func TestServiceConfigTimings(t *testing.T) {
+	_, err := NewService(ServiceConfig{PresenceTTL: time.Second, Tick: 2 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "presence TTL") {
+		t.Errorf("NewService with a TTL of 1s and a tick of 2s: %v, want refused", err)
+	}
+}
+
+// TestReplicaFallsSilent, on a short presence TTL and tick
+// (ServiceConfig): the wheel is with a key holder on replica 2, another
+// waits on replica 1; replica 2 dies without a word. Once replica 1 has
+// forgotten replica 2's readers, its key holder drives.
+func TestReplicaFallsSilent(t *testing.T) {
+	b1, b2 := natstest.Pair(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	short := func(c *ServiceConfig) { c.PresenceTTL, c.Tick = 400*time.Millisecond, 100*time.Millisecond }
+	st1, err := Open(ctx, Config{JS: b1.JS, Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2, err := Open(ctx, Config{JS: b2.JS, Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts1 := newService(t, st1, short, func(c *ServiceConfig) { c.NC = b1.NC })
+	_, ts2 := newService(t, st2, short, func(c *ServiceConfig) { c.NC = b2.NC })
+	room, key, err := st1.Create("v1.31.0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := joinRoom(t, ctx, ts2, room.ID, key)
+	far.until(t, ctx, "replica 2's key holder to drive", stateWhere(func(m map[string]any) bool { return m["driver"] == far.id }))
+	near := joinRoom(t, ctx, ts1, room.ID, key)
+	near.until(t, ctx, "replica 1 to see replica 2's driver", stateWhere(func(m map[string]any) bool { return m["driver"] == far.id }))
+
+	b2.NC.Close() // replica 2 dies: no goodbye, no write to the record
+	far.c.CloseNow()
+	start := time.Now()
+	near.until(t, ctx, "replica 1's key holder to drive", stateWhere(func(m map[string]any) bool { return m["driver"] == near.id }))
+	if took := time.Since(start); took < 400*time.Millisecond-presenceSettle {
+		t.Errorf("the wheel moved %v after replica 2 fell silent: before its readers' presence ran out", took)
+	} else {
+		t.Logf("the wheel moved %v after replica 2 fell silent (presence TTL 400ms, default %v)", took, DefaultPresenceTTL)
 	}
 }

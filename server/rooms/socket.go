@@ -1,8 +1,8 @@
 package rooms
 
 // The room websocket's I/O (protocol.go says what is said on it): the
-// upgrade, one reader loop that decodes and rate-limits, and one writer per
-// connection that sends what the room queued for the reader.
+// upgrade, one reader loop that decodes and rate-limits, and the socket's
+// one writer (clients.Writer), which sends what the room queued for it.
 
 import (
 	"context"
@@ -73,8 +73,13 @@ func (rs *Service) socketRoom(w http.ResponseWriter, r *http.Request) (Room, boo
 
 // serveReader is one reader's connection to room, from joining to leaving.
 func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room Room) {
-	rl, me := rs.join(room)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := newWriter(ctx, conn)
+	defer out.Stop()
+	rl, me := rs.join(room, out)
 	if me == nil {
+		out.Stop()
 		writeFrame(ctx, conn, errMsg("this room is full: %d readers at most (serve --max-readers)", rs.maxReaders))
 		conn.Close(CloseFull, "room full")
 		return
@@ -83,36 +88,25 @@ func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room R
 		rs.log.Warn("rooms: marking joined", "room", room.ID[:6]+"…", "err", err)
 	}
 	defer rs.leave(rl, me)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	defer rs.sockets.KeepAlive(conn)()
-	go writeLoop(ctx, cancel, conn, me)
+	go closeWhenDone(ctx, cancel, conn, me)
 	rs.readLoop(ctx, conn, rl, me)
 }
 
-// writeLoop sends what is queued for me until ctx ends, me is dropped (too
-// slow, or its room expired: the close code says which) or a write fails.
-func writeLoop(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, me *roomReader) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-me.gone:
-			if me.expired.Load() {
-				conn.Close(CloseGone, "this room expired")
-			} else {
-				conn.Close(CloseTooSlow, "too slow: messages piled up")
-			}
-			return
-		case <-me.wake:
-			for _, msg := range me.take() {
-				if writeFrame(ctx, conn, msg) != nil {
-					me.drop()
-					cancel()
-					return
-				}
-			}
+// closeWhenDone closes me's socket with the code that says why, when its
+// room expired or its writer stopped (too slow: messages piled up; or a
+// write failed).
+func closeWhenDone(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, me *roomReader) {
+	select {
+	case <-ctx.Done():
+	case <-me.expired:
+		me.out.Stop()
+		conn.Close(CloseGone, "this room expired")
+	case <-me.out.Done():
+		if errors.Is(me.out.Err(), clients.ErrTooSlow) {
+			conn.Close(CloseTooSlow, "too slow: messages piled up")
 		}
+		cancel()
 	}
 }
 
@@ -163,9 +157,10 @@ func refuseSocket(w http.ResponseWriter, r *http.Request, code websocket.StatusC
 	conn.Close(code, reason)
 }
 
-// writeFrame writes one text message, giving up after 10 s.
+// writeFrame writes one text message, giving up after 10 s (the full
+// room's last word: the reader has no writer).
 func writeFrame(ctx context.Context, conn *websocket.Conn, b []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, clients.DefaultWriteTimeout)
 	defer cancel()
 	return conn.Write(ctx, websocket.MessageText, b)
 }
