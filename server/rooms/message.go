@@ -262,7 +262,7 @@ func (rs *Service) onRotate(rl *roomLive, me *roomReader, room Room, m roomIn) (
 	if err != nil {
 		return quiet, refusal("could not rotate the token: " + err.Error())
 	}
-	rs.grantToken(nr) // the old token stops working here now, on the others with their copy
+	rs.followToken(nr.ID) // the old token stops working here now, on the others with their copy
 	tok := tokenMsg(nr.IngestToken)
 	for _, r := range rl.readers {
 		if r.key {

@@ -131,6 +131,7 @@ type Service struct {
 	presenceTTL time.Duration
 	tickEvery   time.Duration
 	feeds       *feeds.Service
+	tokenMu     sync.Mutex // orders the grants of room feeds' tokens (followToken)
 	log         *slog.Logger
 	creates     *KeyLimiter
 	createRate  float64
@@ -194,14 +195,16 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		}
 	}
 	rs.ctx, rs.cancel = context.WithCancel(context.Background())
-	// Every replica takes every room's token (a relay posts to any), from
-	// its copy of the records and then as they change.
-	rs.store.Each(rs.grantToken)
+	// Every replica takes every room's token (a relay posts to any), as
+	// the records change and from its copy of them (after: no change falls
+	// in between).
 	rs.store.OnChange(func(id string) {
+		rs.followToken(id) // the copy only: no round trip on the watcher's goroutine
 		// Not on the watcher's goroutine: a room's lock may be held by a
 		// writer waiting for the bucket.
 		go rs.changed(id)
 	})
+	rs.store.Each(func(r Room) { rs.followToken(r.ID) })
 	rs.stopHeard = rs.hearPresence()
 	rs.wg.Add(1)
 	go rs.housekeep()
@@ -239,7 +242,7 @@ func (rs *Service) housekeep() {
 		}
 		for _, id := range gone {
 			rs.endReaders(id)
-			rs.revokeToken(FeedPrefix + id)
+			rs.followToken(id)
 			rs.dropFeed(FeedPrefix + id)
 			if rs.onExpire != nil {
 				rs.onExpire(id)
@@ -417,7 +420,7 @@ func (rs *Service) FeedGate(next http.Handler) http.Handler {
 			http.Error(w, "this room was ended: its journal takes no more lines", http.StatusGone)
 			return
 		}
-		rs.grantToken(room) // should the watcher not have brought the room yet
+		rs.followToken(room.ID) // should the watcher not have brought the room yet
 		rs.setFeedTag(room.Feed(), room.Tag)
 		if !room.Ended && strings.HasSuffix(r.URL.Path, "/ws") {
 			rs.roomDemo(room.Feed())
@@ -428,18 +431,23 @@ func (rs *Service) FeedGate(next http.Handler) http.Handler {
 
 // The feeds' side of rooms, when there are feeds.
 
-// grantToken makes room's feed take only the room's ingest token.
-func (rs *Service) grantToken(room Room) {
-	if rs.feeds != nil {
-		rs.feeds.GrantToken(room.Feed(), room.IngestToken)
+// followToken makes room id's feed take only the room's ingest token as
+// this replica's copy has it now, or no token of its own once the room is
+// gone. The copy only moves forward and every grant reads it under
+// tokenMu, so the last grant is of the newest record: a rotated-out token
+// is never granted again.
+func (rs *Service) followToken(id string) {
+	if rs.feeds == nil {
+		return
 	}
-}
-
-// revokeToken takes the token of a room's feed back (its room is gone).
-func (rs *Service) revokeToken(feed string) {
-	if rs.feeds != nil {
-		rs.feeds.RevokeToken(feed)
+	rs.tokenMu.Lock()
+	defer rs.tokenMu.Unlock()
+	room, err := rs.store.peek(id)
+	if err != nil {
+		rs.feeds.RevokeToken(FeedPrefix + id)
+		return
 	}
+	rs.feeds.GrantToken(room.Feed(), room.IngestToken)
 }
 
 // setFeedTag makes a room's feed read tag.

@@ -136,22 +136,16 @@ func (rs *Service) heardOf(rl *roomLive, kind string, m wireMsg) {
 }
 
 // changed is told by the store of a room's record changed or gone (here
-// or on another replica): the room feed's token follows the record's, and
-// readers here see the new driver, tag, loan, or are told the room expired.
+// or on another replica): readers here see the new driver, tag, loan, or
+// are told the room expired.
 func (rs *Service) changed(id string) {
-	room, err := rs.store.Get(id)
-	if err != nil {
-		rs.revokeToken(FeedPrefix + id)
-	} else {
-		rs.grantToken(room)
-	}
 	rs.mu.Lock()
 	rl := rs.active[id]
 	rs.mu.Unlock()
 	if rl == nil {
 		return
 	}
-	if errors.Is(err, ErrExpired) {
+	if _, err := rs.store.Get(id); errors.Is(err, ErrExpired) {
 		rs.endReaders(id) // expired here or on another replica
 		return
 	}
