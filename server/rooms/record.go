@@ -96,7 +96,7 @@ type Room struct {
 	// before it existed count as joined.)
 	NeverJoined bool `json:"never_joined,omitempty"`
 	// Driver is the reader who holds the wheel (a reader id, unique in the
-	// cluster: socket.go), "" when no one does.
+	// cluster: room.go), "" when no one does.
 	Driver string `json:"driver,omitempty"`
 	// Class is the id of the class the room was started in (package
 	// classes), "" for a room of no class. A class's room takes a slot of

@@ -142,8 +142,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-// OnChange sets f to be told of each room another write changed (from
-// this replica or another), after the initial state. Set it before use.
+// OnChange sets f to be told of each room created here, and each room
+// another write changed (from this replica or another), after the initial
+// state. Set it before use.
 func (s *Store) OnChange(f func(id string)) {
 	s.mu.Lock()
 	s.onChange = f
@@ -292,7 +293,11 @@ func (s *Store) create(tag, owner, class string, budget int) (Room, string, erro
 	}
 	s.mu.Lock()
 	s.apply(r, rev)
+	f := s.onChange
 	s.mu.Unlock()
+	if f != nil {
+		f(id) // the watcher, bringing what the copy has, will not tell
+	}
 	if s.cfg.Sync != nil {
 		if err := s.cfg.Sync(ctx); err != nil {
 			return Room{}, "", fmt.Errorf("rooms: create: %w", err)
