@@ -60,14 +60,17 @@ type Writer struct {
 	cfg     WriterConfig
 	stopCtx func() bool
 
-	mu     sync.Mutex
-	queue  [][]byte
-	slots  [][]byte
-	err    error         // why the writer stopped; nil while it runs
-	wake   chan struct{} // has room for one signal: something was queued, or Stop
-	room   chan struct{} // has room for one signal: the queue has room (Block)
-	done   chan struct{} // closed when the goroutine ends
-	failed chan struct{} // closed when err is set
+	mu      sync.Mutex
+	flushed sync.Cond // signalled when written grows, or the writer stops
+	queued  uint64    // messages given to Send and SendLatest (replaced ones apart)
+	written uint64    // messages the goroutine has taken and written
+	queue   [][]byte
+	slots   [][]byte
+	err     error         // why the writer stopped; nil while it runs
+	wake    chan struct{} // has room for one signal: something was queued, or Stop
+	room    chan struct{} // has room for one signal: the queue has room (Block)
+	done    chan struct{} // closed when the goroutine ends
+	failed  chan struct{} // closed when err is set
 }
 
 // NewWriter starts conn's writer. The connection is closed (CloseNow)
@@ -90,6 +93,7 @@ func NewWriter(ctx context.Context, conn *websocket.Conn, cfg WriterConfig) *Wri
 		done:   make(chan struct{}),
 		failed: make(chan struct{}),
 	}
+	w.flushed.L = &w.mu
 	w.stopCtx = context.AfterFunc(ctx, func() { conn.CloseNow() })
 	go w.run()
 	return w
@@ -118,6 +122,7 @@ func (w *Writer) Send(msg []byte) error {
 		return err
 	}
 	w.queue = append(w.queue, msg)
+	w.queued++
 	w.mu.Unlock()
 	w.signal(w.wake)
 	return nil
@@ -135,10 +140,26 @@ func (w *Writer) SendLatest(slot int, msg []byte) error {
 	}
 	old := w.slots[slot]
 	w.slots[slot] = msg
+	if old == nil {
+		w.queued++
+	}
 	w.mu.Unlock()
 	w.release(old)
 	w.signal(w.wake)
 	return nil
+}
+
+// Flush waits until every message queued before it is written, or the
+// writer stopped: it returns why then. A handler calls it before it
+// closes the connection with a code, so that what it sent arrives
+// first.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for target := w.queued; w.written < target && w.err == nil; {
+		w.flushed.Wait()
+	}
+	return w.err
 }
 
 // Done is closed once the writer has stopped: Err says why.
@@ -169,6 +190,7 @@ func (w *Writer) failLocked(err error) {
 	if w.err == nil {
 		w.err = err
 		close(w.failed)
+		w.flushed.Broadcast()
 		w.signal(w.wake) // the goroutine drops what is queued and ends
 	}
 }
@@ -220,6 +242,10 @@ func (w *Writer) run() {
 			watchdog.Stop()
 			w.release(msg)
 			batch[i] = nil
+			w.mu.Lock()
+			w.written++
+			w.flushed.Broadcast()
+			w.mu.Unlock()
 			if err != nil {
 				w.conn.CloseNow()
 				w.mu.Lock()

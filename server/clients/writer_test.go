@@ -210,3 +210,36 @@ func TestWriterContextClosesConn(t *testing.T) {
 		t.Fatalf("client read after the context ended: %v (want the connection closed)", err)
 	}
 }
+
+// TestWriterFlush: Flush returns once what was queued before it is
+// written (Sent has seen it), and says why once the writer stopped.
+func TestWriterFlush(t *testing.T) {
+	server, client := socketPair(t)
+	var sent sentLog
+	release := make(chan struct{})
+	w := NewWriter(context.Background(), server, WriterConfig{Slots: 1, Sent: func(m []byte) {
+		if string(m) == "a" {
+			<-release // the goroutine is held after the first write
+		}
+		sent.add(m)
+	}})
+	w.Send([]byte("a"))
+	w.Send([]byte("b"))
+	w.SendLatest(0, []byte("s"))
+	flushed := make(chan error, 1)
+	go func() { flushed <- w.Flush() }()
+	close(release)
+	if err := <-flushed; err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if got := strings.Join(sent.list(), ","); got != "a,b,s" {
+		t.Fatalf("Flush returned with %q written, want a,b,s", got)
+	}
+	if got := strings.Join(readN(t, client, 3), ","); got != "a,b,s" {
+		t.Fatalf("read %s", got)
+	}
+	w.Stop()
+	if err := w.Flush(); !errors.Is(err, ErrWriterStopped) {
+		t.Fatalf("Flush after Stop = %v, want ErrWriterStopped", err)
+	}
+}
