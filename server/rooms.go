@@ -48,13 +48,13 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 			s.log.Info("rooms: imported the rooms of an older version", "rooms", n, "from", path, "renamed", path+".imported")
 		}
 	}
-	l := s.live
 	rc := rooms.ServiceConfig{
 		Sockets:        s.sockets,
 		TrustedProxies: cfg.TrustedProxies,
 		IPv6Prefix:     cfg.IPv6Prefix,
 		Store:          st,
 		NC:             b.NC,
+		Feeds:          s.live,
 		DefaultTag:     cfg.DefaultTag,
 		MaxReaders:     cfg.MaxReaders,
 		Logger:         s.log,
@@ -63,14 +63,10 @@ func (s *Server) openRooms(ctx context.Context, b *broker.Broker, tune func(*roo
 				hide := room.Class != "" && s.classes.HideNotes(r.Context(), room.Class)
 				return s.site.RoomPage(w, r, kind, room.Tag, site.Room{ID: room.ID, Feed: room.Feed(), HideNotes: hide, Ended: room.Ended, Class: room.Class})
 			},
-			Status:      s.site.Status,
-			LoadTag:     s.site.Load,
-			TagReady:    s.site.TagReady,
-			SetFeedTag:  l.SetFeedTag,
-			FeedVersion: l.FeedVersion,
-			DropFeed:    l.DropFeed,
-			RoomDemo:    l.RoomDemo,
-			SameOrigin:  sameOrigin,
+			Status:     s.site.Status,
+			LoadTag:    s.site.Load,
+			TagReady:   s.site.TagReady,
+			SameOrigin: sameOrigin,
 		},
 	}
 	if tune != nil {

@@ -17,6 +17,8 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/wstest"
+	"github.com/syncloop/syncloop/server/relay"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -322,4 +324,53 @@ func TestRoomDriverReplicaDies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRoomTokenOnEveryReplica: a relay may post a room's journal to any
+// replica: a room made on replica 1 takes its token on replica 2, and a
+// rotation on replica 1 stops the old token on replica 2 (and starts the
+// new one) once replica 2's copy of the records has it.
+func TestRoomTokenOnEveryReplica(t *testing.T) {
+	ts1, ts2 := twoReplicas(t)
+	id, key := createRoom(t, ts1)
+	ctx := testCtx(t)
+	d := dialRoom(t, ctx, ts1, id, key, "Ann")
+	ingest := func(token string) (*websocket.Conn, int) {
+		c, resp, err := websocket.Dial(ctx, wstest.URL(ts2, "/feeds/room-"+id+"/ingest"), &websocket.DialOptions{
+			HTTPHeader: http.Header{"Authorization": {"Bearer " + token}},
+		})
+		if err != nil {
+			if resp == nil {
+				t.Fatalf("relay to replica 2: %v", err)
+			}
+			return nil, resp.StatusCode
+		}
+		return c, http.StatusSwitchingProtocols
+	}
+	rl, code := ingest(d.token)
+	if rl == nil {
+		t.Fatalf("relay with the room's token on replica 2: status %d", code)
+	}
+	if ack := wstest.Send(t, ctx, rl, relay.Line{ID: "1", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`}); ack != "1" {
+		t.Fatalf("ack %q", ack)
+	}
+	rl.Close(websocket.StatusNormalClosure, "")
+
+	d.send(t, ctx, map[string]any{"t": "rotate"})
+	tok := d.until(t, ctx, "the new token", func(m map[string]any) bool { return m["t"] == "token" })["token"].(string)
+	for {
+		_, code := ingest(d.token)
+		if code == http.StatusUnauthorized {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the rotated-out token on replica 2: status %d, want 401", code)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rl, code = ingest(tok)
+	if rl == nil {
+		t.Fatalf("relay with the new token on replica 2: status %d", code)
+	}
+	rl.CloseNow()
 }

@@ -55,11 +55,6 @@ type Config struct {
 	FeedBytes  int64
 	DemoPeriod time.Duration // pace of the demo feed; 0 means its default
 
-	// FeedToken, when set, names the ingest token of a feed that has its
-	// own (ok true): that feed takes that token instead of IngestToken.
-	// NewServer sets it to the rooms' lookup, replacing any value given.
-	FeedToken func(feed string) (token string, ok bool)
-
 	// Shared state (server/broker): NATS JetStream. With NATS empty an
 	// embedded server keeps it under DataDir ("nats"), or in memory when
 	// DataDir is "" too; NATSListen opens the embedded server's client port.
@@ -210,15 +205,12 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	undo = append(undo, b.Close)
 	s.broker = b
-	var rs *rooms.Service // set before any request can ask for a feed's token
-	cfg.FeedToken = func(feed string) (string, bool) { return rs.FeedToken(feed) }
-	s.cfg.FeedToken = cfg.FeedToken
 	s.sockets = clients.NewSockets(cfg.SocketsPerClient, cfg.PingEvery)
 	fc := feeds.Config{
 		DefaultTag: cfg.DefaultTag, IngestToken: cfg.IngestToken,
 		JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
 		RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
-		DemoPeriod: cfg.DemoPeriod, FeedToken: cfg.FeedToken, NATSName: cfg.NATSName,
+		DemoPeriod: cfg.DemoPeriod, NATSName: cfg.NATSName,
 		Sockets: s.sockets, Space: b.Space, TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix, Logger: cfg.Logger,
 		KnownReadings: pages.KnownReadings, LoadTag: pages.Load,
 	}
@@ -233,7 +225,7 @@ func NewServer(cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	undo = append(undo, s.closeNotes)
-	rs, err = s.openRooms(ctx, b, func(c *rooms.ServiceConfig) {
+	rs, err := s.openRooms(ctx, b, func(c *rooms.ServiceConfig) {
 		c.OnExpire = s.notes.Expired
 		if cfg.roomsTune != nil {
 			cfg.roomsTune(c)

@@ -26,6 +26,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/internal/kvmirror"
 
 	"github.com/syncloop/syncloop/server/annotations/anchor"
 )
@@ -115,8 +116,7 @@ type Store struct {
 	sync func(ctx context.Context) error
 	log  *slog.Logger
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	mirror *kvmirror.Mirror // keeps the copy (rooms) current
 
 	mu    sync.Mutex
 	rooms map[string]map[string]Note // room → id → latest
@@ -148,59 +148,33 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("annotations: bucket %s: %w", cfg.Bucket, err)
 	}
-	wctx, cancel := context.WithCancel(context.Background())
-	w, err := kv.WatchAll(wctx)
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("annotations: watch %s: %w", cfg.Bucket, err)
-	}
-	s := &Store{kv: kv, sync: cfg.Sync, log: cfg.Logger, cancel: cancel, done: make(chan struct{}),
+	s := &Store{kv: kv, sync: cfg.Sync, log: cfg.Logger,
 		rooms: map[string]map[string]Note{}, subs: map[string]map[chan Note]struct{}{}}
-	ready := make(chan struct{})
-	go s.watch(w, ready)
-	select {
-	case <-ready:
-		return s, nil
-	case <-ctx.Done():
-		s.Close()
-		return nil, ctx.Err()
+	if s.mirror, err = kvmirror.Start(ctx, kv, s.mirrored); err != nil {
+		return nil, fmt.Errorf("annotations: %w", err)
 	}
+	return s, nil
 }
 
-// watch applies the bucket's changes to the copy and tells the room's
-// subscribers. It is the only writer of s.rooms.
-func (s *Store) watch(w jetstream.KeyWatcher, ready chan struct{}) {
-	defer close(s.done)
-	defer w.Stop()
-	initial := true
-	for e := range w.Updates() {
-		if e == nil { // the end of what the bucket held
-			if initial {
-				initial = false
-				close(ready)
-			}
-			continue
-		}
-		room, id, ok := strings.Cut(e.Key(), ".")
-		if !ok || id == totalsID {
-			continue
-		}
-		var n Note
-		if e.Operation() == jetstream.KeyValuePut {
-			if err := json.Unmarshal(e.Value(), &n); err != nil {
-				s.log.Warn("annotations: bad value", "key", e.Key(), "err", err)
-				continue
-			}
-		} else {
-			n.Deleted = true
-			n.Gone = e.Operation() == jetstream.KeyValuePurge
-		}
-		n.ID, n.Rev = id, e.Revision()
-		s.apply(room, n)
+// mirrored applies an entry of the bucket to the copy and tells the room's
+// subscribers. It is the only writer of s.rooms (on the mirror's goroutine).
+func (s *Store) mirrored(e kvmirror.Entry) {
+	room, id, ok := strings.Cut(e.Key(), ".")
+	if !ok || id == totalsID {
+		return
 	}
-	if initial {
-		close(ready)
+	var n Note
+	if e.Put() {
+		if err := json.Unmarshal(e.Value(), &n); err != nil {
+			s.log.Warn("annotations: bad value", "key", e.Key(), "err", err)
+			return
+		}
+	} else {
+		n.Deleted = true
+		n.Gone = e.Operation() == jetstream.KeyValuePurge
 	}
+	n.ID, n.Rev = id, e.Revision()
+	s.apply(room, n)
 }
 
 func (s *Store) apply(room string, n Note) {
@@ -233,8 +207,7 @@ func (s *Store) apply(room string, n Note) {
 
 // Close stops the watcher and ends every subscription.
 func (s *Store) Close() {
-	s.cancel()
-	<-s.done
+	s.mirror.Stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for room, chs := range s.subs {

@@ -142,14 +142,7 @@ type Config struct {
 	// DemoIdle is how long a tag's demo feed runs with no browser
 	// watching; 0 means two minutes.
 	DemoIdle time.Duration
-	// FeedToken, when set, is asked for the token of a feed granted none
-	// (GrantToken): ok true names the feed's own token.
-	//
-	// Deprecated: transitional, until the rooms call GrantToken and
-	// RevokeToken themselves (issue 24); then it goes, with the closure
-	// in server.New that sets it.
-	FeedToken func(feed string) (token string, ok bool)
-	NATSName  string // this replica's name in NATS; "" means "syncloop"
+	NATSName string // this replica's name in NATS; "" means "syncloop"
 	// KnownReadings, when set, returns the Readings of the tags the site
 	// knows: a journal that shows no start-up line is told its kubelet's
 	// version by their log sites (version.go). LoadTag starts loading a

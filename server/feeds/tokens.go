@@ -33,16 +33,12 @@ func (l *Service) RevokeToken(feed string) {
 	delete(l.tokens, feed)
 }
 
-// feedToken is the token the named feed was granted (ok true), or
-// Config.FeedToken's answer while that transitional lookup is set.
+// feedToken is the token the named feed was granted (ok true).
 func (l *Service) feedToken(feed string) (string, bool) {
 	l.tokensMu.Lock()
+	defer l.tokensMu.Unlock()
 	tok, ok := l.tokens[feed]
-	l.tokensMu.Unlock()
-	if ok || l.cfg.FeedToken == nil {
-		return tok, ok
-	}
-	return l.cfg.FeedToken(feed)
+	return tok, ok
 }
 
 // checkToken reports whether r carries the token its feed takes (its

@@ -10,7 +10,7 @@ package rooms
 //	                          303 to the driver link /rooms/{id}?k=KEY
 //	GET  /rooms/{id}          the room's page (410 once it expired); ?k=KEY checks the driver key
 //	GET  /rooms/{id}/pod-workers   the room's pod_workers page
-//	GET  /rooms/{id}/ws       the room's websocket (socket.go)
+//	GET  /rooms/{id}/ws       the room's websocket (socket.go, protocol.go)
 //
 // Roles. The page is the same for everyone: the role is decided on the room
 // websocket, where the browser presents the driver key it was given in the
@@ -19,11 +19,11 @@ package rooms
 // presented the key may take the wheel, see and rotate the ingest token. A
 // reader handed the wheel is given a wheel ticket, which room.js keeps in
 // sessionStorage too, so that the wheel stays with them when their page
-// loads again (socket.go).
+// loads again (wheel.go).
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,12 +35,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 	"github.com/nats-io/nats.go"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/feeds"
 )
 
 // Room limits and their defaults.
@@ -63,13 +64,6 @@ const (
 	PagePodWorkers = "pod-workers"
 )
 
-// Websocket close codes of permanent refusals (4000 plus the HTTP status
-// that says the same): a page that sees one stops reconnecting.
-const (
-	CloseGone websocket.StatusCode = 4410 // the room expired
-	CloseFull websocket.StatusCode = 4429 // the room holds as many readers as it may
-)
-
 // Site is what rooms need of the site around them; server/ fills it in.
 type Site struct {
 	// Page writes the reading page of kind (PageIndex, PagePodWorkers) for
@@ -80,16 +74,8 @@ type Site struct {
 	Status func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string)
 	// LoadTag starts loading a tag's Reading; TagReady waits until it is
 	// loaded, or says why it cannot be.
-	LoadTag  func(tag string)
-	TagReady func(ctx context.Context, tag string) error
-	// The live feeds: a room's feed reads the room's tag; the room shows
-	// the kubelet version its journal reports; it goes with the room.
-	SetFeedTag  func(feed, tag string)
-	FeedVersion func(feed string) string
-	DropFeed    func(feed string)
-	// RoomDemo runs the demo in a room's feed while no journal feeds it
-	// (nil: rooms have no demo).
-	RoomDemo   func(feed string)
+	LoadTag    func(tag string)
+	TagReady   func(ctx context.Context, tag string) error
 	SameOrigin func(r *http.Request) bool
 }
 
@@ -103,15 +89,28 @@ type ServiceConfig struct {
 	IPv6Prefix     int // bits that name an IPv6 client; 0 means clients.DefaultIPv6Prefix
 	Store          *Store
 	NC             *nats.Conn // to the other replicas; nil for one replica alone
-	Site           Site
-	DefaultTag     string
-	MaxReaders     int // readers per room; 0 means DefaultMaxReaders
+	// Feeds are the live feeds: a room's feed reads the room's tag and
+	// takes only its ingest token; the room shows the kubelet version its
+	// journal reports; it goes with the room. Nil: rooms have no feeds
+	// (tests of the rooms alone).
+	Feeds      *feeds.Service
+	Site       Site
+	DefaultTag string
+	MaxReaders int // readers per room; 0 means DefaultMaxReaders
 	// MsgRate, CreateRate and CreateBurst: 0 means their defaults.
 	MsgRate     float64
 	CreateRate  float64
 	CreateBurst float64
 	// WheelGrace: how long a lent wheel waits for its holder; 0 means DefaultWheelGrace.
 	WheelGrace time.Duration
+	// PresenceTTL: how long another replica's readers are believed
+	// present after it last said so; 0 means DefaultPresenceTTL. Tick: how
+	// often a room with readers here says who is here and rescues the
+	// wheel; 0 means DefaultTick. Every replica must be given the same.
+	PresenceTTL time.Duration
+	Tick        time.Duration
+	// Metrics, when set, registers the rooms' gauges (metrics.go).
+	Metrics prometheus.Registerer
 	// OnExpire is told of each room that expires (its notes go with it).
 	OnExpire func(id string)
 	Logger   *slog.Logger
@@ -128,12 +127,17 @@ type Service struct {
 	maxReaders int
 	msgRate    float64
 	wheelGrace time.Duration
-	log        *slog.Logger
-	creates    *KeyLimiter
-	createRate float64
-	nc         *nats.Conn // to the other replicas (wire.go)
-	replica    string     // ends this replica's reader ids: unique in the cluster
-	onExpire   func(id string)
+	// presenceTTL and tickEvery: ServiceConfig's PresenceTTL and Tick.
+	presenceTTL time.Duration
+	tickEvery   time.Duration
+	feeds       *feeds.Service
+	tokenMu     sync.Mutex // orders the grants of room feeds' tokens (followToken)
+	log         *slog.Logger
+	creates     *KeyLimiter
+	createRate  float64
+	nc          *nats.Conn // to the other replicas (wire.go)
+	replica     string     // ends this replica's reader ids: unique in the cluster
+	onExpire    func(id string)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -144,7 +148,7 @@ type Service struct {
 	closed bool
 
 	heardMu   sync.Mutex
-	heard     map[string]map[string]heard // room id → replica → its readers there (present.go)
+	heard     map[string]*presence // room id → the readers of the other replicas there (presence.go)
 	stopHeard func()
 }
 
@@ -155,47 +159,56 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		return nil, err
 	}
 	rs := &Service{
-		store:      cfg.Store,
-		site:       cfg.Site,
-		sockets:    cfg.Sockets,
-		trusted:    cfg.TrustedProxies,
-		v6bits:     cfg.IPv6Prefix,
-		defaultTag: cfg.DefaultTag,
-		nc:         cfg.NC,
-		replica:    "-" + strings.ToLower(replica[:5]),
-		maxReaders: cmp(cfg.MaxReaders, DefaultMaxReaders),
-		msgRate:    cmp(cfg.MsgRate, DefaultMsgRate),
-		wheelGrace: cmp(cfg.WheelGrace, DefaultWheelGrace),
-		createRate: cmp(cfg.CreateRate, DefaultCreateRate),
-		log:        cfg.Logger,
-		onExpire:   cfg.OnExpire,
-		active:     map[string]*roomLive{},
-		heard:      map[string]map[string]heard{},
+		store:       cfg.Store,
+		site:        cfg.Site,
+		sockets:     cfg.Sockets,
+		trusted:     cfg.TrustedProxies,
+		v6bits:      cfg.IPv6Prefix,
+		defaultTag:  cfg.DefaultTag,
+		nc:          cfg.NC,
+		replica:     "-" + strings.ToLower(replica[:5]),
+		maxReaders:  cmp.Or(max(cfg.MaxReaders, 0), DefaultMaxReaders),
+		msgRate:     cmp.Or(max(cfg.MsgRate, 0), DefaultMsgRate),
+		wheelGrace:  cmp.Or(max(cfg.WheelGrace, 0), DefaultWheelGrace),
+		presenceTTL: cmp.Or(max(cfg.PresenceTTL, 0), DefaultPresenceTTL),
+		tickEvery:   cmp.Or(max(cfg.Tick, 0), DefaultTick),
+		feeds:       cfg.Feeds,
+		createRate:  cmp.Or(max(cfg.CreateRate, 0), DefaultCreateRate),
+		log:         cfg.Logger,
+		onExpire:    cfg.OnExpire,
+		active:      map[string]*roomLive{},
+		heard:       map[string]*presence{},
+	}
+	if rs.presenceTTL <= rs.tickEvery {
+		return nil, fmt.Errorf("rooms: a presence TTL of %v is not longer than the tick of %v: a replica's readers would be forgotten between its announcements", rs.presenceTTL, rs.tickEvery)
 	}
 	if rs.sockets == nil {
 		rs.sockets = clients.NewSockets(0, 0)
 	}
-	rs.creates = NewKeyLimiter(rs.createRate, cmp(cfg.CreateBurst, DefaultCreateBurst), 10000)
+	rs.creates = NewKeyLimiter(rs.createRate, cmp.Or(max(cfg.CreateBurst, 0), DefaultCreateBurst), 10000)
 	if rs.log == nil {
 		rs.log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Metrics != nil {
+		if err := cfg.Metrics.Register(rs.collector()); err != nil {
+			return nil, fmt.Errorf("rooms: metrics: %w", err)
+		}
+	}
 	rs.ctx, rs.cancel = context.WithCancel(context.Background())
+	// Every replica takes every room's token (a relay posts to any), as
+	// the records change and from its copy of them (after: no change falls
+	// in between).
 	rs.store.OnChange(func(id string) {
+		rs.followToken(id) // the copy only: no round trip on the watcher's goroutine
 		// Not on the watcher's goroutine: a room's lock may be held by a
 		// writer waiting for the bucket.
 		go rs.changed(id)
 	})
+	rs.store.Each(func(r Room) { rs.followToken(r.ID) })
 	rs.stopHeard = rs.hearPresence()
 	rs.wg.Add(1)
 	go rs.housekeep()
 	return rs, nil
-}
-
-func cmp[T int | float64 | time.Duration](v, def T) T {
-	if v <= 0 {
-		return def
-	}
-	return v
 }
 
 // Store is the rooms' records.
@@ -229,7 +242,8 @@ func (rs *Service) housekeep() {
 		}
 		for _, id := range gone {
 			rs.endReaders(id)
-			rs.site.DropFeed(FeedPrefix + id)
+			rs.followToken(id)
+			rs.dropFeed(FeedPrefix + id)
 			if rs.onExpire != nil {
 				rs.onExpire(id)
 			}
@@ -252,8 +266,7 @@ func (rs *Service) endReaders(id string) {
 	readers := slices.Clone(rl.readers)
 	rl.mu.Unlock()
 	for _, r := range readers {
-		r.expired.Store(true)
-		r.drop()
+		r.expire()
 	}
 }
 
@@ -407,27 +420,63 @@ func (rs *Service) FeedGate(next http.Handler) http.Handler {
 			http.Error(w, "this room was ended: its journal takes no more lines", http.StatusGone)
 			return
 		}
-		rs.site.SetFeedTag(room.Feed(), room.Tag)
-		if rs.site.RoomDemo != nil && !room.Ended && strings.HasSuffix(r.URL.Path, "/ws") {
-			rs.site.RoomDemo(room.Feed())
+		rs.followToken(room.ID) // should the watcher not have brought the room yet
+		rs.setFeedTag(room.Feed(), room.Tag)
+		if !room.Ended && strings.HasSuffix(r.URL.Path, "/ws") {
+			rs.roomDemo(room.Feed())
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// FeedToken is the live side's lookup of a feed's own ingest token: a
-// room's feed takes the room's token (and only it); ok is false for a feed
-// that is not a room's.
-func (rs *Service) FeedToken(feed string) (string, bool) {
-	id, ok := strings.CutPrefix(feed, FeedPrefix)
-	if !ok {
-		return "", false
+// The feeds' side of rooms, when there are feeds.
+
+// followToken makes room id's feed take only the room's ingest token as
+// this replica's copy has it now, or no token of its own once the room is
+// gone. The copy only moves forward and every grant reads it under
+// tokenMu, so the last grant is of the newest record: a rotated-out token
+// is never granted again.
+func (rs *Service) followToken(id string) {
+	if rs.feeds == nil {
+		return
 	}
-	tok, ok := rs.store.Token(id)
-	if !ok {
-		return "", true // a room feed, but no room: no token opens it
+	rs.tokenMu.Lock()
+	defer rs.tokenMu.Unlock()
+	room, err := rs.store.peek(id)
+	if err != nil {
+		rs.feeds.RevokeToken(FeedPrefix + id)
+		return
 	}
-	return tok, true
+	rs.feeds.GrantToken(room.Feed(), room.IngestToken)
+}
+
+// setFeedTag makes a room's feed read tag.
+func (rs *Service) setFeedTag(feed, tag string) {
+	if rs.feeds != nil {
+		rs.feeds.SetFeedTag(feed, tag)
+	}
+}
+
+// feedVersion is the kubelet version a room feed's journal reports.
+func (rs *Service) feedVersion(feed string) string {
+	if rs.feeds == nil {
+		return ""
+	}
+	return rs.feeds.FeedVersion(feed)
+}
+
+// dropFeed lets a room's feed go with its room.
+func (rs *Service) dropFeed(feed string) {
+	if rs.feeds != nil {
+		rs.feeds.DropFeed(feed)
+	}
+}
+
+// roomDemo runs the demo in a room's feed while no journal feeds it.
+func (rs *Service) roomDemo(feed string) {
+	if rs.feeds != nil {
+		rs.feeds.RoomDemo(feed)
+	}
 }
 
 // Counts are the rooms held (in the cluster), and the readers and
@@ -447,35 +496,4 @@ func (rs *Service) Counts() (held, readers, followers int) {
 		rl.mu.Unlock()
 	}
 	return rs.store.Len(), readers, followers
-}
-
-// isWebsocket reports whether r asks for a websocket.
-func isWebsocket(r *http.Request) bool {
-	return strings.EqualFold(r.Header.Get("Upgrade"), "websocket")
-}
-
-// refuseSocket upgrades r only to close it with a permanent refusal's
-// code: a page can read a close code, not the status of a refused upgrade.
-func refuseSocket(w http.ResponseWriter, r *http.Request, code websocket.StatusCode, reason string) {
-	conn, err := websocket.Accept(w, r, nil)
-	if err != nil {
-		return
-	}
-	conn.Close(code, reason)
-}
-
-// mustJSON marshals what cannot fail to marshal.
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
-}
-
-// writeFrame writes one text message, giving up after 10 s.
-func writeFrame(ctx context.Context, conn *websocket.Conn, b []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return conn.Write(ctx, websocket.MessageText, b)
 }

@@ -3,7 +3,7 @@ package rooms
 // Rooms across replicas: what a replica tells the others of a room, on core
 // NATS subjects (no JetStream: presence and steering are of the moment).
 //
-//	syncloop.rooms.{id}.presence   who is here (every second, and on a change); Bye when the last leaves
+//	syncloop.rooms.{id}.presence   who is here (every tick, and on a change: presence.go); Bye when the last leaves
 //	syncloop.rooms.{id}.at         the driver moved (the position, as the "at" message to browsers)
 //	syncloop.rooms.{id}.to         the wheel's ticket, for a reader on the replica that holds them
 //	syncloop.rooms.{id}.all        a message for every reader (a reload after a tag switch), or every key holder (a rotated token)
@@ -19,15 +19,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-)
-
-const (
-	// presenceTTL: a replica's readers are forgotten when it said nothing
-	// for this long (it says who is there every second).
-	presenceTTL = 3500 * time.Millisecond
-	// presenceSettle is how long a replica that just began to hold a room
-	// waits to hear the others before it judges the driver absent.
-	presenceSettle = 300 * time.Millisecond
 )
 
 // wireReader is a reader as presence tells of it.
@@ -84,67 +75,64 @@ func (rs *Service) subscribe(rl *roomLive) func() {
 		if json.Unmarshal(msg.Data, &m) != nil || m.From == rs.replica {
 			return
 		}
+		kind := strings.TrimPrefix(msg.Subject, roomSubject(rl.id, ""))
+		if kind == "all" && m.Tag != "" {
+			rs.setFeedTag(FeedPrefix+rl.id, m.Tag) // not under rl.mu: it may make the feed
+		}
 		rl.mu.Lock()
 		defer rl.mu.Unlock()
-		if rl.ended {
-			return
+		if !rl.ended {
+			rs.heardOf(rl, kind, m)
 		}
-		switch strings.TrimPrefix(msg.Subject, roomSubject(rl.id, "")) {
-		case "presence":
-			rep, known := rl.remote[m.From]
-			if m.Bye {
-				delete(rl.remote, m.From)
-			} else {
-				if !known {
-					rep = &remoteReplica{}
-					rl.remote[m.From] = rep
-					rs.announce(rl) // a newcomer: tell it who is here
-				}
-				rep.readers, rep.seen = m.Readers, time.Now()
-				if m.At != nil {
-					rl.at = m.At
-				}
-			}
-			rs.sync(rl)
-		case "at":
-			if m.At == nil || !m.At.valid() {
-				return
-			}
-			rl.at = m.At
-			at := mustJSON(map[string]any{"t": "at", "at": m.At})
-			for _, r := range rl.readers {
-				if r.welcomed {
-					r.pushAt(at)
-				}
-			}
-			return
-		case "to":
-			r := rl.local(m.To)
-			if r == nil || m.Ticket == "" {
-				return
-			}
-			r.wheelHash = TicketHash(m.Ticket)
-			r.following = false
-			r.push(wheelMsg(m.Ticket))
-			rs.sync(rl)
-		case "all":
-			if m.Tag != "" {
-				rs.site.SetFeedTag(FeedPrefix+rl.id, m.Tag)
-			}
-			for _, r := range rl.readers {
-				if r.key || !m.Keys {
-					r.push(m.Msg)
-				}
-			}
-			rs.sync(rl)
-		}
-		rl.broadcast()
 	})
 	if err != nil {
 		rs.log.Warn("rooms: following the other replicas", "room", rl.id[:6]+"…", "err", err)
 		return func() {}
 	}
 	return func() { sub.Unsubscribe() }
+}
+
+// heardOf applies what another replica said of rl on its subject kind.
+// rl.mu is held.
+func (rs *Service) heardOf(rl *roomLive, kind string, m wireMsg) {
+	switch kind {
+	case "presence":
+		if m.Bye {
+			rl.remote.bye(m.From)
+		} else {
+			if rl.remote.hear(m.From, m.Readers, time.Now()) {
+				rs.announce(rl) // a newcomer: tell it who is here
+			}
+			if m.At != nil {
+				rl.at = m.At
+			}
+		}
+		rs.sync(rl)
+	case "at":
+		if m.At != nil && m.At.valid() {
+			rl.sendAt(*m.At)
+		}
+		return
+	case "to":
+		r := rl.local(m.To)
+		if r == nil || m.Ticket == "" {
+			return
+		}
+		r.wheelHash = TicketHash(m.Ticket)
+		r.following = false
+		r.push(wheelMsg(m.Ticket))
+		rs.sync(rl)
+	case "all":
+		for _, r := range rl.readers {
+			if r.key || !m.Keys {
+				r.push(m.Msg)
+			}
+		}
+		rs.sync(rl)
+	default:
+		return
+	}
+	rl.broadcast()
 }
 
 // changed is told by the store of a room's record changed or gone (here

@@ -1,50 +1,16 @@
-// Package rooms is pair-reading rooms, whole: the durable records (this
-// file), the caps on how many there are (slots.go), the rooms' HTTP side
-// (service.go), their websocket, presence and the wheel (socket.go), what
-// replicas tell each other of a room (wire.go), and the token buckets that
-// rate-limit them (limit.go). What a room needs of the site around it (its
-// page, tags, the live feeds) it asks through Site, which server/ fills in.
-//
-// A room's record lives in a JetStream KV bucket (syncloop_rooms), one key
-// per room id: its tag, its driver key (kept as a hash), its ingest token,
-// when it was made and last used, who holds the wheel, the hash of the
-// client address that made it and the caps' slots it holds. Every replica
-// keeps a copy fed by a watcher; every write is a compare-and-set on the
-// key's revision, so two replicas never both apply a change made from the
-// same old record (two hand-overs of one wheel: one wins, the other is
-// refused). Expiry is the bucket's: its TTL is the idle TTL (plus a margin,
-// the record is written again while the room is used), a room no reader
-// joined is made with a per-key TTL of UnjoinedTTL; the store checks the
-// times itself too, so a room ends on time whatever the bucket's timing. An
-// expired room's key keeps a delete marker for the bucket's TTL: its links
-// say "expired" rather than "no such room".
-//
-// Capabilities are random strings of 128 bits (crypto/rand, base64url):
-//
-//   - the room id is the viewer link (/rooms/{id}): whoever holds it reads along;
-//   - the driver key (/rooms/{id}?k=KEY) lets its holder steer; only its
-//     SHA-256 is stored, so the bucket does not hand out the wheel;
-//   - the wheel ticket is what a reader who was handed the wheel holds, so
-//     that the wheel outlasts their reload and their moves between the
-//     room's pages: there is at most one, it ends when the wheel is taken
-//     back or handed on, and it is kept as a SHA-256 too;
-//   - the ingest token lets a relay feed the room's journal; it is stored as
-//     is, because the room shows it to its drivers, and it can be rotated.
 package rooms
+
+// The rooms' records in their KV bucket (see record.go for what a record
+// holds): this replica's copy of the bucket, kept current by its watcher,
+// and every change to a record, by compare-and-set on its revision.
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"regexp"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -52,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/internal/kvmirror"
 )
 
 // Defaults for Config's zero values.
@@ -71,79 +38,6 @@ const (
 	// idle rooms are expired): the bucket's TTL is the room's plus twice this.
 	FlushEvery = 30 * time.Second
 )
-
-// Errors a caller turns into pages.
-var (
-	ErrNotFound  = errors.New("no such room")
-	ErrExpired   = errors.New("the room expired")
-	ErrFull      = errors.New("too many rooms on this server")
-	ErrOwnerFull = errors.New("this address holds as many rooms as it may")
-	ErrClassFull = errors.New("this class holds as many rooms as its budget allows")
-	// ErrEnded: the room was ended; what it refuses is a change.
-	ErrEnded = errors.New("this room was ended")
-	// ErrWheelMoved: the wheel is not where the caller saw it (another
-	// replica handed it, or it was taken, in between).
-	ErrWheelMoved = errors.New("the wheel moved in the meantime")
-)
-
-// Room is the record of a room.
-type Room struct {
-	ID          string    `json:"id"`
-	Tag         string    `json:"tag"`
-	DriverHash  string    `json:"driver_key_sha256"`             // hex SHA-256 of the driver key
-	WheelHash   string    `json:"wheel_ticket_sha256,omitempty"` // hex SHA-256 of the lent wheel's ticket; "" when not lent
-	IngestToken string    `json:"ingest_token"`
-	Created     time.Time `json:"created"`
-	LastActive  time.Time `json:"last_active"`
-	// OwnerHash is the hex SHA-256 of the client address that created the
-	// room, for the cap on rooms per address; "" when none is known.
-	OwnerHash string `json:"owner_sha256,omitempty"`
-	// Owner is the address itself, in records written before OwnerHash
-	// (and in an older version's rooms.json): it is read, and replaced by
-	// its hash when the record is next written.
-	Owner string `json:"owner,omitempty"`
-	// Slots are the keys of the caps' slots the room holds (slots.go);
-	// none in a record written before the caps had slots.
-	Slots []string `json:"slots,omitempty"`
-	// NeverJoined is set until a reader first joins: such a room expires
-	// after UnjoinedTTL from its creation. (Negative, so that rooms written
-	// before it existed count as joined.)
-	NeverJoined bool `json:"never_joined,omitempty"`
-	// Driver is the reader who holds the wheel (a reader id, unique in the
-	// cluster: socket.go), "" when no one does.
-	Driver string `json:"driver,omitempty"`
-	// Class is the id of the class the room was started in (package
-	// classes), "" for a room of no class. A class's room takes a slot of
-	// the class's budget instead of its owner address's (slots.go).
-	Class string `json:"class,omitempty"`
-	// Ended is set when a driver ended the room: its notes turn read-only
-	// and its feed takes no relay, but the record (and so its notes and
-	// hand-in) stays until the room expires, for its class's instructor.
-	Ended bool `json:"ended,omitempty"`
-}
-
-// Feed is the name of the room's live feed.
-func (r Room) Feed() string { return FeedPrefix + r.ID }
-
-// ownerHash is the hash of the client address that created the room, ""
-// when none is known.
-func (r Room) ownerHash() string {
-	if r.OwnerHash == "" {
-		return ownerHash(r.Owner)
-	}
-	return r.OwnerHash
-}
-
-// ownerHash is what a record keeps of a client address: its SHA-256, "" for no address.
-func ownerHash(addr string) string {
-	if addr == "" {
-		return ""
-	}
-	return hashKey(addr)
-}
-
-// FeedPrefix starts the name of every room's feed.
-const FeedPrefix = "room-"
 
 // Config says where rooms are kept and how many, for how long.
 type Config struct {
@@ -180,7 +74,7 @@ type Store struct {
 	slots  jetstream.KeyValue // the caps' slots (slots.go)
 	ctx    context.Context    // the store's life: writes end with it
 	cancel context.CancelFunc
-	done   chan struct{}
+	mirror *kvmirror.Mirror // keeps rooms and expired current
 
 	mu       sync.Mutex
 	rooms    map[string]entry
@@ -238,74 +132,54 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, kv: kv, slots: slots, done: make(chan struct{}),
+	s := &Store{cfg: cfg, kv: kv, slots: slots,
 		rooms: map[string]entry{}, expired: map[string]uint64{}, touched: map[string]time.Time{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	w, err := kv.WatchAll(s.ctx)
-	if err != nil {
+	if s.mirror, err = kvmirror.Start(ctx, kv, s.mirrored); err != nil {
 		s.cancel()
-		return nil, fmt.Errorf("rooms: watch %s: %w", cfg.Bucket, err)
+		return nil, fmt.Errorf("rooms: %w", err)
 	}
-	ready := make(chan struct{})
-	go s.watch(w, ready)
-	select {
-	case <-ready:
-		return s, nil
-	case <-ctx.Done():
-		s.cancel()
-		<-s.done
-		return nil, ctx.Err()
-	}
+	return s, nil
 }
 
-// OnChange sets f to be told of each room another write changed (from
-// this replica or another), after the initial state. Set it before use.
+// OnChange sets f to be told of each room created here, and each room
+// another write changed (from this replica or another), after the initial
+// state. Set it before use.
 func (s *Store) OnChange(f func(id string)) {
 	s.mu.Lock()
 	s.onChange = f
 	s.mu.Unlock()
 }
 
-// watch applies the bucket's changes to the copy.
-func (s *Store) watch(w jetstream.KeyWatcher, ready chan struct{}) {
-	defer close(s.done)
-	defer w.Stop()
-	initial := true
-	for e := range w.Updates() {
-		if e == nil {
-			if initial {
-				initial = false
-				close(ready)
-			}
-			continue
-		}
-		id := e.Key()
-		if e.Operation() != jetstream.KeyValuePut {
-			s.mu.Lock()
-			_, had := s.rooms[id]
-			s.applyDelete(id, e.Revision())
-			if had && !initial {
-				s.gone = append(s.gone, id)
-			}
-			f := s.onChange
-			s.mu.Unlock()
-			if f != nil && !initial {
-				f(id)
-			}
-			continue
-		}
-		var r Room
-		if err := json.Unmarshal(e.Value(), &r); err != nil || r.ID != id {
-			s.cfg.Logger.Warn("rooms: a record that is not a room", "key", id, "err", err)
-			continue
-		}
+// mirrored applies an entry of the bucket to the copy, and tells of a
+// change made since the copy began (kvmirror).
+func (s *Store) mirrored(e kvmirror.Entry) {
+	id := e.Key()
+	if !e.Put() {
 		s.mu.Lock()
-		changed := s.apply(r, e.Revision())
+		_, had := s.rooms[id]
+		s.applyDelete(id, e.Revision())
+		if had && !e.Initial {
+			s.gone = append(s.gone, id)
+		}
 		f := s.onChange
 		s.mu.Unlock()
-		if f != nil && changed && !initial {
+		if f != nil && !e.Initial {
 			f(id)
 		}
+		return
+	}
+	var r Room
+	if err := json.Unmarshal(e.Value(), &r); err != nil || r.ID != id {
+		s.cfg.Logger.Warn("rooms: a record that is not a room", "key", id, "err", err)
+		return
+	}
+	s.mu.Lock()
+	changed := s.apply(r, e.Revision())
+	f := s.onChange
+	s.mu.Unlock()
+	if f != nil && changed && !e.Initial {
+		f(id)
 	}
 }
 
@@ -338,7 +212,7 @@ func (s *Store) applyDelete(id string, rev uint64) {
 func (s *Store) Close() error {
 	err := s.Flush()
 	s.cancel()
-	<-s.done
+	s.mirror.Stop()
 	return err
 }
 
@@ -419,7 +293,11 @@ func (s *Store) create(tag, owner, class string, budget int) (Room, string, erro
 	}
 	s.mu.Lock()
 	s.apply(r, rev)
+	f := s.onChange
 	s.mu.Unlock()
+	if f != nil {
+		f(id) // the watcher, bringing what the copy has, will not tell
+	}
 	if s.cfg.Sync != nil {
 		if err := s.cfg.Sync(ctx); err != nil {
 			return Room{}, "", fmt.Errorf("rooms: create: %w", err)
@@ -433,6 +311,43 @@ func (s *Store) create(tag, owner, class string, budget int) (Room, string, erro
 func (s *Store) Get(id string) (Room, error) {
 	e, err := s.entry(id)
 	return e.room, err
+}
+
+// peek is the record of room id as this replica's copy has it, with its
+// use here not yet written, for a caller that holds a lock: it neither
+// asks the bucket (a room this replica has not heard of is ErrNotFound)
+// nor deletes a room whose time is up (that is ErrExpired).
+func (s *Store) peek(id string) (Room, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.rooms[id]
+	if !ok {
+		if _, gone := s.expired[id]; gone {
+			return Room{}, ErrExpired
+		}
+		return Room{}, ErrNotFound
+	}
+	if t, ok := s.touched[id]; ok && t.After(e.room.LastActive) {
+		e.room.LastActive = t
+	}
+	if s.over(e.room, s.cfg.Now()) {
+		return Room{}, ErrExpired
+	}
+	return e.room, nil
+}
+
+// Each calls f with every room of this replica's copy (some may have
+// expired by now: Get says so).
+func (s *Store) Each(f func(Room)) {
+	s.mu.Lock()
+	all := make([]Room, 0, len(s.rooms))
+	for _, e := range s.rooms {
+		all = append(all, e.room)
+	}
+	s.mu.Unlock()
+	for _, r := range all {
+		f(r)
+	}
 }
 
 // entry is Get with the record's revision. A room whose time is up is
@@ -546,91 +461,6 @@ func (s *Store) expire(e entry) bool {
 	return true
 }
 
-// IsDriver reports whether key is the room's driver key, in constant time.
-func (s *Store) IsDriver(id, key string) bool {
-	r, err := s.Get(id)
-	if err != nil || key == "" {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(hashKey(key)), []byte(r.DriverHash)) == 1
-}
-
-// SetDriver hands the wheel of room id from reader from to reader to, if
-// from still holds it (compare-and-set on the record: of two replicas
-// handing the same wheel at once, one is refused with ErrWheelMoved). With
-// lend, the wheel is lent: the ticket returned is to's, and a ticket lent
-// before stops working; without, a loan ends. from "" takes a wheel no one
-// holds; to "" leaves it with no one.
-func (s *Store) SetDriver(id, from, to string, lend bool) (Room, string, error) {
-	ticket := ""
-	if lend {
-		var err error
-		if ticket, err = NewSecret(); err != nil {
-			return Room{}, "", err
-		}
-	}
-	r, err := s.update(id, func(r *Room) error {
-		if r.Driver != from {
-			return ErrWheelMoved
-		}
-		r.Driver = to
-		r.WheelHash = ""
-		if lend {
-			r.WheelHash = hashKey(ticket)
-		}
-		return nil
-	})
-	return r, ticket, err
-}
-
-// TakeWheel gives reader to the wheel whoever holds it (a driver key's
-// right), ending a loan.
-func (s *Store) TakeWheel(id, to string) (Room, error) {
-	return s.update(id, func(r *Room) error { r.Driver, r.WheelHash = to, ""; return nil })
-}
-
-// SetWheelHolder makes reader to drive if they hold ticket of the lent
-// wheel and the wheel is with no one present, i.e. with from (what the
-// caller saw), or with a reader holding the same ticket.
-func (s *Store) SetWheelHolder(id, from, to string) (Room, error) {
-	return s.update(id, func(r *Room) error {
-		if r.Driver != from || r.WheelHash == "" {
-			return ErrWheelMoved
-		}
-		r.Driver = to
-		return nil
-	})
-}
-
-// EndLoan ends the wheel's loan, if there is one: its ticket stops working.
-func (s *Store) EndLoan(id string) error {
-	r, err := s.Get(id)
-	if err != nil || r.WheelHash == "" {
-		return err
-	}
-	_, err = s.update(id, func(r *Room) error { r.WheelHash = ""; return nil })
-	return err
-}
-
-// HoldsWheel reports whether ticket is the ticket of the room's lent wheel,
-// in constant time.
-func (s *Store) HoldsWheel(id, ticket string) bool {
-	r, err := s.Get(id)
-	if err != nil || ticket == "" || r.WheelHash == "" {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(hashKey(ticket)), []byte(r.WheelHash)) == 1
-}
-
-// Token returns the room's ingest token; ok is false when there is no such room.
-func (s *Store) Token(id string) (string, bool) {
-	r, err := s.Get(id)
-	if err != nil {
-		return "", false
-	}
-	return r.IngestToken, true
-}
-
 // Touch marks the room used now. It is written with the next Flush.
 func (s *Store) Touch(id string) {
 	now := s.cfg.Now()
@@ -639,25 +469,6 @@ func (s *Store) Touch(id string) {
 	if _, ok := s.rooms[id]; ok {
 		s.touched[id] = now
 	}
-}
-
-// SetTag changes the tag the room reads.
-func (s *Store) SetTag(id, tag string) (Room, error) {
-	return s.update(id, func(r *Room) error { r.Tag = tag; return nil })
-}
-
-// RotateToken gives the room a new ingest token; the old one stops working.
-func (s *Store) RotateToken(id string) (Room, error) {
-	return s.update(id, func(r *Room) error {
-		tok, err := NewSecret()
-		r.IngestToken = tok
-		return err
-	})
-}
-
-// End ends the room (Room.Ended): what ended stays ended.
-func (s *Store) End(id string) (Room, error) {
-	return s.update(id, func(r *Room) error { r.Ended = true; return nil })
 }
 
 // OfClass is the live rooms of class, oldest first, as this replica's copy
@@ -686,17 +497,6 @@ func (s *Store) OfClass(class string) []Room {
 		return out[i].ID < out[j].ID
 	})
 	return out
-}
-
-// MarkJoined records that a reader joined the room: from now on it lives
-// until TTL after its last use (and its key loses its short TTL).
-func (s *Store) MarkJoined(id string) error {
-	r, err := s.Get(id)
-	if err != nil || !r.NeverJoined {
-		return err
-	}
-	_, err = s.update(id, func(r *Room) error { r.NeverJoined = false; return nil })
-	return err
 }
 
 // update applies change to the room's record by compare-and-set on its
@@ -771,17 +571,7 @@ func (s *Store) Sweep() ([]string, error) {
 	s.gone = nil
 	s.mu.Unlock()
 	sort.Strings(gone)
-	return slicesCompact(gone), err
-}
-
-func slicesCompact(ids []string) []string {
-	out := ids[:0]
-	for i, id := range ids {
-		if i == 0 || id != ids[i-1] {
-			out = append(out, id)
-		}
-	}
-	return out
+	return slices.Compact(gone), err
 }
 
 // over reports whether r's time is up at now: TTL after its last use, or
@@ -821,122 +611,4 @@ func (s *Store) Flush() error {
 		s.mu.Unlock()
 	}
 	return errors.Join(errs...)
-}
-
-// legacyFile is the rooms.json of versions that kept rooms in a file.
-type legacyFile struct {
-	Version int                  `json:"version"`
-	Rooms   []*Room              `json:"rooms"`
-	Expired map[string]time.Time `json:"expired,omitempty"`
-}
-
-// Import brings the rooms of an older version's rooms.json at path into
-// the bucket, once: the file is renamed to path+".imported" after. Rooms
-// the bucket holds already are left as they are; rooms whose time is up
-// are not brought. An imported room takes the caps' slots as a new one
-// does; one beyond the caps (the older version had them lower) is
-// brought all the same, without slots, and counted as a room made before
-// slots were (slots.go). A missing file is nothing to import.
-func (s *Store) Import(path string) (int, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("rooms: %w", err)
-	}
-	var f legacyFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		return 0, fmt.Errorf("rooms: %s is not a rooms file (%v); move it aside to start without its rooms", path, err)
-	}
-	now, n := s.cfg.Now(), 0
-	for _, r := range f.Rooms {
-		if r == nil || !ValidID(r.ID) || s.over(*r, now) {
-			continue
-		}
-		imported, err := s.importRoom(*r, now)
-		if err != nil {
-			return n, fmt.Errorf("rooms: importing %s: %w", path, err)
-		}
-		if imported {
-			n++
-		}
-	}
-	ctx, cancel := s.opCtx()
-	defer cancel()
-	// Expired rooms keep saying so: a key with a delete marker.
-	for id := range f.Expired {
-		if !ValidID(id) {
-			continue
-		}
-		if _, err := s.kv.Create(ctx, id, []byte("{}")); err != nil {
-			continue // it is there already, alive or expired
-		}
-		if err := s.kv.Delete(ctx, id); err != nil {
-			return n, fmt.Errorf("rooms: importing %s: %w", path, err)
-		}
-	}
-	if err := os.Rename(path, path+".imported"); err != nil {
-		return n, fmt.Errorf("rooms: imported %s, but could not rename it: %w", path, err)
-	}
-	return n, nil
-}
-
-// importRoom brings one room of a rooms.json into the bucket, unless the
-// bucket has it already.
-func (s *Store) importRoom(r Room, now time.Time) (bool, error) {
-	r.Driver = "" // no one is present yet
-	r.OwnerHash, r.Owner = r.ownerHash(), ""
-	ctx, cancel := context.WithTimeout(s.ctx, createTimeout) // as Create's
-	defer cancel()
-	slots, err := s.takeSlots(ctx, r.ID, r.OwnerHash, r.Class, 0)
-	if errors.Is(err, ErrFull) || errors.Is(err, ErrOwnerFull) {
-		s.cfg.Logger.Warn("rooms: importing a room beyond the caps: it counts against them until it ends", "room", r.ID[:6]+"…", "err", err)
-	} else if err != nil {
-		return false, err
-	}
-	r.Slots = slots
-	val, err := json.Marshal(r)
-	if err != nil {
-		s.release(r.ID, slots)
-		return false, err
-	}
-	var opts []jetstream.KVCreateOpt
-	if r.NeverJoined {
-		opts = append(opts, jetstream.KeyTTL(s.cfg.UnjoinedTTL-now.Sub(r.Created)+2*FlushEvery))
-	}
-	rev, err := s.kv.Create(ctx, r.ID, val, opts...)
-	if err != nil {
-		s.release(r.ID, slots)
-		if broker.LostRace(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	s.mu.Lock()
-	s.apply(r, rev)
-	s.mu.Unlock()
-	return true, nil
-}
-
-// NewSecret returns 128 random bits from crypto/rand, base64url without padding.
-func NewSecret() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("rooms: random: %w", err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
-}
-
-var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
-
-// ValidID reports whether id could be a room id (or a key, or a token).
-func ValidID(id string) bool { return idRE.MatchString(id) }
-
-// TicketHash is what the record keeps of a wheel ticket (Room.WheelHash).
-func TicketHash(ticket string) string { return hashKey(ticket) }
-
-func hashKey(key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
 }

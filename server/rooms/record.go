@@ -1,0 +1,276 @@
+// Package rooms is pair-reading rooms, whole. Read from ls:
+//
+//   - record.go: a room's record and its changes (this file);
+//   - store.go: the records in their KV bucket, this replica's copy of it
+//     (kept by server/internal/kvmirror) and compare-and-set writes;
+//     slots.go: the caps on how many rooms there are; import.go: an older
+//     version's rooms.json;
+//   - service.go: the rooms' HTTP side and what they ask of the site and
+//     the feeds; metrics.go: their gauges;
+//   - room.go: a room with readers on this replica; message.go: what a
+//     reader's messages do; wheel.go: who drives, as pure rules;
+//     presence.go: who is present on the other replicas; wire.go: what
+//     replicas tell each other of a room;
+//   - protocol.go: the websocket's messages, typed both ways, and its close
+//     codes; socket.go: its I/O; limit.go: the token buckets that
+//     rate-limit it.
+//
+// No lock of a room or of the service is held across a write to the
+// bucket: a change is decided under the lock, written without it, and its
+// result taken under it again (room.go).
+//
+// A room's record lives in a JetStream KV bucket (syncloop_rooms), one key
+// per room id: its tag, its driver key (kept as a hash), its ingest token,
+// when it was made and last used, who holds the wheel, the hash of the
+// client address that made it and the caps' slots it holds. Every replica
+// keeps a copy fed by a watcher; every write is a compare-and-set on the
+// key's revision, so two replicas never both apply a change made from the
+// same old record (two hand-overs of one wheel: one wins, the other is
+// refused). Expiry is the bucket's: its TTL is the idle TTL (plus a margin,
+// the record is written again while the room is used), a room no reader
+// joined is made with a per-key TTL of UnjoinedTTL; the store checks the
+// times itself too, so a room ends on time whatever the bucket's timing. An
+// expired room's key keeps a delete marker for the bucket's TTL: its links
+// say "expired" rather than "no such room".
+//
+// Capabilities are random strings of 128 bits (crypto/rand, base64url):
+//
+//   - the room id is the viewer link (/rooms/{id}): whoever holds it reads along;
+//   - the driver key (/rooms/{id}?k=KEY) lets its holder steer; only its
+//     SHA-256 is stored, so the bucket does not hand out the wheel;
+//   - the wheel ticket is what a reader who was handed the wheel holds, so
+//     that the wheel outlasts their reload and their moves between the
+//     room's pages: there is at most one, it ends when the wheel is taken
+//     back or handed on, and it is kept as a SHA-256 too;
+//   - the ingest token lets a relay feed the room's journal; it is stored as
+//     is, because the room shows it to its drivers, and it can be rotated.
+package rooms
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+)
+
+// Errors a caller turns into pages.
+var (
+	ErrNotFound  = errors.New("no such room")
+	ErrExpired   = errors.New("the room expired")
+	ErrFull      = errors.New("too many rooms on this server")
+	ErrOwnerFull = errors.New("this address holds as many rooms as it may")
+	ErrClassFull = errors.New("this class holds as many rooms as its budget allows")
+	// ErrEnded: the room was ended; what it refuses is a change.
+	ErrEnded = errors.New("this room was ended")
+	// ErrWheelMoved: the wheel is not where the caller saw it (another
+	// replica handed it, or it was taken, in between).
+	ErrWheelMoved = errors.New("the wheel moved in the meantime")
+)
+
+// Room is the record of a room.
+type Room struct {
+	ID          string    `json:"id"`
+	Tag         string    `json:"tag"`
+	DriverHash  string    `json:"driver_key_sha256"`             // hex SHA-256 of the driver key
+	WheelHash   string    `json:"wheel_ticket_sha256,omitempty"` // hex SHA-256 of the lent wheel's ticket; "" when not lent
+	IngestToken string    `json:"ingest_token"`
+	Created     time.Time `json:"created"`
+	LastActive  time.Time `json:"last_active"`
+	// OwnerHash is the hex SHA-256 of the client address that created the
+	// room, for the cap on rooms per address; "" when none is known.
+	OwnerHash string `json:"owner_sha256,omitempty"`
+	// Owner is the address itself, in records written before OwnerHash
+	// (and in an older version's rooms.json): it is read, and replaced by
+	// its hash when the record is next written.
+	Owner string `json:"owner,omitempty"`
+	// Slots are the keys of the caps' slots the room holds (slots.go);
+	// none in a record written before the caps had slots.
+	Slots []string `json:"slots,omitempty"`
+	// NeverJoined is set until a reader first joins: such a room expires
+	// after UnjoinedTTL from its creation. (Negative, so that rooms written
+	// before it existed count as joined.)
+	NeverJoined bool `json:"never_joined,omitempty"`
+	// Driver is the reader who holds the wheel (a reader id, unique in the
+	// cluster: room.go), "" when no one does.
+	Driver string `json:"driver,omitempty"`
+	// Class is the id of the class the room was started in (package
+	// classes), "" for a room of no class. A class's room takes a slot of
+	// the class's budget instead of its owner address's (slots.go).
+	Class string `json:"class,omitempty"`
+	// Ended is set when a driver ended the room: its notes turn read-only
+	// and its feed takes no relay, but the record (and so its notes and
+	// hand-in) stays until the room expires, for its class's instructor.
+	Ended bool `json:"ended,omitempty"`
+}
+
+// keyIs reports whether key is the room's driver key, in constant time.
+func (r Room) keyIs(key string) bool {
+	return key != "" && subtle.ConstantTimeCompare([]byte(hashKey(key)), []byte(r.DriverHash)) == 1
+}
+
+// ticketIs reports whether ticket is the ticket of the room's lent wheel,
+// in constant time.
+func (r Room) ticketIs(ticket string) bool {
+	return ticket != "" && r.WheelHash != "" && subtle.ConstantTimeCompare([]byte(hashKey(ticket)), []byte(r.WheelHash)) == 1
+}
+
+// Feed is the name of the room's live feed.
+func (r Room) Feed() string { return FeedPrefix + r.ID }
+
+// ownerHash is the hash of the client address that created the room, ""
+// when none is known.
+func (r Room) ownerHash() string {
+	if r.OwnerHash == "" {
+		return ownerHash(r.Owner)
+	}
+	return r.OwnerHash
+}
+
+// ownerHash is what a record keeps of a client address: its SHA-256, "" for no address.
+func ownerHash(addr string) string {
+	if addr == "" {
+		return ""
+	}
+	return hashKey(addr)
+}
+
+// FeedPrefix starts the name of every room's feed.
+const FeedPrefix = "room-"
+
+// The changes a room's record sees, each a compare-and-set (Store.update).
+
+// IsDriver reports whether key is the room's driver key, in constant time.
+func (s *Store) IsDriver(id, key string) bool {
+	r, err := s.Get(id)
+	return err == nil && r.keyIs(key)
+}
+
+// SetDriver hands the wheel of room id from reader from to reader to, if
+// from still holds it (compare-and-set on the record: of two replicas
+// handing the same wheel at once, one is refused with ErrWheelMoved). With
+// lend, the wheel is lent: the ticket returned is to's, and a ticket lent
+// before stops working; without, a loan ends. from "" takes a wheel no one
+// holds; to "" leaves it with no one.
+func (s *Store) SetDriver(id, from, to string, lend bool) (Room, string, error) {
+	ticket := ""
+	if lend {
+		var err error
+		if ticket, err = NewSecret(); err != nil {
+			return Room{}, "", err
+		}
+	}
+	r, err := s.update(id, func(r *Room) error {
+		if r.Driver != from {
+			return ErrWheelMoved
+		}
+		r.Driver = to
+		r.WheelHash = ""
+		if lend {
+			r.WheelHash = hashKey(ticket)
+		}
+		return nil
+	})
+	return r, ticket, err
+}
+
+// TakeWheel gives reader to the wheel whoever holds it (a driver key's
+// right), ending a loan.
+func (s *Store) TakeWheel(id, to string) (Room, error) {
+	return s.update(id, func(r *Room) error { r.Driver, r.WheelHash = to, ""; return nil })
+}
+
+// SetWheelHolder makes reader to drive if they hold ticket of the lent
+// wheel and the wheel is with no one present, i.e. with from (what the
+// caller saw), or with a reader holding the same ticket.
+func (s *Store) SetWheelHolder(id, from, to string) (Room, error) {
+	return s.update(id, func(r *Room) error {
+		if r.Driver != from || r.WheelHash == "" {
+			return ErrWheelMoved
+		}
+		r.Driver = to
+		return nil
+	})
+}
+
+// EndLoan ends the wheel's loan, if there is one: its ticket stops working.
+func (s *Store) EndLoan(id string) error {
+	r, err := s.Get(id)
+	if err != nil || r.WheelHash == "" {
+		return err
+	}
+	_, err = s.update(id, func(r *Room) error { r.WheelHash = ""; return nil })
+	return err
+}
+
+// HoldsWheel reports whether ticket is the ticket of the room's lent wheel,
+// in constant time.
+func (s *Store) HoldsWheel(id, ticket string) bool {
+	r, err := s.Get(id)
+	return err == nil && r.ticketIs(ticket)
+}
+
+// Token returns the room's ingest token; ok is false when there is no such room.
+func (s *Store) Token(id string) (string, bool) {
+	r, err := s.Get(id)
+	if err != nil {
+		return "", false
+	}
+	return r.IngestToken, true
+}
+
+// SetTag changes the tag the room reads.
+func (s *Store) SetTag(id, tag string) (Room, error) {
+	return s.update(id, func(r *Room) error { r.Tag = tag; return nil })
+}
+
+// RotateToken gives the room a new ingest token; the old one stops working.
+func (s *Store) RotateToken(id string) (Room, error) {
+	return s.update(id, func(r *Room) error {
+		tok, err := NewSecret()
+		r.IngestToken = tok
+		return err
+	})
+}
+
+// End ends the room (Room.Ended): what ended stays ended.
+func (s *Store) End(id string) (Room, error) {
+	return s.update(id, func(r *Room) error { r.Ended = true; return nil })
+}
+
+// MarkJoined records that a reader joined the room: from now on it lives
+// until TTL after its last use (and its key loses its short TTL).
+func (s *Store) MarkJoined(id string) error {
+	r, err := s.Get(id)
+	if err != nil || !r.NeverJoined {
+		return err
+	}
+	_, err = s.update(id, func(r *Room) error { r.NeverJoined = false; return nil })
+	return err
+}
+
+// NewSecret returns 128 random bits from crypto/rand, base64url without padding.
+func NewSecret() (string, error) {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("rooms: random: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
+
+// ValidID reports whether id could be a room id (or a key, or a token).
+func ValidID(id string) bool { return idRE.MatchString(id) }
+
+// TicketHash is what the record keeps of a wheel ticket (Room.WheelHash).
+func TicketHash(ticket string) string { return hashKey(ticket) }
+
+func hashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
