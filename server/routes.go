@@ -80,7 +80,7 @@ func (s *Server) routes() chi.Router {
 	notFound := s.site.NotFound()
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		serveError(w, errMethod)
 	})
 
 	r.Method("GET", "/", s.site.Root())
