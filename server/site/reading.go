@@ -54,7 +54,7 @@ type pageData struct {
 func parseTemplates(a *assets) (*template.Template, error) {
 	funcs := template.FuncMap{
 		"asset":      a.url,
-		"upstream":   upstreamURL,
+		"upstream":   extractor.UpstreamURL,
 		"join":       strings.Join,
 		"inc":        func(n int) int { return n + 1 },
 		"diffLines":  diffLines,

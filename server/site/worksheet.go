@@ -3,6 +3,8 @@ package site
 import (
 	"bytes"
 	"fmt"
+
+	"github.com/syncloop/syncloop/extractor"
 )
 
 // answerKey is the site's own answers to the worksheet at the tag, as
@@ -15,7 +17,7 @@ func answerKey(v *readingView) []byte {
 	r, f := v.R, &v.R.Function
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# syncloop answer key: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
-	fmt.Fprintf(&b, "Source: [%s:%d-%d](%s)\n\n", f.File, f.Start, f.End, upstreamURL(r.Tag, f.File, f.Start, f.End))
+	fmt.Fprintf(&b, "Source: [%s:%d-%d](%s)\n\n", f.File, f.Start, f.End, extractor.UpstreamURL(r.Tag, f.File, f.Start, f.End))
 	fmt.Fprintf(&b, "The site's own answers, from its notes and the source at %s: for an instructor, or to check a worksheet after handing it in. Not a hand-in: a reader's worksheet is what they wrote (\"Your worksheet\" on the reading page).\n\n", r.Tag)
 	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(v.Cases))
 	fmt.Fprintf(&b, "One line per case: the channel it reads, the element type that flows on it, and who writes to it (the sends on it, from the source at %s).\n\n", r.Tag)
@@ -54,5 +56,5 @@ func upstreamOr(u, tag, file string, line int) string {
 	if u != "" {
 		return u
 	}
-	return upstreamURL(tag, file, line, line)
+	return extractor.UpstreamURL(tag, file, line, line)
 }
