@@ -1,9 +1,10 @@
-// Package server is syncloop's web site as one http.Handler: the
-// composition root that starts the shared state (package broker), the
-// reading pages (site), the live feeds (feeds), the pair-reading rooms
-// (rooms) and the readers' notes (annotations), wires what each asks of the
-// others, and serves them through routes.go with the middleware around
-// them. Only this package imports them all.
+// Package server is syncloop's web site as one http.Handler. It is the
+// composition root: NewPlan and Build (build.go) open the shared state
+// (package broker), the reading pages (site), the live feeds (feeds), the
+// readers' notes (annotations), the pair-reading rooms (rooms) and the
+// classes, and wire what each asks of the others; New only routes to
+// them (routes.go), with the middleware around them. Only this package
+// imports them all.
 package server
 
 import (
