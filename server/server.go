@@ -145,8 +145,11 @@ func New(d Deps) *Server {
 		rooms:   d.Rooms,
 		notes:   d.Notes,
 		classes: d.Classes,
-		metrics: cmp.Or[prometheus.Gatherer](d.Metrics, prometheus.NewRegistry()),
+		metrics: d.Metrics,
 		close:   d.Close,
+	}
+	if s.metrics == nil {
+		s.metrics = prometheus.NewRegistry() // nothing registered: /metrics is empty
 	}
 	s.router = s.routes()
 	return s
