@@ -2,7 +2,7 @@ package server
 
 // The composition root: NewPlan turns the command line's Config into each
 // part's own configuration, Build opens the parts from it in dependency
-// order (broker, site, feeds, notes, rooms, classes) and wires what each
+// order (site, broker, feeds, notes, rooms, classes) and wires what each
 // asks of the others. A caller that wants a setting the command line does
 // not have (a test: a rate, a grace, a wait) edits the Plan between the two.
 
@@ -128,17 +128,19 @@ func (p *Plan) Build() (Deps, error) {
 // for their room, the rooms for their class): those callbacks read d,
 // which is whole before any request can reach them.
 func (p *Plan) open(ctx context.Context, d *Deps, reg *prometheus.Registry, undo *[]func()) error {
+	// The site first: it starts loading the default tag at once, so the
+	// first reader finds it ready more often than not.
+	var err error
+	if d.Site, err = site.New(p.Site); err != nil {
+		return err
+	}
+	*undo = append(*undo, d.Site.Close)
 	b, err := broker.Open(ctx, p.Broker)
 	if err != nil {
 		return err
 	}
 	*undo = append(*undo, b.Close)
 	d.Broker = b
-
-	if d.Site, err = site.New(p.Site); err != nil {
-		return err
-	}
-	*undo = append(*undo, d.Site.Close)
 
 	d.Sockets = clients.NewSockets(p.Config.SocketsPerClient, p.Config.PingEvery)
 	if err := d.Sockets.Register(reg); err != nil {
