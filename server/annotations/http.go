@@ -304,7 +304,7 @@ func (h *Handlers) Put() http.Handler {
 		case errors.As(err, &c):
 			writeJSON(w, http.StatusOK, map[string]any{
 				"conflict": true,
-				"error":    fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)),
+				"error":    fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")),
 				"current":  ViewAt(reading, c.Current),
 			})
 		case errors.Is(err, ErrTooLarge):
@@ -332,13 +332,6 @@ func (h *Handlers) Put() http.Handler {
 	})
 }
 
-func orSomeone(s string) string {
-	if s == "" {
-		return "someone"
-	}
-	return s
-}
-
 // Delete removes a comment.
 func (h *Handlers) Delete() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -359,7 +352,7 @@ func (h *Handlers) Delete() http.Handler {
 		var c *ConflictError
 		switch {
 		case errors.As(err, &c):
-			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)), "current": ViewAt(reading, c.Current)})
+			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")), "current": ViewAt(reading, c.Current)})
 		case errors.Is(err, ErrInvalid):
 			jsonError(w, http.StatusBadRequest, err.Error())
 		case err != nil:

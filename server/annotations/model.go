@@ -423,7 +423,7 @@ func Worksheet(r *extractor.Reading, title string, notes []Note) []byte {
 	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(f.Cases))
 	for _, c := range f.Cases {
 		fmt.Fprintf(&b, "### %s\n\n", c.Key)
-		fmt.Fprintf(&b, "[%s:%d](%s): channel `%s`, element type `%s`\n\n", f.File, c.Start, extractor.UpstreamURL(r.Tag, f.File, c.Start, c.End), c.Channel, orNone(c.Type))
+		fmt.Fprintf(&b, "[%s:%d](%s): channel `%s`, element type `%s`\n\n", f.File, c.Start, extractor.UpstreamURL(r.Tag, f.File, c.Start, c.End), c.Channel, cmp.Or(c.Type, "(none)"))
 		w := by["writer."+c.Key]
 		fmt.Fprintf(&b, "- Written by: %s%s\n", answer(w.Text), byline(w.Note))
 		writeChecks(&b, w.Checks, "  ")
@@ -538,11 +538,4 @@ func quoteBlock(s string) string {
 		b.WriteString("> " + strings.TrimRight(l, "\n") + "\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }

@@ -7,6 +7,7 @@ package site
 // highlighted lines from its readingView.
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -448,7 +449,7 @@ func newHistoryView(h *diff.History, key string, last *readingView) *historyView
 		styles := strings.Join(st.Styles, ", ")
 		switch {
 		case i == 0 && st.Present:
-			v.Facts = append(v.Facts, fmt.Sprintf("At %s the case is there, logging in %s style.", st.Tag, or(styles, "no")))
+			v.Facts = append(v.Facts, fmt.Sprintf("At %s the case is there, logging in %s style.", st.Tag, cmp.Or(styles, "no")))
 		case st.Status == diff.Added:
 			v.Facts = append(v.Facts, fmt.Sprintf("The case arrived in %s.", st.Tag))
 		case st.Status == diff.Removed:
@@ -462,11 +463,4 @@ func newHistoryView(h *diff.History, key string, last *readingView) *historyView
 		v.Steps = append(v.Steps, hs)
 	}
 	return v
-}
-
-func or(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }

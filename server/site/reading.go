@@ -5,6 +5,7 @@ package site
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,7 +66,7 @@ func parseTemplates(a *assets) (*template.Template, error) {
 			if tag != def {
 				return def
 			}
-			return or(diff.PreviousMinor(tag), def)
+			return cmp.Or(diff.PreviousMinor(tag), def)
 		},
 	}
 	t, err := template.New("").Funcs(funcs).ParseFS(templates.FS, "*.html")

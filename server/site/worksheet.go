@@ -2,6 +2,7 @@ package site
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 
 	"github.com/syncloop/syncloop/extractor"
@@ -27,7 +28,7 @@ func answerKey(v *readingView) []byte {
 			writer = "____________________"
 		}
 		fmt.Fprintf(&b, "- **%s** (%s:%d): channel `%s`, element type `%s`, written by %s\n",
-			c.Key, f.File, c.Start, c.Channel, orNone(c.Type), writer)
+			c.Key, f.File, c.Start, c.Channel, cmp.Or(c.Type, "(none)"), writer)
 	}
 	fmt.Fprintf(&b, "\n## The two sets\n\n")
 	if len(v.TwoSets) == 0 {
@@ -43,13 +44,6 @@ func answerKey(v *readingView) []byte {
 	fmt.Fprintf(&b, "Connect the loop to level-triggered reconcile: how does each case turn an event into \"compare the desired state with the actual state and close the gap\", so that a missed or repeated event does no harm?\n\n")
 	fmt.Fprintf(&b, "> ____________________________________________________________\n")
 	return b.Bytes()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }
 
 func upstreamOr(u, tag, file string, line int) string {
