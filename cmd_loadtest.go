@@ -273,7 +273,7 @@ func serveChild(ctx context.Context, exe, cacheDir, token, tag, natsURLs, logNam
 // files in a data dir of the run's own, so that a profile shows what a
 // server that keeps its feeds on disk does (an fsync per write among it).
 func serveInProcess(cacheDir, dataDir, token, tag string) (url string, stop func(), err error) {
-	srv, err := server.NewServer(server.Config{
+	srv, err := server.Open(server.Config{
 		DefaultTag: tag, CacheDir: cacheDir, DataDir: dataDir, Getenv: os.Getenv, IngestToken: token,
 		SocketsPerClient: 1 << 20, // every reader comes from 127.0.0.1
 		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -109,7 +109,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	if *natsListen != "" && *natsTokenFile == "" && *dataDir != "" {
 		*natsTokenFile = filepath.Join(*dataDir, "nats-token")
 	}
-	srv, err := server.NewServer(server.Config{
+	plan, err := server.NewPlan(server.Config{
 		NATS:          urls,
 		NATSListen:    *natsListen,
 		NATSTokenFile: *natsTokenFile,
@@ -139,6 +139,13 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// The broker, the site, the feeds, the notes, the rooms and the
+	// classes, opened and wired to each other; the server routes to them.
+	deps, err := plan.Build()
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	srv := server.New(deps)
 	defer srv.Close()
 
 	tcp, err := net.Listen("tcp", *addr)

@@ -27,14 +27,13 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
-	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/browsertest"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // newAnnotateServer serves the real Readings of v1.30.0 (the default here)
 // and v1.36.0, where the config case's logging calls changed.
-func newAnnotateServer(t *testing.T, edits ...func(*Config)) *httptest.Server {
+func newAnnotateServer(t *testing.T, edit func(*Config), tune ...func(*Plan)) *httptest.Server {
 	t.Helper()
 	extractortest.NeedNetwork(t)
 	extractortest.Prefetch("v1.30.0", "v1.36.0")
@@ -43,10 +42,10 @@ func newAnnotateServer(t *testing.T, edits ...func(*Config)) *httptest.Server {
 		fl.Readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
 	cfg := Config{DefaultTag: "v1.30.0", CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }, DemoPeriod: -1}
-	for _, e := range edits {
-		e(&cfg)
+	if edit != nil {
+		edit(&cfg)
 	}
-	s, err := NewServer(cfg)
+	s, err := openTuned(cfg, tune...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +134,7 @@ func commentOn(t *testing.T, ctx context.Context, lo, hi int, text string) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func TestBrowserAnnotateRoom(t *testing.T) {
-	ts := newAnnotateServer(t) // first: the browser's time starts with it
+	ts := newAnnotateServer(t, nil) // first: the browser's time starts with it
 	driver := newBrowser(t)
 	watchD := watchPage(t, driver, ts)
 	if err := chromedp.Do(driver, enableNetwork, chromedp.Navigate(ts.URL+"/k8s/v1.30.0/"), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
@@ -452,7 +451,7 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 }
 
 func TestBrowserAnnotateAlone(t *testing.T) {
-	ts := newAnnotateServer(t)
+	ts := newAnnotateServer(t, nil)
 	ctx := newBrowser(t)
 	watch := watchPage(t, ctx, ts)
 	if err := chromedp.Do(ctx, enableNetwork, chromedp.Navigate(ts.URL+"/k8s/v1.30.0/"), chromedp.WaitReady(`[data-annotate="config"]`)); err != nil {
@@ -670,10 +669,8 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 // written in it turns read-only and says so (before: no note was purged, so
 // no event told it, and its writes went on failing unseen).
 func TestBrowserAnnotateRoomEnds(t *testing.T) {
-	ts := newAnnotateServer(t, func(c *Config) {
-		c.RoomTTL = 3 * time.Second
-		c.notesTune = func(h *annotations.HTTPConfig) { h.RoomCheck = 200 * time.Millisecond }
-	})
+	ts := newAnnotateServer(t, func(c *Config) { c.RoomTTL = 3 * time.Second },
+		func(p *Plan) { p.Notes.RoomCheck = 200 * time.Millisecond })
 	ctx := newBrowser(t)
 	if err := chromedp.Do(ctx, enableNetwork, chromedp.Navigate(ts.URL+"/k8s/v1.30.0/"), chromedp.WaitReady(`form.pair-start button`), chromedp.Click("form.pair-start button")); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func TestBrowserBidiPodName(t *testing.T) {
 	if err := os.WriteFile(journal, append(entry, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
+	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
 		Getenv: func(string) string { return "" }, JournalFile: journal, DemoPeriod: 25 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

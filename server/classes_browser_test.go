@@ -42,7 +42,7 @@ func TestBrowserClass(t *testing.T) {
 	instructor := browsertest.New(t, path, 4*time.Minute)
 	r := realReading(t)
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" },
+	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" },
 		DemoPeriod: 150 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

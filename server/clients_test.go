@@ -27,7 +27,7 @@ import (
 )
 
 // fastCreates lifts the rate of room creation: the rate is not what is tested.
-func fastCreates(c *rooms.ServiceConfig) { c.CreateRate, c.CreateBurst = 1000, 1000 }
+func fastCreates(p *Plan) { p.Rooms.CreateRate, p.Rooms.CreateBurst = 1000, 1000 }
 
 // One address holds at most RoomsPerClient rooms at once, even at a
 // creation rate that would let it fill --max-rooms (before: all 48). The
@@ -47,7 +47,7 @@ func TestRoomsPerClient(t *testing.T) {
 		return made
 	}
 	t.Run("one address", func(t *testing.T) {
-		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms = 48; c.roomsTune = fastCreates })
+		s, ts := newRoomServer(t, "", func(c *Config) { c.MaxRooms = 48 }, fastCreates)
 		if n := fill(t, s, ts); n != rooms.DefaultPerOwner {
 			t.Errorf("one address made %d of %d rooms, want %d", n, s.rooms.Store().MaxRooms(), rooms.DefaultPerOwner)
 		}
@@ -59,9 +59,8 @@ func TestRoomsPerClient(t *testing.T) {
 	t.Run("behind a trusted proxy", func(t *testing.T) {
 		s, ts := newRoomServer(t, "", func(c *Config) {
 			c.MaxRooms, c.RoomsPerClient = 48, 2
-			c.roomsTune = fastCreates
 			c.TrustedProxies, _ = clients.ParseTrustedProxies("127.0.0.0/8,::1/128")
-		})
+		}, fastCreates)
 		a := fill(t, s, ts, "X-Forwarded-For", "198.51.100.7")
 		b := fill(t, s, ts, "X-Forwarded-For", "198.51.100.8")
 		if a != 2 || b != 2 {
@@ -296,7 +295,7 @@ func TestHealthz(t *testing.T) {
 	fl := &fixture.Loader{Hold: map[string]chan struct{}{fixture.Tag: hold}}
 	fl.Readings = nil
 	dataDir := filepath.Join(t.TempDir(), "data")
-	s, err := NewServer(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), DataDir: dataDir, Load: fl.Load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
+	s, err := Open(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), DataDir: dataDir, Load: fl.Load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,6 +329,19 @@ func TestHealthz(t *testing.T) {
 // written in the README.
 func TestMetricNames(t *testing.T) {
 	_, ts := newRoomServer(t, "", nil)
+	// A family with no sample yet is not exposed (client_golang): relay a
+	// line of a case, so that every family has one.
+	ctx := testCtx(t)
+	rl, _, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/default/ingest"), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + testToken}}})
+	if err != nil {
+		t.Fatalf("relay: %v", err)
+	}
+	defer rl.CloseNow()
+	lines := caseLines(fixture.Reading(t), 1, "pleg")
+	if ack := wstest.Send(t, ctx, rl, lines...); ack != lines[len(lines)-1].ID {
+		t.Fatalf("ack %q", ack)
+	}
 	_, body := httpGet(t, ts.URL+"/metrics")
 	got := map[string]string{}
 	for line := range strings.Lines(body) {
@@ -352,7 +364,7 @@ func TestMetricNames(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("metrics and types:\n got %v\nwant %v", got, want)
 	}
-	for _, sample := range []string{`syncloop_lines_ingested_total{feed="default"} `, "syncloop_feeds 1\n"} {
+	for _, sample := range []string{`syncloop_lines_ingested_total{feed="default"} 2`, `syncloop_lines_by_case_total{case="pleg",feed="default"} 1`, "syncloop_feeds 1\n"} {
 		if !strings.Contains(body, sample) {
 			t.Errorf("no sample %q in\n%s", sample, body)
 		}

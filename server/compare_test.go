@@ -139,7 +139,7 @@ func realServer(t testing.TB, tags ...string) *Server {
 		fl.Readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
 	def := tags[len(tags)-1]
-	s, err := NewServer(Config{DefaultTag: def, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
+	s, err := Open(Config{DefaultTag: def, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}

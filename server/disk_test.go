@@ -64,7 +64,7 @@ func TestFullDisk(t *testing.T) {
 
 	// At start: 24 MB of 40 taken leaves less than 20.
 	free := fill(t, disk, 24)
-	_, err := NewServer(Config{DefaultTag: "v1.37.2", CacheDir: t.TempDir(), DataDir: data, Getenv: func(string) string { return "" }, DemoPeriod: -1, FeedBytes: 4 << 20})
+	_, err := Open(Config{DefaultTag: "v1.37.2", CacheDir: t.TempDir(), DataDir: data, Getenv: func(string) string { return "" }, DemoPeriod: -1, FeedBytes: 4 << 20})
 	if !errors.Is(err, broker.ErrNoSpace) || !strings.Contains(err.Error(), filepath.Join(data, "nats")) || !strings.Contains(err.Error(), "JetStream store") {
 		t.Fatalf("start on a full disk: %v; want ErrNoSpace naming %s and the JetStream store", err, data)
 	}

@@ -49,7 +49,7 @@ func TestBrowserCaseLinesAndPins(t *testing.T) {
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
 	cfg := Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, IngestToken: "tok",
 		Getenv: func(string) string { return "" }, DemoPeriod: -1}
-	s, err := NewServer(cfg)
+	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestBrowserRealJournal(t *testing.T) {
 	r := realReading(t)
 	r33 := extractortest.Reading(t, "v1.33.0", content.Symbols())
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r, r33.Tag: r33}}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, IngestToken: "tok",
+	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, IngestToken: "tok",
 		Getenv: func(string) string { return "" }, DemoPeriod: -1})
 	if err != nil {
 		t.Fatal(err)

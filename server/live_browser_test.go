@@ -66,7 +66,7 @@ func testLivePane(t *testing.T, demo bool) {
 	if !demo {
 		cfg.JournalFile = siteJournal(t, r)
 	}
-	s, err := NewServer(cfg)
+	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestBrowserReconnectCountdown(t *testing.T) {
 	ctx := newBrowser(t)
 	r := realReading(t)
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
+	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
 		Getenv: func(string) string { return "" }, DemoPeriod: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"mime"
@@ -71,7 +70,7 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 					}
 					log.Error("panic", "method", r.Method, "path", redact.String(r.URL.Path), "panic", v, "stack", string(debug.Stack()))
 					if sw.status == 0 {
-						http.Error(sw, "internal error", http.StatusInternalServerError)
+						serveError(sw, errInternal)
 					}
 				}
 				level := slog.LevelDebug
@@ -142,16 +141,16 @@ func formBody(n int64) func(http.Handler) http.Handler {
 			ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 			if ct != "" && ct != "application/x-www-form-urlencoded" {
 				w.Header().Set("Connection", "close") // do not read what was sent
-				http.Error(w, fmt.Sprintf("this form is sent as application/x-www-form-urlencoded, not %s", ct), http.StatusUnsupportedMediaType)
+				serveError(w, errFormType(ct))
 				return
 			}
 			withBodyLimit(w, r, n)
 			if err := r.ParseForm(); err != nil {
 				if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-					http.Error(w, fmt.Sprintf("this form takes at most %d bytes", n), http.StatusRequestEntityTooLarge)
+					serveError(w, errFormTooLarge(n))
 					return
 				}
-				http.Error(w, "bad form: "+err.Error(), http.StatusBadRequest)
+				serveError(w, errBadForm(err))
 				return
 			}
 			next.ServeHTTP(w, r)

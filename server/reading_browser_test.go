@@ -23,7 +23,6 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
-	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
@@ -51,7 +50,7 @@ func demoSite(t *testing.T, others ...string) (*httptest.Server, *extractor.Read
 		o.Tag = tag
 		fl.Readings[tag] = &o
 	}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
+	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
 		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -465,7 +464,7 @@ func TestBrowserFeedAtAnotherTag(t *testing.T) {
 	o := *r
 	o.Tag = "v1.31.0"
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r, o.Tag: &o}}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
+	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
 		Getenv: func(string) string { return "" }, JournalFile: siteJournal(t, r)})
 	if err != nil {
 		t.Fatal(err)
@@ -497,9 +496,9 @@ func realDemoSite(t *testing.T, idle time.Duration, others ...string) (*httptest
 	for _, tag := range others {
 		fl.Readings[tag] = extractortest.Reading(t, tag, content.Symbols())
 	}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
-		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond,
-		feedsTune: func(c *feeds.Config) { c.DemoIdle = idle }})
+	s, err := openTuned(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
+		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond},
+		func(p *Plan) { p.Feeds.DemoIdle = idle })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ func newRealServer(t testing.TB) *Server {
 	t.Helper()
 	r := realReading(t)
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
+	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestOtherTags(t *testing.T) {
 			extractortest.NeedNetwork(t)
 			r := extractortest.Reading(t, tag, content.Symbols())
 			fl := &fixture.Loader{Readings: map[string]*extractor.Reading{tag: r}}
-			s, err := NewServer(Config{DefaultTag: tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
+			s, err := Open(Config{DefaultTag: tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,7 +40,7 @@ func newRealServerTags(t *testing.T, others ...string) *Server {
 	}
 	// The tags are loaded without a request (TagReady), which all share
 	// one budget of new tags an hour: room for every one of them.
-	s, err := NewServer(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" },
+	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" },
 		NewTagsPerHour: len(others) + 1})
 	if err != nil {
 		t.Fatal(err)

@@ -78,12 +78,13 @@ func TestRoomImportsRoomsJSON(t *testing.T) {
 // changes both's configuration.
 func twoReplicas(t *testing.T, edit ...func(*Config)) (ts1, ts2 *httptest.Server) {
 	t.Helper()
-	_, ts1, _, ts2 = twoReplicaServers(t, edit...)
+	_, ts1, _, ts2 = twoReplicaServers(t, nil, edit...)
 	return ts1, ts2
 }
 
-// twoReplicaServers is twoReplicas with the servers.
-func twoReplicaServers(t *testing.T, edit ...func(*Config)) (s1 *Server, ts1 *httptest.Server, s2 *Server, ts2 *httptest.Server) {
+// twoReplicaServers is twoReplicas with the servers, tune (if any)
+// changing both's parts' own configurations.
+func twoReplicaServers(t *testing.T, tune func(*Plan), edit ...func(*Config)) (s1 *Server, ts1 *httptest.Server, s2 *Server, ts2 *httptest.Server) {
 	t.Helper()
 	both := func(c *Config) {
 		c.RoomsPerClient = 10
@@ -91,8 +92,12 @@ func twoReplicaServers(t *testing.T, edit ...func(*Config)) (s1 *Server, ts1 *ht
 			e(c)
 		}
 	}
-	s1, ts1 = newRoomServer(t, t.TempDir(), func(c *Config) { c.NATSListen = "127.0.0.1:0"; c.NATSName = "replica-1"; both(c) })
-	s2, ts2 = newRoomServer(t, "", func(c *Config) { c.NATS = []string{s1.NATSURL()}; c.NATSName = "replica-2"; both(c) })
+	var tunes []func(*Plan)
+	if tune != nil {
+		tunes = append(tunes, tune)
+	}
+	s1, ts1 = newRoomServer(t, t.TempDir(), func(c *Config) { c.NATSListen = "127.0.0.1:0"; c.NATSName = "replica-1"; both(c) }, tunes...)
+	s2, ts2 = newRoomServer(t, "", func(c *Config) { c.NATS = []string{s1.NATSURL()}; c.NATSName = "replica-2"; both(c) }, tunes...)
 	return s1, ts1, s2, ts2
 }
 
@@ -109,7 +114,7 @@ func dies(s *Server, readers ...*roomClient) {
 // TestRoomCapsAcrossReplicas: rooms asked for on two replicas at once are
 // made up to --max-rooms in all, and the rest refused with 503.
 func TestRoomCapsAcrossReplicas(t *testing.T) {
-	ts1, ts2 := twoReplicas(t, func(c *Config) { c.MaxRooms, c.RoomsPerClient = 3, 100; c.roomsTune = fastCreates })
+	_, ts1, _, ts2 := twoReplicaServers(t, fastCreates, func(c *Config) { c.MaxRooms, c.RoomsPerClient = 3, 100 })
 	const posts = 12
 	codes := make([]int, posts)
 	start := make(chan struct{})

@@ -27,7 +27,7 @@ import (
 // testToken is the relays' token of the servers these tests start.
 const testToken = "t0ken"
 
-func newRoomServer(t testing.TB, dataDir string, edit func(*Config)) (*Server, *httptest.Server) {
+func newRoomServer(t testing.TB, dataDir string, edit func(*Config), tune ...func(*Plan)) (*Server, *httptest.Server) {
 	t.Helper()
 	other := *fixture.Reading(t)
 	other.Tag = "v1.31.0"
@@ -44,7 +44,7 @@ func newRoomServer(t testing.TB, dataDir string, edit func(*Config)) (*Server, *
 	if edit != nil {
 		edit(&cfg)
 	}
-	s, err := NewServer(cfg)
+	s, err := openTuned(cfg, tune...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +55,8 @@ func newRoomServer(t testing.TB, dataDir string, edit func(*Config)) (*Server, *
 }
 
 // wheelGrace sets how long a lent wheel waits for its holder.
-func wheelGrace(d time.Duration) func(*Config) {
-	return func(c *Config) { c.roomsTune = func(rc *rooms.ServiceConfig) { rc.WheelGrace = d } }
+func wheelGrace(d time.Duration) func(*Plan) {
+	return func(p *Plan) { p.Rooms.WheelGrace = d }
 }
 
 var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -433,7 +433,7 @@ func TestRoomRoles(t *testing.T) {
 // the loan outlasts a restart of the server.
 func TestRoomWheelLoan(t *testing.T) {
 	dir := t.TempDir()
-	s, ts := newRoomServer(t, dir, wheelGrace(300*time.Millisecond))
+	s, ts := newRoomServer(t, dir, nil, wheelGrace(300*time.Millisecond))
 	id, key := createRoom(t, ts)
 	ctx := testCtx(t)
 	ann := dialRoom(t, ctx, ts, id, key, "Ann")
@@ -543,7 +543,7 @@ func TestRoomWheelLoan(t *testing.T) {
 	t4, _ := carol.until(t, ctx, "Carol's new ticket", ticketMsg)["wheel"].(string)
 	ts.Close()
 	s.Close()
-	_, ts2 := newRoomServer(t, dir, wheelGrace(5*time.Second))
+	_, ts2 := newRoomServer(t, dir, nil, wheelGrace(5*time.Second))
 	ann2 := dialRoom(t, ctx, ts2, id, key, "Ann")
 	ann2.until(t, ctx, "the room without a driver", stateWith(func(st map[string]any) bool { return st["driver"] == "" }))
 	carol2 := dialRoomAs(t, ctx, ts2, id, "wheel", t4, "Carol")
@@ -789,8 +789,8 @@ func TestRoomSocketSameOriginOnly(t *testing.T) {
 func BenchmarkRoomSteer(b *testing.B) {
 	for _, n := range []int{1, 31} {
 		b.Run(fmt.Sprintf("followers=%d", n), func(b *testing.B) {
-			_, ts := newRoomServer(b, "", func(c *Config) {
-				c.roomsTune = func(rc *rooms.ServiceConfig) { rc.MsgRate = 1e9 } // measure the fan-out, not the rate limit
+			_, ts := newRoomServer(b, "", nil, func(p *Plan) {
+				p.Rooms.MsgRate = 1e9 // measure the fan-out, not the rate limit
 			})
 			id, key := createRoom(b, ts)
 			ctx := testCtx(b)

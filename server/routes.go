@@ -47,7 +47,7 @@ const (
 //	GET /feeds/{feed}/export      the stored journal as NDJSON (?after=SEQ)
 //	GET /feeds/{feed}/fired       the record of what fired, per case (fired.go)
 //	GET /feeds/{feed}/fired/{case}/lines  a case's stored lines, read back by sequence
-//	GET /metrics                  Prometheus metrics (rooms.go adds the rooms' gauges)
+//	GET /metrics                  Prometheus metrics: one registry, each part registering its own (metrics.go)
 //	GET /healthz                  200 ok, or 503 and why not ready (health.go)
 //
 // Pair-reading rooms (package rooms, wired in rooms.go):
@@ -80,7 +80,7 @@ func (s *Server) routes() chi.Router {
 	notFound := s.site.NotFound()
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		serveError(w, errMethod)
 	})
 
 	r.Method("GET", "/", s.site.Root())

@@ -1,17 +1,15 @@
-// Package server is syncloop's web site as one http.Handler: the
-// composition root that starts the shared state (package broker), the
-// reading pages (site), the live feeds (feeds), the pair-reading rooms
-// (rooms) and the readers' notes (annotations), wires what each asks of the
-// others, and serves them through routes.go with the middleware around
-// them. Only this package imports them all.
+// Package server is syncloop's web site as one http.Handler. It is the
+// composition root: NewPlan and Build (build.go) open the shared state
+// (package broker), the reading pages (site), the live feeds (feeds), the
+// readers' notes (annotations), the pair-reading rooms (rooms) and the
+// classes, and wire what each asks of the others; New only routes to
+// them (routes.go), with the middleware around them. Only this package
+// imports them all.
 package server
 
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -19,8 +17,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/broker"
@@ -94,219 +92,96 @@ type Config struct {
 
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
-	// siteTune lets tests change the pages' own settings (how long a
-	// request waits for a Load) before they start.
-	siteTune func(*site.Config)
-	// feedsTune lets tests change the feeds' own settings (a tag demo's
-	// idle time) before they start.
-	feedsTune func(*feeds.Config)
-	// roomsTune lets tests change the rooms' own settings (their rates,
-	// the wheel's grace) before they start.
-	roomsTune func(*rooms.ServiceConfig)
-	// notesTune lets tests change the notes' handlers' settings.
-	notesTune func(*annotations.HTTPConfig)
 }
 
-// minFreeMargin is the free disk, beyond one feed's journal, that the
-// JetStream store needs to start and to take a new feed: room records,
-// notes and JetStream's own indexes.
-const minFreeMargin = 16 << 20
+// Deps are the opened parts the site is made of: what Build opens from a
+// Plan, or what a caller opened itself. New wires them into routes.
+type Deps struct {
+	// Config is the settings the routes and /healthz read (DefaultTag,
+	// DataDir, Logger).
+	Config  Config
+	Site    *site.Site
+	Broker  *broker.Broker
+	Sockets *clients.Sockets // caps the browser sockets (feeds' and rooms') per client
+	Feeds   *feeds.Service
+	Rooms   *rooms.Service
+	Notes   *annotations.Handlers
+	Classes *classes.Handlers
+	// Metrics is what GET /metrics serves: the registry the parts
+	// registered their collectors with.
+	Metrics prometheus.Gatherer
+	// Close stops the parts and waits for them; Server.Close calls it once.
+	Close func()
+}
 
-// minCacheFree is the free space the Readings cache needs to fetch a tag.
-const minCacheFree = 128 << 20
-
-// Server is the whole site as an http.Handler: the composition root of the
-// pages (package site), the feeds, the rooms and the readers' notes. Close
-// stops their goroutines.
+// Server is the whole site as an http.Handler: the routes over the pages
+// (package site), the feeds, the rooms, the classes and the readers'
+// notes. Close stops them.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	router chi.Router
-	site   *site.Site
-	broker *broker.Broker
-	live   *feeds.Service
-	// sockets caps the browser sockets (feeds' and rooms') per client.
+	cfg     Config
+	log     *slog.Logger
+	router  chi.Router
+	site    *site.Site
+	broker  *broker.Broker
+	live    *feeds.Service
 	sockets *clients.Sockets
 	rooms   *rooms.Service
 	notes   *annotations.Handlers
-	// noteStore is the notes' store: the classes read their rooms' notes.
-	noteStore *annotations.Store
-	classes   *classes.Handlers
-	// closeNotes stops the notes' store (and the NATS server started for it).
-	closeNotes func()
-
-	// ctx is cancelled by Close: the broker and the rooms start under it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	closed sync.Once
+	classes *classes.Handlers
+	metrics prometheus.Gatherer
+	close   func()
+	closed  sync.Once
 }
 
-// NewServer returns the site. It starts loading cfg.DefaultTag in the
-// background, so the first reader finds it ready more often than not.
-func NewServer(cfg Config) (*Server, error) {
-	if cfg.DefaultTag == "" {
-		cfg.DefaultTag = extractor.DefaultTag
-	}
-	if err := extractor.CheckTag(cfg.DefaultTag); err != nil {
-		return nil, err
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if _, err := content.Notes(); err != nil {
-		return nil, fmt.Errorf("notes: %w", err)
-	}
-	sc := site.Config{DefaultTag: cfg.DefaultTag, SourceDir: cfg.SourceDir, CacheDir: cfg.CacheDir,
-		Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load,
-		NewTagsPerHour: cfg.NewTagsPerHour,
-		ClientAddr:     func(r *http.Request) string { return clients.AddrPrefix(r, cfg.TrustedProxies, cfg.IPv6Prefix) }}
-	if cfg.siteTune != nil {
-		cfg.siteTune(&sc)
-	}
-	pages, err := site.New(sc)
-	if err != nil {
-		return nil, err
-	}
-	// undo closes what was opened so far, newest first, when a later step
-	// fails.
-	undo := []func(){pages.Close}
-	fail := func(err error) (*Server, error) {
-		for i := len(undo) - 1; i >= 0; i-- {
-			undo[i]()
-		}
-		return nil, err
-	}
-	if cfg.SourceDir == "" {
-		// A full cache dir still serves the tags cached there; a tag not yet
-		// fetched would fail with the OS's error, so say so now.
-		if dir, err := extractor.CacheDir(extractor.Options{CacheDir: cfg.CacheDir, Getenv: cfg.Getenv}); err == nil {
-			if err := broker.CheckSpace(dir, minCacheFree, "fetching a tag (its module zip, ~50 MB, under tmp/) and caching its Reading"); err != nil {
-				cfg.Logger.Warn("cache: "+err.Error()+"; tags already cached are served", "dir", dir)
-			}
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	undo = append(undo, cancel)
+// New wires opened parts into the site's routes; it opens nothing.
+func New(d Deps) *Server {
 	s := &Server{
-		cfg:    cfg,
-		log:    cfg.Logger,
-		site:   pages,
-		ctx:    ctx,
-		cancel: cancel,
+		cfg:     d.Config,
+		log:     cmp.Or(d.Config.Logger, slog.New(slog.DiscardHandler)),
+		site:    d.Site,
+		broker:  d.Broker,
+		live:    d.Feeds,
+		sockets: d.Sockets,
+		rooms:   d.Rooms,
+		notes:   d.Notes,
+		classes: d.Classes,
+		metrics: d.Metrics,
+		close:   d.Close,
 	}
-	// JetStream's limit is what the feeds keep (and a margin for rooms and
-	// notes), not what the disk had free at start; the free space itself is
-	// checked when a feed is made (feeds.Config.Space).
-	feedBytes := cmp.Or(cfg.FeedBytes, feeds.DefaultFeedBytes)
-	b, err := broker.Open(ctx, broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, TokenFile: cfg.NATSTokenFile, SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger,
-		MaxStore: feeds.MaxStoredBytes(feedBytes) + 1<<30, MinFree: feedBytes + minFreeMargin})
-	if err != nil {
-		return fail(err)
-	}
-	undo = append(undo, b.Close)
-	s.broker = b
-	s.sockets = clients.NewSockets(cfg.SocketsPerClient, cfg.PingEvery)
-	fc := feeds.Config{
-		DefaultTag: cfg.DefaultTag, IngestToken: cfg.IngestToken,
-		JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
-		RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
-		DemoPeriod: cfg.DemoPeriod, NATSName: cfg.NATSName,
-		Sockets: s.sockets, Space: b.Space, TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix, Logger: cfg.Logger,
-		KnownReadings: pages.KnownReadings, LoadTag: pages.Load,
-	}
-	if cfg.feedsTune != nil {
-		cfg.feedsTune(&fc)
-	}
-	if s.live, err = feeds.New(fc, b, pages.Reading); err != nil {
-		return fail(err)
-	}
-	undo = append(undo, s.live.Close)
-	if err := s.openNotes(); err != nil {
-		return fail(err)
-	}
-	undo = append(undo, s.closeNotes)
-	rs, err := s.openRooms(ctx, b, func(c *rooms.ServiceConfig) {
-		c.OnExpire = s.notes.Expired
-		if cfg.roomsTune != nil {
-			cfg.roomsTune(c)
-		}
-	})
-	if err != nil {
-		return fail(err)
-	}
-	undo = append(undo, rs.Close)
-	s.rooms = rs
-	if err := s.openClasses(ctx); err != nil {
-		return fail(err)
+	if s.metrics == nil {
+		s.metrics = prometheus.NewRegistry() // nothing registered: /metrics is empty
 	}
 	s.router = s.routes()
-	return s, nil
+	return s
+}
+
+// Open opens the site's parts as cfg says (NewPlan, then Build) and wires
+// them (New). It starts loading cfg.DefaultTag in the background, so the
+// first reader finds it ready more often than not.
+func Open(cfg Config) (*Server, error) {
+	p, err := NewPlan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d, err := p.Build()
+	if err != nil {
+		return nil, err
+	}
+	return New(d), nil
 }
 
 // ServeHTTP serves the site.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-// Close stops background loads and the live feeds, and waits for them.
+// Close stops the parts (Deps.Close) and waits for them.
 func (s *Server) Close() {
 	s.closed.Do(func() {
-		s.cancel()
-		s.classes.Close()
-		s.rooms.Close()
-		s.closeNotes()
-		s.live.Close()
-		s.site.Close()
-		s.broker.Close()
+		if s.close != nil {
+			s.close()
+		}
 	})
 }
 
 // NATSURL is the embedded NATS server's client URL, with its token, when
 // it listens (Config.NATSListen), "" otherwise.
 func (s *Server) NATSURL() string { return s.broker.ClientURL() }
-
-// openNotes opens the rooms' notes: a KV bucket on the server's JetStream.
-func (s *Server) openNotes() error {
-	// A cluster that just started times out JetStream requests until it has
-	// a leader: retry as the feeds' stream does.
-	var st *annotations.Store
-	err := broker.Retry(s.ctx, time.Minute, func(ctx context.Context) error {
-		var err error
-		st, err = annotations.Open(ctx, annotations.Config{JS: s.broker.JS, Memory: s.broker.Memory, Replicas: s.broker.Replicas, Sync: s.broker.Sync, Logger: s.log})
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	s.closeNotes = st.Close
-	s.noteStore = st
-	hc := annotations.HTTPConfig{
-		Store: st,
-		Room: func(id string) (string, error) {
-			room, err := s.rooms.Get(id)
-			switch {
-			case errors.Is(err, rooms.ErrExpired):
-				return "", annotations.ErrRoomExpired
-			case err != nil:
-				return "", annotations.ErrNoRoom
-			case room.Ended:
-				return room.Tag, annotations.ErrRoomEnded
-			}
-			return room.Tag, nil
-		},
-		Reading: func(tag string) *extractor.Reading {
-			if r := s.site.Reading(tag); r != nil {
-				return r
-			}
-			s.site.Load(tag) // start loading it for the next try
-			return nil
-		},
-		SameOrigin: sameOrigin,
-		ClientIP:   func(r *http.Request) string { return clients.AddrPrefix(r, s.cfg.TrustedProxies, s.cfg.IPv6Prefix) },
-		Sockets:    s.sockets, // event streams count with the client's websockets
-		Logger:     s.log,
-	}
-	if s.cfg.notesTune != nil {
-		s.cfg.notesTune(&hc)
-	}
-	s.notes = annotations.NewHandlers(hc)
-	return nil
-}

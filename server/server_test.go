@@ -356,9 +356,8 @@ func TestTooManyTags(t *testing.T) {
 		fl.Hold[fmt.Sprintf("v1.99.%d", i)] = release
 	}
 	s := newTestServerTuned(t, fl, func(c *Config) {
-		c.siteTune = func(c *site.Config) { c.Wait = time.Millisecond }
 		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.1/32")} // httptest's RemoteAddr
-	})
+	}, func(p *Plan) { p.Site.Wait = time.Millisecond })
 	client := func(i int) []string { return []string{"X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i)} }
 	for i := range site.MaxLoading {
 		if w := get(t, s, fmt.Sprintf("/k8s/v1.99.%d/", i), client(i)...); w.Code != http.StatusAccepted {

@@ -43,7 +43,7 @@ func writeFired(b *bytes.Buffer, vs []View) {
 	})
 	fmt.Fprintf(b, "\n## Fired\n\nLog lines pinned as proof that a case's handler ran, verbatim.\n\n")
 	for _, v := range pins {
-		fmt.Fprintf(b, "### %s at %s%s\n\n", orNone(pinField(v.Text, "case")), orNone(pinField(v.Text, "time")), byline(v.Note))
+		fmt.Fprintf(b, "### %s at %s%s\n\n", cmp.Or(pinField(v.Text, "case"), "(none)"), cmp.Or(pinField(v.Text, "time"), "(none)"), byline(v.Note))
 		fmt.Fprintf(b, "```text\n%s\n```\n\n", strings.ReplaceAll(strings.TrimRight(v.Text, "\n"), "```", "ʼʼʼ"))
 	}
 }

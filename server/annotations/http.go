@@ -26,7 +26,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -84,27 +83,6 @@ const (
 	writeBurst = 40 // a paste, a conflict resolved, a flurry of typing
 	maxBody    = 32 << 10
 	keepalive  = 20 * time.Second
-)
-
-// Limits of a reader's own notes sent to be rendered (POST /k8s/{tag}/notes
-// and worksheet.md): the same as a room's, and a rate per client in
-// milliseconds of rendering. What a body costs is not its size: Markdown
-// such as 8 KB of "[a](" takes goldmark ~100 ms, ordinary notes of the
-// same size ~1 ms. So a client is charged what its request took, and
-// refused while in debt. A page sends all its notes 200 ms after typing
-// stops: ordinary notes, even a full set, cost a few ms of the 100 a
-// second a client has.
-const (
-	// maxLocalBody is 400 notes of 8 KB in a room's 256 KB, with room for
-	// the JSON around them (ids, quotes, times, escapes).
-	maxLocalBody  = MaxRoomBytes + MaxRoomNotes*1024
-	renderMsRate  = 100  // ms of rendering a second per client (a tenth of a core)
-	renderMsBurst = 5000 // a full set of the costliest notes, once
-	// A client's render is charged when it is done: one at a time per
-	// client, so that it cannot start many on one allowance, and a few at a
-	// time in all, so that many clients cannot take every core.
-	rendersPerClient = 1
-	rendersAtOnce    = 4
 )
 
 // DefaultStreamsPerRoom is HTTPConfig.StreamsPerRoom's default: a full
@@ -326,7 +304,7 @@ func (h *Handlers) Put() http.Handler {
 		case errors.As(err, &c):
 			writeJSON(w, http.StatusOK, map[string]any{
 				"conflict": true,
-				"error":    fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)),
+				"error":    fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")),
 				"current":  ViewAt(reading, c.Current),
 			})
 		case errors.Is(err, ErrTooLarge):
@@ -354,13 +332,6 @@ func (h *Handlers) Put() http.Handler {
 	})
 }
 
-func orSomeone(s string) string {
-	if s == "" {
-		return "someone"
-	}
-	return s
-}
-
 // Delete removes a comment.
 func (h *Handlers) Delete() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -381,7 +352,7 @@ func (h *Handlers) Delete() http.Handler {
 		var c *ConflictError
 		switch {
 		case errors.As(err, &c):
-			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", orSomeone(c.Current.Author)), "current": ViewAt(reading, c.Current)})
+			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")), "current": ViewAt(reading, c.Current)})
 		case errors.Is(err, ErrInvalid):
 			jsonError(w, http.StatusBadRequest, err.Error())
 		case err != nil:
@@ -434,67 +405,72 @@ func (h *Handlers) Events() http.Handler {
 			return
 		}
 		defer h.leaveRoom(id)
-		rc := http.NewResponseController(w)
-		_ = rc.SetWriteDeadline(time.Time{})
-		notes, ch, cancel := h.cfg.Store.Subscribe(id)
-		defer cancel()
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Accel-Buffering", "no")
-		send := func(event string, v any) error {
-			b, err := json.Marshal(v)
-			if err != nil {
-				return err
-			}
-			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-				return err
-			}
-			return rc.Flush()
-		}
-		// The snapshot's views come from the same renders as the events:
-		// a page that connects again renders nothing anew.
-		views := viewsWith(reading, notes, func(n Note) View { return h.rendered(reading, id, n).v })
-		if send("snapshot", map[string]any{"views": views}) != nil {
-			return
-		}
-		t := time.NewTicker(keepalive)
-		defer t.Stop()
-		// The room can end with nothing written in it: no note's event
-		// would tell this page. Ask now and then.
-		check := time.NewTicker(h.cfg.RoomCheck)
-		defer check.Stop()
-		for {
-			select {
-			case <-r.Context().Done():
-				return
-			case <-check.C:
-				if _, err := h.cfg.Room(id); errors.Is(err, ErrRoomExpired) {
-					send("expired", map[string]string{"error": expiredMsg})
-					go h.Expired(id)
-					return
-				}
-			case <-t.C:
-				if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
-					return
-				}
-			case n, open := <-ch:
-				if !open {
-					// Fallen behind, or the server closes: the page reconnects
-					// and gets a fresh snapshot.
-					return
-				}
-				if n.Gone {
-					send("expired", map[string]string{"error": expiredMsg})
-					return
-				}
-				// Every page at this tag gets the same bytes: the change is
-				// rendered (Markdown, checks, anchoring) once, not per page.
-				if _, err := w.Write(h.rendered(reading, id, n).event()); err != nil || rc.Flush() != nil {
-					return
-				}
-			}
-		}
+		h.stream(w, r, id, reading)
 	})
+}
+
+// stream sends room id's notes as views at reading's tag: a snapshot, then
+// each change, until the page goes, the room ends or the stream falls
+// behind (the page then reconnects and gets a fresh snapshot).
+func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, id string, reading *extractor.Reading) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{})
+	notes, ch, cancel := h.cfg.Store.Subscribe(id)
+	defer cancel()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	send := func(event string, v any) error {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	// The snapshot's views come from the same renders as the events:
+	// a page that connects again renders nothing anew.
+	views := viewsWith(reading, notes, func(n Note) View { return h.rendered(reading, id, n).v })
+	if send("snapshot", map[string]any{"views": views}) != nil {
+		return
+	}
+	t := time.NewTicker(keepalive)
+	defer t.Stop()
+	// The room can end with nothing written in it: no note's event
+	// would tell this page. Ask now and then.
+	check := time.NewTicker(h.cfg.RoomCheck)
+	defer check.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-check.C:
+			if _, err := h.cfg.Room(id); errors.Is(err, ErrRoomExpired) {
+				send("expired", map[string]string{"error": expiredMsg})
+				go h.Expired(id)
+				return
+			}
+		case <-t.C:
+			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
+				return
+			}
+		case n, open := <-ch:
+			switch {
+			case !open: // fallen behind, or the server closes
+				return
+			case n.Gone:
+				send("expired", map[string]string{"error": expiredMsg})
+				return
+			}
+			// Every page at this tag gets the same bytes: the change is
+			// rendered (Markdown, checks, anchoring) once, not per page.
+			if _, err := w.Write(h.rendered(reading, id, n).event()); err != nil || rc.Flush() != nil {
+				return
+			}
+		}
+	}
 }
 
 // RoomWorksheet is the room's hand-in.
@@ -510,244 +486,4 @@ func (h *Handlers) RoomWorksheet() http.Handler {
 		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", "syncloop-worksheet-"+reading.Tag+"-room-"+id[:6]+".md"))
 		w.Write(md)
 	})
-}
-
-// localBody is a reader's own notes, sent to be rendered or handed in.
-type localBody struct {
-	Notes []struct {
-		ID     string `json:"id"`
-		Text   string `json:"text"`
-		Author string `json:"author"`
-		// A local comment keeps the quote made when it was written.
-		Quote   *anchor.Quote `json:"quote,omitempty"`
-		At      time.Time     `json:"at"`
-		Created time.Time     `json:"created"`
-	} `json:"notes"`
-}
-
-// local decodes and checks a reader's own notes for the tag in the URL.
-// When it returns true, the caller renders them and then calls charge.
-func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Reading, []Note, bool) {
-	if h.cfg.SameOrigin != nil && !h.cfg.SameOrigin(r) {
-		jsonError(w, http.StatusForbidden, "cross-site request refused")
-		return nil, nil, false
-	}
-	tag := chi.URLParam(r, "tag")
-	if extractor.CheckTag(tag) != nil {
-		jsonError(w, http.StatusNotFound, "not a Kubernetes tag")
-		return nil, nil, false
-	}
-	reading := h.cfg.Reading(tag)
-	if reading == nil {
-		jsonError(w, http.StatusServiceUnavailable, "the source at "+tag+" is still being fetched: try again in a moment")
-		return nil, nil, false
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLocalBody))
-	var tooLarge *http.MaxBytesError
-	if errors.As(err, &tooLarge) {
-		jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the notes are over %d KB together: a reader's notes hold what a room's do (%d notes, %d KB each, %d KB together)", maxLocalBody>>10, MaxRoomNotes, MaxNoteBytes>>10, MaxRoomBytes>>10))
-		return nil, nil, false
-	}
-	if err != nil {
-		jsonError(w, http.StatusBadRequest, "could not read the notes")
-		return nil, nil, false
-	}
-	if !h.renders.Allow(h.cfg.ClientIP(r), time.Now()) {
-		w.Header().Set("Retry-After", "2")
-		jsonError(w, http.StatusTooManyRequests, "too many notes sent to be shown at once: they are kept in this browser, and shown again in a moment")
-		return nil, nil, false
-	}
-	var b localBody
-	if err := json.Unmarshal(body, &b); err != nil {
-		jsonError(w, http.StatusBadRequest, "the notes are not JSON of the expected shape")
-		return nil, nil, false
-	}
-	if len(b.Notes) > MaxRoomNotes {
-		jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("%d notes: a reader's notes are at most %d", len(b.Notes), MaxRoomNotes))
-		return nil, nil, false
-	}
-	var notes []Note
-	total := 0
-	for _, n := range b.Notes {
-		if !ValidID(n.ID) {
-			continue
-		}
-		note := Note{ID: n.ID, Text: CleanText(n.Text), Rev: 1, At: n.At, Created: n.Created}
-		if len(note.Text) > MaxNoteBytes {
-			jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("note %s is %d KB: a note holds at most %d KB", n.ID, len(note.Text)>>10, MaxNoteBytes>>10))
-			return nil, nil, false
-		}
-		note.Author, _ = CleanName(n.Author)
-		if Kind(n.ID) == "comment" {
-			if n.Quote == nil || n.Quote.Valid() != nil {
-				continue
-			}
-			note.Quote = n.Quote
-		}
-		if total += size(note); total > MaxRoomBytes {
-			jsonError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("the notes are over %d KB together", MaxRoomBytes>>10))
-			return nil, nil, false
-		}
-		notes = append(notes, note)
-	}
-	// The caller renders, then calls charge.
-	if !h.startRender(r) {
-		w.Header().Set("Retry-After", "1")
-		jsonError(w, http.StatusServiceUnavailable, "busy showing other notes: yours are kept in this browser, and shown again in a moment")
-		return nil, nil, false
-	}
-	return reading, notes, true
-}
-
-// Quote makes the quote of lines at a tag, for a reader's own comment:
-//
-//	GET /k8s/{tag}/quote?start=N&end=M
-func (h *Handlers) Quote() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tag := chi.URLParam(r, "tag")
-		reading := h.cfg.Reading(tag)
-		if extractor.CheckTag(tag) != nil || reading == nil {
-			jsonError(w, http.StatusNotFound, "the source at this tag is not loaded")
-			return
-		}
-		start, _ := strconv.Atoi(r.URL.Query().Get("start"))
-		end, _ := strconv.Atoi(r.URL.Query().Get("end"))
-		q, err := anchor.New(reading, start, end)
-		if err != nil {
-			jsonError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, q)
-	})
-}
-
-// LocalViews renders a reader's own notes at the tag.
-func (h *Handlers) LocalViews() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reading, notes, ok := h.local(w, r)
-		if !ok {
-			return
-		}
-		start := time.Now()
-		views := Views(reading, notes)
-		h.charge(r, start)
-		writeJSON(w, http.StatusOK, map[string]any{"views": views})
-	})
-}
-
-// LocalWorksheet is a reader's own hand-in at the tag.
-func (h *Handlers) LocalWorksheet() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reading, notes, ok := h.local(w, r)
-		if !ok {
-			return
-		}
-		start := time.Now()
-		md := Worksheet(reading, "My notes", notes)
-		h.charge(r, start)
-		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Write(md)
-	})
-}
-
-// startRender counts a render of r's client's own notes, if the client
-// and the server have room for one; charge ends it.
-func (h *Handlers) startRender(r *http.Request) bool {
-	client := h.cfg.ClientIP(r)
-	h.renderMu.Lock()
-	defer h.renderMu.Unlock()
-	if h.rendering[client] >= rendersPerClient || h.renderingAt >= rendersAtOnce {
-		return false
-	}
-	h.rendering[client]++
-	h.renderingAt++
-	return true
-}
-
-// charge ends a render that began at start, and takes what it cost from
-// the client's allowance.
-func (h *Handlers) charge(r *http.Request, start time.Time) {
-	client := h.cfg.ClientIP(r)
-	now := time.Now()
-	h.renders.Charge(client, now, int(now.Sub(start).Milliseconds()))
-	h.renderMu.Lock()
-	defer h.renderMu.Unlock()
-	h.renderingAt--
-	if h.rendering[client]--; h.rendering[client] <= 0 {
-		delete(h.rendering, client)
-	}
-}
-
-// rendered is note n of the room as a page at r's tag shows it, rendered
-// once for every page and every snapshot that shows this version.
-func (h *Handlers) rendered(r *extractor.Reading, room string, n Note) *rendered {
-	return h.events.get(renderKey{tag: r.Tag, room: room, id: n.ID, rev: n.Rev, deleted: n.Deleted}, func() View {
-		return ViewAt(r, n)
-	})
-}
-
-// event is the server-sent event of the change, made on first use.
-func (e *rendered) event() []byte {
-	e.eventOnce.Do(func() {
-		b, err := json.Marshal(e.v)
-		if err != nil {
-			// A View is plain data; this cannot happen, but a page that
-			// reloads is better than a page that misses a change.
-			e.b = []byte("event: reload\ndata: {}\n\n")
-			return
-		}
-		out := make([]byte, 0, len(b)+32)
-		out = append(out, "event: note\ndata: "...)
-		out = append(out, b...)
-		e.b = append(out, "\n\n"...)
-	})
-	return e.b
-}
-
-// renderKey names one version of a note as seen at one tag: a revision is
-// never reused, so the bytes of a key never change.
-type renderKey struct {
-	tag, room, id string
-	rev           uint64
-	deleted       bool
-}
-
-// renderCache keeps the last max events rendered. The pages of a room
-// receive a change at the same moment: the first renders it, the others
-// wait for and share its bytes.
-type renderCache struct {
-	max   int
-	mu    sync.Mutex
-	m     map[renderKey]*rendered
-	order []renderKey // oldest first
-}
-
-type rendered struct {
-	once      sync.Once
-	v         View
-	eventOnce sync.Once
-	b         []byte
-}
-
-func newRenderCache(max int) *renderCache {
-	return &renderCache{max: max, m: map[renderKey]*rendered{}}
-}
-
-// get returns key's entry, calling render the first time only.
-func (c *renderCache) get(key renderKey, render func() View) *rendered {
-	c.mu.Lock()
-	e, ok := c.m[key]
-	if !ok {
-		e = &rendered{}
-		c.m[key] = e
-		c.order = append(c.order, key)
-		if len(c.order) > c.max {
-			delete(c.m, c.order[0])
-			c.order = c.order[1:]
-		}
-	}
-	c.mu.Unlock()
-	e.once.Do(func() { e.v = render() })
-	return e
 }

@@ -414,7 +414,7 @@ func Worksheet(r *extractor.Reading, title string, notes []Note) []byte {
 	f := &r.Function
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# syncloop worksheet: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
-	fmt.Fprintf(&b, "%s. Source: [%s:%d-%d](%s)\n\n", title, f.File, f.Start, f.End, upstream(r.Tag, f.File, f.Start, f.End))
+	fmt.Fprintf(&b, "%s. Source: [%s:%d-%d](%s)\n\n", title, f.File, f.Start, f.End, extractor.UpstreamURL(r.Tag, f.File, f.Start, f.End))
 	if len(authors) > 0 {
 		fmt.Fprintf(&b, "Written by: %s\n\n", strings.Join(authors, ", "))
 	} else {
@@ -423,7 +423,7 @@ func Worksheet(r *extractor.Reading, title string, notes []Note) []byte {
 	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(f.Cases))
 	for _, c := range f.Cases {
 		fmt.Fprintf(&b, "### %s\n\n", c.Key)
-		fmt.Fprintf(&b, "[%s:%d](%s): channel `%s`, element type `%s`\n\n", f.File, c.Start, upstream(r.Tag, f.File, c.Start, c.End), c.Channel, orNone(c.Type))
+		fmt.Fprintf(&b, "[%s:%d](%s): channel `%s`, element type `%s`\n\n", f.File, c.Start, extractor.UpstreamURL(r.Tag, f.File, c.Start, c.End), c.Channel, cmp.Or(c.Type, "(none)"))
 		w := by["writer."+c.Key]
 		fmt.Fprintf(&b, "- Written by: %s%s\n", answer(w.Text), byline(w.Note))
 		writeChecks(&b, w.Checks, "  ")
@@ -538,15 +538,4 @@ func quoteBlock(s string) string {
 		b.WriteString("> " + strings.TrimRight(l, "\n") + "\n")
 	}
 	return strings.TrimSuffix(b.String(), "\n")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
-func upstream(tag, file string, a, b int) string {
-	return extractor.UpstreamURL(tag, file, a, b)
 }

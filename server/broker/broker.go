@@ -6,6 +6,7 @@
 package broker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -139,7 +140,7 @@ func Open(ctx context.Context, cfg Config) (*Broker, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	opts := []nats.Option{
-		nats.Name(cmp(cfg.Name, "syncloop")),
+		nats.Name(cmp.Or(cfg.Name, "syncloop")),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
@@ -195,32 +196,13 @@ func (b *Broker) learnReplicas(ctx context.Context) error {
 
 func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, error) {
 	b := &Broker{Replicas: 1, unlock: func() {}}
-	store := ""
-	if cfg.Dir == "" {
-		b.Memory = true
-		dir, err := os.MkdirTemp("", "syncloop-nats-")
-		if err != nil {
-			return nil, fmt.Errorf("nats: %w", err)
-		}
-		b.tmp, store = dir, dir
-	} else {
-		store = filepath.Join(cfg.Dir, "nats")
-		if err := os.MkdirAll(store, 0o755); err != nil {
-			return nil, fmt.Errorf("nats: storage: %w", err)
-		}
-		unlock, err := lockDir(store)
-		if err != nil {
-			return nil, err
-		}
-		b.unlock = unlock
-		if err := CheckSpace(store, cfg.MinFree, "the JetStream store (rooms, notes, the feeds' journals)"); err != nil {
-			b.close()
-			return nil, fmt.Errorf("nats: storage: %w", err)
-		}
-		b.spaceDir, b.minFree = store, cfg.MinFree
+	store, err := b.openStore(cfg)
+	if err != nil {
+		b.close()
+		return nil, err
 	}
 	so := &natsserver.Options{
-		ServerName: cmp(cfg.Name, "syncloop"),
+		ServerName: cmp.Or(cfg.Name, "syncloop"),
 		JetStream:  true,
 		StoreDir:   store,
 		NoSigs:     true,
@@ -231,50 +213,16 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 	if cfg.MaxStore > 0 && !b.Memory {
 		so.JetStreamMaxStore = cfg.MaxStore
 	}
-	switch {
-	case cfg.SyncInterval > 0:
-		so.SyncInterval = cfg.SyncInterval
-	case b.Memory:
-		// Nothing is on disk to be waited for.
-	default:
-		sync, closeF, err := syncFS(store)
-		if err != nil {
-			b.close()
-			return nil, err
-		}
-		if sync == nil { // no syncfs here: fsync each write before its PubAck
-			so.SyncAlways = true
-			break
-		}
-		so.SyncInterval = backstopSync
-		b.gs = newGroupSync(sync, func(err error) { log.Error("nats: storage not synced; acknowledgements wait", "err", err) }, syncGap)
-		b.gsCloseF = closeF
-		ctx, cancel := context.WithCancel(context.Background())
-		b.gsStop, b.gsDone = cancel, make(chan struct{})
-		go func() { defer close(b.gsDone); b.gs.run(ctx) }() // owned: stopped in close
+	if err := b.startSync(so, cfg.SyncInterval, log); err != nil {
+		b.close()
+		return nil, err
 	}
 	if cfg.Listen != "" {
-		host, port, err := net.SplitHostPort(cfg.Listen)
-		if err != nil {
-			b.close()
-			return nil, fmt.Errorf("--nats-listen %q: want host:port", cfg.Listen)
-		}
-		so.Host = cmp(host, "127.0.0.1")
-		if so.Port, err = strconv.Atoi(port); err != nil {
-			b.close()
-			return nil, fmt.Errorf("--nats-listen %q: want host:port", cfg.Listen)
-		}
-		token, err := listenToken(so.Host, cfg.TokenFile)
-		if err != nil {
+		if err := b.listen(so, cfg); err != nil {
 			b.close()
 			return nil, err
 		}
-		so.Authorization = token
-		b.token = token
-		opts = append(opts, nats.Token(token))
-		if so.Port == 0 {
-			so.Port = natsserver.RANDOM_PORT
-		}
+		opts = append(opts, nats.Token(b.token))
 	}
 	ns, err := natsserver.NewServer(so)
 	if err != nil {
@@ -298,6 +246,86 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 		log.Info("nats: embedded server listening for other replicas; they present its token", "url", ns.ClientURL(), "token_file", cfg.TokenFile)
 	}
 	return b, nil
+}
+
+// openStore makes the embedded server's store directory: under cfg.Dir,
+// locked against a second server and checked for free space, or a
+// temporary one when the state is kept in memory (cfg.Dir "").
+func (b *Broker) openStore(cfg Config) (string, error) {
+	if cfg.Dir == "" {
+		b.Memory = true
+		dir, err := os.MkdirTemp("", "syncloop-nats-")
+		if err != nil {
+			return "", fmt.Errorf("nats: %w", err)
+		}
+		b.tmp = dir
+		return dir, nil
+	}
+	store := filepath.Join(cfg.Dir, "nats")
+	if err := os.MkdirAll(store, 0o755); err != nil {
+		return "", fmt.Errorf("nats: storage: %w", err)
+	}
+	unlock, err := lockDir(store)
+	if err != nil {
+		return "", err
+	}
+	b.unlock = unlock
+	if err := CheckSpace(store, cfg.MinFree, "the JetStream store (rooms, notes, the feeds' journals)"); err != nil {
+		return "", fmt.Errorf("nats: storage: %w", err)
+	}
+	b.spaceDir, b.minFree = store, cfg.MinFree
+	return store, nil
+}
+
+// startSync sets when the store's writes reach the disk: every interval
+// when one is given; otherwise before each acknowledgement, by one syncfs
+// for a group of writes (the group commit, started here) where the system
+// has it, or by an fsync of each write.
+func (b *Broker) startSync(so *natsserver.Options, interval time.Duration, log *slog.Logger) error {
+	switch {
+	case interval > 0:
+		so.SyncInterval = interval
+		return nil
+	case b.Memory:
+		return nil // nothing is on disk to be waited for
+	}
+	sync, closeF, err := syncFS(so.StoreDir)
+	if err != nil {
+		return err
+	}
+	if sync == nil { // no syncfs here: fsync each write before its PubAck
+		so.SyncAlways = true
+		return nil
+	}
+	so.SyncInterval = backstopSync
+	b.gs = newGroupSync(sync, func(err error) { log.Error("nats: storage not synced; acknowledgements wait", "err", err) }, syncGap)
+	b.gsCloseF = closeF
+	ctx, cancel := context.WithCancel(context.Background())
+	b.gsStop, b.gsDone = cancel, make(chan struct{})
+	go func() { defer close(b.gsDone); b.gs.run(ctx) }() // owned: stopped in close
+	return nil
+}
+
+// listen opens the embedded server's client port at cfg.Listen (no host:
+// loopback's; port 0: any), which clients enter with its token (b.token).
+func (b *Broker) listen(so *natsserver.Options, cfg Config) error {
+	host, port, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--nats-listen %q: want host:port", cfg.Listen)
+	}
+	so.Host = cmp.Or(host, "127.0.0.1")
+	if so.Port, err = strconv.Atoi(port); err != nil {
+		return fmt.Errorf("--nats-listen %q: want host:port", cfg.Listen)
+	}
+	token, err := listenToken(so.Host, cfg.TokenFile)
+	if err != nil {
+		return err
+	}
+	so.Authorization, b.token = token, token
+	if so.Port == 0 {
+		so.Port = natsserver.RANDOM_PORT
+	}
+	return nil
 }
 
 // openLanes opens the broker's connections: NC (and JS) first, then the
@@ -419,13 +447,6 @@ type redactedError struct{ err error }
 
 func (e redactedError) Error() string { return redact.String(e.err.Error()) }
 func (e redactedError) Unwrap() error { return e.err }
-
-func cmp(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
 
 // Retry calls f, each call with 5 s, until it succeeds or within has
 // passed: a cluster that just started answers JetStream requests only once

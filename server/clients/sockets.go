@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // DefaultSocketsPerClient is Config.SocketsPerClient's default: a reader's
@@ -115,3 +116,21 @@ func (b *Sockets) Refused() uint64 { return b.refused.Load() }
 
 // Unanswered counts the sockets closed for not answering a ping.
 func (b *Sockets) Unanswered() uint64 { return b.unanswered.Load() }
+
+// Register registers the sockets' counters (syncloop_sockets_refused_total,
+// syncloop_sockets_unanswered_total) with r.
+func (b *Sockets) Register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "syncloop_sockets_refused_total",
+			Help: "Browser sockets refused because their client held --sockets-per-client already."},
+			func() float64 { return float64(b.Refused()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "syncloop_sockets_unanswered_total",
+			Help: "Browser sockets closed because they did not answer a ping (half-open connections)."},
+			func() float64 { return float64(b.Unanswered()) }),
+	} {
+		if err := r.Register(c); err != nil {
+			return fmt.Errorf("sockets' metrics: %w", err)
+		}
+	}
+	return nil
+}

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -69,7 +71,9 @@ func serveLive(t testing.TB, l *Service) *httptest.Server {
 	r.Method("GET", "/feeds/{feed}/export", l.HandleExport())
 	r.Method("GET", "/feeds/{feed}/fired", l.HandleFired())
 	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", l.HandleCaseLines())
-	r.Method("GET", "/metrics", l.HandleMetrics())
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(l.Collector())
+	r.Method("GET", "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ts := httptest.NewServer(r)
 	t.Cleanup(ts.Close)
 	return ts

@@ -1,19 +1,18 @@
 package feeds
 
 // Metrics: the feeds' series, collected by prometheus/client_golang when
-// scraped (Config.Metrics). A feed with a token of its own (a room's,
+// scraped (Config.Metrics). The browser sockets' counters are package
+// clients' (clients.Sockets.Register). A feed with a token of its own (a room's,
 // GrantToken) is never a label value: its name is a viewer link.
 
 import (
 	"cmp"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 var (
@@ -27,10 +26,6 @@ var (
 		"Browsers connected to a feed.", []string{"feed"}, nil)
 	feedsDesc = prometheus.NewDesc("syncloop_feeds",
 		fmt.Sprintf("Feeds the server holds: at most %d, rooms' included, and at most %d tags' demos.", MaxFeeds, maxTagDemos), nil, nil)
-	refusedDesc = prometheus.NewDesc("syncloop_sockets_refused_total",
-		"Browser sockets refused because their client held --sockets-per-client already.", nil, nil)
-	unansweredDesc = prometheus.NewDesc("syncloop_sockets_unanswered_total",
-		"Browser sockets closed because they did not answer a ping (half-open connections).", nil, nil)
 )
 
 // collector reads the feeds' counters when scraped: they are the feeds'
@@ -42,7 +37,7 @@ type collector struct{ l *Service }
 func (l *Service) Collector() prometheus.Collector { return collector{l} }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{ingestedDesc, byCaseDesc, droppedDesc, clientsDesc, feedsDesc, refusedDesc, unansweredDesc} {
+	for _, d := range []*prometheus.Desc{ingestedDesc, byCaseDesc, droppedDesc, clientsDesc, feedsDesc} {
 		ch <- d
 	}
 }
@@ -73,22 +68,4 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(st.Subscribers), f.name)
 	}
 	ch <- prometheus.MustNewConstMetric(feedsDesc, prometheus.GaugeValue, float64(len(feeds)))
-	ch <- prometheus.MustNewConstMetric(refusedDesc, prometheus.CounterValue, float64(l.sockets.Refused()))
-	ch <- prometheus.MustNewConstMetric(unansweredDesc, prometheus.CounterValue, float64(l.sockets.Unanswered()))
-}
-
-// HandleMetrics serves the feeds' series alone, from a registry of their
-// own: for a server that does not yet serve one registry for all its
-// packages (promhttp.HandlerFor on the registry given as Config.Metrics).
-// It always answers in the plain text format, uncompressed, which the
-// server edits (server/rooms.go) until it serves one registry.
-func (l *Service) HandleMetrics() http.Handler {
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(l.Collector())
-	h := promhttp.HandlerFor(reg, promhttp.HandlerOpts{DisableCompression: true})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = r.Clone(r.Context())
-		r.Header.Del("Accept") // the text format, not protobuf or OpenMetrics
-		h.ServeHTTP(w, r)
-	})
 }

@@ -14,7 +14,6 @@
 package loadtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +24,9 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,27 +124,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	defer cancel()
 
 	// Readers first, every one connected before the first line is sent.
-	readers := make([]*reader, 0, o.Rooms*o.Readers)
+	client := loopbackClient(o.Rooms*o.Readers + o.Rooms)
 	var rwg sync.WaitGroup
 	defer func() { cancel(); rwg.Wait() }()
-	feeds := make([]string, o.Rooms)
-	client := loopbackClient(o.Rooms*o.Readers + o.Rooms)
-	for i := range feeds {
-		feeds[i] = fmt.Sprintf("load-%s-%d", run, i)
-		// A browser socket does not create a feed: a relay does, on each
-		// replica it connects to.
-		for _, server := range o.Servers {
-			if err := openFeed(ctx, client, server, o.Token, feeds[i]); err != nil {
-				return res, err
-			}
-		}
-		for j := range o.Readers {
-			r := &reader{run: run, total: total, seen: make([]uint64, (total+64)/64)}
-			if err := r.dial(ctx, client, o.server(i+j), feeds[i]); err != nil {
-				return res, err
-			}
-			readers = append(readers, r)
-		}
+	feeds, readers, err := o.connect(ctx, client, run, total)
+	if err != nil {
+		return res, err
 	}
 	rctx, rcancel := context.WithCancel(ctx)
 	defer rcancel()
@@ -157,8 +143,62 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		stats = append(stats, startProcStats(ctx, pid))
 	}
 	selfBefore := selfCPU()
+	if err := o.ingest(ctx, client, run, feeds, total, &res); err != nil {
+		return res, err
+	}
+	res.Procs = make([]ProcResult, len(stats))
+	for i, st := range stats {
+		res.Procs[i] = ProcResult{PID: st.pid, CPU: st.cpuSince()}
+		res.ServerCPU += res.Procs[i].CPU
+	}
+	res.ClientCPU = selfCPU() - selfBefore
+	logf("sent %d lines in %v (%d acknowledged); waiting up to %v for readers", res.Sent, res.Duration.Round(time.Millisecond), res.Acked, o.Drain)
+	if o.AfterSend != nil {
+		o.AfterSend()
+	}
 
-	// Ingest: one client per feed, all sending on one schedule.
+	drain(ctx, readers, o.Drain)
+	for i, st := range stats {
+		p := &res.Procs[i]
+		p.RSSPeak, p.RSSEnd = st.stop()
+		res.RSSPeak += p.RSSPeak
+		res.RSSEnd += p.RSSEnd
+	}
+	rcancel()
+	rwg.Wait()
+	res.tally(readers, total)
+	return res, nil
+}
+
+// connect makes the run's feeds (a relay's connection to each replica
+// makes one there) and connects each feed's readers, spread over the
+// replicas.
+func (o *Options) connect(ctx context.Context, client *http.Client, run string, total int64) (feeds []string, readers []*reader, err error) {
+	feeds = make([]string, o.Rooms)
+	for i := range feeds {
+		feeds[i] = fmt.Sprintf("load-%s-%d", run, i)
+		// A browser socket does not create a feed: a relay does, on each
+		// replica it connects to.
+		for _, server := range o.Servers {
+			if err := openFeed(ctx, client, server, o.Token, feeds[i]); err != nil {
+				return nil, nil, err
+			}
+		}
+		for j := range o.Readers {
+			r := &reader{run: run, total: total, seen: make([]uint64, (total+64)/64)}
+			if err := r.dial(ctx, client, o.server(i+j), feeds[i]); err != nil {
+				return nil, nil, err
+			}
+			readers = append(readers, r)
+		}
+	}
+	return feeds, readers, nil
+}
+
+// ingest sends total lines to each feed, one client per feed, all on one
+// schedule, and counts in res what was sent and acknowledged, and for how
+// long.
+func (o *Options) ingest(ctx context.Context, client *http.Client, run string, feeds []string, total int64, res *Result) error {
 	began := time.Now()
 	ings := make([]*ingester, len(feeds))
 	var iwg sync.WaitGroup
@@ -173,44 +213,26 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		res.Sent += in.sent.Load()
 		res.Acked += in.acked.Load()
 		if errs[i] != nil && ctx.Err() == nil {
-			return res, fmt.Errorf("loadtest: feed %s: %w", in.feed, errs[i])
+			return fmt.Errorf("loadtest: feed %s: %w", in.feed, errs[i])
 		}
 	}
-	res.Procs = make([]ProcResult, len(stats))
-	for i, st := range stats {
-		res.Procs[i] = ProcResult{PID: st.pid, CPU: st.cpuSince()}
-		res.ServerCPU += res.Procs[i].CPU
-	}
-	res.ClientCPU = selfCPU() - selfBefore
-	logf("sent %d lines in %v (%d acknowledged); waiting up to %v for readers", res.Sent, res.Duration.Round(time.Millisecond), res.Acked, o.Drain)
-	if o.AfterSend != nil {
-		o.AfterSend()
-	}
+	return nil
+}
 
-	// Drain: wait until every reader has each line or a word of its skip.
-	deadline := time.Now().Add(o.Drain)
+// drain waits, up to within, until every reader has each line or a word
+// of its skip.
+func drain(ctx context.Context, readers []*reader, within time.Duration) {
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		done := true
-		for _, r := range readers {
-			if !r.complete() {
-				done = false
-				break
-			}
-		}
-		if done {
-			break
+		if !slices.ContainsFunc(readers, func(r *reader) bool { return !r.complete() }) {
+			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	for i, st := range stats {
-		p := &res.Procs[i]
-		p.RSSPeak, p.RSSEnd = st.stop()
-		res.RSSPeak += p.RSSPeak
-		res.RSSEnd += p.RSSEnd
-	}
-	rcancel()
-	rwg.Wait()
+}
 
+// tally adds up what the readers saw of the total lines sent to each feed.
+func (res *Result) tally(readers []*reader, total int64) {
 	var h hist
 	for _, r := range readers {
 		r.mu.Lock()
@@ -232,9 +254,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		h.merge(&r.lat)
 		r.mu.Unlock()
 	}
-	res.Expected = res.Sent * int64(o.Readers)
+	res.Expected = res.Sent * int64(res.Readers)
 	res.P50, res.P99, res.Max = h.quantile(0.50), h.quantile(0.99), h.max
-	return res, nil
 }
 
 func (o *Options) check() error {
@@ -383,35 +404,9 @@ func (in *ingester) send(ctx context.Context, client *http.Client, server, token
 	}
 	defer conn.CloseNow()
 	allAcked := make(chan struct{})
-	var once sync.Once
 	acked := make(chan struct{}, 1)
 	readErr := make(chan error, 1)
-	go func() { // owned: ends when conn closes (deferred CloseNow)
-		for {
-			_, b, err := conn.Read(ctx)
-			if err != nil {
-				readErr <- err
-				return
-			}
-			var m struct {
-				Ack string `json:"ack"`
-			}
-			if json.Unmarshal(b, &m) != nil {
-				continue
-			}
-			if i := bytes.LastIndexByte([]byte(m.Ack), '-'); i >= 0 {
-				n, _ := strconv.ParseInt(m.Ack[i+1:], 10, 64)
-				in.acked.Store(n)
-				select {
-				case acked <- struct{}{}:
-				default:
-				}
-				if n == total {
-					once.Do(func() { close(allAcked) })
-				}
-			}
-		}
-	}()
+	go func() { readErr <- in.readAcks(ctx, conn, total, acked, allAcked) }() // owned: ends when conn closes (deferred CloseNow)
 
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -436,13 +431,7 @@ func (in *ingester) send(ctx context.Context, client *http.Client, server, token
 			}
 		}
 		due := min(total, int64(time.Since(began).Seconds()*float64(rate)), in.acked.Load()+window)
-		batch = batch[:0]
-		now := time.Now()
-		for size := 0; seq < due && len(batch) < maxBatch && size < maxBatchBytes; {
-			seq++
-			batch = append(batch, relay.Line{ID: in.run + "-" + in.feed + "-" + strconv.FormatInt(seq, 10), Raw: in.line(seq, now)})
-			size += len(batch[len(batch)-1].Raw)
-		}
+		batch = in.fill(batch[:0], &seq, due)
 		if len(batch) == 0 {
 			continue
 		}
@@ -463,6 +452,51 @@ func (in *ingester) send(ctx context.Context, client *http.Client, server, token
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// readAcks reads the server's acks until conn fails, and returns why: it
+// records the last line acknowledged, wakes the sender (acked) and closes
+// allAcked once line total is.
+func (in *ingester) readAcks(ctx context.Context, conn *websocket.Conn, total int64, acked chan<- struct{}, allAcked chan<- struct{}) error {
+	closed := false
+	for {
+		_, b, err := conn.Read(ctx)
+		if err != nil {
+			return err
+		}
+		var m struct {
+			Ack string `json:"ack"`
+		}
+		if json.Unmarshal(b, &m) != nil {
+			continue
+		}
+		i := strings.LastIndexByte(m.Ack, '-')
+		if i < 0 {
+			continue
+		}
+		n, _ := strconv.ParseInt(m.Ack[i+1:], 10, 64)
+		in.acked.Store(n)
+		select {
+		case acked <- struct{}{}:
+		default:
+		}
+		if n == total && !closed {
+			close(allAcked)
+			closed = true
+		}
+	}
+}
+
+// fill appends to batch the lines after *seq up to due, within a batch's
+// bounds, advancing *seq.
+func (in *ingester) fill(batch []relay.Line, seq *int64, due int64) []relay.Line {
+	now := time.Now()
+	for size := 0; *seq < due && len(batch) < maxBatch && size < maxBatchBytes; {
+		*seq++
+		batch = append(batch, relay.Line{ID: in.run + "-" + in.feed + "-" + strconv.FormatInt(*seq, 10), Raw: in.line(*seq, now)})
+		size += len(batch[len(batch)-1].Raw)
+	}
+	return batch
 }
 
 // line is a klog text line at one of the tag's log sites, as the kubelet

@@ -19,7 +19,7 @@ import (
 // startServer runs the real site in this process on a loopback port.
 func startServer(t *testing.T) string {
 	t.Helper()
-	srv, err := server.NewServer(server.Config{
+	srv, err := server.Open(server.Config{
 		CacheDir:    t.TempDir(),
 		Getenv:      func(string) string { return "" },
 		IngestToken: "load-token",

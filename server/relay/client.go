@@ -285,30 +285,9 @@ type ackMsg struct {
 // ones as they come, and reads acks. finished reports that the source ended
 // and everything was acknowledged.
 func (c *Client) session(ctx context.Context) (finished bool, err error) {
-	u, err := c.ingestURL()
+	conn, u, err := c.dial(ctx)
 	if err != nil {
 		return false, err
-	}
-	dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
-	conn, resp, err := websocket.Dial(dctx, u, &websocket.DialOptions{
-		HTTPClient: c.HTTPClient,
-		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.Token}},
-	})
-	dcancel()
-	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusUnauthorized {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			return false, fmt.Errorf("%w: %s", ErrUnauthorized, strings.TrimSpace(string(body)))
-		}
-		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-			err := fmt.Errorf("connect %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
-			if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout {
-				err = permanentError{err} // a wrong feed name, ingest disabled: retrying will not help
-			}
-			return false, err
-		}
-		return false, fmt.Errorf("connect %s: %w", u, err)
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(64 << 10)
@@ -333,24 +312,7 @@ func (c *Client) session(ctx context.Context) (finished bool, err error) {
 	}()
 	defer func() { scancel(); conn.CloseNow(); <-readErr }()
 
-	go func() { // owned: ends with sctx
-		t := time.NewTicker(20 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-sctx.Done():
-				return
-			case <-t.C:
-				pctx, pcancel := context.WithTimeout(sctx, 15*time.Second)
-				err := conn.Ping(pctx)
-				pcancel()
-				if err != nil {
-					scancel()
-					return
-				}
-			}
-		}
-	}()
+	go ping(sctx, conn, scancel) // owned: ends with sctx
 
 	var msg []byte // the message buffer, reused
 	for {
@@ -374,6 +336,58 @@ func (c *Client) session(ctx context.Context) (finished bool, err error) {
 		wcancel()
 		if err != nil {
 			return false, fmt.Errorf("send: %w", err)
+		}
+	}
+}
+
+// dial opens the ingest socket, and says why not: a refused token
+// (ErrUnauthorized), a refusal retrying will not change (permanentError),
+// or a failure worth another try.
+func (c *Client) dial(ctx context.Context) (conn *websocket.Conn, url string, err error) {
+	u, err := c.ingestURL()
+	if err != nil {
+		return nil, "", err
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer dcancel()
+	conn, resp, err := websocket.Dial(dctx, u, &websocket.DialOptions{
+		HTTPClient: c.HTTPClient,
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + c.Token}},
+	})
+	switch {
+	case err == nil:
+		return conn, u, nil
+	case resp != nil && resp.StatusCode == http.StatusUnauthorized:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, u, fmt.Errorf("%w: %s", ErrUnauthorized, strings.TrimSpace(string(body)))
+	case resp != nil && resp.StatusCode != http.StatusSwitchingProtocols:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		err := fmt.Errorf("connect %s: %s: %s", u, resp.Status, strings.TrimSpace(string(body)))
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout {
+			err = permanentError{err} // a wrong feed name, ingest disabled: retrying will not help
+		}
+		return nil, u, err
+	}
+	return nil, u, fmt.Errorf("connect %s: %w", u, err)
+}
+
+// ping pings the server every 20 s until ctx ends; one not answered within
+// 15 s ends the session (cancel).
+func ping(ctx context.Context, conn *websocket.Conn, cancel context.CancelFunc) {
+	t := time.NewTicker(20 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, pcancel := context.WithTimeout(ctx, 15*time.Second)
+			err := conn.Ping(pctx)
+			pcancel()
+			if err != nil {
+				cancel()
+				return
+			}
 		}
 	}
 }

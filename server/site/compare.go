@@ -7,6 +7,7 @@ package site
 // highlighted lines from its readingView.
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -166,18 +167,18 @@ func newCompareView(a, b *tagState) *compareView {
 	fa, fb := &a.reading.Function, &b.reading.Function
 	v := &compareView{
 		D: d, From: a.view, To: b.view,
-		FromUpstream: upstreamURL(a.tag, fa.File, fa.DocStart, fa.End),
-		ToUpstream:   upstreamURL(b.tag, fb.File, fb.DocStart, fb.End),
+		FromUpstream: extractor.UpstreamURL(a.tag, fa.File, fa.DocStart, fa.End),
+		ToUpstream:   extractor.UpstreamURL(b.tag, fb.File, fb.DocStart, fb.End),
 		Sets:         d.TwoSets,
 	}
 	for i := range d.Cases {
 		c := &d.Cases[i]
 		cc := compareCase{Case: c, Note: noteFor(c.Key, b.view, a.view)}
 		if c.From != nil {
-			cc.FromURL = upstreamURL(a.tag, fa.File, c.From.Start, max(c.From.End, c.From.Start))
+			cc.FromURL = extractor.UpstreamURL(a.tag, fa.File, c.From.Start, max(c.From.End, c.From.Start))
 		}
 		if c.To != nil {
-			cc.ToURL = upstreamURL(b.tag, fb.File, c.To.Start, max(c.To.End, c.To.Start))
+			cc.ToURL = extractor.UpstreamURL(b.tag, fb.File, c.To.Start, max(c.To.End, c.To.Start))
 		}
 		for _, l := range c.Logs {
 			if l.Status != diff.Same {
@@ -352,40 +353,8 @@ func (s *Site) History() http.Handler {
 			return
 		}
 		tags := diff.MinorTags(s.cfg.DefaultTag)
-		states := make([]*tagState, len(tags))
-		for i, tag := range tags {
-			states[i] = s.state(tag)
-		}
-		var rs []*extractor.Reading
-		ready := 0
-		for i, st := range states {
-			if st == nil {
-				_, _ = s.loaded(w, r, tags[i], "") // answers "too many tags"
-				return
-			}
-			select {
-			case <-st.done:
-				if st.err != nil {
-					s.loadFailed(w, r, tags[i], st.err)
-					return
-				}
-				ready++
-				rs = append(rs, st.reading)
-			default:
-			}
-		}
-		if ready < len(tags) {
-			// The last one waits as a reading page does, then says how far along.
-			if _, ok := s.loaded(w, r, tags[len(tags)-1], fmt.Sprintf(" and %d other minor releases (%d of %d ready)", len(tags)-1, ready, len(tags))); !ok {
-				return
-			}
-			// It came in time; the others may not have.
-			s.statusPage(w, r, http.StatusAccepted, pageData{
-				Refresh: true,
-				Heading: fmt.Sprintf("Fetching the minor releases for the history of %s…", key),
-				Message: fmt.Sprintf("%d of %d minor releases (%s to %s) are ready; each first reading downloads a module zip through the Go module proxy.", ready, len(tags), tags[0], tags[len(tags)-1]),
-				Advice:  "This page reloads itself every two seconds until they are.",
-			})
+		rs, last, ok := s.historyReadings(w, r, key, tags)
+		if !ok {
 			return
 		}
 		h := diff.NewHistory(key, rs)
@@ -397,37 +366,7 @@ func (s *Site) History() http.Handler {
 			})
 			return
 		}
-		v := &historyView{H: h}
-		last := states[len(states)-1].view
-		v.Note = noteFor(key, last)
-		for _, c := range last.Cases {
-			if c.Key != key {
-				v.Keys = append(v.Keys, c.Key)
-			}
-		}
-		prevStyles := ""
-		for i, st := range h.Tags {
-			hs := historyStep{Step: st}
-			if i > 0 {
-				hs.Prev = h.Tags[i-1].Tag
-				hs.Compare = compareURL(hs.Prev, st.Tag, key)
-			}
-			styles := strings.Join(st.Styles, ", ")
-			switch {
-			case i == 0 && st.Present:
-				v.Facts = append(v.Facts, fmt.Sprintf("At %s the case is there, logging in %s style.", st.Tag, or(styles, "no")))
-			case st.Status == diff.Added:
-				v.Facts = append(v.Facts, fmt.Sprintf("The case arrived in %s.", st.Tag))
-			case st.Status == diff.Removed:
-				v.Facts = append(v.Facts, fmt.Sprintf("The case is gone in %s.", st.Tag))
-			case st.Present && styles != prevStyles && prevStyles != "":
-				v.Facts = append(v.Facts, fmt.Sprintf("Its logging became %s in %s (it was %s).", styles, st.Tag, prevStyles))
-			}
-			if st.Present {
-				prevStyles = styles
-			}
-			v.Steps = append(v.Steps, hs)
-		}
+		v := newHistoryView(h, key, last)
 		tagsList, _ := s.readableTags()
 		body, err := s.execute("history.html", pageData{
 			Title:      "The " + key + " case, minor by minor",
@@ -446,9 +385,82 @@ func (s *Site) History() http.Handler {
 	})
 }
 
-func or(s, alt string) string {
-	if s == "" {
-		return alt
+// historyReadings are the Readings of tags, oldest first, and the newest
+// tag's view, once all are loaded (ok). Until then it answers itself: the
+// newest waits as a reading page does, then the page says how far along
+// the others are and reloads.
+func (s *Site) historyReadings(w http.ResponseWriter, r *http.Request, key string, tags []string) (rs []*extractor.Reading, last *readingView, ok bool) {
+	states := make([]*tagState, len(tags))
+	for i, tag := range tags {
+		states[i] = s.state(tag)
 	}
-	return s
+	ready := 0
+	for i, st := range states {
+		if st == nil {
+			_, _ = s.loaded(w, r, tags[i], "") // answers "too many tags"
+			return nil, nil, false
+		}
+		select {
+		case <-st.done:
+			if st.err != nil {
+				s.loadFailed(w, r, tags[i], st.err)
+				return nil, nil, false
+			}
+			ready++
+			rs = append(rs, st.reading)
+		default:
+		}
+	}
+	if ready < len(tags) {
+		// The last one waits as a reading page does, then says how far along.
+		if _, ok := s.loaded(w, r, tags[len(tags)-1], fmt.Sprintf(" and %d other minor releases (%d of %d ready)", len(tags)-1, ready, len(tags))); !ok {
+			return nil, nil, false
+		}
+		// It came in time; the others may not have.
+		s.statusPage(w, r, http.StatusAccepted, pageData{
+			Refresh: true,
+			Heading: fmt.Sprintf("Fetching the minor releases for the history of %s…", key),
+			Message: fmt.Sprintf("%d of %d minor releases (%s to %s) are ready; each first reading downloads a module zip through the Go module proxy.", ready, len(tags), tags[0], tags[len(tags)-1]),
+			Advice:  "This page reloads itself every two seconds until they are.",
+		})
+		return nil, nil, false
+	}
+	return rs, states[len(states)-1].view, true
+}
+
+// newHistoryView is case key's history page: its note and the other cases
+// as of the newest tag (last), each minor release linked to the compare
+// with the one before, and a sentence for each turn in its history.
+func newHistoryView(h *diff.History, key string, last *readingView) *historyView {
+	v := &historyView{H: h}
+	v.Note = noteFor(key, last)
+	for _, c := range last.Cases {
+		if c.Key != key {
+			v.Keys = append(v.Keys, c.Key)
+		}
+	}
+	prevStyles := ""
+	for i, st := range h.Tags {
+		hs := historyStep{Step: st}
+		if i > 0 {
+			hs.Prev = h.Tags[i-1].Tag
+			hs.Compare = compareURL(hs.Prev, st.Tag, key)
+		}
+		styles := strings.Join(st.Styles, ", ")
+		switch {
+		case i == 0 && st.Present:
+			v.Facts = append(v.Facts, fmt.Sprintf("At %s the case is there, logging in %s style.", st.Tag, cmp.Or(styles, "no")))
+		case st.Status == diff.Added:
+			v.Facts = append(v.Facts, fmt.Sprintf("The case arrived in %s.", st.Tag))
+		case st.Status == diff.Removed:
+			v.Facts = append(v.Facts, fmt.Sprintf("The case is gone in %s.", st.Tag))
+		case st.Present && styles != prevStyles && prevStyles != "":
+			v.Facts = append(v.Facts, fmt.Sprintf("Its logging became %s in %s (it was %s).", styles, st.Tag, prevStyles))
+		}
+		if st.Present {
+			prevStyles = styles
+		}
+		v.Steps = append(v.Steps, hs)
+	}
+	return v
 }

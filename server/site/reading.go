@@ -5,6 +5,7 @@ package site
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,7 +55,7 @@ type pageData struct {
 func parseTemplates(a *assets) (*template.Template, error) {
 	funcs := template.FuncMap{
 		"asset":      a.url,
-		"upstream":   upstreamURL,
+		"upstream":   extractor.UpstreamURL,
 		"join":       strings.Join,
 		"inc":        func(n int) int { return n + 1 },
 		"diffLines":  diffLines,
@@ -65,7 +66,7 @@ func parseTemplates(a *assets) (*template.Template, error) {
 			if tag != def {
 				return def
 			}
-			return or(diff.PreviousMinor(tag), def)
+			return cmp.Or(diff.PreviousMinor(tag), def)
 		},
 	}
 	t, err := template.New("").Funcs(funcs).ParseFS(templates.FS, "*.html")

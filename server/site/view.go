@@ -108,12 +108,6 @@ type setGroup struct {
 	Decls []extractor.SetDecl
 }
 
-// upstreamURL is the file's lines a..b at tag on GitHub
-// (extractor.UpstreamURL, the one builder).
-func upstreamURL(tag, file string, a, b int) string {
-	return extractor.UpstreamURL(tag, file, a, b)
-}
-
 // provenance says, in one sentence for the footer, where the Reading's source
 // came from and exactly how it was checked (Reading.Source and Verified).
 func provenance(r *extractor.Reading) string {
@@ -153,53 +147,27 @@ func resolver(r *extractor.Reading) func(string) (string, bool) {
 		if s.Upstream != "" {
 			return s.Upstream, true
 		}
-		return upstreamURL(r.Tag, s.File, s.Line, s.Line), true
+		return extractor.UpstreamURL(r.Tag, s.File, s.Line, s.Line), true
 	}
 }
 
+// newReadingView is what a tag's pages show of its Reading: the notes
+// rendered, the function highlighted and cut into its cases, the helpers,
+// the doc comment beside the select, and the two sets.
 func newReadingView(r *extractor.Reading) (*readingView, error) {
 	f := &r.Function
 	if f.Text == "" || len(f.Cases) == 0 {
 		return nil, fmt.Errorf("reading for %s has no function text or no cases", r.Tag)
 	}
-	notes, err := content.Notes()
-	if err != nil {
-		return nil, fmt.Errorf("notes: %w", err)
-	}
-	resolve := resolver(r)
-	render := func(n content.Note) (noteView, error) {
-		h, err := content.Render(n, resolve)
-		if err != nil {
-			return noteView{}, fmt.Errorf("note %s: %w", n.Key, err)
-		}
-		return noteView{Key: n.Key, Title: n.Title, HTML: h, Front: n.Front}, nil
-	}
 	v := &readingView{
 		R:        r,
-		Upstream: upstreamURL(r.Tag, f.File, f.DocStart, f.End),
+		Upstream: extractor.UpstreamURL(r.Tag, f.File, f.DocStart, f.End),
 		Verified: provenance(r),
 	}
-	caseNotes := map[string]noteView{}
-	for _, n := range notes {
-		nv, err := render(n)
-		if err != nil {
-			return nil, err
-		}
-		switch {
-		case n.Kind == "case":
-			caseNotes[n.Key] = nv
-			if _, ok := f.CaseByKey(n.Key); !ok {
-				v.Absent = append(v.Absent, nv)
-			}
-		case n.Key == "intro":
-			v.Intro = nv
-		case n.Key == "pod-workers":
-			v.PodWorkersNote = nv
-		case n.Key == "two-sets":
-			v.TwoSetsNote = nv
-		}
+	caseNotes, err := v.addNotes(r)
+	if err != nil {
+		return nil, err
 	}
-
 	var loopRefs []extractor.Ref
 	if r.Defs != nil {
 		loopRefs = r.Defs.Loop
@@ -217,7 +185,6 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 		v.Doc = code.block(f.DocStart, f.Start-1)
 		v.DocLines = fmt.Sprintf("%d–%d", f.DocStart, f.Start-1)
 	}
-
 	helperAt := map[string]int{}
 	for _, h := range f.Helpers {
 		hc, err := highlightRefs(h.Text, h.DocStart, loopRefs)
@@ -227,20 +194,66 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 		v.Helpers = append(v.Helpers, helperView{Helper: h, Code: hc.block(h.DocStart, h.End)})
 		helperAt[h.Name] = h.Start
 	}
+	if err := v.addCases(r, code, caseNotes, helperAt); err != nil {
+		return nil, err
+	}
+	v.Reconcile = reconcile(f)
+	v.TwoSets = groupTwoSets(r.TwoSets)
+	return v, nil
+}
 
+// addNotes renders the site's notes against r's symbols: the intro and
+// the pages' notes into v, a case's note into the map it returns (by case
+// key), and a note on a case r lacks into v.Absent.
+func (v *readingView) addNotes(r *extractor.Reading) (caseNotes map[string]noteView, err error) {
+	notes, err := content.Notes()
+	if err != nil {
+		return nil, fmt.Errorf("notes: %w", err)
+	}
+	resolve := resolver(r)
+	caseNotes = map[string]noteView{}
+	for _, n := range notes {
+		h, err := content.Render(n, resolve)
+		if err != nil {
+			return nil, fmt.Errorf("note %s: %w", n.Key, err)
+		}
+		nv := noteView{Key: n.Key, Title: n.Title, HTML: h, Front: n.Front}
+		switch {
+		case n.Kind == "case":
+			caseNotes[n.Key] = nv
+			if _, ok := r.Function.CaseByKey(n.Key); !ok {
+				v.Absent = append(v.Absent, nv)
+			}
+		case n.Key == "intro":
+			v.Intro = nv
+		case n.Key == "pod-workers":
+			v.PodWorkersNote = nv
+		case n.Key == "two-sets":
+			v.TwoSetsNote = nv
+		}
+	}
+	return caseNotes, nil
+}
+
+// addCases cuts the highlighted function into segments, in source order:
+// each case with its note, helpers and writers, and the lines between
+// them; CasesJSON gives the cases' lines and hues to the page's scripts.
+func (v *readingView) addCases(r *extractor.Reading, code *highlighted, caseNotes map[string]noteView, helperAt map[string]int) error {
+	f := &r.Function
 	cases := slices.Clone(f.Cases)
 	slices.SortFunc(cases, func(a, b extractor.Case) int { return a.Start - b.Start })
-	type span struct {
-		key        string
-		start, end int
-		hue        string
+	type jsonCase struct {
+		Key   string `json:"key"`
+		Start int    `json:"start"`
+		End   int    `json:"end"`
+		Hue   string `json:"hue"`
 	}
-	var spans []span
+	var jc []jsonCase
 	at := f.Start
 	for _, c := range cases {
 		cv := &caseView{
 			Case:     c,
-			Upstream: upstreamURL(r.Tag, f.File, c.Start, max(c.End, c.Start)),
+			Upstream: extractor.UpstreamURL(r.Tag, f.File, c.Start, max(c.End, c.Start)),
 			Note:     caseNotes[c.Key],
 			HelperAt: helperAt,
 			Hue:      hueOf(c.Key),
@@ -257,39 +270,32 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 		}
 		v.Segments = append(v.Segments, segment{Case: cv, Start: c.Start, End: end, Code: code.block(c.Start, end)})
 		v.Cases = append(v.Cases, cv)
-		spans = append(spans, span{c.Key, c.Start, end, cv.Hue})
+		jc = append(jc, jsonCase{c.Key, c.Start, end, cv.Hue})
 		at = end + 1
 	}
 	if at <= f.End {
 		v.Segments = append(v.Segments, segment{Start: at, End: f.End, Code: code.block(at, f.End)})
 	}
-
-	type jsonCase struct {
-		Key   string `json:"key"`
-		Start int    `json:"start"`
-		End   int    `json:"end"`
-		Hue   string `json:"hue"`
-	}
-	var jc []jsonCase
-	for _, s := range spans {
-		jc = append(jc, jsonCase{s.key, s.start, s.end, s.hue})
-	}
 	b, err := json.Marshal(jc)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	v.CasesJSON = string(b)
+	return nil
+}
 
-	v.Reconcile = reconcile(f)
-	for _, d := range r.TwoSets {
-		i := slices.IndexFunc(v.TwoSets, func(g setGroup) bool { return g.Name == d.Name })
+// groupTwoSets groups the two sets' declarations by set, in first-seen order.
+func groupTwoSets(decls []extractor.SetDecl) []setGroup {
+	var groups []setGroup
+	for _, d := range decls {
+		i := slices.IndexFunc(groups, func(g setGroup) bool { return g.Name == d.Name })
 		if i < 0 {
-			v.TwoSets = append(v.TwoSets, setGroup{Name: d.Name})
-			i = len(v.TwoSets) - 1
+			groups = append(groups, setGroup{Name: d.Name})
+			i = len(groups) - 1
 		}
-		v.TwoSets[i].Decls = append(v.TwoSets[i].Decls, d)
+		groups[i].Decls = append(groups[i].Decls, d)
 	}
-	return v, nil
+	return groups
 }
 
 // reconcileView sets the channels the function's doc comment names beside

@@ -2,7 +2,10 @@ package site
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+
+	"github.com/syncloop/syncloop/extractor"
 )
 
 // answerKey is the site's own answers to the worksheet at the tag, as
@@ -15,7 +18,7 @@ func answerKey(v *readingView) []byte {
 	r, f := v.R, &v.R.Function
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# syncloop answer key: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
-	fmt.Fprintf(&b, "Source: [%s:%d-%d](%s)\n\n", f.File, f.Start, f.End, upstreamURL(r.Tag, f.File, f.Start, f.End))
+	fmt.Fprintf(&b, "Source: [%s:%d-%d](%s)\n\n", f.File, f.Start, f.End, extractor.UpstreamURL(r.Tag, f.File, f.Start, f.End))
 	fmt.Fprintf(&b, "The site's own answers, from its notes and the source at %s: for an instructor, or to check a worksheet after handing it in. Not a hand-in: a reader's worksheet is what they wrote (\"Your worksheet\" on the reading page).\n\n", r.Tag)
 	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(v.Cases))
 	fmt.Fprintf(&b, "One line per case: the channel it reads, the element type that flows on it, and who writes to it (the sends on it, from the source at %s).\n\n", r.Tag)
@@ -25,7 +28,7 @@ func answerKey(v *readingView) []byte {
 			writer = "____________________"
 		}
 		fmt.Fprintf(&b, "- **%s** (%s:%d): channel `%s`, element type `%s`, written by %s\n",
-			c.Key, f.File, c.Start, c.Channel, orNone(c.Type), writer)
+			c.Key, f.File, c.Start, c.Channel, cmp.Or(c.Type, "(none)"), writer)
 	}
 	fmt.Fprintf(&b, "\n## The two sets\n\n")
 	if len(v.TwoSets) == 0 {
@@ -43,16 +46,9 @@ func answerKey(v *readingView) []byte {
 	return b.Bytes()
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
-}
-
 func upstreamOr(u, tag, file string, line int) string {
 	if u != "" {
 		return u
 	}
-	return upstreamURL(tag, file, line, line)
+	return extractor.UpstreamURL(tag, file, line, line)
 }
