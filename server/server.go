@@ -97,6 +97,10 @@ type Config struct {
 	// clients.DefaultPingEvery.
 	PingEvery time.Duration
 
+	// Quiz: a course's server; every page leaves the site's notes and
+	// answers out (site.Config.Quiz).
+	Quiz bool
+
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
 	// siteTune lets tests change the pages' own settings (how long a
@@ -163,8 +167,8 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	sc := site.Config{DefaultTag: cfg.DefaultTag, SourceDir: cfg.SourceDir, CacheDir: cfg.CacheDir,
 		Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load,
-		NewTagsPerHour: cfg.NewTagsPerHour,
-		ClientAddr:     func(r *http.Request) string { return clients.AddrPrefix(r, cfg.TrustedProxies, cfg.IPv6Prefix) }}
+		NewTagsPerHour: cfg.NewTagsPerHour, Quiz: cfg.Quiz,
+		ClientAddr: func(r *http.Request) string { return clients.AddrPrefix(r, cfg.TrustedProxies, cfg.IPv6Prefix) }}
 	if cfg.siteTune != nil {
 		cfg.siteTune(&sc)
 	}

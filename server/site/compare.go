@@ -161,7 +161,9 @@ func noteFor(key string, views ...*readingView) noteView {
 	return noteView{}
 }
 
-func newCompareView(a, b *tagState) *compareView {
+// newCompareView is the compare of a and b; hide leaves the site's notes
+// out (Config.Quiz).
+func newCompareView(a, b *tagState, hide bool) *compareView {
 	d := diff.Compare(a.reading, b.reading)
 	fa, fb := &a.reading.Function, &b.reading.Function
 	v := &compareView{
@@ -172,7 +174,10 @@ func newCompareView(a, b *tagState) *compareView {
 	}
 	for i := range d.Cases {
 		c := &d.Cases[i]
-		cc := compareCase{Case: c, Note: noteFor(c.Key, b.view, a.view)}
+		cc := compareCase{Case: c}
+		if !hide {
+			cc.Note = noteFor(c.Key, b.view, a.view)
+		}
 		if c.From != nil {
 			cc.FromURL = upstreamURL(a.tag, fa.File, c.From.Start, max(c.From.End, c.From.Start))
 		}
@@ -307,7 +312,7 @@ func (s *Site) renderCompare(a, b *tagState) ([]byte, error) {
 		Tag:        b.tag,
 		Tags:       tags,
 		DefaultTag: s.cfg.DefaultTag,
-		Compare:    newCompareView(a, b),
+		Compare:    newCompareView(a, b, s.cfg.Quiz),
 	})
 }
 
@@ -399,7 +404,9 @@ func (s *Site) History() http.Handler {
 		}
 		v := &historyView{H: h}
 		last := states[len(states)-1].view
-		v.Note = noteFor(key, last)
+		if !s.cfg.Quiz {
+			v.Note = noteFor(key, last)
+		}
 		for _, c := range last.Cases {
 			if c.Key != key {
 				v.Keys = append(v.Keys, c.Key)
