@@ -366,15 +366,9 @@ func (h *Handlers) Events() http.Handler {
 		for {
 			now := time.Now()
 			if now.Sub(lastRoster) >= rosterEvery {
-				// (a failed read keeps the roster last read)
-				if st, err := h.cfg.Store.Students(r.Context(), c.ID); err == nil {
-					roster = st
-				}
-				lastRoster = now
-			}
-			if now.Sub(lastWatch) >= rooms.FlushEvery {
-				// The class as it is now (its settings may have changed),
-				// and its rooms kept alive while it is watched.
+				// The class as it is now (its settings changed, it ended:
+				// another replica may have taken the change) and its
+				// roster. A failed read keeps what was last read.
 				nc, err := h.cfg.Store.Get(r.Context(), c.ID)
 				if errors.Is(err, ErrNotFound) {
 					fmt.Fprintf(w, "event: gone\ndata: {}\n\n")
@@ -384,6 +378,13 @@ func (h *Handlers) Events() http.Handler {
 				if err == nil {
 					c = nc
 				}
+				if st, err := h.cfg.Store.Students(r.Context(), c.ID); err == nil {
+					roster = st
+				}
+				lastRoster = now
+			}
+			if now.Sub(lastWatch) >= rooms.FlushEvery {
+				// Its rooms kept alive while it is watched.
 				h.watched(r.Context(), c)
 				lastWatch = now
 			}
@@ -414,8 +415,8 @@ func (h *Handlers) Events() http.Handler {
 	})
 }
 
-// rosterEvery is how often an instructor's stream reads the roster: a
-// name given shows within it.
+// rosterEvery is how often an instructor's stream reads the class and its
+// roster: a name given, a setting changed, the class ended show within it.
 const rosterEvery = 2 * time.Second
 
 // Hello is POST /classes/{id}/hello: a student's name for the roster.
