@@ -164,7 +164,9 @@ func TestBrowserClass(t *testing.T) {
 
 	t.Run("a real kubelet's journal, through the relay, fires cases on the instructor's page within 5 s", func(t *testing.T) {
 		cyKey := eval[string](t, cy, `sessionStorage.getItem('syncloop-room-key-' + `+jsString(cyRoom)+`)`)
-		ctx := testCtx(t)
+		// The relay's 4,309 lines take 6 to 20 s through a busy machine.
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
 		d := dialRoom(t, ctx, ts, cyRoom, cyKey, "Cy's relay")
 		journal, want := labJournalFile(t, r)
 		start := time.Now()
@@ -316,7 +318,9 @@ func TestBrowserClass(t *testing.T) {
 						t.Errorf("%s at %s px: the page scrolls sideways", p.name, vp.name)
 					}
 					time.Sleep(200 * time.Millisecond)
-					screenshot(t, p.ctx, p.name+"-"+vp.name+"-"+scheme+".png", vp.w < 400)
+					eval[bool](t, p.ctx, `(scrollTo(0, 0), true)`)
+					screenshot(t, p.ctx, p.name+"-"+vp.name+"-"+scheme+".png", false)
+					screenshot(t, p.ctx, p.name+"-"+vp.name+"-"+scheme+"-full.png", true)
 				}
 			}
 		}

@@ -74,6 +74,7 @@ function startStudents() {
 		ended = true;
 		document.querySelector('[data-class-start-form]')?.remove();
 		document.querySelector('[data-class-ended]').hidden = false;
+		document.querySelector('[data-class-lead]').hidden = true;
 	}
 
 	const list = document.querySelector('[data-class-pairs]');
@@ -250,6 +251,8 @@ function startInstructor(key, keyName) {
 			const j = await r.json().catch(() => ({}));
 			if (!r.ok) throw new Error(j.error || r.statusText);
 			told.textContent = done;
+			clearTimeout(told.timer);
+			told.timer = setTimeout(() => (told.textContent = ''), 8000);
 			return j;
 		} catch (err) {
 			told.textContent = `${failed}: ${err.message}`;
@@ -309,6 +312,8 @@ function render(o) {
 		? `${rooms.length} room${rooms.length === 1 ? '' : 's'} (${open} open, ${rooms.length - open} ended) of ${o.class.budget} at most. Fired counts a relay's real journal lines, never the demo's.`
 		: 'No room yet: rooms appear here as your students start them.';
 	document.querySelector('[data-class-end]').hidden = classEnded;
+	// An ended class takes no settings, and no one need join a room.
+	document.querySelector('[data-class-settings]').hidden = classEnded;
 	const banner = document.querySelector('[data-class-ended-banner]');
 	banner.hidden = !classEnded;
 	if (classEnded) {
@@ -316,7 +321,7 @@ function render(o) {
 	}
 	// Rooms are numbered oldest first, for people; the id is in the link.
 	const label = new Map(rooms.map((r, i) => [r.id, `Room ${i + 1}`]));
-	renderRoster(o.students || [], label);
+	renderRoster(o.students || [], label, classEnded);
 	tbody.replaceChildren();
 	for (const r of rooms) {
 		const tr = el('tr', r.ended ? 'ended' : '');
@@ -345,7 +350,7 @@ function render(o) {
 		tr.append(cell('Readers', who));
 
 		const j = el('td');
-		j.append(el('span', r.relay ? 'class-relay on' : 'class-relay', r.relay ? 'relay attached' : 'no relay (demo)'));
+		j.append(el('span', r.relay ? 'class-relay on' : 'class-relay', r.relay ? 'relay attached' : r.ended ? 'closed (room ended)' : 'no relay (demo)'));
 		if (r.kubelet_version) j.append(el('span', 'class-version', 'kubelet ' + r.kubelet_version));
 		tr.append(cell('Journal', j));
 
@@ -385,7 +390,7 @@ function render(o) {
 
 // renderRoster draws the students: first who is in no room (what an
 // instructor acts on), then everyone by name with their room.
-function renderRoster(students, label) {
+function renderRoster(students, label, classEnded) {
 	const ul = document.querySelector('[data-class-roster]');
 	const absent = document.querySelector('[data-class-absent]');
 	const count = document.querySelector('[data-class-roster-count]');
@@ -394,7 +399,7 @@ function renderRoster(students, label) {
 	count.textContent = students.length
 		? `(${students.length}: ${students.length - out.length} in ${inRooms.size} room${inRooms.size === 1 ? '' : 's'}, ${out.length} in none)`
 		: '';
-	absent.hidden = out.length === 0;
+	absent.hidden = out.length === 0 || classEnded;
 	absent.replaceChildren();
 	if (out.length) {
 		absent.append(el('strong', '', `In no room now (${out.length}): `));

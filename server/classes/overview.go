@@ -50,7 +50,7 @@ func (d Deps) overview(c Class, roster []Student) Overview {
 			}
 		}
 		feed := r.Feed()
-		row.Relay = d.Relayed(feed)
+		row.Relay = d.Relayed(feed) && !r.Ended // an ended room's feed takes no relay
 		row.KubeletVersion = d.KubeletVersion(feed)
 		if d.Fired != nil {
 			for k, n := range d.Fired.Fired(feed) {
