@@ -93,10 +93,12 @@ function startStudents() {
 		count.textContent = p.ended ? `(${p.held}, all ended)` : `(${p.held} of ${p.budget})`;
 		list.replaceChildren();
 		if (!p.rooms.length) list.append(el('li', 'class-empty', 'No room yet: start the first one.'));
-		for (const r of p.rooms) {
+		// Numbered oldest first, as the instructor's page numbers them: one
+		// name for a room in the room ("join Room 3").
+		for (const [i, r] of p.rooms.entries()) {
 			const li = el('li', r.ended ? 'ended' : '');
 			const who = r.readers.length ? r.readers.map((n) => (n === r.driver ? `${n} (drives)` : n)).join(', ') : 'no one in it now';
-			li.append(el('span', 'class-who', who), el('span', 'class-since', `started ${ago(r.created)}`));
+			li.append(el('span', 'class-room-n', `Room ${i + 1}`), el('span', 'class-who', who), el('span', 'class-since', `started ${ago(r.created)}`));
 			if (r.ended || p.ended) {
 				li.append(el('span', 'class-badge', 'ended'));
 			} else {
@@ -104,7 +106,7 @@ function startStudents() {
 				a.href = `/rooms/${encodeURIComponent(r.id)}`;
 				a.dataset.classJoin = r.id;
 				a.addEventListener('click', keepName);
-				a.setAttribute('aria-label', `Join the room of ${who}`);
+				a.setAttribute('aria-label', `Join Room ${i + 1}: ${who}`);
 				li.append(' ', a);
 			}
 			list.append(li);
