@@ -140,6 +140,13 @@ func TestBrowserClass(t *testing.T) {
 	})
 
 	t.Run("the roster: everyone by name, in their room or in none", func(t *testing.T) {
+		// The instructor's browser knows a name too: its page must not
+		// put the instructor on the roster.
+		eval[bool](t, instructor, `(localStorage.setItem('syncloop-name', 'Teacher'), true)`)
+		if _, err := chromedp.Run(instructor, chromedp.Reload()); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, instructor, "the overview live again", `document.querySelector('[data-class-live]').textContent === 'live'`)
 		dee, _ := student("Dee")
 		eval[bool](t, dee, `(document.activeElement.blur(), true)`) // the name is said on change
 		waitFor(t, dee, "Dee told she is on the roster", `document.querySelector('[data-class-name-said]').textContent === 'Your instructor sees you as Dee.'`)

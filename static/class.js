@@ -21,13 +21,15 @@ if (classID) {
 	const key = linkKey(keyName);
 	if (new URLSearchParams(location.search).has('k')) history.replaceState(null, '', location.pathname + location.hash);
 
-	startStudents();
+	startStudents(!!key);
 	if (key) startInstructor(key, keyName);
 }
 
 // --- the students' half ---------------------------------------------------
 
-function startStudents() {
+// startStudents runs the students' half; on the instructor's own page
+// (instructing) it says no name to the roster.
+function startStudents(instructing) {
 	// (an ended class's page has no form: a name stands in for it)
 	const name = document.querySelector('[data-class-name]') || el('input');
 	name.value = stored('syncloop-name', '');
@@ -51,7 +53,7 @@ function startStudents() {
 	let ended = !document.querySelector('[data-class-ended]').hidden;
 	async function hello() {
 		const n = name.value.trim().slice(0, 32);
-		if (!n || ended) return;
+		if (!n || ended || instructing) return;
 		try {
 			const r = await fetch(`/classes/${classID}/hello`, {
 				method: 'POST',
