@@ -53,6 +53,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	connsPerClient := fs.Int("conns-per-client", clients.DefaultConnsPerClient, "connections one client address holds open at once, websockets included (trusted proxies are not counted)")
 	feedMB := fs.Int("feed-mb", feeds.DefaultFeedBytes>>20, "`MB` JetStream keeps of each feed's journal, compressed (the oldest lines go first; none is kept over a week); all feeds together keep at most 64 times this")
 	historyMB := fs.Int("history-mb", feeds.DefaultHistoryBytes>>20, "`MB` of recent lines all feeds keep together for readers who join or reconnect, shared equally by the feeds (each keeps at most --history-lines)")
+	quiz := fs.Bool("quiz", false, "a course's server: every page leaves out the site's notes, the pod_workers note, \"Written by\" and the answer key (403), so that students write their own answers")
 	historyLines := fs.Int("history-lines", 5000, "recent `LINES` each feed keeps at most for readers who join or reconnect, and restores after a restart (within its share of --history-mb)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: syncloop serve [--addr :8080] [--tag TAG] [--source-dir DIR] [--cache-dir DIR] [--data-dir DIR]\n\n"+
@@ -135,6 +136,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		TrustedProxies:   proxies,
 		IPv6Prefix:       *ipv6Prefix,
 		NewTagsPerHour:   *newTags,
+		Quiz:             *quiz,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)

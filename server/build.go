@@ -74,7 +74,7 @@ func NewPlan(cfg Config) (*Plan, error) {
 			MaxStore: feeds.MaxStoredBytes(feedBytes) + 1<<30, MinFree: feedBytes + minFreeMargin},
 		Site: site.Config{DefaultTag: cfg.DefaultTag, SourceDir: cfg.SourceDir, CacheDir: cfg.CacheDir,
 			Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load,
-			NewTagsPerHour: cfg.NewTagsPerHour, ClientAddr: clientAddr},
+			NewTagsPerHour: cfg.NewTagsPerHour, Quiz: cfg.Quiz, ClientAddr: clientAddr},
 		Feeds: feeds.Config{DefaultTag: cfg.DefaultTag, IngestToken: cfg.IngestToken,
 			JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
 			RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,

@@ -61,7 +61,8 @@ const (
 //
 //	GET /classes, POST /classes, GET /classes/{id}, POST /classes/{id}/rooms,
 //	GET /classes/{id}/pairs.json, GET /classes/{id}/rooms.json, GET /classes/{id}/events,
-//	GET /classes/{id}/handins.zip, POST /classes/{id}/settings
+//	GET /classes/{id}/handins.zip, POST /classes/{id}/settings, POST /classes/{id}/hello,
+//	POST /classes/{id}/end, POST /classes/{id}/rooms/{room}/end
 //
 // Readers' own notes (package annotations, http.go there):
 //
@@ -119,6 +120,9 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/classes/{id}/events", s.classes.Events())
 	r.Method("GET", "/classes/{id}/handins.zip", s.classes.Handins())
 	r.With(jsonBody(classFormBytes)).Method("POST", "/classes/{id}/settings", s.classes.Settings())
+	r.With(jsonBody(classFormBytes)).Method("POST", "/classes/{id}/hello", s.classes.Hello())
+	r.With(jsonBody(classFormBytes)).Method("POST", "/classes/{id}/end", s.classes.End())
+	r.With(jsonBody(classFormBytes)).Method("POST", "/classes/{id}/rooms/{room}/end", s.classes.EndRoom())
 
 	r.Method("GET", "/rooms/{id}/notes", s.notes.List())
 	r.Method("GET", "/rooms/{id}/notes/events", s.notes.Events())

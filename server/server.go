@@ -90,6 +90,10 @@ type Config struct {
 	// clients.DefaultPingEvery.
 	PingEvery time.Duration
 
+	// Quiz: a course's server; every page leaves the site's notes and
+	// answers out (site.Config.Quiz).
+	Quiz bool
+
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
 }

@@ -21,22 +21,63 @@ if (classID) {
 	const key = linkKey(keyName);
 	if (new URLSearchParams(location.search).has('k')) history.replaceState(null, '', location.pathname + location.hash);
 
-	startStudents();
+	startStudents(!!key);
 	if (key) startInstructor(key, keyName);
 }
 
 // --- the students' half ---------------------------------------------------
 
-function startStudents() {
-	const name = document.querySelector('[data-class-name]');
+// startStudents runs the students' half; on the instructor's own page
+// (instructing) it says no name to the roster.
+function startStudents(instructing) {
+	// (an ended class's page has no form: a name stands in for it)
+	const name = document.querySelector('[data-class-name]') || el('input');
 	name.value = stored('syncloop-name', '');
 	const keepName = () => {
 		const n = name.value.trim().slice(0, 32);
 		if (n) store('syncloop-name', n);
 		return n;
 	};
-	name.addEventListener('change', keepName);
-	document.querySelector('[data-class-start-form]').addEventListener('submit', keepName);
+	name.addEventListener('change', () => {
+		keepName();
+		hello();
+	});
+	document.querySelector('[data-class-start-form]')?.addEventListener('submit', () => {
+		keepName();
+		hello();
+	});
+
+	// The roster: this browser's name, said to the class on a name, and
+	// every minute while the page is open (the instructor sees "seen").
+	const said = document.querySelector('[data-class-name-said]') || el('span');
+	let ended = !document.querySelector('[data-class-ended]').hidden;
+	async function hello() {
+		const n = name.value.trim().slice(0, 32);
+		if (!n || ended || instructing) return;
+		try {
+			const r = await fetch(`/classes/${classID}/hello`, {
+				method: 'POST',
+				headers: { 'Content-Type': 'application/json' },
+				body: JSON.stringify({ id: studentID(), name: n }),
+				keepalive: true, // said even as the form takes the page to a room
+			});
+			const j = await r.json().catch(() => ({}));
+			if (r.status === 410) return showEnded();
+			if (!r.ok) throw new Error(j.error || r.statusText);
+			said.textContent = `Your instructor sees you as ${j.name}.`;
+		} catch (err) {
+			said.textContent = `Your instructor does not see your name yet (${err.message}).`;
+		}
+	}
+	hello();
+	setInterval(() => document.visibilityState === 'visible' && hello(), 60000);
+
+	function showEnded() {
+		ended = true;
+		document.querySelector('[data-class-start-form]')?.remove();
+		document.querySelector('[data-class-ended]').hidden = false;
+		document.querySelector('[data-class-lead]').hidden = true;
+	}
 
 	const list = document.querySelector('[data-class-pairs]');
 	const count = document.querySelector('[data-class-count]');
@@ -50,21 +91,24 @@ function startStudents() {
 			count.textContent = `(could not look: ${err.message}; trying again)`;
 			return;
 		}
-		count.textContent = `(${p.held} of ${p.budget})`;
+		if (p.ended && !ended) showEnded();
+		count.textContent = p.ended ? `(${p.held}, all ended)` : `(${p.held} of ${p.budget})`;
 		list.replaceChildren();
 		if (!p.rooms.length) list.append(el('li', 'class-empty', 'No room yet: start the first one.'));
-		for (const r of p.rooms) {
+		// Numbered oldest first, as the instructor's page numbers them: one
+		// name for a room in the room ("join Room 3").
+		for (const [i, r] of p.rooms.entries()) {
 			const li = el('li', r.ended ? 'ended' : '');
 			const who = r.readers.length ? r.readers.map((n) => (n === r.driver ? `${n} (drives)` : n)).join(', ') : 'no one in it now';
-			li.append(el('span', 'class-who', who), el('span', 'class-since', `started ${ago(r.created)}`));
-			if (r.ended) {
+			li.append(el('span', 'class-room-n', `Room ${i + 1}`), el('span', 'class-who', who), el('span', 'class-since', `started ${ago(r.created)}`));
+			if (r.ended || p.ended) {
 				li.append(el('span', 'class-badge', 'ended'));
 			} else {
 				const a = el('a', 'button', 'Join');
 				a.href = `/rooms/${encodeURIComponent(r.id)}`;
 				a.dataset.classJoin = r.id;
 				a.addEventListener('click', keepName);
-				a.setAttribute('aria-label', `Join the room of ${who}`);
+				a.setAttribute('aria-label', `Join Room ${i + 1}: ${who}`);
 				li.append(' ', a);
 			}
 			list.append(li);
@@ -83,6 +127,18 @@ function startStudents() {
 		li.append(a, r.cls === classID ? ' (this class)' : '', ` · opened ${new Date(r.at).toLocaleString()}`);
 		ul.append(li);
 	}
+}
+
+// studentID is this browser's id on class rosters: 128 random bits,
+// kept, so that a reload is the same student.
+function studentID() {
+	let id = stored('syncloop-student-id', '');
+	if (!/^[A-Za-z0-9_-]{22}$/.test(id)) {
+		const b = crypto.getRandomValues(new Uint8Array(16));
+		id = btoa(String.fromCharCode(...b)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+		store('syncloop-student-id', id);
+	}
+	return id;
 }
 
 // --- the instructor's panel -----------------------------------------------
@@ -176,10 +232,54 @@ function startInstructor(key, keyName) {
 			a.remove();
 			setTimeout(() => URL.revokeObjectURL(url), 10000);
 		} catch (err) {
-			live.textContent = 'could not download the hand-ins: ' + err.message;
+			document.querySelector('[data-class-said]').textContent = 'Could not download the hand-ins: ' + err.message;
 		} finally {
 			b.disabled = false;
 		}
+	});
+
+	// Ending, with a confirmation: the class (every room), or one room.
+	const dialog = document.querySelector('[data-class-confirm]');
+	function confirmThen(heading, text, yes, act) {
+		dialog.querySelector('[data-class-confirm-h]').textContent = heading;
+		dialog.querySelector('[data-class-confirm-text]').textContent = text;
+		dialog.querySelector('[data-class-confirm-yes]').textContent = yes;
+		dialog.returnValue = '';
+		dialog.onclose = () => dialog.returnValue === 'yes' && act();
+		dialog.showModal();
+	}
+	const told = document.querySelector('[data-class-said]');
+	async function post(path, done, failed) {
+		try {
+			const r = await fetch(path, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{}' });
+			const j = await r.json().catch(() => ({}));
+			if (!r.ok) throw new Error(j.error || r.statusText);
+			told.textContent = done;
+			clearTimeout(told.timer);
+			told.timer = setTimeout(() => (told.textContent = ''), 8000);
+			return j;
+		} catch (err) {
+			told.textContent = `${failed}: ${err.message}`;
+			return null;
+		}
+	}
+	document.querySelector('[data-class-end]').addEventListener('click', () => {
+		const open = (shown?.rooms || []).filter((r) => !r.ended).length;
+		confirmThen('End the class?',
+			`Its ${open} open room${open === 1 ? '' : 's'} turn${open === 1 ? 's' : ''} read-only, no student can start or join another, and the class link says the class has ended. Every hand-in stays downloadable here. This cannot be undone.`,
+			'End the class', async () => {
+				const c = await post(`/classes/${classID}/end`, 'The class ended.', 'Could not end the class');
+				if (c && shown) render((shown = { ...shown, class: c }));
+			});
+	});
+	document.querySelector('[data-class-rooms]').addEventListener('click', (ev) => {
+		const b = ev.target.closest('[data-class-end-room]');
+		if (!b) return;
+		const id = b.dataset.classEndRoom;
+		const label = b.dataset.label;
+		confirmThen(`End ${label}?`,
+			`${label} turns read-only for everyone in it: no note can be written or changed, and no relay can feed it. Its hand-in stays downloadable. This cannot be undone.`,
+			`End ${label}`, () => post(`/classes/${classID}/rooms/${encodeURIComponent(id)}/end`, `${label} ended.`, `Could not end ${label}`));
 	});
 
 	const form = document.querySelector('[data-class-settings]');
@@ -211,9 +311,21 @@ function render(o) {
 	const cap = document.querySelector('[data-class-caption]');
 	const rooms = o.rooms || [];
 	const open = rooms.filter((r) => !r.ended).length;
+	const classEnded = !!o.class.ended;
 	cap.textContent = rooms.length
 		? `${rooms.length} room${rooms.length === 1 ? '' : 's'} (${open} open, ${rooms.length - open} ended) of ${o.class.budget} at most. Fired counts a relay's real journal lines, never the demo's.`
 		: 'No room yet: rooms appear here as your students start them.';
+	document.querySelector('[data-class-end]').hidden = classEnded;
+	// An ended class takes no settings, and no one need join a room.
+	document.querySelector('[data-class-settings]').hidden = classEnded;
+	const banner = document.querySelector('[data-class-ended-banner]');
+	banner.hidden = !classEnded;
+	if (classEnded) {
+		banner.textContent = `You ended this class on ${new Date(o.class.ended).toLocaleString()}: its rooms are read-only and its link tells students so. The hand-ins stay downloadable here.`;
+	}
+	// Rooms are numbered oldest first, for people; the id is in the link.
+	const label = new Map(rooms.map((r, i) => [r.id, `Room ${i + 1}`]));
+	renderRoster(o.students || [], label, classEnded);
 	tbody.replaceChildren();
 	for (const r of rooms) {
 		const tr = el('tr', r.ended ? 'ended' : '');
@@ -221,11 +333,11 @@ function render(o) {
 
 		const name = el('th');
 		name.scope = 'row';
-		const a = el('a', '', `${r.id.slice(0, 6)}…`);
+		const a = el('a', '', label.get(r.id));
 		a.href = `/rooms/${encodeURIComponent(r.id)}?ro=1`;
 		a.target = '_blank';
 		a.rel = 'noopener';
-		a.title = 'Open this room read-only, in a new tab';
+		a.title = `Open room ${r.id.slice(0, 6)}… read-only, in a new tab`;
 		name.append(a, el('span', 'class-tag', r.tag));
 		if (r.ended) name.append(el('span', 'class-badge', 'ended'));
 		tr.append(cell('Room', name));
@@ -242,7 +354,7 @@ function render(o) {
 		tr.append(cell('Readers', who));
 
 		const j = el('td');
-		j.append(el('span', r.relay ? 'class-relay on' : 'class-relay', r.relay ? 'relay attached' : 'no relay (demo)'));
+		j.append(el('span', r.relay ? 'class-relay on' : 'class-relay', r.relay ? 'relay attached' : r.ended ? 'closed (room ended)' : 'no relay (demo)'));
 		if (r.kubelet_version) j.append(el('span', 'class-version', 'kubelet ' + r.kubelet_version));
 		tr.append(cell('Journal', j));
 
@@ -265,7 +377,62 @@ function render(o) {
 		const u = el('td', 'class-updated', ago(r.updated));
 		u.title = new Date(r.updated).toLocaleString();
 		tr.append(cell('Last activity', u));
+
+		const end = el('td', 'class-end-cell');
+		if (!r.ended) {
+			const b = el('button', 'class-end-room', 'End…');
+			b.type = 'button';
+			b.dataset.classEndRoom = r.id;
+			b.dataset.label = label.get(r.id);
+			b.setAttribute('aria-label', `End ${label.get(r.id)}`);
+			end.append(b);
+		}
+		tr.append(cell('End', end));
 		tbody.append(tr);
+	}
+}
+
+// renderRoster draws the students: first who is in no room (what an
+// instructor acts on), then everyone by name with their room.
+function renderRoster(students, label, classEnded) {
+	const ul = document.querySelector('[data-class-roster]');
+	const absent = document.querySelector('[data-class-absent]');
+	const count = document.querySelector('[data-class-roster-count]');
+	const out = students.filter((st) => !st.room);
+	const inRooms = new Set(students.filter((st) => st.room).map((st) => st.room));
+	count.textContent = students.length
+		? `(${students.length}: ${students.length - out.length} in ${inRooms.size} room${inRooms.size === 1 ? '' : 's'}, ${out.length} in none)`
+		: '';
+	absent.hidden = out.length === 0 || classEnded;
+	absent.replaceChildren();
+	if (out.length) {
+		absent.append(el('strong', '', `In no room now (${out.length}): `));
+		out.forEach((st, i) => {
+			const n = el('span', 'class-absent-name', st.name);
+			n.dataset.student = st.name;
+			if (st.seen) n.title = `on the class page ${ago(st.seen)}`;
+			absent.append(i ? ', ' : '', n);
+		});
+	}
+	ul.replaceChildren();
+	if (!students.length) {
+		ul.append(el('li', 'class-empty', 'No one yet: names appear here as students give them on the class page.'));
+		return;
+	}
+	for (const st of students) {
+		const li = el('li', st.room ? 'in' : 'out');
+		li.dataset.student = st.name;
+		li.append(el('span', 'class-student-name', st.name));
+		if (st.room) {
+			const where = el('span', 'class-student-room', label.get(st.room) || st.room.slice(0, 6) + '…');
+			if (st.driving) where.append(' · drives');
+			li.dataset.room = st.room;
+			li.append(where);
+		} else {
+			const wrote = (st.wrote || []).map((id) => label.get(id)).filter(Boolean);
+			li.append(el('span', 'class-student-room', wrote.length ? `no room now · wrote in ${wrote.join(', ')}` : 'no room'));
+		}
+		ul.append(li);
 	}
 }
 

@@ -3,6 +3,7 @@ package classes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -123,5 +124,90 @@ func TestProgress(t *testing.T) {
 	}
 	if w, c, e, _ := progress(nil, notes); w != 0 || c != 0 || e != 0 {
 		t.Errorf("before the Reading loads: %d %d %d", w, c, e)
+	}
+}
+
+// placeStudents puts each reader in their room, and each name given and in
+// no room apart; a name given twice is two students.
+func TestPlaceStudents(t *testing.T) {
+	at := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	rows := []RoomRow{
+		{ID: "r1", Readers: []string{"Ann", "Bob"}, Driver: "Ann", Authors: []string{"Ann", "Cy"}},
+		{ID: "r2", Readers: []string{"Eve"}, Authors: []string{}},
+	}
+	roster := []Student{{ID: "a", Name: "Ann", Seen: at}, {ID: "c", Name: "Cy", Seen: at}, {ID: "b1", Name: "Bob", Seen: at}, {ID: "b2", Name: "Bob", Seen: at.Add(time.Minute)}}
+	got := placeStudents(rows, roster)
+	type row struct {
+		name, room string
+		driving    bool
+		seen       bool
+		wrote      string
+	}
+	var flat []row
+	for _, s := range got {
+		flat = append(flat, row{s.Name, s.Room, s.Driving, !s.Seen.IsZero(), strings.Join(s.Wrote, ",")})
+	}
+	want := []row{
+		{"Ann", "r1", true, true, "r1"},
+		{"Bob", "", false, true, ""}, // the second Bob, in no room
+		{"Bob", "r1", false, true, ""},
+		{"Cy", "", false, true, "r1"},
+		{"Eve", "r2", false, false, ""}, // never gave a name on the class page
+	}
+	if len(flat) != len(want) {
+		t.Fatalf("placeStudents = %+v, want %+v", flat, want)
+	}
+	for i := range want {
+		if flat[i] != want[i] {
+			t.Errorf("row %d = %+v, want %+v", i, flat[i], want[i])
+		}
+	}
+	if got := placeStudents(nil, nil); got == nil || len(got) != 0 {
+		t.Errorf("no rooms, no roster: %#v, want an empty list (JSON [])", got)
+	}
+}
+
+// The roster: a name per browser, updated in place, listed by name, the
+// classes apart; a new browser past MaxStudents is refused.
+func TestStoreRoster(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)}
+	s := openTestStore(t, c)
+	a, _, _ := s.Create(ctx, Class{Name: "A"})
+	b, _, _ := s.Create(ctx, Class{Name: "B"})
+	sid := func(i int) string { return fmt.Sprintf("%022d", i) }
+	for i, n := range []string{"Cy", "Ann", "Bob"} {
+		if _, err := s.Hello(ctx, a.ID, sid(i), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.add(time.Minute)
+	if _, err := s.Hello(ctx, a.ID, sid(0), "Cyril"); err != nil { // a name changed
+		t.Fatal(err)
+	}
+	got, err := s.Students(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, st := range got {
+		names = append(names, st.Name+"@"+st.ID[len(st.ID)-1:])
+	}
+	if strings.Join(names, " ") != "Ann@1 Bob@2 Cyril@0" || !got[2].Seen.After(got[0].Seen) {
+		t.Errorf("roster %v", names)
+	}
+	if other, _ := s.Students(ctx, b.ID); len(other) != 0 {
+		t.Errorf("another class's roster: %v", other)
+	}
+	for i := 3; i < MaxStudents; i++ {
+		if _, err := s.Hello(ctx, a.ID, sid(i), "S"); err != nil {
+			t.Fatalf("student %d: %v", i, err)
+		}
+	}
+	if _, err := s.Hello(ctx, a.ID, sid(MaxStudents), "One too many"); !errors.Is(err, ErrRoster) {
+		t.Errorf("student %d: %v, want ErrRoster", MaxStudents+1, err)
+	}
+	if _, err := s.Hello(ctx, a.ID, sid(1), "Ann again"); err != nil {
+		t.Errorf("a student already on a full roster: %v", err)
 	}
 }

@@ -13,6 +13,9 @@ package classes
 //	GET  /classes/{id}/events        the overview, live (same key)
 //	GET  /classes/{id}/handins.zip   one ROOM-ID.md worksheet per room (same key)
 //	POST /classes/{id}/settings      {"name","budget","hide_notes"} (same key): the class as it is now
+//	POST /classes/{id}/hello         {"id","name"} (same origin): a student's name on the roster
+//	POST /classes/{id}/end           (same key) end the class: all its rooms end, it starts no more
+//	POST /classes/{id}/rooms/{room}/end  (same key) end one room of the class
 
 import (
 	"archive/zip"
@@ -76,6 +79,7 @@ type Handlers struct {
 	cfg     Config
 	creates *rooms.KeyLimiter // classes made, per client address
 	starts  *rooms.KeyLimiter // rooms started, per class
+	hellos  *rooms.KeyLimiter // roster writes, per class
 	done    chan struct{}     // closed by Close: the instructors' streams end
 	close   sync.Once
 }
@@ -100,6 +104,9 @@ func NewHandlers(cfg Config) *Handlers {
 		// A class's students start their rooms within a minute of each
 		// other: the budget caps how many, this only how fast.
 		starts: rooms.NewKeyLimiter(2, 60, 10000),
+		// Each student's page says hello once a minute and on a new
+		// name: 40 students, under one a second.
+		hellos: rooms.NewKeyLimiter(10, 2*MaxStudents, 10000),
 	}
 }
 
@@ -238,6 +245,11 @@ func (h *Handlers) StartRoom() http.Handler {
 		if !ok {
 			return
 		}
+		if !c.Ended.IsZero() {
+			h.cfg.Site.Status(w, r, http.StatusGone, "This class has ended",
+				"Its instructor ended it: it starts no more rooms, and its rooms are read-only.", "Ask your instructor if you need to go on.")
+			return
+		}
 		if !h.starts.Allow(c.ID, time.Now()) {
 			w.Header().Set("Retry-After", "5")
 			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Rooms are being started faster than this server takes them",
@@ -325,7 +337,12 @@ func (h *Handlers) RoomsJSON() http.Handler {
 			return
 		}
 		h.watched(r.Context(), c)
-		writeJSON(w, http.StatusOK, h.cfg.Deps.overview(c))
+		roster, err := h.cfg.Store.Students(r.Context(), c.ID)
+		if err != nil {
+			jsonError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, h.cfg.Deps.overview(c, roster))
 	})
 }
 
@@ -344,12 +361,14 @@ func (h *Handlers) Events() http.Handler {
 		tick := time.NewTicker(h.cfg.Tick)
 		defer tick.Stop()
 		var sent []byte
-		lastWrite, lastWatch := time.Now(), time.Time{}
+		var roster []Student
+		lastWrite, lastWatch, lastRoster := time.Now(), time.Time{}, time.Time{}
 		for {
 			now := time.Now()
-			if now.Sub(lastWatch) >= rooms.FlushEvery {
-				// The class as it is now (its settings may have changed),
-				// and its rooms kept alive while it is watched.
+			if now.Sub(lastRoster) >= rosterEvery {
+				// The class as it is now (its settings changed, it ended:
+				// another replica may have taken the change) and its
+				// roster. A failed read keeps what was last read.
 				nc, err := h.cfg.Store.Get(r.Context(), c.ID)
 				if errors.Is(err, ErrNotFound) {
 					fmt.Fprintf(w, "event: gone\ndata: {}\n\n")
@@ -359,10 +378,17 @@ func (h *Handlers) Events() http.Handler {
 				if err == nil {
 					c = nc
 				}
+				if st, err := h.cfg.Store.Students(r.Context(), c.ID); err == nil {
+					roster = st
+				}
+				lastRoster = now
+			}
+			if now.Sub(lastWatch) >= rooms.FlushEvery {
+				// Its rooms kept alive while it is watched.
 				h.watched(r.Context(), c)
 				lastWatch = now
 			}
-			b, err := json.Marshal(h.cfg.Deps.overview(c))
+			b, err := json.Marshal(h.cfg.Deps.overview(c, roster))
 			if err != nil {
 				return
 			}
@@ -386,6 +412,121 @@ func (h *Handlers) Events() http.Handler {
 			case <-tick.C:
 			}
 		}
+	})
+}
+
+// rosterEvery is how often an instructor's stream reads the class and its
+// roster: a name given, a setting changed, the class ended show within it.
+const rosterEvery = 2 * time.Second
+
+// Hello is POST /classes/{id}/hello: a student's name for the roster.
+func (h *Handlers) Hello() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !h.cfg.Site.SameOrigin(r) {
+			jsonError(w, http.StatusForbidden, "cross-site request refused")
+			return
+		}
+		var in struct{ ID, Name string }
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&in); err != nil {
+			jsonError(w, http.StatusBadRequest, "hello: "+err.Error())
+			return
+		}
+		name, err := CleanStudent(in.Name)
+		if err != nil {
+			jsonError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if !rooms.ValidID(in.ID) {
+			jsonError(w, http.StatusBadRequest, "hello: id is 22 characters of base64url, this browser's own")
+			return
+		}
+		c, err := h.cfg.Store.Get(r.Context(), chi.URLParam(r, "id"))
+		switch {
+		case errors.Is(err, ErrNotFound):
+			jsonError(w, http.StatusNotFound, "no such class")
+			return
+		case err != nil:
+			jsonError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		case !c.Ended.IsZero():
+			jsonError(w, http.StatusGone, ErrEnded.Error())
+			return
+		}
+		if !h.hellos.Allow(c.ID, time.Now()) {
+			w.Header().Set("Retry-After", "5")
+			jsonError(w, http.StatusTooManyRequests, "too many names at once: trying again in a moment")
+			return
+		}
+		st, err := h.cfg.Store.Hello(r.Context(), c.ID, in.ID, name)
+		switch {
+		case errors.Is(err, ErrRoster):
+			jsonError(w, http.StatusConflict, err.Error())
+			return
+		case err != nil:
+			jsonError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		writeJSON(w, http.StatusOK, st)
+	})
+}
+
+// End is POST /classes/{id}/end: the class ends, and every room of it.
+// Its hand-ins stay downloadable, and its page says it has ended. Ending
+// an ended class ends any room of it still open, and nothing more.
+func (h *Handlers) End() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := h.instructor(w, r)
+		if !ok {
+			return
+		}
+		c, err := h.cfg.Store.Update(r.Context(), c.ID, func(c *Class) error {
+			if c.Ended.IsZero() {
+				c.Ended = h.cfg.Store.cfg.Now()
+			}
+			return nil
+		})
+		if err != nil {
+			jsonError(w, http.StatusServiceUnavailable, err.Error())
+			return
+		}
+		st := h.cfg.Deps.Rooms.Store()
+		n := 0
+		for _, room := range st.OfClass(c.ID) {
+			if room.Ended {
+				continue
+			}
+			if _, err := st.End(room.ID); err != nil {
+				jsonError(w, http.StatusServiceUnavailable, fmt.Sprintf("the class ended, but room %s… did not: %v; end the class again", room.ID[:6], err))
+				return
+			}
+			n++
+		}
+		h.cfg.Logger.Info("classes: ended", "class", c.ID[:6]+"…", "rooms_ended", n)
+		writeJSON(w, http.StatusOK, classJSON(c))
+	})
+}
+
+// EndRoom is POST /classes/{id}/rooms/{room}/end: the instructor ends one
+// room of the class (a stray one, or a pair that is done).
+func (h *Handlers) EndRoom() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, ok := h.instructor(w, r)
+		if !ok {
+			return
+		}
+		st := h.cfg.Deps.Rooms.Store()
+		room, err := st.Get(chi.URLParam(r, "room"))
+		if err != nil || room.Class != c.ID {
+			jsonError(w, http.StatusNotFound, "no such room in this class")
+			return
+		}
+		if !room.Ended {
+			if room, err = st.End(room.ID); err != nil {
+				jsonError(w, http.StatusServiceUnavailable, err.Error())
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": room.ID, "ended": room.Ended})
 	})
 }
 

@@ -1,6 +1,7 @@
 package classes
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -36,8 +37,9 @@ type Deps struct {
 	Relayed        func(feed string) bool
 }
 
-// overview is every room of class c as its instructor sees it.
-func (d Deps) overview(c Class) Overview {
+// overview is every room of class c as its instructor sees it, and its
+// roster (the names given on the class page) placed in its rooms.
+func (d Deps) overview(c Class, roster []Student) Overview {
 	o := Overview{Class: classJSON(c), Rooms: []RoomRow{}}
 	for _, r := range d.Rooms.Store().OfClass(c.ID) {
 		row := RoomRow{ID: r.ID, Tag: r.Tag, Readers: []string{}, Authors: []string{}, Fired: map[string]int{}, Ended: r.Ended, Created: r.Created, Updated: r.LastActive}
@@ -48,7 +50,7 @@ func (d Deps) overview(c Class) Overview {
 			}
 		}
 		feed := r.Feed()
-		row.Relay = d.Relayed(feed)
+		row.Relay = d.Relayed(feed) && !r.Ended // an ended room's feed takes no relay
 		row.KubeletVersion = d.KubeletVersion(feed)
 		if d.Fired != nil {
 			for k, n := range d.Fired.Fired(feed) {
@@ -72,7 +74,50 @@ func (d Deps) overview(c Class) Overview {
 		}
 		o.Rooms = append(o.Rooms, row)
 	}
+	o.Students = placeStudents(o.Rooms, roster)
 	return o
+}
+
+// placeStudents is the roster as the instructor reads it: each reader of
+// each room by name, with the room; each name given on the class page and
+// in no room now, with the rooms it wrote in. A name is matched by its
+// text (a reader's name in a room is the one given on the class page):
+// two students giving one name are told apart only by count.
+func placeStudents(rows []RoomRow, roster []Student) []StudentRow {
+	out := []StudentRow{}
+	wrote := map[string][]string{}
+	for _, r := range rows {
+		for _, a := range r.Authors {
+			wrote[a] = append(wrote[a], r.ID)
+		}
+	}
+	given := map[string][]Student{}
+	for _, s := range roster {
+		given[s.Name] = append(given[s.Name], s)
+	}
+	for _, r := range rows {
+		for _, n := range r.Readers {
+			row := StudentRow{Name: n, Room: r.ID, Driving: n == r.Driver, Wrote: wrote[n]}
+			if g := given[n]; len(g) > 0 {
+				row.Seen, given[n] = g[0].Seen, g[1:]
+			}
+			out = append(out, row)
+		}
+	}
+	for _, g := range given {
+		for _, s := range g {
+			out = append(out, StudentRow{Name: s.Name, Seen: s.Seen, Wrote: wrote[s.Name]})
+		}
+	}
+	for i := range out {
+		if out[i].Wrote == nil {
+			out[i].Wrote = []string{}
+		}
+	}
+	slices.SortFunc(out, func(a, b StudentRow) int {
+		return cmp.Or(strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)), strings.Compare(a.Room, b.Room))
+	})
+	return out
 }
 
 // pairs is every room of class c as the students' page lists it.
@@ -89,11 +134,12 @@ func (d Deps) pairs(c Class) Pairs {
 		ps.Rooms = append(ps.Rooms, p)
 	}
 	ps.Held = len(ps.Rooms)
+	ps.Ended = !c.Ended.IsZero()
 	return ps
 }
 
 func classJSON(c Class) ClassJSON {
-	return ClassJSON{ID: c.ID, Name: c.Name, Tag: c.Tag, Budget: c.Budget, HideNotes: c.HideNotes}
+	return ClassJSON{ID: c.ID, Name: c.Name, Tag: c.Tag, Budget: c.Budget, HideNotes: c.HideNotes, Ended: c.Ended}
 }
 
 // progress counts a room's worksheet: the items the worksheet asks for

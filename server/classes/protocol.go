@@ -4,6 +4,10 @@ package classes
 //
 //	GET /classes/{id}/pairs.json    (the students' page) {"rooms":[Pair…],"budget":N,"held":N}
 //	GET /classes/{id}/rooms.json    (Authorization: Bearer KEY) Overview
+//	POST /classes/{id}/hello        {"id":STUDENT,"name":NAME} → {"name","seen"}: a student's name
+//	                                for the roster (the class page, on a name and every minute)
+//	POST /classes/{id}/end          (same key) end the class and all its rooms → ClassJSON
+//	POST /classes/{id}/rooms/{room}/end (same key) end one room of the class → {"id","ended"}
 //	GET /classes/{id}/events        (Authorization: Bearer KEY) text/event-stream:
 //	                                an "overview" event (data: Overview) at once and whenever it
 //	                                changes (looked at every Config.Tick); a comment every 20 s.
@@ -46,12 +50,29 @@ type ClassJSON struct {
 	Tag       string `json:"tag"`
 	Budget    int    `json:"budget"`
 	HideNotes bool   `json:"hide_notes"`
+	// Ended is when the instructor ended the class; absent while it runs.
+	Ended time.Time `json:"ended,omitzero"`
 }
 
-// Overview is every room of a class, oldest first.
+// Overview is every room of a class, oldest first, and its students.
 type Overview struct {
 	Class ClassJSON `json:"class"`
 	Rooms []RoomRow `json:"rooms"`
+	// Students is the roster, by name: every reader of a room, and every
+	// name given on the class page that is in no room now (Room "").
+	Students []StudentRow `json:"students"`
+}
+
+// StudentRow is one student on the instructor's roster.
+type StudentRow struct {
+	Name    string `json:"name"`
+	Room    string `json:"room"` // the room they are in now; "" when none
+	Driving bool   `json:"driving"`
+	// Seen is when their class page last said hello (every minute while
+	// it is open); absent for a reader who never gave a name there.
+	Seen time.Time `json:"seen,omitzero"`
+	// Wrote are the rooms whose worksheet has a note under this name.
+	Wrote []string `json:"wrote"`
 }
 
 // Pair is a room as the students' page lists it: who is in it, so that a
@@ -70,4 +91,5 @@ type Pairs struct {
 	Rooms  []Pair `json:"rooms"`
 	Budget int    `json:"budget"`
 	Held   int    `json:"held"`
+	Ended  bool   `json:"ended"` // the instructor ended the class
 }

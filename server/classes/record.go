@@ -40,11 +40,15 @@ const (
 	DefaultBudget = 30 // rooms of one class at once
 	DefaultTTL    = 7 * 24 * time.Hour
 	maxName       = 80
+	maxStudent    = 32  // a student's name, as a room's reader name
+	MaxStudents   = 200 // names on one class's roster
 )
 
 // Errors a caller turns into pages.
 var (
 	ErrNotFound = errors.New("no such class")
+	ErrEnded    = errors.New("this class has ended")
+	ErrRoster   = fmt.Errorf("this class's roster holds %d names at most", MaxStudents)
 	ErrBadKey   = errors.New("not this class's instructor key")
 )
 
@@ -63,6 +67,19 @@ type Class struct {
 	HideNotes  bool      `json:"hide_notes"`
 	Created    time.Time `json:"created"`
 	LastActive time.Time `json:"last_active"`
+	// Ended is when the instructor ended the class (zero while it runs):
+	// its rooms ended with it, it starts no more, and its hand-ins stay
+	// downloadable until the class expires.
+	Ended time.Time `json:"ended,omitzero"`
+}
+
+// Student is a name a student gave on the class page, as the roster
+// shows it. A student is one browser (a random id it keeps); Seen is when
+// its class page last said hello.
+type Student struct {
+	ID   string    `json:"-"`
+	Name string    `json:"name"`
+	Seen time.Time `json:"seen"`
 }
 
 // Settings is what the instructor may change of a class.
@@ -107,6 +124,21 @@ func CleanName(s string) (string, error) {
 		}
 	}
 	return s, nil
+}
+
+// CleanStudent is a student's name as the roster shows it: as CleanName,
+// at most 32 characters, not empty.
+func CleanStudent(s string) (string, error) {
+	n, err := CleanName(s)
+	switch {
+	case err != nil:
+		return "", errors.New("a name is printable text on one line: no control or direction characters")
+	case n == "":
+		return "", errors.New("give your name")
+	case utf8.RuneCountInString(n) > maxStudent:
+		return "", fmt.Errorf("a name is at most %d characters", maxStudent)
+	}
+	return n, nil
 }
 
 func hashKey(key string) string {

@@ -1,11 +1,14 @@
 package classes
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -160,6 +163,73 @@ func (s *Store) Update(ctx context.Context, id string, change func(*Class) error
 		}
 	}
 	return Class{}, fmt.Errorf("classes: saving %s…: too many concurrent writes", id[:6])
+}
+
+// studentKey is the bucket's key of student sid of class id: under the
+// class's id, so that one filter lists them.
+func studentKey(id, sid string) string { return id + ".s." + sid }
+
+// Hello records that student sid of class id goes by name, now. A new
+// student past MaxStudents is refused (ErrRoster).
+func (s *Store) Hello(ctx context.Context, id, sid, name string) (Student, error) {
+	if !rooms.ValidID(id) || !rooms.ValidID(sid) {
+		return Student{}, ErrNotFound
+	}
+	st := Student{ID: sid, Name: name, Seen: s.cfg.Now()}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return Student{}, err
+	}
+	key := studentKey(id, sid)
+	if _, err := s.kv.Get(ctx, key); err == nil {
+		_, err = s.kv.Put(ctx, key, data)
+		return st, err
+	}
+	all, err := s.Students(ctx, id)
+	if err != nil {
+		return Student{}, err
+	}
+	if len(all) >= MaxStudents {
+		return Student{}, ErrRoster
+	}
+	if _, err := s.kv.Put(ctx, key, data); err != nil {
+		return Student{}, fmt.Errorf("classes: roster of %s…: %w", id[:6], err)
+	}
+	return st, nil
+}
+
+// Students is class id's roster: every student who gave a name on its
+// page within the bucket's TTL, by name.
+func (s *Store) Students(ctx context.Context, id string) ([]Student, error) {
+	if !rooms.ValidID(id) {
+		return nil, ErrNotFound
+	}
+	w, err := s.kv.WatchFiltered(ctx, []string{studentKey(id, "*")}, jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, fmt.Errorf("classes: roster of %s…: %w", id[:6], err)
+	}
+	defer w.Stop()
+	var out []Student
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case e, ok := <-w.Updates():
+			if !ok {
+				return nil, fmt.Errorf("classes: roster of %s…: the watch ended", id[:6])
+			}
+			if e == nil { // the current values are all in
+				slices.SortFunc(out, func(a, b Student) int { return cmp.Or(strings.Compare(a.Name, b.Name), strings.Compare(a.ID, b.ID)) })
+				return out, nil
+			}
+			var st Student
+			if json.Unmarshal(e.Value(), &st) != nil || st.Name == "" {
+				continue
+			}
+			_, st.ID, _ = strings.Cut(strings.TrimPrefix(e.Key(), id), ".s.")
+			out = append(out, st)
+		}
+	}
 }
 
 // Touch marks the class used now, writing it at most every touchEvery.

@@ -162,7 +162,9 @@ func noteFor(key string, views ...*readingView) noteView {
 	return noteView{}
 }
 
-func newCompareView(a, b *tagState) *compareView {
+// newCompareView is the compare of a and b; hide leaves the site's notes
+// out (Config.Quiz).
+func newCompareView(a, b *tagState, hide bool) *compareView {
 	d := diff.Compare(a.reading, b.reading)
 	fa, fb := &a.reading.Function, &b.reading.Function
 	v := &compareView{
@@ -173,7 +175,10 @@ func newCompareView(a, b *tagState) *compareView {
 	}
 	for i := range d.Cases {
 		c := &d.Cases[i]
-		cc := compareCase{Case: c, Note: noteFor(c.Key, b.view, a.view)}
+		cc := compareCase{Case: c}
+		if !hide {
+			cc.Note = noteFor(c.Key, b.view, a.view)
+		}
 		if c.From != nil {
 			cc.FromURL = extractor.UpstreamURL(a.tag, fa.File, c.From.Start, max(c.From.End, c.From.Start))
 		}
@@ -308,7 +313,7 @@ func (s *Site) renderCompare(a, b *tagState) ([]byte, error) {
 		Tag:        b.tag,
 		Tags:       tags,
 		DefaultTag: s.cfg.DefaultTag,
-		Compare:    newCompareView(a, b),
+		Compare:    newCompareView(a, b, s.cfg.Quiz),
 	})
 }
 
@@ -366,7 +371,7 @@ func (s *Site) History() http.Handler {
 			})
 			return
 		}
-		v := newHistoryView(h, key, last)
+		v := newHistoryView(h, key, last, s.cfg.Quiz)
 		tagsList, _ := s.readableTags()
 		body, err := s.execute("history.html", pageData{
 			Title:      "The " + key + " case, minor by minor",
@@ -431,9 +436,11 @@ func (s *Site) historyReadings(w http.ResponseWriter, r *http.Request, key strin
 // newHistoryView is case key's history page: its note and the other cases
 // as of the newest tag (last), each minor release linked to the compare
 // with the one before, and a sentence for each turn in its history.
-func newHistoryView(h *diff.History, key string, last *readingView) *historyView {
+func newHistoryView(h *diff.History, key string, last *readingView, quiz bool) *historyView {
 	v := &historyView{H: h}
-	v.Note = noteFor(key, last)
+	if !quiz {
+		v.Note = noteFor(key, last)
+	}
 	for _, c := range last.Cases {
 		if c.Key != key {
 			v.Keys = append(v.Keys, c.Key)

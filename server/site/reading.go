@@ -44,6 +44,7 @@ type pageData struct {
 	Compare    *compareView // the compare page (compare.go)
 	History    *historyView // a case's history page (compare.go)
 	Class      any          // a class's page (package classes: *classes.PageData)
+	Quiz       bool         // serve --quiz: the site's notes and answers are left out (Config.Quiz)
 
 	// status pages
 	Refresh bool   // reload in a moment: the tag is being fetched
@@ -77,6 +78,7 @@ func parseTemplates(a *assets) (*template.Template, error) {
 }
 
 func (s *Site) execute(name string, data pageData) ([]byte, error) {
+	data.Quiz = s.cfg.Quiz
 	var b bytes.Buffer
 	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
 		return nil, fmt.Errorf("template %s: %w", name, err)
@@ -152,6 +154,14 @@ func (s *Site) TagPage(kind string) http.Handler {
 		tag := chi.URLParam(r, "tag")
 		if err := extractor.CheckTag(tag); err != nil {
 			s.loadFailed(w, r, tag, err)
+			return
+		}
+		if s.cfg.Quiz && (kind == pageAnswerKey || kind == pageWorksheet) {
+			s.statusPage(w, r, http.StatusForbidden, pageData{Tag: tag,
+				Heading: "This course hides the answer key",
+				Message: "This server runs in quiz mode (serve --quiz): the site's own answers to the worksheet, its notes and who writes each channel are not served, so that the worksheet is yours to write.",
+				Advice:  "Write your answers in the worksheet at the foot of the reading page (Export ▾ → My worksheet) and download that; your instructor has the answers.",
+			})
 			return
 		}
 		st, ok := s.loaded(w, r, tag, "")
@@ -262,6 +272,9 @@ func (s *Site) pageFor(st *tagState, kind string) (*page, error) {
 	pages := map[string]*page{}
 	const htmlType, cache = "text/html; charset=utf-8", "no-cache"
 	d := pageData{Tag: st.tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view}
+	if s.cfg.Quiz {
+		d.V = st.view.withoutNotes()
+	}
 	for kind, tmpl := range map[string]string{pageIndex: "index.html", pagePodWorkers: "pod-workers.html"} {
 		d.Page = kind
 		d.Title = map[string]string{
@@ -277,7 +290,11 @@ func (s *Site) pageFor(st *tagState, kind string) (*page, error) {
 	if old := st.pages; old != nil {
 		pages[pageJSON], pages[pageWorksheet], pages[pageAnswerKey] = old[pageJSON], old[pageWorksheet], old[pageAnswerKey]
 	} else {
-		j, err := json.MarshalIndent(st.reading, "", "  ")
+		reading := st.reading
+		if s.cfg.Quiz {
+			reading = withoutAnswers(reading)
+		}
+		j, err := json.MarshalIndent(reading, "", "  ")
 		if err != nil {
 			return nil, err
 		}

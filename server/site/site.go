@@ -42,6 +42,12 @@ type Config struct {
 	// memory or in the cache) one client may have fetched in an hour; 0
 	// means DefaultNewTagsPerHour.
 	NewTagsPerHour int
+	// Quiz serves every page without the site's notes and answers (a
+	// course's server, serve --quiz): the cases' notes, the intro, the
+	// pod_workers note, "Written by", the two sets' answer, the notes on
+	// the compare and history pages, and the answer key (403). The
+	// source, the live pane and the readers' own worksheets stay.
+	Quiz bool
 }
 
 // The pages every tag has (Site.TagPage); a room shows the first two
@@ -415,6 +421,7 @@ func (s *Site) RoomPage(w http.ResponseWriter, r *http.Request, kind, tag string
 	}
 	tags, _ := s.readableTags()
 	v := st.view
+	room.HideNotes = room.HideNotes || s.cfg.Quiz
 	if room.HideNotes {
 		v = v.withoutNotes()
 	}

@@ -65,6 +65,21 @@ func (v *readingView) withoutNotes() *readingView {
 	return &c
 }
 
+// withoutAnswers is r as reading.json serves it in quiz mode: without
+// what the worksheet asks the reader to find, each case's writers (who
+// makes, writes, feeds the channel and from which goroutine) and where the
+// two sets are declared. The source, cases and log sites stay.
+func withoutAnswers(r *extractor.Reading) *extractor.Reading {
+	c := *r
+	c.TwoSets = []extractor.SetDecl{}
+	c.Function.Cases = slices.Clone(r.Function.Cases)
+	for i := range c.Function.Cases {
+		cs := &c.Function.Cases[i]
+		cs.Made, cs.Writers, cs.Feeders, cs.Goroutine = []extractor.Site{}, []extractor.Site{}, []extractor.Site{}, []extractor.Site{}
+	}
+	return &c
+}
+
 // noteView is one rendered note; HTML is empty when there is no such note.
 type noteView struct {
 	Key, Title string
