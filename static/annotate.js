@@ -16,7 +16,7 @@
 //
 // The selection a comment is on is the page's one selection (selection.js).
 
-import { announce, el, store, stored } from './dom.js';
+import { announce, el, lineEl, store, stored } from './dom.js';
 import { current, onSelect } from './selection.js';
 
 const live = document.getElementById('live');
@@ -560,10 +560,6 @@ function connectRoom() {
 }
 
 // --- comments on lines -------------------------------------------------------
-
-function lineEl(n) {
-	return document.getElementById('L' + n);
-}
 
 // marginFor is where a comment on line n is shown: the margin of the
 // segment holding the line, or after a helper's code.

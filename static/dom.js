@@ -1,6 +1,13 @@
 // dom.js: the few things every module of the page needs, once: an element
 // builder (text only, never HTML), announcements to the toast and to screen
-// readers, copying to the clipboard, and reconnecting with jittered backoff.
+// readers, copying to the clipboard, a source line's element, the
+// storage of this site and of this tab, and the wait before reconnecting.
+
+// lineEl is the element of source line n on the page (id "L2760"), or
+// null: no line n here, or no n.
+export function lineEl(n) {
+	return n ? document.getElementById('L' + n) : null;
+}
 
 // el builds an element with a class and text; never HTML.
 export function el(tag, cls, text) {

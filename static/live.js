@@ -18,7 +18,9 @@
 //
 // Log text is untrusted: it only ever reaches the page through textContent.
 
-import { announce, el, Backoff, countdown, store, stored } from './dom.js';
+import { announce, el, lineEl, store, stored } from './dom.js';
+import { FEED_GONE, ROOM_GONE } from './codes.js';
+import { Socket } from './socket.js';
 import { onSelect, select } from './selection.js';
 
 const MAX_LINES = 2000; // lines kept in the pane (and while paused)
@@ -117,7 +119,6 @@ class LivePane {
 		// lines arrive, the drawer opens, a filter or the window changes)
 		// until the reader scrolls it away.
 		this.holdCur = false;
-		this.backoff = new Backoff(500, 15000);
 		this.build();
 		this.listen();
 		this.connect();
@@ -364,8 +365,6 @@ class LivePane {
 		const line = Number(li.dataset.line || 0);
 		this.curSeq = Number(li.dataset.seq);
 		select({ key: li.dataset.case, lo: line, seq: this.curSeq }, { from: 'pane', scroll: true, url: 'push' });
-		// For room.js: the reader moved on their own.
-		document.dispatchEvent(new CustomEvent('syncloop:goto', { detail: { key: li.dataset.case, line, handled: true } }));
 	}
 
 	// key moves between shown lines with the arrows and jumps with Enter.
@@ -403,9 +402,41 @@ class LivePane {
 		this.bringIntoView(lines[i]);
 	}
 
-	// connect opens the feed's socket, resuming after the last line seen.
+	// connect opens the feed's socket (socket.js), which comes back after a
+	// close, resuming after the last line seen.
 	connect() {
-		const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+		this.sock = new Socket(() => this.socketPath(), {
+			min: 500,
+			max: 15000,
+			message: (data) => {
+				for (const part of String(data).split('\n')) {
+					if (!part) continue;
+					let m;
+					try {
+						m = JSON.parse(part);
+					} catch {
+						continue;
+					}
+					this.handle(m);
+				}
+			},
+			refused: { [FEED_GONE]: 'this feed is gone', [ROOM_GONE]: 'the room expired' },
+			gone: (text) => this.setConn(text, 'down'),
+			down: () => (this.conn.dataset.state = 'down'),
+			node: this.conn,
+			say: (s) => `disconnected; reconnecting in ${s} s`,
+			retrying: () => this.setConn('reconnecting…', 'down'),
+		});
+	}
+
+	// ws is the feed's socket now (for tests and the curious).
+	get ws() {
+		return this.sock.ws;
+	}
+
+	// socketPath is where the feed's socket is opened: after the last line
+	// the pane holds, in the feed the server served it.
+	socketPath() {
 		const q = new URLSearchParams();
 		// The server's own feed, while it is the demo, gives a page at
 		// another tag that tag's demo (its log sites, its cases).
@@ -414,35 +445,8 @@ class LivePane {
 			q.set('after', String(this.lastSeq));
 			if (this.served) q.set('of', this.served);
 		}
-		let url = `${proto}//${location.host}/feeds/${encodeURIComponent(this.feed)}/ws`;
-		if (q.size) url += `?${q}`;
-		const ws = new WebSocket(url);
-		this.ws = ws;
-		ws.addEventListener('message', (ev) => {
-			for (const part of String(ev.data).split('\n')) {
-				if (!part) continue;
-				let m;
-				try {
-					m = JSON.parse(part);
-				} catch {
-					continue;
-				}
-				this.handle(m);
-			}
-		});
-		ws.addEventListener('close', (ev) => {
-			// 4xxx: a permanent refusal (server/sockets.go); retrying cannot help.
-			if (ev.code === 4404 || ev.code === 4410) {
-				this.setConn(ev.code === 4410 ? 'the room expired' : 'this feed is gone', 'down');
-				return;
-			}
-			const wait = this.backoff.next();
-			this.conn.dataset.state = 'down';
-			countdown(this.conn, wait, (s) => `disconnected; reconnecting in ${s} s`, () => {
-				this.setConn('reconnecting…', 'down');
-				this.connect();
-			});
-		});
+		const path = `/feeds/${encodeURIComponent(this.feed)}/ws`;
+		return q.size ? `${path}?${q}` : path;
 	}
 
 	setConn(text, state) {
@@ -452,7 +456,7 @@ class LivePane {
 
 	handle(m) {
 		if (m.hello) {
-			this.backoff.reset();
+			this.sock.connected();
 			this.setConn('connected', 'up');
 			if (m.hello.reset) this.clear();
 			this.served = m.hello.feed || ''; // the feed lastSeq counts in
@@ -613,7 +617,7 @@ class LivePane {
 		if (!m || (this.versionTag && this.versionTag !== this.tag)) return 0;
 		if (this.feedTag && this.feedTag !== this.tag) return 0;
 		const n = Number(m[1]);
-		return document.getElementById('L' + n) ? n : 0;
+		return lineEl(n) ? n : 0;
 	}
 
 	row(m) {
