@@ -18,7 +18,8 @@
 //
 // Log text is untrusted: it only ever reaches the page through textContent.
 
-import { announce, el, lineEl, store, stored } from './dom.js';
+import { announce, el, lineEl, stored } from './dom.js';
+import { openNotes } from './notes-store.js';
 import { FEED_GONE, ROOM_GONE } from './codes.js';
 import { Socket } from './socket.js';
 import { onSelect, select } from './selection.js';
@@ -46,10 +47,6 @@ function versionSource(s) {
 	}
 	return s.version_from ? `from its ${s.version_from}` : '';
 }
-
-// PIN_KEY is where a reader alone keeps notes (annotate.js's store): a pin
-// is one of them, so the worksheet hands it in.
-const PIN_KEY = 'syncloop-notes-v1';
 
 // clean removes ANSI escape sequences and control characters but tab.
 function clean(s) {
@@ -101,7 +98,8 @@ class LivePane {
 		this.fired = new Map(); // case → the session's count (GET /feeds/{feed}/fired)
 		this.firedAt = 0; // when fired was last asked for
 		this.lineOf = new WeakMap(); // li → the line message it shows
-		this.pins = this.pinned(); // ids of this reader's own pins
+		this.notes = openNotes(this.tag); // where a pin is kept: a note, which the worksheet hands in
+		this.pins = this.notes.pinned(); // ids of this reader's own pins
 		this.selected = '';
 		this.curSeq = 0; // the log line the reader stepped to, or clicked
 		this.paused = false;
@@ -669,12 +667,11 @@ class LivePane {
 			li.lastChild.title = why;
 		}
 		if (key && !m.demo) {
-			const inRoom = !!document.getElementById('room');
 			const pinned = this.pins.has(this.pinID(m.seq));
 			const b = el('button', 'll-pin', pinned ? 'pinned' : 'pin');
 			b.type = 'button';
 			b.dataset.pin = '';
-			b.title = inRoom ? "Pin to the room's worksheet" : 'Pin to my worksheet';
+			b.title = this.notes.words.pin;
 			b.setAttribute('aria-label', b.title);
 			b.disabled = pinned;
 			li.append(b);
@@ -933,18 +930,9 @@ class LivePane {
 		return `pin.${(this.served || this.feed).replace(/[^A-Za-z0-9_-]/g, '_')}-${seq}`;
 	}
 
-	// pinned are the ids of this reader's own pins (alone: this browser's notes).
-	pinned() {
-		try {
-			return new Set(Object.keys(JSON.parse(stored(PIN_KEY, '{}')) || {}).filter((id) => id.startsWith('pin.')));
-		} catch {
-			return new Set();
-		}
-	}
-
-	// pin keeps a classified line as evidence, verbatim: alone, with the
-	// reader's own notes in this browser; in a room, in the room's notes
-	// with the reader's name. The worksheet hands pins in ("Fired").
+	// pin keeps a classified line as evidence, verbatim, among the notes
+	// (notes-store.js: the reader's own alone, the room's in a room), with
+	// the reader's name. The worksheet hands pins in ("Fired").
 	async pin(li, btn) {
 		const m = li && this.lineOf.get(li);
 		if (!m) return;
@@ -962,33 +950,15 @@ class LivePane {
 			`feed: ${this.served || this.feed}, line ${m.seq}`,
 			`line: ${own}`,
 		].join('\n');
-		const author = stored('syncloop-name', '');
-		const roomID = document.getElementById('room')?.dataset.room || '';
-		if (!roomID) {
-			let all = {};
-			try {
-				all = JSON.parse(stored(PIN_KEY, '{}')) || {};
-			} catch {
-				all = {};
-			}
-			all[id] = { id, text, author: author || 'me', at: new Date().toISOString() };
-			store(PIN_KEY, JSON.stringify(all));
-		} else {
-			let r;
-			try {
-				r = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(this.tag)}`, {
-					method: 'PUT',
-					headers: { 'Content-Type': 'application/json' },
-					body: JSON.stringify({ text, rev: 0, author: author || 'a reader', color: Number(stored('syncloop-color', '0')) || 0 }),
-				});
-			} catch {
-				announce('Not pinned: the server did not answer');
-				return;
-			}
-			if (!r.ok && r.status !== 409) {
-				announce(`Not pinned: ${r.status}`);
-				return;
-			}
+		const who = { author: stored('syncloop-name', ''), color: Number(stored('syncloop-color', '0')) || 0 };
+		const r = await this.notes.pin(id, text, who);
+		if (r.status === 'offline') {
+			announce('Not pinned: the server did not answer');
+			return;
+		}
+		if (r.status !== 'saved') {
+			announce(`Not pinned: ${r.error}`);
+			return;
 		}
 		this.pins.add(id);
 		btn.textContent = 'pinned';
