@@ -339,15 +339,14 @@ function flush() {
 	}
 }
 
-// A room that was ended, or an instructor watching one (room.js), is
-// read-only while the server keeps its notes: keep says the worksheet's
-// download stays the server's.
-document.addEventListener('syncloop:readonly', (ev) => goReadOnly(ev.detail?.text, ev.detail?.keep));
-
+// goReadOnly: the notes' store says they are read-only. A room that was
+// ended, or an instructor watching one (room.js), is read-only while the
+// server keeps its notes: keep says the worksheet's download stays the
+// server's. A room gone from the server (!keep) leaves what the page holds.
 function goReadOnly(msg, keep = false) {
 	if (readOnly) return;
 	readOnly = true;
-	kept.readOnly();
+	kept.freeze();
 	document.body.classList.add('annot-readonly');
 	for (const ed of editors.values()) {
 		ed.input.readOnly = true;

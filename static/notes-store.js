@@ -19,8 +19,10 @@
 //
 // start(h) hands the notes to h as they come: h.rendered(views) is the
 // server's rendering of this browser's own notes, all of them (alone);
-// h.snapshot(views), h.note(view), h.deleted(id) and h.gone(error) are a
-// room's, as its readers write.
+// h.snapshot(views), h.note(view) and h.deleted(id) are a room's, as its
+// readers write. h.gone(why, keep) says the notes are read-only: keep, while
+// the server still has them (readOnly: a room ended, or watched); else they
+// are gone from it.
 
 import { announce, el, stored, store } from './dom.js';
 
@@ -28,11 +30,13 @@ const COLORS = 8;
 const STORE_KEY = 'syncloop-notes-v1'; // alone: every note, by id
 const DRAFTS_KEY = 'syncloop-drafts-v1'; // in a room: unsaved text, by room and id
 
-// openNotes is the page's store: the room's notes on a room's page, this
-// browser's elsewhere.
+// openNotes is the page's store, one for every module of the page: the
+// room's notes on a room's page, this browser's elsewhere.
+let page = null;
 export function openNotes(tag) {
 	const roomID = document.getElementById('room')?.dataset.room || '';
-	return roomID ? new RoomNotes(roomID, tag) : new LocalNotes(tag);
+	page ||= roomID ? new RoomNotes(roomID, tag) : new LocalNotes(tag);
+	return page;
 }
 
 function when(iso) {
@@ -107,6 +111,7 @@ class LocalNotes {
 		window.addEventListener('storage', (ev) => {
 			if (ev.key === STORE_KEY) this.render();
 		});
+		if (this.why) h.gone(this.why, true);
 	}
 
 	renderSoon() {
@@ -130,7 +135,11 @@ class LocalNotes {
 		}
 	}
 
-	readOnly() {}
+	readOnly(why) {
+		this.why = why;
+		this.h?.gone(why, true);
+	}
+	freeze() {}
 	stop() {}
 
 	// save keeps a note's text (an empty note but a comment is forgotten).
@@ -241,7 +250,9 @@ class RoomNotes {
 	// start follows the room's notes: a snapshot on every (re)connection,
 	// then each change. EventSource reconnects by itself; a 410 ends it.
 	start(h) {
+		const first = !this.h;
 		this.h = h;
+		if (first && this.why) h.gone(this.why, true);
 		const events = new EventSource(`/rooms/${this.room}/notes/events?tag=${encodeURIComponent(this.tag)}`);
 		this.events = events;
 		events.addEventListener('snapshot', (ev) => h.snapshot(JSON.parse(ev.data).views || []));
@@ -261,9 +272,17 @@ class RoomNotes {
 		});
 	}
 
-	// readOnly: the page writes no more (the room ended, or is watched); a
-	// dropped connection is not made again.
-	readOnly() {
+	// readOnly: the room's notes are read-only on this page (the room was
+	// ended, or an instructor watches it), for why; its events go on.
+	readOnly(why) {
+		this.why = why;
+		this.frozen = true;
+		this.h?.gone(why, true);
+	}
+
+	// freeze: the page writes no more; a dropped connection is not made
+	// again.
+	freeze() {
 		this.frozen = true;
 	}
 

@@ -17,11 +17,12 @@
 // server says when it stops working. Names are text only: they reach the
 // page through textContent.
 
-import { el, copyText, store, stored, visible, linkKey, lineEl } from './dom.js';
+import { el, copyText, store, stored, tabStore, tabStored, visible, linkKey, unlink, lineEl } from './dom.js';
 import { ROOM_GONE, ROOM_FULL } from './codes.js';
 import { Socket } from './socket.js';
 import { heldRooms, holdRoom, driverLink } from './held.js';
 import { current, onSelect, select } from './selection.js';
+import { openNotes } from './notes-store.js';
 
 const bar = document.getElementById('room');
 const roomID = bar.dataset.room;
@@ -29,44 +30,31 @@ const feed = bar.dataset.feed;
 const tag = bar.dataset.tag;
 const page = bar.dataset.page || 'index'; // this page: "index" or "pod-workers"
 const COLORS = 8;
+const notes = openNotes(tag); // the room's notes, which annotate.js writes
 const $ = (sel) => bar.querySelector(sel);
 
 // The driver key: from the link, else from an earlier load of this tab.
 const keyName = 'syncloop-room-key-' + roomID;
 const params = new URLSearchParams(location.search);
 let key = linkKey(keyName);
-if (params.has('k') || params.has('ro')) history.replaceState(null, '', location.pathname + location.hash);
+unlink('k', 'ro');
 if (key) holdRoom({ id: roomID, key, tag, cls: bar.dataset.class || '' });
 
 // An instructor watching (the class page opens rooms with ?ro=1): their
 // page writes no note and steers nothing, for this tab.
 const watchName = 'syncloop-room-watch-' + roomID;
 let watching = params.get('ro') === '1';
-try {
-	if (watching) sessionStorage.setItem(watchName, '1');
-	watching = watching || sessionStorage.getItem(watchName) === '1';
-} catch {
-	// no storage: this page only
-}
+if (watching) tabStore(watchName, '1');
+watching = watching || tabStored(watchName) === '1';
 let ended = bar.hasAttribute('data-ended');
 
 // The wheel ticket: from an earlier page of this tab, if the wheel was
 // handed to it.
 const wheelName = 'syncloop-room-wheel-' + roomID;
-let wheel = '';
-try {
-	wheel = sessionStorage.getItem(wheelName) || '';
-} catch {
-	// no storage: a handed wheel lasts this page
-}
+let wheel = tabStored(wheelName);
 function setWheel(ticket) {
 	wheel = ticket;
-	try {
-		if (ticket) sessionStorage.setItem(wheelName, ticket);
-		else sessionStorage.removeItem(wheelName);
-	} catch {
-		// as above
-	}
+	tabStore(wheelName, ticket);
 }
 
 
@@ -86,19 +74,11 @@ let state = null; // the last {"t":"state"}
 // opened anew, even in this tab, is the link's place.)
 const followName = 'syncloop-room-follow-' + roomID;
 let following = !/^#(case-|L\d)/.test(location.hash);
-try {
-	const nav = performance.getEntriesByType('navigation')[0]?.type;
-	const f = sessionStorage.getItem(followName);
-	if (f && (nav === 'reload' || nav === 'back_forward')) following = f === '1';
-} catch {
-	// no storage: the address decides
-}
+const navType = performance.getEntriesByType('navigation')[0]?.type;
+const wasFollowing = tabStored(followName); // with no storage, the address decides
+if (wasFollowing && (navType === 'reload' || navType === 'back_forward')) following = wasFollowing === '1';
 function keepFollowing(on) {
-	try {
-		sessionStorage.setItem(followName, on ? '1' : '0');
-	} catch {
-		// as above
-	}
+	tabStore(followName, on ? '1' : '0');
 }
 // Kept from the start, not only after a pause or resume: a follower's
 // address soon says the driver's case, and on reload that address must not
@@ -629,14 +609,14 @@ new ResizeObserver(() => {
 // --- ending the room, and the rooms this browser holds --------------------
 
 // endedNow turns the page read-only: the room was ended (here or by
-// another reader). The notes' side (annotate.js) hears it as an event.
+// another reader). Its notes are read-only too (notes-store.js).
 function endedNow() {
 	if (ended && endedNow.done) return;
 	ended = endedNow.done = true;
 	$('[data-room-ended]').hidden = false;
 	$('[data-room-endbox]').hidden = true;
 	document.body.classList.add('room-ended');
-	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'This room was ended: its notes are read-only. Its worksheet can still be downloaded.', keep: true } }));
+	notes.readOnly('This room was ended: its notes are read-only. Its worksheet can still be downloaded.');
 }
 
 const endDialog = $('[data-room-end-dialog]');
@@ -664,7 +644,7 @@ if (ended) endedNow();
 if (watching) {
 	following = true;
 	document.body.classList.add('room-watching');
-	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'You are watching this room: notes are read-only on this page.', keep: true } }));
+	notes.readOnly('You are watching this room: notes are read-only on this page.');
 }
 
 connect();
