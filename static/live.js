@@ -56,6 +56,19 @@ function clean(s) {
 		.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '');
 }
 
+// jsonLines are the JSON values of text's lines (the feed's messages, one a
+// line); a line that is not JSON is skipped.
+function* jsonLines(text) {
+	for (const part of String(text).split('\n')) {
+		if (!part) continue;
+		try {
+			yield JSON.parse(part);
+		} catch {
+			// not a message: skipped
+		}
+	}
+}
+
 // clock is the time of day of an RFC 3339 stamp, as written (no zone change).
 function clock(t) {
 	if (typeof t !== 'string' || t.startsWith('0001-')) return '';
@@ -407,16 +420,7 @@ class LivePane {
 			min: 500,
 			max: 15000,
 			message: (data) => {
-				for (const part of String(data).split('\n')) {
-					if (!part) continue;
-					let m;
-					try {
-						m = JSON.parse(part);
-					} catch {
-						continue;
-					}
-					this.handle(m);
-				}
+				for (const m of jsonLines(data)) this.handle(m);
 			},
 			refused: { [FEED_GONE]: 'this feed is gone', [ROOM_GONE]: 'the room expired' },
 			gone: (text) => this.setConn(text, 'down'),
@@ -896,14 +900,7 @@ class LivePane {
 		}
 		if (this.selected !== key || !text) return;
 		const rows = [];
-		for (const part of text.split('\n')) {
-			if (!part) continue;
-			let m;
-			try {
-				m = JSON.parse(part);
-			} catch {
-				continue;
-			}
+		for (const m of jsonLines(text)) {
 			if (m.line && typeof m.seq === 'number' && !this.list.querySelector(`li.ll[data-seq="${m.seq}"]`)) rows.push(m);
 		}
 		if (!rows.length) return;
