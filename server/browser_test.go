@@ -285,12 +285,13 @@ func TestBrowserReadingPage(t *testing.T) {
 	})
 
 	t.Run("live pane hears the case", func(t *testing.T) {
-		eval[bool](t, ctx, `(window.__heard = [], document.addEventListener('syncloop:case', e => window.__heard.push(e.detail.key)), true)`)
+		// The page's one selection (static/selection.js) is what the pane
+		// follows: no side events.
 		if err := chromedp.Do(ctx, chromedp.Click(`#case-housekeeping .case-chip`)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, ctx, "syncloop:case event", `window.__heard.join() === 'housekeeping'`)
-		eval[bool](t, ctx, fmt.Sprintf(`document.dispatchEvent(new CustomEvent('syncloop:goto', {detail: {key: 'pleg', line: %d}})) || true`, r.Function.Cases[1].Start+1))
+		waitFor(t, ctx, "the pane follows the selection", `document.getElementById('live').livePane.selected === 'housekeeping'`)
+		eval[bool](t, ctx, fmt.Sprintf(`(import('/static/selection.js').then(m => m.select({key: 'pleg', lo: %d}, {from: 'pane', scroll: true})), true)`, r.Function.Cases[1].Start+1))
 		waitFor(t, ctx, "goto a line", fmt.Sprintf(`document.querySelector('.line.hl')?.id === 'L%d'`, r.Function.Cases[1].Start+1))
 	})
 

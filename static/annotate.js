@@ -4,28 +4,26 @@
 // are declared, the one sentence); on any line or range selected by its
 // line numbers (#L…-L…), a comment shown in the margin beside those lines.
 //
-// Alone, the notes are kept in this browser (localStorage) and the server
-// only renders, checks and hands them in (POST /k8s/{tag}/notes and
-// /worksheet.md: nothing is stored there). In a room they are the room's
-// (GET/PUT /rooms/{id}/notes…), live through server-sent events: every edit
-// names the revision it started from, and an edit that crossed another
-// reader's gets "changed by Dana meanwhile — merge" instead of losing text.
+// Where they are kept is the notes' store (notes-store.js): this browser
+// alone, the room's in a room, with the same methods. Every edit names the
+// revision it started from, and an edit that crossed another reader's gets
+// "changed by Dana meanwhile — merge" instead of losing text.
 //
 // Whatever a reader wrote reaches other pages as text (textContent), or as
 // the server's safe-mode Markdown HTML; never as markup of its own.
 //
 // The selection a comment is on is the page's one selection (selection.js).
 
-import { announce, el, store, stored } from './dom.js';
+import { announce, el, lineEl, store, stored } from './dom.js';
+import { downloadWorksheet, openNotes } from './notes-store.js';
 import { current, onSelect } from './selection.js';
 
 const live = document.getElementById('live');
 const tag = live?.dataset.tag || '';
-const roomID = document.getElementById('room')?.dataset.room || '';
+const kept = openNotes(tag); // where the notes are kept
 const caseEls = [...document.querySelectorAll('section.case[data-case]')];
 const COLORS = 8;
 const SAVE_DELAY = 350; // ms after the last keystroke; a peer sees it well within a second
-const STORE_KEY = 'syncloop-notes-v1';
 
 const notes = new Map(); // id → view {id, text, rev, author, color, quote, html, checks, anchor, prev}
 // id → the editor of a note: its elements, and where its text stands:
@@ -39,45 +37,12 @@ let readOnly = false;
 // --- small helpers ---
 function me() {
 	return {
-		author: stored('syncloop-name', '') || (roomID ? 'a reader' : 'me'),
+		author: stored('syncloop-name', '') || kept.words.author,
 		color: Number(stored('syncloop-color', '0')) % COLORS || 0,
 	};
 }
-function when(iso) {
-	const d = new Date(iso);
-	return isNaN(d) || d.getFullYear() < 2000 ? '' : d.toLocaleString();
-}
 function unsaved(ed) {
 	return ed.input.value !== ed.synced;
-}
-
-// --- drafts: a room's unsaved text, kept in this browser until it is saved ---
-// The tab may close before a write lands (or while a merge waits): the
-// text is then still here when the reader comes back to the room.
-const DRAFTS_KEY = 'syncloop-drafts-v1';
-function drafts() {
-	try {
-		const all = JSON.parse(stored(DRAFTS_KEY, '{}'));
-		return all && typeof all === 'object' ? all : {};
-	} catch {
-		return {};
-	}
-}
-function setDraft(id, text, base) {
-	const all = drafts();
-	const week = Date.now() - 7 * 864e5;
-	for (const [r, ds] of Object.entries(all)) {
-		for (const [k, d] of Object.entries(ds)) if (!(d.at > week)) delete ds[k];
-		if (!Object.keys(ds).length) delete all[r];
-	}
-	const mine = (all[roomID] ||= {});
-	if (text === null) delete mine[id];
-	else mine[id] = { text, base, at: Date.now() };
-	if (!Object.keys(mine).length) delete all[roomID];
-	store(DRAFTS_KEY, JSON.stringify(all));
-}
-function draftOf(id) {
-	return drafts()[roomID]?.[id] || null;
 }
 
 // --- the editors --------------------------------------------------------------
@@ -119,7 +84,7 @@ function field(id, { label, multiline = true, placeholder = '', attr = null }) {
 		if (id.startsWith('case.')) quizState(id.slice(5));
 		sheetQuizState();
 		clearTimeout(ed.timer);
-		if (roomID) setDraft(id, input.value, ed.base);
+		kept.keepDraft(id, input.value, ed.base);
 		if (ed.theirs) {
 			// The merge prompt is open: it shows this text as it is typed,
 			// and nothing is saved until the reader chooses.
@@ -203,7 +168,7 @@ function remote(v) {
 		if (ed.input.value !== (v.text || '')) ed.input.value = v.text || '';
 		ed.synced = ed.input.value;
 		ed.base = v.rev || 0;
-		if (roomID) setDraft(v.id, null);
+		kept.dropDraft(v.id);
 		show(v);
 		return;
 	}
@@ -212,24 +177,7 @@ function remote(v) {
 }
 
 function showBy(p, v) {
-	p.replaceChildren();
-	if (!roomID) {
-		const at = v.text ? when(v.at) : '';
-		if (at) p.append('kept in this browser · ' + at);
-		return;
-	}
-	if (!v.author || !v.text) return;
-	const who = el('span', 'annot-author rc-' + ((v.color || 0) % COLORS), v.author);
-	p.append('last changed by ', who);
-	const at = when(v.at);
-	if (at) p.append(' · ' + at);
-	if (v.prev && roomID) {
-		const d = el('details', 'annot-prev');
-		const s = el('summary', '', 'previous text');
-		const pre = el('pre', 'annot-prev-text', v.prev.text || '(empty)');
-		d.append(s, el('span', 'annot-prev-by', 'by ' + (v.prev.author || 'someone')), pre);
-		p.append(' · ', d);
-	}
+	p.replaceChildren(...kept.byline(v));
 }
 
 function showChecks(ul, checks) {
@@ -242,32 +190,13 @@ function showChecks(ul, checks) {
 
 // --- saving ---------------------------------------------------------------------
 
-function localNotes() {
-	try {
-		const all = JSON.parse(stored(STORE_KEY, '{}'));
-		return all && typeof all === 'object' ? all : {};
-	} catch {
-		return {};
-	}
-}
-
-// save writes a note's text: to this browser alone, or to the room,
-// compare-and-set from the revision the editor is in step with. keepalive
-// lets the write outlive the page (pagehide).
+// save writes a note's text to the store, compare-and-set from the
+// revision the editor is in step with. keepalive lets the write outlive the
+// page (pagehide).
 async function save(id, keepalive = false) {
 	const ed = editors.get(id);
 	if (ed?.theirs) return; // never while the merge prompt is open
 	const text = ed ? ed.input.value : notes.get(id)?.text || '';
-	if (!roomID) {
-		const all = localNotes();
-		const prev = all[id];
-		if (text === '' && !id.startsWith('comment.')) delete all[id];
-		else all[id] = { ...prev, id, text, author: me().author, at: new Date().toISOString() };
-		store(STORE_KEY, JSON.stringify(all));
-		if (ed) ed.synced = text;
-		renderLocalSoon();
-		return;
-	}
 	if (readOnly) return;
 	if (ed?.saving) {
 		// One write at a time: the next goes from the revision this one makes.
@@ -279,60 +208,48 @@ async function save(id, keepalive = false) {
 		clearTimeout(ed.timer);
 		ed.saving = true;
 	}
-	const { author, color } = me();
 	const base = ed ? ed.base : notes.get(id)?.rev || 0;
-	let resp;
-	try {
-		resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
-			method: 'PUT',
-			headers: { 'Content-Type': 'application/json' },
-			body: JSON.stringify({ text, rev: base, author, color }),
-			keepalive,
-		});
-	} catch {
-		if (ed) {
-			ed.saving = false;
-			ed.timer = setTimeout(() => save(id), 2000);
-		}
+	const r = await kept.save(id, text, base, me(), keepalive);
+	if (ed) ed.saving = false;
+	if (r.status === 'offline') {
+		if (ed) ed.timer = setTimeout(() => save(id), 2000);
 		status('Offline: your text is kept here and sent when the server answers.');
 		return;
 	}
-	const body = await resp.json().catch(() => ({}));
-	if (ed) ed.saving = false;
 	const pending = ed?.pending;
 	if (ed) ed.pending = null;
-	if (resp.ok && body.conflict && body.current && ed) {
-		conflict(id, body.current, body.error);
+	if (r.status === 'conflict' && ed) {
+		conflict(id, r.current, r.error);
 		return;
 	}
-	if (resp.ok) {
+	if (r.status === 'saved' || r.status === 'conflict') {
 		if (!ed) {
-			show(body);
+			if (r.view) show(r.view);
 			return;
 		}
-		ed.base = body.rev;
+		if (r.view) ed.base = r.view.rev;
 		ed.synced = text;
 		status('');
 		if (ed.input.value !== text) {
 			// typed on while it was saved: save again from the new revision
-			notes.set(id, body);
+			if (r.view) notes.set(id, r.view);
 			ed.timer = setTimeout(() => save(id), SAVE_DELAY);
 		} else {
-			setDraft(id, null);
-			show(body);
+			kept.dropDraft(id);
+			if (r.view) show(r.view);
 		}
 		if (pending && pending.rev > ed.base) remote(pending); // written after ours
 		return;
 	}
-	if (resp.status === 410) {
-		goReadOnly(body.error);
+	if (r.status === 'gone') {
+		goReadOnly(r.error);
 		return;
 	}
-	if ((resp.status === 429 || resp.status === 503) && ed) {
+	if (r.status === 'busy' && ed) {
 		ed.timer = setTimeout(() => save(id), 2000);
 		return;
 	}
-	status(body.error || 'Could not save: ' + resp.status);
+	status(r.error);
 }
 
 // conflict opens (or brings up to date) the merge prompt of note id: the
@@ -353,13 +270,13 @@ function conflict(id, theirs, msg) {
 		ed.synced = t;
 		ed.conflict.hidden = true;
 		ed.conflict.replaceChildren();
-		if (roomID) setDraft(id, null);
+		kept.dropDraft(id);
 		show(theirs);
 		return;
 	}
 	const first = !ed.theirs;
 	ed.theirs = theirs;
-	if (roomID) setDraft(id, ed.input.value, ed.base);
+	kept.keepDraft(id, ed.input.value, ed.base);
 	showBy(ed.by, theirs);
 	const c = ed.conflict;
 	c.replaceChildren();
@@ -399,11 +316,11 @@ function conflict(id, theirs, msg) {
 		c.replaceChildren();
 		if (b.dataset.merge === 'theirs') {
 			ed.synced = t;
-			if (roomID) setDraft(id, null);
+			kept.dropDraft(id);
 			show(theirs);
 		} else {
 			ed.synced = t; // in step with theirs: the save replaces it
-			if (roomID) setDraft(id, ed.input.value, ed.base);
+			kept.keepDraft(id, ed.input.value, ed.base);
 			save(id);
 		}
 	});
@@ -422,14 +339,14 @@ function flush() {
 	}
 }
 
-// A room that was ended, or an instructor watching one (room.js), is
-// read-only while the server keeps its notes: keep says the worksheet's
-// download stays the server's.
-document.addEventListener('syncloop:readonly', (ev) => goReadOnly(ev.detail?.text, ev.detail?.keep));
-
+// goReadOnly: the notes' store says they are read-only. A room that was
+// ended, or an instructor watching one (room.js), is read-only while the
+// server keeps its notes: keep says the worksheet's download stays the
+// server's. A room gone from the server (!keep) leaves what the page holds.
 function goReadOnly(msg, keep = false) {
 	if (readOnly) return;
 	readOnly = true;
+	kept.freeze();
 	document.body.classList.add('annot-readonly');
 	for (const ed of editors.values()) {
 		ed.input.readOnly = true;
@@ -440,8 +357,9 @@ function goReadOnly(msg, keep = false) {
 	const text = keep && msg ? msg : 'This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows.';
 	// The room's worksheet is gone with it: the download is made from
 	// what this page holds.
+	// (Only a room's notes are ever gone: those kept alone stay.)
 	const dl = document.querySelector('[data-annot-export]');
-	if (dl && roomID && !keep) {
+	if (dl && !keep) {
 		dl.removeAttribute('href');
 		dl.setAttribute('role', 'button');
 		dl.tabIndex = 0;
@@ -453,7 +371,7 @@ function goReadOnly(msg, keep = false) {
 				if (ed.input.value && i < 0) list.push({ id, text: ed.input.value, author: me().author });
 				else if (i >= 0) list[i].text = ed.input.value || list[i].text;
 			}
-			exportLocal(list, `syncloop-worksheet-${tag}-room-${roomID.slice(0, 6)}.md`);
+			downloadWorksheet(tag, list, kept.sheetName());
 		});
 	}
 	status(msg && !/^this room expired/i.test(msg) ? msg : text);
@@ -462,7 +380,7 @@ function goReadOnly(msg, keep = false) {
 	banner.dataset.annotEnded = '';
 	banner.setAttribute('role', 'status');
 	document.querySelector('article.text')?.prepend(banner);
-	if (events) events.close();
+	kept.stop();
 }
 
 function status(text) {
@@ -473,97 +391,53 @@ function status(text) {
 	}
 }
 
-// --- alone: this browser's notes, rendered and checked by the server ----------
+// --- the notes as the store hands them in -------------------------------------
 
-let renderTimer = 0;
-function renderLocalSoon() {
-	clearTimeout(renderTimer);
-	renderTimer = setTimeout(renderLocal, 200);
-}
-async function renderLocal() {
-	const all = Object.values(localNotes());
-	try {
-		const resp = await fetch(`/k8s/${encodeURIComponent(tag)}/notes`, {
-			method: 'POST',
-			headers: { 'Content-Type': 'application/json' },
-			body: JSON.stringify({ notes: all }),
-		});
-		if (!resp.ok) return;
-		const body = await resp.json();
-		const seen = new Set();
-		for (const v of body.views || []) {
-			seen.add(v.id);
-			show(v);
-		}
-		for (const id of [...notes.keys()]) {
-			if (!seen.has(id) && id.startsWith('comment.')) removeComment(id);
-		}
-	} catch {
-		// the server is away: the notes are kept here regardless
+// rendered: the server's rendering of the notes this browser keeps (alone),
+// all of them: a comment not among them was deleted (in another tab).
+function rendered(views) {
+	const seen = new Set();
+	for (const v of views) {
+		seen.add(v.id);
+		show(v);
+	}
+	for (const id of [...notes.keys()]) {
+		if (!seen.has(id) && id.startsWith('comment.')) removeComment(id);
 	}
 }
 
-// --- in a room: live ----------------------------------------------------------
-
-let events = null;
-let snapshotted = false; // the first snapshot restores this browser's drafts
-function connectRoom() {
-	events = new EventSource(`/rooms/${roomID}/notes/events?tag=${encodeURIComponent(tag)}`);
-	events.addEventListener('snapshot', (ev) => {
-		const body = JSON.parse(ev.data);
-		const seen = new Set();
-		for (const v of body.views || []) {
-			seen.add(v.id);
-			const ed = editors.get(v.id);
-			const d = !snapshotted && ed && draftOf(v.id);
-			if (d && d.text !== (v.text || '')) {
-				// Text typed here last time and not known to have landed.
-				ed.input.value = d.text;
-				ed.paper.textContent = d.text;
-				if ((v.rev || 0) === d.base) {
-					ed.synced = v.text || '';
-					ed.base = v.rev || 0;
-					show(v);
-					ed.timer = setTimeout(() => save(v.id), SAVE_DELAY);
-				} else conflict(v.id, v);
-				continue;
-			}
-			if (d) setDraft(v.id, null);
-			remote(v);
+// snapshot: a room's notes, all of them, on every (re)connection. The
+// first restores this browser's drafts: text typed here last time and not
+// known to have landed.
+let snapshotted = false;
+function snapshot(views) {
+	const seen = new Set();
+	for (const v of views) {
+		seen.add(v.id);
+		const ed = editors.get(v.id);
+		const d = !snapshotted && ed && kept.draftOf(v.id);
+		if (d && d.text !== (v.text || '')) {
+			ed.input.value = d.text;
+			ed.paper.textContent = d.text;
+			if ((v.rev || 0) === d.base) {
+				ed.synced = v.text || '';
+				ed.base = v.rev || 0;
+				show(v);
+				ed.timer = setTimeout(() => save(v.id), SAVE_DELAY);
+			} else conflict(v.id, v);
+			continue;
 		}
-		snapshotted = true;
-		for (const id of [...notes.keys()]) {
-			if (!seen.has(id) && id.startsWith('comment.')) removeComment(id);
-		}
-		document.body.classList.add('annot-live');
-	});
-	events.addEventListener('note', (ev) => {
-		const v = JSON.parse(ev.data);
-		if (v.deleted) {
-			removeComment(v.id);
-			return;
-		}
+		if (d) kept.dropDraft(v.id);
 		remote(v);
-	});
-	events.addEventListener('expired', (ev) => {
-		goReadOnly(JSON.parse(ev.data || '{}').error);
-	});
-	events.addEventListener('error', () => {
-		// EventSource reconnects by itself; a 410 ends it for good.
-		if (events.readyState === EventSource.CLOSED && !readOnly) {
-			fetch(`/rooms/${roomID}/notes?tag=${encodeURIComponent(tag)}`).then((r) => {
-				if (r.status === 410) goReadOnly();
-				else setTimeout(connectRoom, 2000);
-			});
-		}
-	});
+	}
+	snapshotted = true;
+	for (const id of [...notes.keys()]) {
+		if (!seen.has(id) && id.startsWith('comment.')) removeComment(id);
+	}
+	document.body.classList.add('annot-live');
 }
 
 // --- comments on lines -------------------------------------------------------
-
-function lineEl(n) {
-	return document.getElementById('L' + n);
-}
 
 // marginFor is where a comment on line n is shown: the margin of the
 // segment holding the line, or after a helper's code.
@@ -633,7 +507,8 @@ function placeComment(v) {
 		orphan: `not at this tag (written at ${q.tag}, line ${q.start})`,
 	}[a.status];
 	if (badge) head.append(' ', el('span', 'annot-badge ' + a.status, badge));
-	if (v.author && roomID) head.append(' ', el('span', 'annot-author rc-' + ((v.color || 0) % COLORS), v.author));
+	const who = kept.signature(v);
+	if (who) head.append(' ', who);
 	const acts = el('span', 'annot-comment-acts');
 	const button = (label, title, fn, data) => {
 		const b = el('button', 'annot-act', label);
@@ -784,47 +659,22 @@ function editChanged(form, cur) {
 	msg.hidden = false;
 }
 
-// putNote writes a comment to the room, waiting out the write limit (a
-// burst of saves) a few times rather than failing a reader's click; null
-// when the server cannot be reached.
-async function putNote(id, body) {
-	for (let i = 0; ; i++) {
-		const resp = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(tag)}`, {
-			method: 'PUT',
-			headers: { 'Content-Type': 'application/json' },
-			body: JSON.stringify(body),
-		}).catch(() => null);
-		if (!resp || (resp.status !== 429 && resp.status !== 503) || i === 4) return resp;
-		await new Promise((r) => setTimeout(r, 1000 * (Number(resp.headers.get('Retry-After')) || 2)));
-	}
-}
-
 async function saveComment(id, text, rev, form) {
-	if (!roomID) {
-		const all = localNotes();
-		if (!all[id]) return true;
-		all[id] = { ...all[id], text, created: all[id].created || all[id].at, at: new Date().toISOString() };
-		store(STORE_KEY, JSON.stringify(all));
-		renderLocalSoon();
-		return true;
-	}
-	const { author, color } = me();
-	const resp = await putNote(id, { text, rev, author, color });
-	if (!resp) {
+	const r = await kept.edit(id, text, rev, me());
+	if (r.status === 'offline') {
 		announce('Offline: your text stays in the box');
 		return false;
 	}
-	const body = await resp.json().catch(() => ({}));
-	if (resp.ok && body.conflict && body.current) {
-		editChanged(form, body.current);
+	if (r.status === 'conflict') {
+		editChanged(form, r.current);
 		return false;
 	}
-	if (resp.ok) {
-		show(body);
+	if (r.status === 'saved') {
+		if (r.view) show(r.view);
 		return true;
 	}
-	if (resp.status === 410) goReadOnly(body.error);
-	else announce(body.error || 'Could not save the comment');
+	if (r.status === 'gone') goReadOnly(r.error);
+	else announce(r.error || 'Could not save the comment');
 	return false;
 }
 
@@ -882,16 +732,10 @@ function markLines() {
 async function deleteComment(id) {
 	const v = notes.get(id);
 	if (!v || readOnly) return;
-	if (!roomID) {
-		const all = localNotes();
-		delete all[id];
-		store(STORE_KEY, JSON.stringify(all));
-		removeComment(id);
-		return;
-	}
-	const resp = await fetch(`/rooms/${roomID}/notes/${id}?rev=${v.rev}`, { method: 'DELETE' });
-	if (resp.status === 410) goReadOnly();
-	else if (resp.ok && resp.status !== 204) announce('Changed meanwhile: look again before deleting');
+	const r = await kept.remove(id, v.rev);
+	if (r.status === 'removed') removeComment(id); // (a room's event removes it too)
+	else if (r.status === 'gone') goReadOnly();
+	else if (r.status === 'changed') announce('Changed meanwhile: look again before deleting');
 }
 
 function newID() {
@@ -933,32 +777,14 @@ barBtn.addEventListener('click', () => {
 });
 
 async function addComment(id, text, s) {
-	const { author, color } = me();
-	if (!roomID) {
-		const r = await fetch(`/k8s/${encodeURIComponent(tag)}/quote?start=${s.lo}&end=${s.hi}`);
-		if (!r.ok) {
-			announce((await r.json().catch(() => ({}))).error || 'Could not quote those lines');
-			return false;
-		}
-		const quote = await r.json();
-		const all = localNotes();
-		all[id] = { id, text, author, quote, at: new Date().toISOString() };
-		store(STORE_KEY, JSON.stringify(all));
-		renderLocalSoon();
+	const r = await kept.add(id, text, s, me());
+	if (r.status === 'saved' || r.status === 'conflict') {
+		if (r.view) show(r.view);
 		return true;
 	}
-	const resp = await putNote(id, { text, rev: 0, author, color, quote: { tag, start: s.lo, end: s.hi } });
-	if (!resp) {
-		announce('Offline: your comment stays in the box');
-		return false;
-	}
-	const body = await resp.json().catch(() => ({}));
-	if (resp.ok) {
-		show(body);
-		return true;
-	}
-	if (resp.status === 410) goReadOnly(body.error);
-	else announce(body.error || 'Could not add the comment');
+	if (r.status === 'offline') announce('Offline: your comment stays in the box');
+	else if (r.status === 'gone') goReadOnly(r.error);
+	else announce(r.error || 'Could not add the comment');
 	return false;
 }
 
@@ -1051,29 +877,6 @@ function setQuiz(on) {
 
 // --- hand-in ------------------------------------------------------------------------
 
-// exportLocal downloads a worksheet built from notes this page holds: the
-// reader's own, or an ended room's as this page last saw them (the server
-// keeps nothing of either).
-async function exportLocal(list = Object.values(localNotes()), name = `syncloop-worksheet-${tag}-mine.md`) {
-	const resp = await fetch(`/k8s/${encodeURIComponent(tag)}/worksheet.md`, {
-		method: 'POST',
-		headers: { 'Content-Type': 'application/json' },
-		body: JSON.stringify({ notes: list }),
-	});
-	if (!resp.ok) {
-		announce('Could not build the worksheet: ' + resp.status);
-		return;
-	}
-	const blob = new Blob([await resp.text()], { type: 'text/markdown' });
-	const a = el('a');
-	a.href = URL.createObjectURL(blob);
-	a.download = name;
-	document.body.append(a);
-	a.click();
-	a.remove();
-	setTimeout(() => URL.revokeObjectURL(a.href), 5000);
-}
-
 // printAs prints the page with body.cls (annotate.css): "annot-print" puts
 // only the reader's notes beside the code, "annot-print-sheet" prints the
 // worksheet alone.
@@ -1092,7 +895,7 @@ function build() {
 		const box = el('div', 'annot-case');
 		box.append(
 			field('case.' + key, {
-				label: roomID ? 'Our note' : 'Your note',
+				label: kept.words.note,
 				placeholder: 'In your words: what flows here, who writes it, what the handler does with a pod it has never seen (Markdown)',
 				attr: ['data-annotate', key],
 			}),
@@ -1117,15 +920,9 @@ function build() {
 	const sheet = el('section', 'annot-sheet');
 	sheet.id = 'your-worksheet';
 	sheet.setAttribute('aria-labelledby', 'your-worksheet-h');
-	const h = el('h2', '', roomID ? "The room's worksheet" : 'Your worksheet');
+	const h = el('h2', '', kept.words.sheet);
 	h.id = 'your-worksheet-h';
-	const where = el(
-		'p',
-		'annot-where',
-		roomID
-			? 'What you write here is shared with everyone in this room as you type, and kept with the room.'
-			: 'Kept in this browser only: the server renders and checks it, and keeps nothing. It survives a reload, and you can download it.',
-	);
+	const where = el('p', 'annot-where', kept.words.where);
 	const tools = el('p', 'annot-tools');
 	const name = el('label', 'annot-name');
 	name.append('Your name ');
@@ -1147,15 +944,8 @@ function build() {
 	quizIn.checked = stored('syncloop-quiz', '') === '1';
 	quizIn.addEventListener('change', () => setQuiz(quizIn.checked));
 	quiz.append(quizIn, " Quiz mode: hide the site's notes until I have written mine");
-	const dl = roomID ? el('a', 'button annot-export', 'Download worksheet.md') : el('button', 'annot-export', 'Download my worksheet.md');
+	const dl = kept.download();
 	dl.dataset.annotExport = '';
-	if (roomID) {
-		dl.href = `/rooms/${roomID}/worksheet.md?tag=${encodeURIComponent(tag)}`;
-		dl.download = '';
-	} else {
-		dl.type = 'button';
-		dl.addEventListener('click', () => exportLocal());
-	}
 	const pr = el('button', 'annot-print-btn', 'Print with my annotation');
 	pr.type = 'button';
 	pr.addEventListener('click', () => printAs('annot-print'));
@@ -1188,7 +978,7 @@ function build() {
 	pw.id = 'annot-podworkers';
 	const pwh = el('h3');
 	const pwa = el('a', '', 'pod_workers');
-	pwa.href = roomID ? `/rooms/${roomID}/pod-workers` : `/k8s/${encodeURIComponent(tag)}/pod-workers`;
+	pwa.href = kept.podWorkers;
 	pwh.append(pwa);
 	pw.append(
 		pwh,
@@ -1226,15 +1016,7 @@ function build() {
 
 if (tag && caseEls.length) {
 	build();
-	if (roomID) connectRoom();
-	else {
-		for (const n of Object.values(localNotes())) if (!n.id.startsWith('comment.')) show({ ...n, rev: 0 });
-		renderLocal();
-		// another tab of this browser wrote
-		window.addEventListener('storage', (ev) => {
-			if (ev.key === STORE_KEY) renderLocal(); // what this tab has not saved stays
-		});
-	}
+	kept.start({ rendered, snapshot, note: remote, deleted: removeComment, gone: goReadOnly });
 	onSelect(updateBar);
 	updateBar();
 	// A reader who closes the tab right after typing keeps the text.

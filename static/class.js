@@ -8,7 +8,7 @@
 // hand-in in one zip, the class's settings. Names and everything else the
 // server sends reach the page as text (textContent), never as HTML.
 
-import { el, copyText, Backoff, stored, store, linkKey } from './dom.js';
+import { el, copyText, Backoff, stored, store, linkKey, unlink, tabStore } from './dom.js';
 import { heldRooms, driverLink } from './held.js';
 
 const student = document.querySelector('[data-class]');
@@ -19,7 +19,7 @@ if (classID) {
 	// The instructor key: from the link, else from an earlier load of this tab.
 	const keyName = 'syncloop-class-key-' + classID;
 	const key = linkKey(keyName);
-	if (new URLSearchParams(location.search).has('k')) history.replaceState(null, '', location.pathname + location.hash);
+	unlink('k');
 
 	startStudents(!!key);
 	if (key) startInstructor(key, keyName);
@@ -154,11 +154,7 @@ function startInstructor(key, keyName) {
 	document.querySelector('[data-class-copy-key]').addEventListener('click', () => copyText(`${link}?k=${encodeURIComponent(key)}`, 'your instructor link'));
 
 	function refused() {
-		try {
-			sessionStorage.removeItem(keyName);
-		} catch {
-			// nothing kept
-		}
+		tabStore(keyName, '');
 		panel.hidden = true;
 		const p = el('p', 'class-refused', "This tab's instructor key is not this class's: open the instructor link again.");
 		p.setAttribute('role', 'alert');

@@ -1,6 +1,13 @@
 // dom.js: the few things every module of the page needs, once: an element
 // builder (text only, never HTML), announcements to the toast and to screen
-// readers, copying to the clipboard, and reconnecting with jittered backoff.
+// readers, copying to the clipboard, a source line's element, the
+// storage of this site and of this tab, and the wait before reconnecting.
+
+// lineEl is the element of source line n on the page (id "L2760"), or
+// null: no line n here, or no n.
+export function lineEl(n) {
+	return n ? document.getElementById('L' + n) : null;
+}
 
 // el builds an element with a class and text; never HTML.
 export function el(tag, cls, text) {
@@ -87,11 +94,35 @@ export function countdown(node, ms, say, done) {
 // address no longer shows it; '' when neither has one.
 export function linkKey(name) {
 	const k = new URLSearchParams(location.search).get('k');
+	if (k) tabStore(name, k);
+	return tabStored(name, k || '');
+}
+
+// unlink takes the named parameters (a key, ?ro=1) out of the address,
+// when it has any of them, so that the address (and a link copied from
+// it) no longer carries them.
+export function unlink(...names) {
+	const params = new URLSearchParams(location.search);
+	if (names.some((n) => params.has(n))) history.replaceState(null, '', location.pathname + location.hash);
+}
+
+// tabStored reads this tab's sessionStorage item (it outlives a reload,
+// not the tab), or fallback where it has none or storage is refused;
+// tabStore writes one ('' removes it), and where refused the value lasts
+// only this page.
+export function tabStored(name, fallback = '') {
 	try {
-		if (k) sessionStorage.setItem(name, k);
-		return sessionStorage.getItem(name) || '';
+		return sessionStorage.getItem(name) || fallback;
 	} catch {
-		return k || '';
+		return fallback;
+	}
+}
+export function tabStore(name, value) {
+	try {
+		if (value) sessionStorage.setItem(name, value);
+		else sessionStorage.removeItem(name);
+	} catch {
+		// refused: kept for this page only
 	}
 }
 

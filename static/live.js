@@ -18,7 +18,10 @@
 //
 // Log text is untrusted: it only ever reaches the page through textContent.
 
-import { announce, el, Backoff, countdown, store, stored } from './dom.js';
+import { announce, el, lineEl, stored } from './dom.js';
+import { openNotes } from './notes-store.js';
+import { FEED_GONE, ROOM_GONE } from './codes.js';
+import { Socket } from './socket.js';
 import { onSelect, select } from './selection.js';
 
 const MAX_LINES = 2000; // lines kept in the pane (and while paused)
@@ -45,16 +48,25 @@ function versionSource(s) {
 	return s.version_from ? `from its ${s.version_from}` : '';
 }
 
-// PIN_KEY is where a reader alone keeps notes (annotate.js's store): a pin
-// is one of them, so the worksheet hands it in.
-const PIN_KEY = 'syncloop-notes-v1';
-
 // clean removes ANSI escape sequences and control characters but tab.
 function clean(s) {
 	return String(s ?? '')
 		.replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, '')
 		.replace(/\x1b[@-_]/g, '')
 		.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '');
+}
+
+// jsonLines are the JSON values of text's lines (the feed's messages, one a
+// line); a line that is not JSON is skipped.
+function* jsonLines(text) {
+	for (const part of String(text).split('\n')) {
+		if (!part) continue;
+		try {
+			yield JSON.parse(part);
+		} catch {
+			// not a message: skipped
+		}
+	}
 }
 
 // clock is the time of day of an RFC 3339 stamp, as written (no zone change).
@@ -99,7 +111,8 @@ class LivePane {
 		this.fired = new Map(); // case → the session's count (GET /feeds/{feed}/fired)
 		this.firedAt = 0; // when fired was last asked for
 		this.lineOf = new WeakMap(); // li → the line message it shows
-		this.pins = this.pinned(); // ids of this reader's own pins
+		this.notes = openNotes(this.tag); // where a pin is kept: a note, which the worksheet hands in
+		this.pins = this.notes.pinned(); // ids of this reader's own pins
 		this.selected = '';
 		this.curSeq = 0; // the log line the reader stepped to, or clicked
 		this.paused = false;
@@ -117,7 +130,6 @@ class LivePane {
 		// lines arrive, the drawer opens, a filter or the window changes)
 		// until the reader scrolls it away.
 		this.holdCur = false;
-		this.backoff = new Backoff(500, 15000);
 		this.build();
 		this.listen();
 		this.connect();
@@ -364,8 +376,6 @@ class LivePane {
 		const line = Number(li.dataset.line || 0);
 		this.curSeq = Number(li.dataset.seq);
 		select({ key: li.dataset.case, lo: line, seq: this.curSeq }, { from: 'pane', scroll: true, url: 'push' });
-		// For room.js: the reader moved on their own.
-		document.dispatchEvent(new CustomEvent('syncloop:goto', { detail: { key: li.dataset.case, line, handled: true } }));
 	}
 
 	// key moves between shown lines with the arrows and jumps with Enter.
@@ -403,9 +413,32 @@ class LivePane {
 		this.bringIntoView(lines[i]);
 	}
 
-	// connect opens the feed's socket, resuming after the last line seen.
+	// connect opens the feed's socket (socket.js), which comes back after a
+	// close, resuming after the last line seen.
 	connect() {
-		const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
+		this.sock = new Socket(() => this.socketPath(), {
+			min: 500,
+			max: 15000,
+			message: (data) => {
+				for (const m of jsonLines(data)) this.handle(m);
+			},
+			refused: { [FEED_GONE]: 'this feed is gone', [ROOM_GONE]: 'the room expired' },
+			gone: (text) => this.setConn(text, 'down'),
+			down: () => (this.conn.dataset.state = 'down'),
+			node: this.conn,
+			say: (s) => `disconnected; reconnecting in ${s} s`,
+			retrying: () => this.setConn('reconnecting…', 'down'),
+		});
+	}
+
+	// ws is the feed's socket now (for tests and the curious).
+	get ws() {
+		return this.sock.ws;
+	}
+
+	// socketPath is where the feed's socket is opened: after the last line
+	// the pane holds, in the feed the server served it.
+	socketPath() {
 		const q = new URLSearchParams();
 		// The server's own feed, while it is the demo, gives a page at
 		// another tag that tag's demo (its log sites, its cases).
@@ -414,35 +447,8 @@ class LivePane {
 			q.set('after', String(this.lastSeq));
 			if (this.served) q.set('of', this.served);
 		}
-		let url = `${proto}//${location.host}/feeds/${encodeURIComponent(this.feed)}/ws`;
-		if (q.size) url += `?${q}`;
-		const ws = new WebSocket(url);
-		this.ws = ws;
-		ws.addEventListener('message', (ev) => {
-			for (const part of String(ev.data).split('\n')) {
-				if (!part) continue;
-				let m;
-				try {
-					m = JSON.parse(part);
-				} catch {
-					continue;
-				}
-				this.handle(m);
-			}
-		});
-		ws.addEventListener('close', (ev) => {
-			// 4xxx: a permanent refusal (server/sockets.go); retrying cannot help.
-			if (ev.code === 4404 || ev.code === 4410) {
-				this.setConn(ev.code === 4410 ? 'the room expired' : 'this feed is gone', 'down');
-				return;
-			}
-			const wait = this.backoff.next();
-			this.conn.dataset.state = 'down';
-			countdown(this.conn, wait, (s) => `disconnected; reconnecting in ${s} s`, () => {
-				this.setConn('reconnecting…', 'down');
-				this.connect();
-			});
-		});
+		const path = `/feeds/${encodeURIComponent(this.feed)}/ws`;
+		return q.size ? `${path}?${q}` : path;
 	}
 
 	setConn(text, state) {
@@ -452,7 +458,7 @@ class LivePane {
 
 	handle(m) {
 		if (m.hello) {
-			this.backoff.reset();
+			this.sock.connected();
 			this.setConn('connected', 'up');
 			if (m.hello.reset) this.clear();
 			this.served = m.hello.feed || ''; // the feed lastSeq counts in
@@ -613,7 +619,7 @@ class LivePane {
 		if (!m || (this.versionTag && this.versionTag !== this.tag)) return 0;
 		if (this.feedTag && this.feedTag !== this.tag) return 0;
 		const n = Number(m[1]);
-		return document.getElementById('L' + n) ? n : 0;
+		return lineEl(n) ? n : 0;
 	}
 
 	row(m) {
@@ -665,12 +671,11 @@ class LivePane {
 			li.lastChild.title = why;
 		}
 		if (key && !m.demo) {
-			const inRoom = !!document.getElementById('room');
 			const pinned = this.pins.has(this.pinID(m.seq));
 			const b = el('button', 'll-pin', pinned ? 'pinned' : 'pin');
 			b.type = 'button';
 			b.dataset.pin = '';
-			b.title = inRoom ? "Pin to the room's worksheet" : 'Pin to my worksheet';
+			b.title = this.notes.words.pin;
 			b.setAttribute('aria-label', b.title);
 			b.disabled = pinned;
 			li.append(b);
@@ -895,14 +900,7 @@ class LivePane {
 		}
 		if (this.selected !== key || !text) return;
 		const rows = [];
-		for (const part of text.split('\n')) {
-			if (!part) continue;
-			let m;
-			try {
-				m = JSON.parse(part);
-			} catch {
-				continue;
-			}
+		for (const m of jsonLines(text)) {
 			if (m.line && typeof m.seq === 'number' && !this.list.querySelector(`li.ll[data-seq="${m.seq}"]`)) rows.push(m);
 		}
 		if (!rows.length) return;
@@ -929,18 +927,9 @@ class LivePane {
 		return `pin.${(this.served || this.feed).replace(/[^A-Za-z0-9_-]/g, '_')}-${seq}`;
 	}
 
-	// pinned are the ids of this reader's own pins (alone: this browser's notes).
-	pinned() {
-		try {
-			return new Set(Object.keys(JSON.parse(stored(PIN_KEY, '{}')) || {}).filter((id) => id.startsWith('pin.')));
-		} catch {
-			return new Set();
-		}
-	}
-
-	// pin keeps a classified line as evidence, verbatim: alone, with the
-	// reader's own notes in this browser; in a room, in the room's notes
-	// with the reader's name. The worksheet hands pins in ("Fired").
+	// pin keeps a classified line as evidence, verbatim, among the notes
+	// (notes-store.js: the reader's own alone, the room's in a room), with
+	// the reader's name. The worksheet hands pins in ("Fired").
 	async pin(li, btn) {
 		const m = li && this.lineOf.get(li);
 		if (!m) return;
@@ -958,33 +947,15 @@ class LivePane {
 			`feed: ${this.served || this.feed}, line ${m.seq}`,
 			`line: ${own}`,
 		].join('\n');
-		const author = stored('syncloop-name', '');
-		const roomID = document.getElementById('room')?.dataset.room || '';
-		if (!roomID) {
-			let all = {};
-			try {
-				all = JSON.parse(stored(PIN_KEY, '{}')) || {};
-			} catch {
-				all = {};
-			}
-			all[id] = { id, text, author: author || 'me', at: new Date().toISOString() };
-			store(PIN_KEY, JSON.stringify(all));
-		} else {
-			let r;
-			try {
-				r = await fetch(`/rooms/${roomID}/notes/${id}?tag=${encodeURIComponent(this.tag)}`, {
-					method: 'PUT',
-					headers: { 'Content-Type': 'application/json' },
-					body: JSON.stringify({ text, rev: 0, author: author || 'a reader', color: Number(stored('syncloop-color', '0')) || 0 }),
-				});
-			} catch {
-				announce('Not pinned: the server did not answer');
-				return;
-			}
-			if (!r.ok && r.status !== 409) {
-				announce(`Not pinned: ${r.status}`);
-				return;
-			}
+		const who = { author: stored('syncloop-name', ''), color: Number(stored('syncloop-color', '0')) || 0 };
+		const r = await this.notes.pin(id, text, who);
+		if (r.status === 'offline') {
+			announce('Not pinned: the server did not answer');
+			return;
+		}
+		if (r.status !== 'saved') {
+			announce(`Not pinned: ${r.error}`);
+			return;
 		}
 		this.pins.add(id);
 		btn.textContent = 'pinned';

@@ -6,6 +6,8 @@
 // definition and gives the focus back to the control that opened it. The
 // definitions come from GET /k8s/{tag}/def?sym=SYMBOL (server/site/def.go).
 
+import { el } from './dom.js';
+
 const tag = document.getElementById('live')?.dataset.tag || location.pathname.split('/')[2] || '';
 const cache = new Map(); // sym → Promise of the /def answer
 
@@ -21,14 +23,6 @@ function fetchDef(sym) {
 		cache.set(sym, p);
 	}
 	return cache.get(sym);
-}
-
-// el builds an element with a class and text (never HTML).
-function el(tagName, cls, text) {
-	const e = document.createElement(tagName);
-	if (cls) e.className = cls;
-	if (text !== undefined) e.textContent = text;
-	return e;
 }
 
 // shortSym drops the package path: "(*Kubelet).HandlePodAdditions".

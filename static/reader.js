@@ -5,20 +5,13 @@
 //
 // What is selected lives in selection.js, shared with the live pane and a
 // room: this module draws it on the source and writes it when the reader
-// clicks. It also hears "syncloop:goto" {key, line} (show a case, or one
-// line of it) and, in a room (room.js), "syncloop:show" {key, lo, hi}:
-// select what the driver selected, without scrolling; room.js scrolls to the
-// driver's place itself.
+// clicks or steps with the keys.
 
-import { announce, copyText } from './dom.js';
+import { announce, copyText, lineEl } from './dom.js';
 import { current, onSelect, parseHash, select } from './selection.js';
 
 const cases = [...document.querySelectorAll('section.case[data-case]')];
 let anchorLine = 0; // the line a shift-click extends from
-
-function lineEl(n) {
-	return document.getElementById('L' + n);
-}
 
 function caseIndex(key) {
 	return cases.findIndex((c) => c.dataset.case === key);
@@ -209,22 +202,6 @@ document.addEventListener('keydown', (ev) => {
 			return;
 	}
 	ev.preventDefault();
-});
-
-// Something asks to show a case, or one line of it.
-document.addEventListener('syncloop:goto', (ev) => {
-	const { key, line, handled } = ev.detail || {};
-	if (handled) return; // the pane selected it already
-	select({ key, lo: line && lineEl(line) ? line : 0 }, { from: 'pane', scroll: true });
-});
-
-// A room's driver selected something; this reader follows.
-document.addEventListener('syncloop:show', (ev) => {
-	const { key, lo, hi } = ev.detail || {};
-	const s = current();
-	const next = lo && lineEl(lo) ? { key, lo, hi: hi || lo } : { key: key && caseIndex(key) >= 0 ? key : '' };
-	if (s.key === (next.key || '') && s.lo === (next.lo || 0) && s.hi === (next.hi || 0)) return;
-	select(next, { from: 'room' });
 });
 
 // A case's code sticks beside its note while the note is read, when the

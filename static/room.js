@@ -5,9 +5,9 @@
 // scrolls or clicks on their own stops following until they resume, and
 // sees where the driver is meanwhile.
 //
-// With reader.js it speaks through events on document: it hears
-// "syncloop:case" (the reader selected a case) and dispatches
-// "syncloop:show" {key, lo, hi} to select what the driver selected.
+// The page's selection is selection.js's: a room hears the reader's own
+// selections there (a driver's are reported, a follower's pause following)
+// and selects the driver's there, told as from 'room'.
 //
 // The driver key arrives in the driver link (?k=KEY). It is kept in this
 // tab's sessionStorage and taken out of the address, so the address (and
@@ -17,8 +17,12 @@
 // server says when it stops working. Names are text only: they reach the
 // page through textContent.
 
-import { el, copyText, Backoff, countdown, store, stored, visible, linkKey } from './dom.js';
+import { el, copyText, store, stored, tabStore, tabStored, visible, linkKey, unlink, lineEl } from './dom.js';
+import { ROOM_GONE, ROOM_FULL } from './codes.js';
+import { Socket } from './socket.js';
 import { heldRooms, holdRoom, driverLink } from './held.js';
+import { current, onSelect, select } from './selection.js';
+import { openNotes } from './notes-store.js';
 
 const bar = document.getElementById('room');
 const roomID = bar.dataset.room;
@@ -26,44 +30,31 @@ const feed = bar.dataset.feed;
 const tag = bar.dataset.tag;
 const page = bar.dataset.page || 'index'; // this page: "index" or "pod-workers"
 const COLORS = 8;
+const notes = openNotes(tag); // the room's notes, which annotate.js writes
 const $ = (sel) => bar.querySelector(sel);
 
 // The driver key: from the link, else from an earlier load of this tab.
 const keyName = 'syncloop-room-key-' + roomID;
 const params = new URLSearchParams(location.search);
 let key = linkKey(keyName);
-if (params.has('k') || params.has('ro')) history.replaceState(null, '', location.pathname + location.hash);
+unlink('k', 'ro');
 if (key) holdRoom({ id: roomID, key, tag, cls: bar.dataset.class || '' });
 
 // An instructor watching (the class page opens rooms with ?ro=1): their
 // page writes no note and steers nothing, for this tab.
 const watchName = 'syncloop-room-watch-' + roomID;
 let watching = params.get('ro') === '1';
-try {
-	if (watching) sessionStorage.setItem(watchName, '1');
-	watching = watching || sessionStorage.getItem(watchName) === '1';
-} catch {
-	// no storage: this page only
-}
+if (watching) tabStore(watchName, '1');
+watching = watching || tabStored(watchName) === '1';
 let ended = bar.hasAttribute('data-ended');
 
 // The wheel ticket: from an earlier page of this tab, if the wheel was
 // handed to it.
 const wheelName = 'syncloop-room-wheel-' + roomID;
-let wheel = '';
-try {
-	wheel = sessionStorage.getItem(wheelName) || '';
-} catch {
-	// no storage: a handed wheel lasts this page
-}
+let wheel = tabStored(wheelName);
 function setWheel(ticket) {
 	wheel = ticket;
-	try {
-		if (ticket) sessionStorage.setItem(wheelName, ticket);
-		else sessionStorage.removeItem(wheelName);
-	} catch {
-		// as above
-	}
+	tabStore(wheelName, ticket);
 }
 
 
@@ -71,10 +62,6 @@ let myName = watching ? 'instructor (watching)' : stored('syncloop-name', '');
 let myColor = Number(stored('syncloop-color', String(Math.floor(Math.random() * COLORS)))) % COLORS;
 store('syncloop-color', String(myColor));
 
-let ws = null;
-// Reconnects wait longer each time, with jitter (dom.js), up to 10 s.
-const backoff = new Backoff(500, 10000);
-let stopCountdown = () => {};
 let me = ''; // my reader id
 let holdsKey = false; // the server accepted my driver key
 let token = '';
@@ -87,70 +74,62 @@ let state = null; // the last {"t":"state"}
 // opened anew, even in this tab, is the link's place.)
 const followName = 'syncloop-room-follow-' + roomID;
 let following = !/^#(case-|L\d)/.test(location.hash);
-try {
-	const nav = performance.getEntriesByType('navigation')[0]?.type;
-	const f = sessionStorage.getItem(followName);
-	if (f && (nav === 'reload' || nav === 'back_forward')) following = f === '1';
-} catch {
-	// no storage: the address decides
-}
+const navType = performance.getEntriesByType('navigation')[0]?.type;
+const wasFollowing = tabStored(followName); // with no storage, the address decides
+if (wasFollowing && (navType === 'reload' || navType === 'back_forward')) following = wasFollowing === '1';
 function keepFollowing(on) {
-	try {
-		sessionStorage.setItem(followName, on ? '1' : '0');
-	} catch {
-		// as above
-	}
+	tabStore(followName, on ? '1' : '0');
 }
 // Kept from the start, not only after a pause or resume: a follower's
 // address soon says the driver's case, and on reload that address must not
 // pass for a place the follower chose.
 keepFollowing(following);
-let applying = false; // while this script moves the page, it is not the reader moving
 let lastApplied = '';
 let lastSent = '';
-let reloading = false;
 
+let sock = null; // the room's socket (socket.js)
 function send(m) {
-	if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(m));
+	sock?.send(m);
 }
 
+// connect opens the room's socket, which comes back after a close: each
+// time it joins again, with the driver key or the wheel ticket.
 function connect() {
-	const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-	ws = new WebSocket(`${proto}//${location.host}/rooms/${roomID}/ws`);
-	ws.addEventListener('open', () => {
-		backoff.reset();
-		const join = { t: 'join', color: myColor };
-		if (myName) join.name = myName;
-		if (key) join.key = key;
-		else if (wheel) join.wheel = wheel;
-		presented = join.wheel || '';
-		ws.send(JSON.stringify(join));
-		if (!following) ws.send(JSON.stringify({ t: 'follow', on: false }));
+	const role = $('[data-room-role]');
+	sock = new Socket(() => `/rooms/${roomID}/ws`, {
+		min: 500,
+		max: 10000,
+		open: (s) => {
+			s.connected();
+			const join = { t: 'join', color: myColor };
+			if (myName) join.name = myName;
+			if (key) join.key = key;
+			else if (wheel) join.wheel = wheel;
+			presented = join.wheel || '';
+			s.send(join);
+			if (!following) s.send({ t: 'follow', on: false });
+		},
+		message: (data) => {
+			let m;
+			try {
+				m = JSON.parse(data);
+			} catch {
+				return;
+			}
+			handle(m);
+		},
+		refused: { [ROOM_GONE]: 'this room expired', [ROOM_FULL]: 'room full' },
+		gone: (text) => (role.textContent = text),
+		node: role,
+		say: (s) => `reconnecting in ${s} s`,
+		retrying: () => (role.textContent = 'reconnecting…'),
 	});
-	ws.addEventListener('message', (ev) => {
-		let m;
-		try {
-			m = JSON.parse(ev.data);
-		} catch {
-			return;
-		}
-		handle(m);
-	});
-	ws.addEventListener('close', (ev) => {
-		if (reloading) return;
-		// 4xxx: a permanent refusal (server/sockets.go); retrying cannot help.
-		const role = $('[data-room-role]');
-		const refused = { 4404: 'this room is gone', 4410: 'this room expired', 4429: 'room full' }[ev.code];
-		stopCountdown();
-		if (refused) {
-			role.textContent = refused;
-			return;
-		}
-		stopCountdown = countdown(role, backoff.next(), (s) => `reconnecting in ${s} s`, () => {
-			role.textContent = 'reconnecting…';
-			connect();
-		});
-	});
+}
+
+// leave: this page goes (a reload, the room's other page); its socket's
+// close is not a reason to reconnect.
+function leave() {
+	sock?.stop();
 }
 
 function handle(m) {
@@ -187,7 +166,7 @@ function handle(m) {
 			render();
 			break;
 		case 'reload':
-			reloading = true;
+			leave();
 			location.reload();
 			break;
 		case 'error':
@@ -432,10 +411,6 @@ function reportSoon() {
 
 // --- a follower follows --------------------------------------------------
 
-function lineEl(n) {
-	return n ? document.getElementById('L' + n) : null;
-}
-
 function inView(e) {
 	const r = e.getBoundingClientRect();
 	return r.bottom > barHeight() && r.top < window.innerHeight;
@@ -457,32 +432,40 @@ function follow(at) {
 	if ((at.page || 'index') !== page) {
 		// The driver is on the room's other page: go there (the new page
 		// follows once it has joined).
-		reloading = true;
+		leave();
 		location.assign(pageURL(at.page));
 		return;
 	}
-	applying = true;
-	try {
-		document.dispatchEvent(new CustomEvent('syncloop:show', { detail: { key: at.case, lo: at.lo, hi: at.hi } }));
-		const anchor = at.where && document.getElementById(at.where);
-		if (anchor) {
-			// The same place in the same block (a case's note or code, a
-			// section), at the same fraction of its height, at the reading
-			// height: screens differ, paragraphs stay.
-			const r = anchor.getBoundingClientRect();
-			window.scrollTo({ top: window.scrollY + r.top + (r.height * (at.per || 0)) / 1000 - readingY(), behavior: 'instant' });
-		} else if (lineEl(at.first)) {
-			scrollToEl(lineEl(at.first));
-		} else if (!at.first) {
-			window.scrollTo({ top: 0, behavior: 'instant' });
-		}
-		if (!anchor) {
-			const sel = lineEl(at.lo) || (at.case && document.getElementById('case-' + at.case));
-			if (sel && !inView(sel)) scrollToEl(sel);
-		}
-	} finally {
-		applying = false;
+	show(at);
+	const anchor = at.where && document.getElementById(at.where);
+	if (anchor) {
+		// The same place in the same block (a case's note or code, a
+		// section), at the same fraction of its height, at the reading
+		// height: screens differ, paragraphs stay.
+		const r = anchor.getBoundingClientRect();
+		window.scrollTo({ top: window.scrollY + r.top + (r.height * (at.per || 0)) / 1000 - readingY(), behavior: 'instant' });
+	} else if (lineEl(at.first)) {
+		scrollToEl(lineEl(at.first));
+	} else if (!at.first) {
+		window.scrollTo({ top: 0, behavior: 'instant' });
 	}
+	if (!anchor) {
+		const sel = lineEl(at.lo) || (at.case && document.getElementById('case-' + at.case));
+		if (sel && !inView(sel)) scrollToEl(sel);
+	}
+}
+
+// show selects what the driver selected (selection.js, from 'room'): a
+// line or lines this page has, else their case, else nothing.
+function show(at) {
+	const next = at.lo && lineEl(at.lo) ? { key: at.case, lo: at.lo, hi: at.hi || at.lo } : { key: at.case && caseSection(at.case) ? at.case : '' };
+	const s = current();
+	if (s.key === (next.key || '') && s.lo === (next.lo || 0) && s.hi === (next.hi || 0)) return;
+	select(next, { from: 'room' });
+}
+
+function caseSection(key) {
+	return document.querySelector(`section.case[data-case="${CSS.escape(key)}"]`);
 }
 
 function pause() {
@@ -515,14 +498,12 @@ document.addEventListener('click', (ev) => {
 	if (!driving() && ev.target instanceof Element && ev.target.closest('article.text')) pause();
 	if (driving()) setTimeout(reportSoon, 0); // after reader.js has handled it
 });
-document.addEventListener('syncloop:case', () => {
-	if (applying) return;
+// A selection the reader made (not the driver's, applied here): a driver's
+// is reported, a follower stops following.
+onSelect((_, how) => {
+	if (how.from === 'room') return;
 	if (driving()) reportSoon();
 	else pause();
-});
-document.addEventListener('syncloop:goto', () => {
-	if (!driving()) pause();
-	else setTimeout(reportSoon, 0);
 });
 window.addEventListener('scroll', () => driving() && reportSoon(), { passive: true });
 window.addEventListener('hashchange', () => driving() && reportSoon());
@@ -628,14 +609,14 @@ new ResizeObserver(() => {
 // --- ending the room, and the rooms this browser holds --------------------
 
 // endedNow turns the page read-only: the room was ended (here or by
-// another reader). The notes' side (annotate.js) hears it as an event.
+// another reader). Its notes are read-only too (notes-store.js).
 function endedNow() {
 	if (ended && endedNow.done) return;
 	ended = endedNow.done = true;
 	$('[data-room-ended]').hidden = false;
 	$('[data-room-endbox]').hidden = true;
 	document.body.classList.add('room-ended');
-	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'This room was ended: its notes are read-only. Its worksheet can still be downloaded.', keep: true } }));
+	notes.readOnly('This room was ended: its notes are read-only. Its worksheet can still be downloaded.');
 }
 
 const endDialog = $('[data-room-end-dialog]');
@@ -663,7 +644,7 @@ if (ended) endedNow();
 if (watching) {
 	following = true;
 	document.body.classList.add('room-watching');
-	document.dispatchEvent(new CustomEvent('syncloop:readonly', { detail: { text: 'You are watching this room: notes are read-only on this page.', keep: true } }));
+	notes.readOnly('You are watching this room: notes are read-only on this page.');
 }
 
 connect();

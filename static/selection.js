@@ -10,8 +10,10 @@
 //
 // Subscribers get (selection, how): how.from says who selected ('source',
 // 'pane', 'keys', 'url', 'room'), how.scroll whether to bring it into view.
-// For room.js, a selection the reader made (not one the room applied) is
-// also told as "syncloop:case" {key} on document.
+// This is the only way a selection is told: a room (room.js) hears the
+// reader's own moves here, and applies the driver's with from 'room'.
+
+import { lineEl } from './dom.js';
 
 const subs = [];
 let cur = { key: '', lo: 0, hi: 0, seq: 0 };
@@ -28,7 +30,7 @@ export function onSelect(fn) {
 
 // caseOfLine is the key of the case whose block holds source line n, or ''.
 export function caseOfLine(n) {
-	return document.getElementById('L' + n)?.closest('section.case[data-case]')?.dataset.case || '';
+	return lineEl(n)?.closest('section.case[data-case]')?.dataset.case || '';
 }
 
 // hashOf is the address fragment of a selection ('' for none).
@@ -70,7 +72,4 @@ export function select(s, how = {}) {
 	}
 	const h = { from: how.from || '', scroll: !!how.scroll };
 	for (const fn of subs) fn(current(), h);
-	if (h.from !== 'room') {
-		document.dispatchEvent(new CustomEvent('syncloop:case', { detail: { key: next.key, from: h.from } }));
-	}
 }
