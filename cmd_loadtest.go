@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -74,6 +75,8 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 	inProcess := fs.Bool("in-process", false, "run the server in this process instead of a child process")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to `FILE` (with --in-process: server and clients)")
 	memProfile := fs.String("memprofile", "", "with --in-process: write a heap profile to `FILE` once the last line is acknowledged")
+	blockProfile := fs.String("blockprofile", "", "with --in-process: write a profile of where goroutines blocked (channels, selects, locks) to `FILE` at the end")
+	mutexProfile := fs.String("mutexprofile", "", "with --in-process: write a profile of contended mutexes to `FILE` at the end")
 	tag := fs.String("tag", extractor.DefaultTag, "the tag whose log sites the lines are written at")
 	journal := fs.Bool("journal", false, "send each line as a journald JSON entry (~1.2 KB, as journalctl -o json writes it and relays send it) instead of bare klog text")
 	maxP99 := fs.Duration("max-p99", 0, "fail when the p99 latency is over this (0: no limit)")
@@ -122,6 +125,10 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 			return fmt.Errorf("loadtest: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+
+	if (*blockProfile != "" || *mutexProfile != "") && !*inProcess {
+		return usageError{errors.New("loadtest: --blockprofile and --mutexprofile need --in-process (the server's goroutines are in its own process otherwise)")}
 	}
 
 	o := loadtest.Options{
@@ -179,12 +186,45 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 		}
 	}
 
+	// Started once the server is: the embedded NATS server sets the block
+	// profile rate as it starts.
+	for _, p := range []struct{ file, name string }{{*blockProfile, "block"}, {*mutexProfile, "mutex"}} {
+		if p.file == "" {
+			continue
+		}
+		stop, err := startProfile(p.name, p.file, s.stderr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	res, err := loadtest.Run(ctx, o)
 	if err != nil {
 		return err
 	}
 	res.Print(s.stdout)
 	return res.Check(*maxP99, int64(*maxRSS)<<20)
+}
+
+// startProfile starts recording the block or mutex profile (every event)
+// and returns what writes it to file and stops recording.
+func startProfile(name, file string, stderr io.Writer) (stop func(), err error) {
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: %w", err)
+	}
+	set := runtime.SetBlockProfileRate
+	if name == "mutex" {
+		set = func(n int) { runtime.SetMutexProfileFraction(n) }
+	}
+	set(1)
+	return func() {
+		if err := pprof.Lookup(name).WriteTo(f, 0); err != nil {
+			fmt.Fprintf(stderr, "loadtest: %s profile: %v\n", name, err)
+		}
+		set(0)
+		f.Close()
+	}, nil
 }
 
 func randomToken() string {

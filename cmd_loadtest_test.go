@@ -34,6 +34,8 @@ func TestLoadtestBadFlags(t *testing.T) {
 		{[]string{"--rooms", "0"}, "--rooms"},
 		{[]string{"--rate", "0"}, "--rate"},
 		{[]string{"--memprofile", "m.out"}, "--memprofile needs --in-process"},
+		{[]string{"--blockprofile", "b.out"}, "need --in-process"},
+		{[]string{"--mutexprofile", "m.out"}, "need --in-process"},
 	} {
 		_, _, err := runLoadtestCmd(t, tc.args...)
 		var ue usageError

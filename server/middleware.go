@@ -17,15 +17,19 @@ import (
 // plugins, no framing. The pages are built to need nothing more.
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 
-// securityHeaders sets the headers every response carries.
+// securityHeaders sets the headers every response carries. Their values
+// are made once and shared (a Header.Add to one copies the slice, whose
+// capacity is its length); the keys are canonical already.
 func securityHeaders(next http.Handler) http.Handler {
+	one := func(v string) []string { return []string{v} }
+	policy, nosniff, referrer, frame, opener := one(csp), one("nosniff"), one("no-referrer"), one("DENY"), one("same-origin")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
-		h.Set("Content-Security-Policy", csp)
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "no-referrer")
-		h.Set("X-Frame-Options", "DENY")
-		h.Set("Cross-Origin-Opener-Policy", "same-origin")
+		h["Content-Security-Policy"] = policy
+		h["X-Content-Type-Options"] = nosniff
+		h["Referrer-Policy"] = referrer
+		h["X-Frame-Options"] = frame
+		h["Cross-Origin-Opener-Policy"] = opener
 		next.ServeHTTP(w, r)
 	})
 }
@@ -77,6 +81,11 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 				if sw.status >= 500 {
 					level = slog.LevelWarn
 				}
+				// Asked first: the record's values cost allocations, and the
+				// debug level is off in production.
+				if !log.Enabled(r.Context(), level) {
+					return
+				}
 				// The path names a room, which is its viewer link: masked.
 				log.Log(r.Context(), level, "request", "method", r.Method, "path", redact.String(r.URL.Path),
 					"status", sw.status, "bytes", sw.bytes, "took", time.Since(start))
@@ -102,8 +111,15 @@ const noBody = 0
 type originalBody struct{}
 
 // limitBodies bounds every request body at noBody bytes.
+// A request without a body (net/http gives it http.NoBody) has nothing to
+// bound, and goes on as it is: the copy of the request a context value
+// costs was most of what a cached page's request allocated.
 func limitBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
 		body := r.Body
 		r = r.WithContext(context.WithValue(r.Context(), originalBody{}, body))
 		r.Body = http.MaxBytesReader(w, body, noBody)

@@ -23,6 +23,12 @@ func (l *Service) deliver(f *feed, msg uint64, h nats.Header, data []byte, unz *
 		l.log.Warn("live: "+err.Error(), "feed", f.name)
 		return
 	}
+	// Most messages this replica stored itself and gave its hub already:
+	// told by the hub alone, without waiting for the feed's lock, which
+	// ingest holds while it delivers them.
+	if sh.lines >= 0 && sh.first+uint64(sh.lines) <= f.hub.Next() {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if sh.lines >= 0 && sh.first+uint64(sh.lines) <= f.hub.Next() {

@@ -179,7 +179,7 @@ type Service struct {
 	synced         func() <-chan struct{} // broker.Synced; a test's own in tests
 	followFeed     func(*feed) error      // follow; a test's own in tests
 	frames         sync.Pool              // *[]byte: browser message buffers
-	sitesMu        sync.Mutex             // guards sites and sitesAt (version.go)
+	sitesMu        sync.RWMutex           // guards sites and sitesAt (version.go)
 	sites          *classify.Sites
 	sitesAt        time.Time
 	ingestBufs     sync.Pool // *bytes.Buffer: relays' messages while they are read and decoded

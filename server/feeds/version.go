@@ -28,6 +28,14 @@ func (l *Service) logSites() *classify.Sites {
 	if l.cfg.KnownReadings == nil {
 		return nil
 	}
+	// Every feed asks for every group of lines it delivers, under its own
+	// lock: they share the index without waiting for each other.
+	l.sitesMu.RLock()
+	sites, fresh := l.sites, l.sites != nil && time.Since(l.sitesAt) < sitesEvery
+	l.sitesMu.RUnlock()
+	if fresh {
+		return sites
+	}
 	l.sitesMu.Lock()
 	defer l.sitesMu.Unlock()
 	if l.sites != nil && time.Since(l.sitesAt) < sitesEvery {

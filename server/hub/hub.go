@@ -15,6 +15,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // ErrClosed is returned by Next once the subscription or the hub is closed
@@ -44,8 +45,15 @@ const MaxBatch = 1024
 
 // Hub is one feed: a ring of the last entries and the subscribers to it.
 // Its methods are safe for concurrent use.
+//
+// Subscribers read the ring under the read lock, side by side: a publish
+// wakes all of a feed's browsers at once, and with one lock they queued
+// behind each other (and the next publish behind them) to copy a few
+// entries each. What a read changes is its own subscription's (cursor,
+// missed, poked, buf), which nothing else touches but under the write
+// lock, and dropped, which is atomic.
 type Hub struct {
-	mu        sync.Mutex
+	mu        sync.RWMutex
 	ring      []Entry // circular, increasing Seq, fixed length: the most entries kept
 	start     int     // index of the oldest entry
 	count     int     // entries kept
@@ -55,7 +63,7 @@ type Hub struct {
 	subs      map[*Subscription]struct{}
 	advanced  chan struct{} // closed when next moves (or the hub closes); nil while nobody waits
 	closed    bool
-	dropped   uint64 // entries slow subscribers skipped, all time
+	dropped   atomic.Uint64 // entries slow subscribers skipped, all time
 }
 
 // New returns a hub that keeps the last ringSize entries. A subscriber may
@@ -256,16 +264,16 @@ type Stats struct {
 // Next is the sequence number the next entry will get (Stats().Next,
 // without counting subscribers).
 func (h *Hub) Next() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	return h.next
 }
 
 // Stats returns the hub's counters.
 func (h *Hub) Stats() Stats {
-	h.mu.Lock()
+	h.mu.Lock() // not RLock: it reads every subscription's cursor
 	defer h.mu.Unlock()
-	st := Stats{Subscribers: len(h.subs), Dropped: h.dropped, Next: h.next, Stored: h.count, Bytes: h.bytes}
+	st := Stats{Subscribers: len(h.subs), Dropped: h.dropped.Load(), Next: h.next, Stored: h.count, Bytes: h.bytes}
 	oldest := h.oldestLocked()
 	for s := range h.subs {
 		if s.cursor < oldest {
@@ -294,10 +302,11 @@ func (h *Hub) Close() {
 // goroutine at a time; Close from any.
 type Subscription struct {
 	h      *Hub
-	notify chan struct{} // written and closed only under h.mu
+	notify chan struct{} // written under h.mu (its own take: the read lock), closed under the write lock
 	buf    []Entry       // what Next returned last; only Next touches it
 
-	// Guarded by h.mu.
+	// Guarded by h.mu: written under the write lock, or by its own take
+	// under the read lock.
 	cursor uint64 // the sequence number this subscriber reads next
 	missed int
 	poked  bool
@@ -322,7 +331,7 @@ func (s *Subscription) closeLocked() {
 		return
 	}
 	if oldest := s.h.oldestLocked(); s.cursor < oldest {
-		s.h.dropped += oldest - s.cursor
+		s.h.dropped.Add(oldest - s.cursor)
 	}
 	s.done = true
 	delete(s.h.subs, s)
@@ -351,11 +360,11 @@ func (s *Subscription) Next(ctx context.Context) (Batch, error) {
 }
 
 // take copies what s has not read from the ring, if anything; done reports
-// that nothing will come any more.
+// that nothing will come any more. It holds the read lock only (see Hub).
 func (s *Subscription) take() (b Batch, ok, done bool) {
 	h := s.h
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	if s.cursor >= h.next && s.missed == 0 {
 		if s.poked {
 			s.poked = false
@@ -367,7 +376,7 @@ func (s *Subscription) take() (b Batch, ok, done bool) {
 	b.Missed, s.missed = s.missed, 0
 	if oldest := h.oldestLocked(); s.cursor < oldest {
 		b.Skipped = int(oldest - s.cursor)
-		h.dropped += uint64(b.Skipped)
+		h.dropped.Add(uint64(b.Skipped))
 		s.cursor = oldest
 	}
 	clear(s.buf) // let go of the last batch's data

@@ -479,3 +479,71 @@ func TestWaitNext(t *testing.T) {
 		t.Fatal("WaitNext(100) true after Close")
 	}
 }
+
+// TestConcurrentSubscribers: subscribers read side by side (the read lock)
+// while entries are published, the hub is poked and its stats are asked:
+// each one gets every entry once, in order, or is told exactly how many
+// it skipped, and the skips add up to the hub's Dropped. Run with -race.
+func TestConcurrentSubscribers(t *testing.T) {
+	const subs, total = 16, 20000
+	h := New(256)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	type result struct {
+		got, skipped int
+		err          error
+	}
+	results := make([]result, subs)
+	var wg sync.WaitGroup
+	for i := range subs {
+		s := h.Subscribe(0)
+		wg.Go(func() {
+			defer s.Close()
+			r := &results[i]
+			next := uint64(1)
+			for next <= total {
+				b, err := s.Next(ctx)
+				if err != nil {
+					r.err = fmt.Errorf("after %d: %w", next-1, err)
+					return
+				}
+				next += uint64(b.Skipped)
+				r.skipped += b.Skipped
+				for _, e := range b.Entries {
+					if e.Seq != next || string(e.Data) != strconv.FormatUint(e.Seq, 10) {
+						r.err = fmt.Errorf("entry %d (%q), want %d", e.Seq, e.Data, next)
+						return
+					}
+					next++
+					r.got++
+				}
+				if i%4 == 0 && r.got%1000 < 10 {
+					time.Sleep(time.Millisecond) // a slow one now and then: it skips
+				}
+			}
+		})
+	}
+	for i := 0; i < total; {
+		n := min(1+i%7, total-i)
+		h.PublishN(n, func(_ int, seq uint64) []byte { return data(seq) })
+		i += n
+		if i%500 == 0 {
+			h.Poke()
+			h.Stats()
+		}
+	}
+	wg.Wait()
+	var skipped int
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("subscriber %d: %v", i, r.err)
+		}
+		if r.got+r.skipped != total {
+			t.Errorf("subscriber %d: %d entries and %d skipped, want %d in all", i, r.got, r.skipped, total)
+		}
+		skipped += r.skipped
+	}
+	if st := h.Stats(); st.Dropped != uint64(skipped) || st.Subscribers != 0 {
+		t.Errorf("stats %+v: want %d dropped (the subscribers' skips), none subscribed", st, skipped)
+	}
+}

@@ -38,9 +38,7 @@ func newAssets() (*assets, error) {
 			ctype = "text/css; charset=utf-8"
 		}
 		p := newPage(ctype, body, "no-cache")
-		imm := *p
-		imm.cache = "public, max-age=31536000, immutable"
-		a.files[name] = &asset{page: p, immutable: &imm, version: strings.Trim(p.etag, `"`)[:10]}
+		a.files[name] = &asset{page: p, immutable: p.withCache("public, max-age=31536000, immutable"), version: strings.Trim(p.etag, `"`)[:10]}
 	}
 	err := fs.WalkDir(static.FS, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {

@@ -152,6 +152,10 @@ const waitForLoad = 400 * time.Millisecond
 func (s *Site) TagPage(kind string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := chi.URLParam(r, "tag")
+		if p := s.cachedPage(tag, kind); p != nil {
+			p.ServeHTTP(w, r)
+			return
+		}
 		if err := extractor.CheckTag(tag); err != nil {
 			s.loadFailed(w, r, tag, err)
 			return
@@ -176,6 +180,38 @@ func (s *Site) TagPage(kind string) http.Handler {
 		}
 		p.ServeHTTP(w, r)
 	})
+}
+
+// cachedPage is the page of kind at tag when it is rendered and current:
+// the common request, answered without what a tag not yet read needs (its
+// check, the client's budget, a wait for the load, the list of tags the
+// page names). nil when any of that is needed.
+func (s *Site) cachedPage(tag, kind string) *page {
+	s.mu.Lock()
+	st := s.tags[tag]
+	if st == nil || !isDone(st.done) || st.err != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	st.used = time.Now()
+	gen := s.gen
+	s.mu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.pages == nil || st.gen != gen {
+		return nil
+	}
+	return st.pages[kind]
+}
+
+// isDone reports whether ch is closed, without waiting.
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // loaded waits up to s.wait for tag's Reading. When it is not ready, it
