@@ -452,6 +452,7 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 }
 
 func TestBrowserAnnotateAlone(t *testing.T) {
+	t.Parallel()
 	ts := newAnnotateServer(t)
 	ctx := newBrowser(t)
 	watch := watchPage(t, ctx, ts)
@@ -670,6 +671,7 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 // written in it turns read-only and says so (before: no note was purged, so
 // no event told it, and its writes went on failing unseen).
 func TestBrowserAnnotateRoomEnds(t *testing.T) {
+	t.Parallel()
 	ts := newAnnotateServer(t, func(c *Config) {
 		c.RoomTTL = 3 * time.Second
 		c.notesTune = func(h *annotations.HTTPConfig) { h.RoomCheck = 200 * time.Millisecond }

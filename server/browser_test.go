@@ -173,6 +173,7 @@ func waitFor(t *testing.T, ctx context.Context, what, js string) {
 }
 
 func TestBrowserReadingPage(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	s := newRealServer(t)
 	r := s.site.Reading(s.cfg.DefaultTag)
@@ -422,6 +423,7 @@ var enableNetwork = chromedp.Func(func(ctx context.Context, _ *chromedp.Target) 
 })
 
 func TestBrowserOtherPages(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	s := newRealServer(t)
 	ts := httptest.NewServer(s)
