@@ -115,7 +115,7 @@ func runE2E(t *testing.T, st *stages, kv map[string]string, then func()) {
 
 	ctx := browsertest.New(t, chromium, 3*time.Minute)
 	e.page(ctx) // step 2
-	e.feedVersion("")
+	e.feedVersion("while the lab runs")
 	e.pageVersion(ctx) // step 4
 	then()
 
