@@ -160,6 +160,7 @@ func firedCounts(rec firedRecord) map[string]int {
 // TestE2EFiredFromRealJournal: the version is told from log sites, the
 // record's counts are classify's, and a second replica serves the same.
 func TestE2EFiredFromRealJournal(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	if _, err := os.Stat(labJournal); err != nil {
 		t.Fatalf("the recorded journal: %v", err)
 	}

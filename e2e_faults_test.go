@@ -302,6 +302,7 @@ func dropFor(t *testing.T) time.Duration {
 // TestE2EFaults relays a cursor journal through each fault: every line must
 // reach the browser exactly once, in order.
 func TestE2EFaults(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	bin := syncloopBin(t)
 	fake := fakeJournalctl(t)
 	const n, rate = 1500, 300.0 // 5 s of journal

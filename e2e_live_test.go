@@ -261,6 +261,7 @@ func checkExactlyOnce(got []int, n int) error {
 // SIGKILL in the middle and restarted: every line must reach a browser
 // exactly once, in order, and a late joiner must get them all as history.
 func TestE2ERelayServerKilled(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	bin := syncloopBin(t)
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")
@@ -379,6 +380,7 @@ func TestE2ERelayServerKilled(t *testing.T) {
 // TestE2ERelayWrongToken: a relay with a wrong token stops with a clear
 // error instead of retrying forever.
 func TestE2ERelayWrongToken(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	bin := syncloopBin(t)
 	dir := t.TempDir()
 	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))

@@ -28,6 +28,7 @@ import (
 )
 
 func TestE2ERoomsSurviveRestart(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	bin := syncloopBin(t)
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "cache")

@@ -42,6 +42,7 @@ func startSecServer(t *testing.T) string {
 }
 
 func TestE2ESecurity(t *testing.T) {
+	t.Parallel() // its own processes, ports and directories
 	addr := startSecServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -1,7 +1,12 @@
 package extractor_test
 
-// integration_test.go runs Extract on real Kubernetes module zips, as
-// extractortest finds or downloads them.
+// integration_test.go checks what Extract makes of real Kubernetes module
+// zips, as extractortest finds or downloads them. The Readings come through
+// extractortest.Reading, which extracts each once for every test binary while
+// the extractor's code (its source, its modules, Go) is unchanged, as
+// writers_test.go's do: the same Reading every run, without extracting eight
+// real tags again when nothing that makes it has changed. Load's tests
+// (fetch_real_test.go, loaddir_test.go) extract real tags on every run.
 
 import (
 	"archive/zip"
@@ -182,7 +187,7 @@ func TestExtractRealTags(t *testing.T) {
 			for s := range w.symbols {
 				syms = append(syms, s)
 			}
-			r := extractZip(t, extractortest.Zip(t, w.tag), w.tag, syms)
+			r := extractortest.Reading(t, w.tag, syms)
 			checkReal(t, r, w)
 		})
 	}
@@ -317,7 +322,7 @@ func TestExtractEveryMinor(t *testing.T) {
 	for _, m := range minors {
 		tag := fmt.Sprintf("v1.%d.0", m)
 		t.Run(tag, func(t *testing.T) {
-			r := extractZip(t, extractortest.Zip(t, tag), tag, nil)
+			r := extractortest.Reading(t, tag, nil)
 			wantKeys, wantStyle := minorShape(m)
 			var keys []string
 			for _, c := range r.Function.Cases {

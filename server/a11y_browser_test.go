@@ -37,6 +37,7 @@ func axeSource(t *testing.T) string {
 }
 
 func TestBrowserAccessibility(t *testing.T) {
+	t.Parallel()
 	axe := axeSource(t)
 	ts, r := demoSite(t)
 	pageURL := ts.URL + "/k8s/" + r.Tag + "/"
@@ -70,6 +71,7 @@ func TestBrowserAccessibility(t *testing.T) {
 // log line takes focus and Enter shows its case; headings nest (a note's
 // "Fire it" sits under its case's title).
 func TestBrowserKeyboard(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)

@@ -451,6 +451,7 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 }
 
 func TestBrowserAnnotateAlone(t *testing.T) {
+	t.Parallel()
 	ts := newAnnotateServer(t, nil)
 	ctx := newBrowser(t)
 	watch := watchPage(t, ctx, ts)
@@ -669,6 +670,7 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 // written in it turns read-only and says so (before: no note was purged, so
 // no event told it, and its writes went on failing unseen).
 func TestBrowserAnnotateRoomEnds(t *testing.T) {
+	t.Parallel()
 	ts := newAnnotateServer(t, func(c *Config) { c.RoomTTL = 3 * time.Second },
 		func(p *Plan) { p.Notes.RoomCheck = 200 * time.Millisecond })
 	ctx := newBrowser(t)

@@ -18,6 +18,7 @@ import (
 // TestBrowserBidiPodName: a pod named "invoice-\u202efdp.exe" shows in the
 // live pane as that escape, never as "invoice-exe.pdf".
 func TestBrowserBidiPodName(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	r := realReading(t)
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}

@@ -27,6 +27,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/syncloop/syncloop/server/browsertest"
+	"github.com/syncloop/syncloop/server/internal/testwait"
 )
 
 // newBrowser opens a tab for the test in the binary's headless Chromium
@@ -159,20 +160,21 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 // waitFor polls a JavaScript condition until it holds.
 func waitFor(t *testing.T, ctx context.Context, what, js string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-		if err == nil && ok {
-			return
+	var err error
+	defer func() { // on a timeout, say what the page last answered
+		if t.Failed() && err != nil {
+			t.Logf("waiting for %s (%s): %v", what, js, err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waiting for %s (%s): %v", what, js, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	}()
+	testwait.For(t, 10*time.Second, what, func() bool {
+		var ok bool
+		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		return err == nil && ok
+	})
 }
 
 func TestBrowserReadingPage(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	s := newRealServer(t)
 	r := s.site.Reading(s.cfg.DefaultTag)
@@ -423,6 +425,7 @@ var enableNetwork = chromedp.Func(func(ctx context.Context, _ *chromedp.Target) 
 })
 
 func TestBrowserOtherPages(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	s := newRealServer(t)
 	ts := httptest.NewServer(s)

@@ -14,8 +14,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/syncloop/syncloop/server/classes"
+	"github.com/syncloop/syncloop/server/internal/testwait"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -109,7 +111,7 @@ func TestClassRosterAndEnd(t *testing.T) {
 		dialRoom(t, ctx, ts, annRoom, "", "Bob")
 		dialRoom(t, ctx, ts, annRoom, "", "Eve") // never gave a name on the class page
 		var o classes.Overview
-		waitUntil(t, "three readers in Ann's room", func() bool {
+		testwait.For(t, 10*time.Second, "three readers in Ann's room", func() bool {
 			o = overviewOf(t, ts, class, key)
 			return len(o.Students) == 5
 		})

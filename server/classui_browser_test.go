@@ -47,6 +47,7 @@ func setRoomName(t *testing.T, ctx context.Context, name string) {
 // took the driver's #case-…, still follows after a reload (the README's
 // promise); one who moved on purpose still reads on their own after theirs.
 func TestBrowserFollowAfterReload(t *testing.T) {
+	t.Parallel()
 	driver := newBrowser(t)
 	s := newRealServerTags(t)
 	ts := httptest.NewServer(s)
@@ -121,6 +122,7 @@ func shotsAll(t *testing.T, ctx context.Context, name string, prepare func(v vie
 // header stays one row wide and a few tab stops long; the switcher on the
 // pod_workers page opens the other tag's pod_workers page.
 func TestBrowserHeaderTags(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	var others []string
 	for minor := 20; minor <= 36; minor++ {
@@ -208,6 +210,7 @@ const narrowText = `(() => {
 // paper no text column is narrower than 40% of the page's width, the
 // reader's notes included.
 func TestBrowserPrint(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)
@@ -285,6 +288,7 @@ func TestBrowserPrint(t *testing.T) {
 // hides the pod_workers page's note, and the answer key, until the reader
 // has answered.
 func TestBrowserHandInIsTheStudents(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)
@@ -398,6 +402,7 @@ const pillsClear = `(() => {
 // the way on to its case; j and k leave a history entry each, so Back stays
 // on the site.
 func TestBrowserPageDetails(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)
@@ -472,6 +477,7 @@ func TestBrowserPageDetails(t *testing.T) {
 // TestBrowserSkipLinks: the compare and history pages' skip links have a
 // target (and pod_workers' still does).
 func TestBrowserSkipLinks(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	r := realReading(t)
 	// The history page reads every minor release up to the default.

@@ -19,6 +19,7 @@ import (
 // no more sockets (before: room.js compared reason strings and retried an
 // expired room for ever, and so did the live pane).
 func TestBrowserStopsOnRefusal(t *testing.T) {
+	t.Parallel()
 	browser := newBrowser(t)
 	s, _ := newRoomServer(t, "", func(c *Config) { c.RoomTTL = 5 * time.Second })
 	var (

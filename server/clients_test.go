@@ -21,6 +21,7 @@ import (
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 	"github.com/syncloop/syncloop/server/rooms"
@@ -193,11 +194,11 @@ func TestPingClosesSilentSockets(t *testing.T) {
 	defer room.CloseNow()
 	_ = feed
 	subscribers := func() int { return gauge(t, s, `syncloop_clients{feed="default"}`) }
-	waitUntil(t, "the silent sockets to be counted", func() bool {
+	testwait.For(t, 10*time.Second, "the silent sockets to be counted", func() bool {
 		_, readers, _ := s.rooms.Counts()
 		return subscribers() == 1 && readers == 1
 	})
-	waitUntil(t, "the silent sockets to be closed", func() bool {
+	testwait.For(t, 10*time.Second, "the silent sockets to be closed", func() bool {
 		_, readers, _ := s.rooms.Counts()
 		return subscribers() == 0 && readers == 0
 	})
@@ -234,15 +235,6 @@ func drain(ctx context.Context, c *websocket.Conn) {
 	for {
 		if _, _, err := c.Read(ctx); err != nil {
 			return
-		}
-	}
-}
-
-func waitUntil(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 // clauses sit side by side, and at 390×844, where they are one unified
 // column; and reaches it from the reading page's "compare with…" form.
 func TestBrowserComparePage(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	s := realServer(t, "v1.30.0", "v1.36.3")
 	ts := httptest.NewServer(s)

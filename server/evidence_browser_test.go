@@ -44,6 +44,7 @@ func siteOf(t *testing.T, r *extractor.Reading, key, msg string) extractor.LogSi
 // from the first, previous walks to it; a line pinned survives a reload
 // and is handed in under the worksheet's "Fired".
 func TestBrowserCaseLinesAndPins(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	r := realReading(t)
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
@@ -172,6 +173,7 @@ func labJournalLines(t *testing.T) []relay.Line {
 // sites, and offers that page; there a click on config shows its lines
 // from the first.
 func TestBrowserRealJournal(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	r := realReading(t)
 	r33 := extractortest.Reading(t, "v1.33.0", content.Symbols())

@@ -27,6 +27,7 @@ import (
 // pleg case highlights only pleg lines (and filters to them), the counters
 // in the margin count, and clicking a log line brings its case into view.
 func TestBrowserLivePane(t *testing.T) {
+	t.Parallel()
 	t.Run("demo", func(t *testing.T) { testLivePane(t, true) })
 	t.Run("journal", func(t *testing.T) { testLivePane(t, false) })
 }
@@ -202,6 +203,7 @@ func testLivePane(t *testing.T, demo bool) {
 // next try ("reconnecting in 3 s", then 2, 1), and connects again once
 // the server takes it.
 func TestBrowserReconnectCountdown(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	r := realReading(t)
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}

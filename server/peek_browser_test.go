@@ -19,6 +19,7 @@ import (
 )
 
 func TestBrowserPeek(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	s := newRealServer(t)
 	tag := s.cfg.DefaultTag

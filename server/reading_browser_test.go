@@ -98,6 +98,7 @@ func themeName(dark bool) string {
 // lines selected. It asserts what a screenshot shows at a glance: no
 // horizontal page scroll, the selected case's title in view.
 func TestBrowserShots(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)
@@ -188,6 +189,7 @@ func checkHeld(t *testing.T, ctx context.Context, what string) {
 // arrive; the reader steps through its lines ("3 of 12") and each stepped-to
 // line is fully on view; the counts count what the pane holds and shows.
 func TestBrowserSelectShowsLines(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)
@@ -283,6 +285,7 @@ func TestBrowserSelectShowsLines(t *testing.T) {
 // is at its bottom. A scroll away by the scrollbar (no wheel event) or by
 // PageUp pauses it, with "N new ↓ resume"; back at the bottom, it follows.
 func TestBrowserPaneHoldsStill(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)
@@ -330,6 +333,7 @@ func TestBrowserPaneHoldsStill(t *testing.T) {
 // reachable at every width (a column, or a drawer over the source), and a
 // phone's header is compact.
 func TestBrowserLayout(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)
@@ -411,6 +415,7 @@ func TestBrowserLayout(t *testing.T) {
 // case in the source and highlights its case's lines in the pane; going Back
 // to the bare address selects nothing.
 func TestBrowserSelectionAgrees(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)
@@ -459,6 +464,7 @@ func TestBrowserSelectionAgrees(t *testing.T) {
 // default tag; a page at another tag says so and links no log line to its
 // own source lines (they would point at the wrong code).
 func TestBrowserFeedAtAnotherTag(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	r := realReading(t)
 	o := *r
@@ -522,6 +528,7 @@ var logCallRE = regexp.MustCompile(`\b(klog|logger)\.(V\(\d+\)\.)?(Info|Error|Wa
 // line. Before, every tag showed the default tag's demo: readiness lines at
 // v1.20.0, and no data-line at all.
 func TestBrowserDemoAtTag(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	def := extractor.DefaultTag
 	ts, _, readings := realDemoSite(t, 0, "v1.20.0", "v1.31.0")
@@ -613,6 +620,7 @@ func TestBrowserDemoAtTag(t *testing.T) {
 // list. Before, selecting a case paused the pane and its new lines waited
 // behind "N new ↓ resume".
 func TestBrowserSelectedCaseLinesArrive(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)
@@ -680,6 +688,7 @@ const onView = `((e) => {
 // selected by the keyboard (j) or a link (#case-pleg): its heading is on
 // view, not under the drawer or a sticky block. At every width.
 func TestBrowserScrollTargets(t *testing.T) {
+	t.Parallel()
 	ctx := newBrowser(t)
 	ts, r := demoSite(t)
 	watch := watchPage(t, ctx, ts)

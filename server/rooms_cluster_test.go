@@ -215,6 +215,7 @@ func TestRoomAcrossReplicas(t *testing.T) {
 // no driver at the same moment, on two replicas: exactly one drives, and
 // both replicas say the same one.
 func TestRoomWheelRaceAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	ts1, ts2 := twoReplicas(t)
 	ctx := testCtx(t)
 	for round := range 5 {
@@ -279,6 +280,7 @@ func TestRoomWheelRaceAcrossReplicas(t *testing.T) {
 // grace when it was lent (its holder may have come back on a replica
 // still up).
 func TestRoomDriverReplicaDies(t *testing.T) {
+	t.Parallel()
 	const grace = time.Second
 	tests := []struct {
 		name string

@@ -6,8 +6,10 @@ package extractortest
 // serve them: it is keyed by Schema alone, right for a server but wrong for
 // a test, which must see what the extractor as it is now makes of the source.
 // So this cache is keyed by the extractor's code as well: the hash of its
-// non-test source files, the module's go.mod (the versions of what it
-// imports) and the Go version. A change to any of them extracts afresh.
+// non-test source files, the versions of the modules it is built from
+// (`go list -deps`: x/mod and x/sync today) and the Go version. A change to
+// any of them extracts afresh; a dependency the extractor does not use,
+// added to go.mod, does not.
 
 import (
 	"crypto/sha256"
@@ -15,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -39,10 +42,15 @@ var codeKey = sync.OnceValue(func() string {
 	if err != nil || len(names) == 0 {
 		return ""
 	}
-	names = append(names, filepath.Join(filepath.Dir(dir), "go.mod"))
+	deps, err := moduleDeps(dir)
+	if err != nil {
+		// Without the go command's answer, the whole go.mod stands in for
+		// the versions: any change to it extracts afresh.
+		names = append(names, filepath.Join(filepath.Dir(dir), "go.mod"))
+	}
 	slices.Sort(names)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s schema%d\n", runtime.Version(), extractor.Schema)
+	fmt.Fprintf(h, "%s schema%d\n%s", runtime.Version(), extractor.Schema, deps)
 	for _, name := range names {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -56,6 +64,28 @@ var codeKey = sync.OnceValue(func() string {
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 })
+
+// moduleDeps lists the modules other than the main one that the package in
+// dir is built from, as "path version" lines in order, by asking the go
+// command (which resolves them as the build does: go.mod, replacements,
+// GOFLAGS).
+func moduleDeps(dir string) (string, error) {
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{with .Replace}} => {{.Path}} {{.Version}}{{end}}{{end}}{{end}}", ".")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		return "", err
+	}
+	var lines []string
+	for l := range strings.Lines(string(out)) {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	slices.Sort(lines)
+	lines = slices.Compact(lines)
+	return strings.Join(lines, "\n") + "\n", nil
+}
 
 // cacheDir is where the tests' Readings are kept between runs:
 // os.UserCacheDir()/syncloop/test-readings.

@@ -5,8 +5,9 @@
 // A test binary starts one Chromium, the first time a test asks for it, and
 // gives each test a tab of its own in a browser context of its own (its own
 // cookies, storage, permissions and downloads, as in a fresh profile):
-// starting Chromium costs seconds on a loaded machine, a tab milliseconds. A
-// package whose tests use it calls Close from its TestMain.
+// starting Chromium costs seconds on a loaded machine, a tab milliseconds.
+// Tests that call t.Parallel have their tabs open side by side. A package
+// whose tests use it calls Close from its TestMain.
 package browsertest
 
 import (
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 )
 
@@ -65,8 +67,13 @@ func New(t testing.TB, path string, timeout time.Duration) context.Context {
 	stop := context.AfterFunc(t.Context(), func() { cancelT(); cancelC() })
 	t.Cleanup(func() { stop(); cancelT(); cancelC() })
 	// The first Run creates the tab, so ContextID answers from here on.
+	// Every tab behaves as the focused one (focus and blur events, :focus,
+	// the clipboard), as when it ran alone: tests' tabs run side by side.
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("open a tab: %v", err)
+	}
+	if _, err := chromedp.Call(ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
+		t.Fatalf("focus emulation: %v", err)
 	}
 	return ctx
 }

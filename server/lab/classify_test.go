@@ -52,13 +52,26 @@ var syncloop = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+// fakeJournalctl builds testdata/fakejournalctl (the repository's) once per
+// test binary, named journalctl: the relay resumes a command by that name
+// after its last cursor, as it does the real one.
+var fakeJournalctl = sync.OnceValues(func() (string, error) {
+	bin := filepath.Join(binDir, "fake", "journalctl")
+	cmd := exec.Command("go", "build", "-o", bin, "./testdata/fakejournalctl")
+	cmd.Dir = "../.."
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", &buildError{err, out}
+	}
+	return bin, nil
+})
+
 type buildError struct {
 	err error
 	out []byte
 }
 
 func (e *buildError) Error() string {
-	return "go build syncloop: " + e.err.Error() + "\n" + string(e.out)
+	return "go build: " + e.err.Error() + "\n" + string(e.out)
 }
 
 // logLines returns, per case key, the lines of kubelet.go whose log calls the case

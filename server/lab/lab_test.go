@@ -618,97 +618,144 @@ func waitFor(t *testing.T, cursor string, want []sighting, d time.Duration) ([]e
 	}
 }
 
-// TestLab runs the real kubelet with a short scenario and checks the journal shows
-// each case the lab fires, then that stop leaves nothing behind.
+// TestLab is the suite's one run of the real kubelet for "the cases fire": it
+// runs the lab with a short scenario; the real syncloop binary serves the page
+// and relays the journal while Chromium reads it (runE2E, e2e_test.go); the
+// journal must show each case the lab fires and the server's record must be
+// that journal; then stop must leave nothing behind. The restarts of the
+// server and the relay are TestRecordedRestarts's, on a recorded journal.
 func TestLab(t *testing.T) {
 	needLab(t)
-	// UPDATE at +15 s and REMOVE at +30 s leave room for the first liveness failure
-	// (+5-8 s here, more on a loaded machine) before the pod goes.
-	args := []string{"--update-after", "15", "--remove-after", "30", "--readd-after", "0"}
+	st := &stages{t: t, last: time.Now()}
+	// UPDATE at +15 s. The pod stays while the page is read (its liveness
+	// probe fails on, with the restart back-off in between); the test
+	// removes its manifest after that, for the REMOVE: a timer could fire
+	// while the page is read on a loaded machine, and the page's pane, held
+	// on liveness while no liveness line came, then missed lines.
+	args := []string{"--update-after", "15", "--remove-after", "0", "--readd-after", "0"}
 	runLab(t, args, func(kv map[string]string) {
+		st.done("lab start")
 		ctx := context.Background()
-		st, err := lab(t, ctx, "status", "--dir", kv["dir"])
-		if err != nil || st["running"] != "true" || st["kubelet_alive"] != "true" || st["cursor"] != kv["cursor"] {
-			t.Errorf("status of the running lab: %v, %v", st, err)
+		status, err := lab(t, ctx, "status", "--dir", kv["dir"])
+		if err != nil || status["running"] != "true" || status["kubelet_alive"] != "true" || status["cursor"] != kv["cursor"] {
+			t.Errorf("status of the running lab: %v, %v", status, err)
 		}
 		// A second start on the same directory must refuse and leave the first alone.
 		if _, err := lab(t, ctx, "start", "--dir", kv["dir"]); err == nil {
 			t.Error("a second start on a running lab succeeded")
 		}
-		es, first := waitFor(t, kv["cursor"], textSightings, 90*time.Second)
-		raw := journal(t, kv["cursor"], "json")
-		out := filepath.Join(artifacts(t), "kubelet-journal.json")
-		if err := os.WriteFile(out, raw, 0o644); err != nil {
-			t.Error(err)
-		}
-		t.Logf("journal: %d kubelet entries, saved in %s", len(es), out)
-		if len(es) == 0 {
-			t.Fatal("the kubelet wrote nothing to the journal")
-		}
-		t0 := es[0].Realtime
-		for i, at := range first {
-			if at < 0 {
-				t.Errorf("no %s line in the journal", textSightings[i].name)
-				continue
+		runE2E(t, st, kv, func() {
+			if err := os.Remove(filepath.Join(kv["dir"], "manifests", "probe-me.yaml")); err != nil {
+				t.Fatal(err)
 			}
-			t.Logf("first %-16s +%5.1fs  %.160s", textSightings[i].name, es[at].Realtime.Sub(t0).Seconds(), es[at].Message)
-		}
-		if *updateExcerpt {
-			writeExcerpt(t, es)
-		}
-		counts := checkClassified(t, raw, logLines(t, labTag))
-		t.Logf("classified SyncLoop lines per case: %v", counts)
+			checkSightings(t, kv)
+		})
 	})
 }
 
-// TestLabJSON runs the kubelet with --logging-format=json for a short while and keeps
-// its raw output (journalctl -o cat) for the classifier's tests.
+// checkSightings waits for the journal to show each case the lab fires, keeps
+// it in the artifacts, and classifies every SyncLoop line of it.
+func checkSightings(t *testing.T, kv map[string]string) {
+	es, first := waitFor(t, kv["cursor"], textSightings, 90*time.Second)
+	raw := journal(t, kv["cursor"], "json")
+	out := filepath.Join(artifacts(t), "kubelet-journal.json")
+	if err := os.WriteFile(out, raw, 0o644); err != nil {
+		t.Error(err)
+	}
+	t.Logf("journal: %d kubelet entries, saved in %s", len(es), out)
+	if len(es) == 0 {
+		t.Fatal("the kubelet wrote nothing to the journal")
+	}
+	t0 := es[0].Realtime
+	for i, at := range first {
+		if at < 0 {
+			t.Errorf("no %s line in the journal", textSightings[i].name)
+			continue
+		}
+		t.Logf("first %-16s +%5.1fs  %.160s", textSightings[i].name, es[at].Realtime.Sub(t0).Seconds(), es[at].Message)
+	}
+	if *updateExcerpt {
+		writeExcerpt(t, es)
+	}
+	counts := checkClassified(t, raw, logLines(t, labTag))
+	t.Logf("classified SyncLoop lines per case: %v", counts)
+}
+
+// TestLabJSON checks the kubelet's output with --logging-format=json, as a real
+// run of the lab recorded it in testdata/kubelet-jsonformat-excerpt.txt (the
+// start of the run and up to ten lines of each SyncLoop message): a liveness
+// failure, the manifest's REMOVE, ADD and REMOVE once each at their v1.31.0
+// callers, and every SyncLoop line classified to its case. With -update (and
+// the lab's gate) it first runs the real kubelet in JSON and records the
+// excerpt afresh; the suite's one real-kubelet run is TestLab's.
 func TestLabJSON(t *testing.T) {
-	needLab(t)
+	name := filepath.Join("testdata", "kubelet-jsonformat-excerpt.txt")
+	if *updateExcerpt {
+		needLab(t)
+		writeJSONExcerpt(t, runLabJSON(t))
+	}
+	raw, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range labJSONSightings {
+		if !slices.ContainsFunc(strings.Split(string(raw), "\n"), s.match) {
+			t.Errorf("%s has no %s line", name, s.name)
+		}
+	}
+	var add, remove, lines int
+	for line := range strings.Lines(string(raw)) {
+		var l struct{ Caller, Msg string }
+		if json.Unmarshal([]byte(line), &l) != nil {
+			continue // the flag's deprecation warning is plain text
+		}
+		lines++
+		switch {
+		case l.Msg == "SyncLoop ADD" && l.Caller == "kubelet/kubelet.go:2407":
+			add++
+		case l.Msg == "SyncLoop REMOVE" && l.Caller == "kubelet/kubelet.go:2417":
+			remove++
+		}
+	}
+	t.Logf("JSON log: %d lines", lines)
+	counts := checkClassified(t, raw, logLines(t, labTag))
+	t.Logf("classified SyncLoop lines per case: %v", counts)
+	if add != 1 || remove != 1 {
+		t.Errorf("JSON log has %d SyncLoop ADD and %d SyncLoop REMOVE at their v1.31.0 callers, want 1 and 1", add, remove)
+	}
+}
+
+// labJSONSightings are what TestLabJSON's run waits for, in order.
+var labJSONSightings = []sighting{
+	{"probe liveness", contains(`"msg":"SyncLoop (probe)"`, `"probe":"liveness"`, `"status":"unhealthy"`)},
+	{"REMOVE", contains(`"msg":"SyncLoop REMOVE"`)},
+}
+
+// runLabJSON runs the kubelet with --logging-format=json until its liveness
+// probe has failed and its manifest has been removed, and returns its raw
+// output (journalctl -o cat).
+func runLabJSON(t *testing.T) []byte {
+	var raw []byte
 	// The test removes the manifest itself once the liveness failure is in: a timer
 	// could fire first on a loaded machine.
 	args := []string{"--log-format", "json", "--update-after", "0", "--remove-after", "0", "--readd-after", "0"}
 	runLab(t, args, func(kv map[string]string) {
-		liveness := []sighting{{"probe liveness", contains(`"msg":"SyncLoop (probe)"`, `"probe":"liveness"`, `"status":"unhealthy"`)}}
-		if _, first := waitFor(t, kv["cursor"], liveness, 60*time.Second); first[0] < 0 {
+		if _, first := waitFor(t, kv["cursor"], labJSONSightings[:1], 60*time.Second); first[0] < 0 {
 			t.Fatal("no liveness failure in the JSON log within 60 s")
 		}
 		if err := os.Remove(filepath.Join(kv["dir"], "manifests", "probe-me.yaml")); err != nil {
 			t.Fatal(err)
 		}
-		removed := []sighting{{"REMOVE", contains(`"msg":"SyncLoop REMOVE"`)}}
-		if _, first := waitFor(t, kv["cursor"], removed, 30*time.Second); first[0] < 0 {
+		if _, first := waitFor(t, kv["cursor"], labJSONSightings[1:], 30*time.Second); first[0] < 0 {
 			t.Fatal("no SyncLoop REMOVE in the JSON log within 30 s of removing the manifest")
 		}
 		// Saved now: stop takes away a journald the lab started, and its journal.
-		raw := journal(t, kv["cursor"], "cat")
+		raw = journal(t, kv["cursor"], "cat")
 		if err := os.WriteFile(filepath.Join(artifacts(t), "kubelet-jsonformat.txt"), raw, 0o644); err != nil {
 			t.Error(err)
 		}
-		var add, remove, lines int
-		for line := range strings.Lines(string(raw)) {
-			var l struct{ Caller, Msg string }
-			if json.Unmarshal([]byte(line), &l) != nil {
-				continue // the flag's deprecation warning is plain text
-			}
-			lines++
-			switch {
-			case l.Msg == "SyncLoop ADD" && l.Caller == "kubelet/kubelet.go:2407":
-				add++
-			case l.Msg == "SyncLoop REMOVE" && l.Caller == "kubelet/kubelet.go:2417":
-				remove++
-			}
-		}
-		t.Logf("JSON log: %d lines", lines)
-		counts := checkClassified(t, raw, logLines(t, labTag))
-		t.Logf("classified SyncLoop lines per case: %v", counts)
-		if *updateExcerpt {
-			writeJSONExcerpt(t, raw)
-		}
-		if add != 1 || remove != 1 {
-			t.Errorf("JSON log has %d SyncLoop ADD and %d SyncLoop REMOVE at their v1.31.0 callers, want 1 and 1", add, remove)
-		}
 	})
+	return raw
 }
 
 // writeExcerpt keeps a few hundred real entries for other packages' tests: the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/natstest"
+	"github.com/syncloop/syncloop/server/internal/testwait"
 )
 
 // clock is a settable time for expiry tests.
@@ -238,21 +239,12 @@ func TestWheelLoan(t *testing.T) {
 	if s.HoldsWheel(r.ID, second) {
 		t.Error("the ticket still holds the wheel after the loan ended")
 	}
-	waitFor(t, "the other replica to see the loan end", func() bool { return !replica.HoldsWheel(r.ID, second) })
+	testwait.For(t, 10*time.Second, "the other replica to see the loan end", func() bool { return !replica.HoldsWheel(r.ID, second) })
 	if err := s.EndLoan(r.ID); err != nil {
 		t.Errorf("ending no loan: %v", err)
 	}
 	if _, _, err := s.SetDriver("AAAAAAAAAAAAAAAAAAAAAA", "", "x", true); !errors.Is(err, ErrNotFound) {
 		t.Errorf("lending in no room: %v", err)
-	}
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
 	}
 }
 
@@ -272,7 +264,7 @@ func TestConcurrentHandOver(t *testing.T) {
 		if _, err := s1.TakeWheel(r.ID, "d"); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "replica 2 to see the wheel back", func() bool { got, _ := s2.Get(r.ID); return got.Driver == "d" })
+		testwait.For(t, 10*time.Second, "replica 2 to see the wheel back", func() bool { got, _ := s2.Get(r.ID); return got.Driver == "d" })
 		var wg sync.WaitGroup
 		errs := make([]error, 2)
 		for i, s := range []*Store{s1, s2} {
@@ -294,7 +286,7 @@ func TestConcurrentHandOver(t *testing.T) {
 			t.Fatalf("round %d: neither hand-over took: %v", round, errs)
 		}
 		for i, s := range []*Store{s1, s2} {
-			waitFor(t, "the replicas to agree", func() bool { got, _ := s.Get(r.ID); return got.Driver == won })
+			testwait.For(t, 10*time.Second, "the replicas to agree", func() bool { got, _ := s.Get(r.ID); return got.Driver == won })
 			if got, _ := s.Get(r.ID); (won == "b") != (got.WheelHash != "") {
 				t.Errorf("round %d: replica %d: driver %s, loan %q", round, i+1, won, got.WheelHash)
 			}
@@ -504,7 +496,7 @@ func TestOwnerHashed(t *testing.T) {
 	if _, err := s.kv.Create(context.Background(), id, old); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the older record in the copy", func() bool { _, err := s.Get(id); return err == nil })
+	testwait.For(t, 10*time.Second, "the older record in the copy", func() bool { _, err := s.Get(id); return err == nil })
 	r, _, err := s.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/natstest"
+	"github.com/syncloop/syncloop/server/internal/testwait"
 )
 
 // twoStores opens two stores on one JetStream, each on its own NATS
@@ -242,7 +243,7 @@ func TestSlotTakenBack(t *testing.T) {
 		if err := s1.kv.Delete(context.Background(), r.ID); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "replica 2 to see the room gone", func() bool { _, err := s2.Get(r.ID); return errors.Is(err, ErrExpired) })
+		testwait.For(t, 10*time.Second, "replica 2 to see the room gone", func() bool { _, err := s2.Get(r.ID); return errors.Is(err, ErrExpired) })
 		if slotHolder(t, s2, r.Slots[0]) != r.ID {
 			t.Fatal("the slot was let go: nothing to take back")
 		}
