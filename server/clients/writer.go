@@ -38,6 +38,12 @@ type WriterConfig struct {
 	// skipped). Otherwise a full queue stops the writer with ErrTooSlow
 	// (a room's reader is dropped).
 	Block bool
+	// Direct makes Send write at once, on the caller's goroutine, within
+	// the timeout: no queue and no goroutine, for a caller that is the
+	// connection's only writer on the hot path (a feed's browser loop,
+	// where a handoff per message cost latency at hundreds of browsers).
+	// SendLatest is not for a direct Writer.
+	Direct bool
 	// Slots is how many "latest" slots SendLatest has (a room's state
 	// and its driver's position): 0 means none.
 	Slots int
@@ -48,8 +54,8 @@ type WriterConfig struct {
 
 // Writer is a websocket's one writer: every message to the connection
 // goes through it and is written by its goroutine, in order, each within
-// the write timeout. Its callers (a feed's browser handler and its relay
-// acks, a room's reader) only queue.
+// the write timeout. Its callers (a feed's relay acks, a room's reader)
+// only queue; a direct one (a feed's browser loop) writes itself.
 //
 // The timeout is a watchdog timer reset around each write, not a context
 // per write: on the live path, for every browser and every batch, a
@@ -59,6 +65,9 @@ type Writer struct {
 	conn    *websocket.Conn
 	cfg     WriterConfig
 	stopCtx func() bool
+
+	directMu sync.Mutex  // a direct Writer's Send (WriterConfig.Direct)
+	watchdog *time.Timer // a direct Writer's: closes a stalled connection
 
 	mu      sync.Mutex
 	flushed sync.Cond // signalled when written grows, or the writer stops
@@ -95,6 +104,12 @@ func NewWriter(ctx context.Context, conn *websocket.Conn, cfg WriterConfig) *Wri
 	}
 	w.flushed.L = &w.mu
 	w.stopCtx = context.AfterFunc(ctx, func() { conn.CloseNow() })
+	if cfg.Direct {
+		w.watchdog = time.AfterFunc(cfg.Timeout, func() { conn.CloseNow() })
+		w.watchdog.Stop()
+		close(w.done)
+		return w
+	}
 	go w.run()
 	return w
 }
@@ -103,6 +118,9 @@ func NewWriter(ctx context.Context, conn *websocket.Conn, cfg WriterConfig) *Wri
 // says when it may). It returns why the writer stopped, if it did: msg is
 // then not sent.
 func (w *Writer) Send(msg []byte) error {
+	if w.cfg.Direct {
+		return w.sendDirect(msg)
+	}
 	w.mu.Lock()
 	for w.err == nil && len(w.queue) >= w.cfg.Queue {
 		if !w.cfg.Block {
@@ -126,6 +144,27 @@ func (w *Writer) Send(msg []byte) error {
 	w.mu.Unlock()
 	w.signal(w.wake)
 	return nil
+}
+
+// sendDirect writes msg now (WriterConfig.Direct).
+func (w *Writer) sendDirect(msg []byte) error {
+	w.directMu.Lock()
+	defer w.directMu.Unlock()
+	if err := w.Err(); err != nil {
+		w.release(msg)
+		return err
+	}
+	w.watchdog.Reset(w.cfg.Timeout)
+	err := w.conn.Write(context.Background(), websocket.MessageText, msg)
+	w.watchdog.Stop()
+	w.release(msg)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.conn.CloseNow()
+		w.failLocked(err)
+	}
+	return w.err
 }
 
 // SendLatest puts msg in slot (0 ≤ slot < WriterConfig.Slots), replacing
@@ -182,6 +221,11 @@ func (w *Writer) Stop() {
 	}
 	w.mu.Unlock()
 	<-w.done
+	if w.watchdog != nil {
+		w.directMu.Lock() // a write under way ends first
+		w.watchdog.Stop()
+		w.directMu.Unlock()
+	}
 	w.stopCtx()
 }
 

@@ -243,3 +243,49 @@ func TestWriterFlush(t *testing.T) {
 		t.Fatalf("Flush after Stop = %v, want ErrWriterStopped", err)
 	}
 }
+
+// TestWriterDirect: a direct Writer writes on the caller's goroutine (a
+// message is written, and handed back, before Send returns); a stalled
+// peer fails the Send that waits past the timeout; Stop leaves the
+// connection open.
+func TestWriterDirect(t *testing.T) {
+	server, client := socketPair(t)
+	var sent sentLog
+	w := NewWriter(context.Background(), server, WriterConfig{Direct: true, Timeout: time.Second, Sent: sent.add})
+	for i := range 3 {
+		m := fmt.Sprint("d", i)
+		if err := w.Send([]byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		if got := sent.list(); len(got) != i+1 || got[i] != m {
+			t.Fatalf("after Send(%s) returned, Sent saw %v", m, got)
+		}
+	}
+	if got := strings.Join(readN(t, client, 3), ","); got != "d0,d1,d2" {
+		t.Fatalf("read %s", got)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	w.Stop()
+	if err := server.Write(context.Background(), websocket.MessageText, []byte("after")); err != nil {
+		t.Fatalf("Stop closed the connection: %v", err)
+	}
+	readN(t, client, 1)
+
+	stalled, _ := socketPair(t) // its client never reads
+	w = NewWriter(context.Background(), stalled, WriterConfig{Direct: true, Timeout: 200 * time.Millisecond})
+	defer w.Stop()
+	big := make([]byte, 256<<10)
+	start := time.Now()
+	var err error
+	for err == nil && time.Since(start) < 10*time.Second {
+		err = w.Send(big)
+	}
+	if err == nil || errors.Is(err, ErrTooSlow) {
+		t.Fatalf("Send to a stalled peer: %v, want the failed write's error", err)
+	}
+	if w.Send([]byte("x")) == nil {
+		t.Fatal("a Send after a failed write succeeded")
+	}
+}

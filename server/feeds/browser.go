@@ -130,10 +130,9 @@ func (l *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *fee
 	hello.Next = next
 	sub := f.hub.Subscribe(after)
 	defer sub.Close()
-	// One message waits while another is written: past that, the
-	// browser's pace holds this loop, and the hub tells it what it
-	// skipped.
-	out := clients.NewWriter(ctx, conn, clients.WriterConfig{Queue: 1, Block: true, Timeout: writeTimeout, Sent: l.putFrame})
+	// The loop writes its frames itself (a direct writer): the browser's
+	// pace holds it, and the hub tells a slow browser what it skipped.
+	out := clients.NewWriter(ctx, conn, clients.WriterConfig{Direct: true, Timeout: writeTimeout, Sent: l.putFrame})
 	defer out.Stop()
 	if err := out.Send(mustJSON(map[string]any{"hello": hello})); err != nil {
 		return

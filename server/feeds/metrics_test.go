@@ -63,6 +63,8 @@ func TestMetricsRegistry(t *testing.T) {
 		}
 	}
 
+	in.CloseNow() // else Close waits for the relay and the browser to answer its close
+	b.c.CloseNow()
 	l.Close()
 	if families, err := reg.Gather(); err != nil || len(families) != 0 {
 		t.Errorf("after Close: %d families (%v), want none", len(families), err)
