@@ -322,3 +322,50 @@ func TestReplicaFallsSilent(t *testing.T) {
 		t.Logf("the wheel moved %v after replica 2 fell silent (presence TTL 400ms, default %v)", took, DefaultPresenceTTL)
 	}
 }
+
+// TestSlowTakeBlocksNoOne: while a key holder's "take" waits for the
+// bucket, the room's other readers are answered; once through, the key
+// holder drives.
+func TestSlowTakeBlocksNoOne(t *testing.T) {
+	b := newBroker(t, "")
+	g := &gate{}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := Open(ctx, Config{JS: gatedJS{b.JS, g}, Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newService(t, st)
+	room, key, err := st.Create("v1.31.0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	driver := joinRoom(t, ctx, ts, room.ID, key)
+	driver.until(t, ctx, "the driver to drive", stateWhere(func(m map[string]any) bool { return m["driver"] == driver.id }))
+	other := joinRoom(t, ctx, ts, room.ID, key)
+	viewer := joinRoom(t, ctx, ts, room.ID, "")
+	viewer.until(t, ctx, "the viewer to see three readers", stateWhere(func(m map[string]any) bool { rs, _ := m["readers"].([]any); return len(rs) == 3 }))
+
+	g.shut(room.ID)
+	defer g.release()
+	other.send(t, ctx, map[string]any{"t": "take"})
+	select {
+	case <-g.held:
+	case <-ctx.Done():
+		t.Fatal("take wrote nothing to the room's record")
+	}
+	quick, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	viewer.send(t, quick, map[string]any{"t": "name", "name": "Ann"})
+	viewer.until(t, quick, "the viewer's new name while the take waits", stateWhere(func(m map[string]any) bool {
+		rs, _ := m["readers"].([]any)
+		for _, r := range rs {
+			if r, _ := r.(map[string]any); r["id"] == viewer.id && r["name"] == "Ann" {
+				return m["driver"] == driver.id // the take is not applied yet
+			}
+		}
+		return false
+	}))
+	g.release()
+	viewer.until(t, ctx, "the key holder who took the wheel to drive", stateWhere(func(m map[string]any) bool { return m["driver"] == other.id }))
+}
