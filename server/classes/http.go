@@ -20,6 +20,7 @@ package classes
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -221,16 +222,9 @@ func (h *Handlers) Page() http.Handler {
 				return
 			}
 		}
-		h.cfg.Site.Page(w, r, "Class "+or(c.Name, c.ID[:6]+"…"), &PageData{Class: classJSON(c), DefaultTag: h.cfg.DefaultTag,
+		h.cfg.Site.Page(w, r, "Class "+cmp.Or(c.Name, c.ID[:6]+"…"), &PageData{Class: classJSON(c), DefaultTag: h.cfg.DefaultTag,
 			MaxBudget: h.cfg.MaxBudget, TTL: days(h.cfg.Store.TTL())})
 	})
-}
-
-func or(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // StartRoom is POST /classes/{id}/rooms: a room of the class, counted
