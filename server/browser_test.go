@@ -38,7 +38,9 @@ func newBrowser(t *testing.T) context.Context {
 	if testing.Short() && os.Getenv("CI") != "true" {
 		t.Skip("browser test skipped in -short mode")
 	}
-	return browsertest.New(t, path, 90*time.Second)
+	// A budget against a hung page, not a measure: the tests run two at
+	// a time (t.Parallel), each at half the machine.
+	return browsertest.New(t, path, 3*time.Minute)
 }
 
 // pageWatch collects what a page must never do: console errors, uncaught

@@ -831,3 +831,24 @@ func writeJSONExcerpt(t *testing.T, raw []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestSameEntry: the compare of the server's record with the journal takes
+// an entry whose fields journalctl printed in another order, and no other.
+func TestSameEntry(t *testing.T) {
+	tests := []struct {
+		a, b string
+		same bool
+	}{
+		{`{"MESSAGE":"m","__CURSOR":"c"}`, `{"MESSAGE":"m","__CURSOR":"c"}`, true},
+		{`{"MESSAGE":"m","__CURSOR":"c","B":[1,2]}`, `{"B":[1,2],"__CURSOR":"c","MESSAGE":"m"}`, true},
+		{`{"MESSAGE":"m","__CURSOR":"c"}`, `{"MESSAGE":"n","__CURSOR":"c"}`, false},
+		{`{"MESSAGE":"m"}`, `{"MESSAGE":"m","__CURSOR":"c"}`, false},
+		{`{"MESSAGE":"m","A":"1"}`, `{"MESSAGE":"m","B":"1"}`, false},
+		{`{"MESSAGE":"m"}`, `not json`, false},
+	}
+	for _, tt := range tests {
+		if got := sameEntry(tt.a, []byte(tt.b)); got != tt.same {
+			t.Errorf("sameEntry(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.same)
+		}
+	}
+}
