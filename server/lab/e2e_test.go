@@ -837,7 +837,7 @@ func (e *e2e) checkGoto(ctx context.Context, clicked paneLine) {
 
 // ---- the feed's websocket -----------------------------------------------------------
 
-// wsMsg is one message of the browser protocol (server/live.go).
+// wsMsg is one message of the browser protocol (server/feeds/browser.go).
 type wsMsg struct {
 	Hello  *wsStatus `json:"hello"`
 	Status *wsStatus `json:"status"`
