@@ -70,7 +70,12 @@ type HTTPConfig struct {
 	StreamsPerRoom int
 	// RenderRate and RenderBurst are the milliseconds of rendering a
 	// client's own notes a second, and at once; 0 means 100 and 5,000.
-	RenderRate, RenderBurst int
+	RenderRate  float64
+	RenderBurst int
+	// WriteRate and WriteBurst are the writes one client may make to one
+	// room's notes a second, and at once; 0 means 8 and 40.
+	WriteRate  float64
+	WriteBurst int
 	// RoomCheck is how often an open event stream asks whether its room
 	// still lives; 0 means every 5 s.
 	RoomCheck time.Duration
@@ -131,8 +136,10 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 	if cfg.StreamsPerRoom <= 0 {
 		cfg.StreamsPerRoom = DefaultStreamsPerRoom
 	}
-	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(writeRate, writeBurst, 10000),
-		renders:   rooms.NewKeyLimiter(float64(cmp.Or(cfg.RenderRate, renderMsRate)), float64(cmp.Or(cfg.RenderBurst, renderMsBurst)), 10000),
+	cfg.WriteRate, cfg.WriteBurst = cmp.Or(cfg.WriteRate, writeRate), cmp.Or(cfg.WriteBurst, writeBurst)
+	cfg.RenderRate, cfg.RenderBurst = cmp.Or(cfg.RenderRate, renderMsRate), cmp.Or(cfg.RenderBurst, renderMsBurst)
+	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(cfg.WriteRate, float64(cfg.WriteBurst), 10000),
+		renders:   rooms.NewKeyLimiter(cfg.RenderRate, float64(cfg.RenderBurst), 10000),
 		rendering: map[string]int{}, streams: map[string]int{}, events: newRenderCache(512)}
 }
 
@@ -280,7 +287,7 @@ func (h *Handlers) Put() http.Handler {
 		}
 		if !h.writes.Allow(id+" "+h.cfg.ClientIP(r), time.Now()) {
 			w.Header().Set("Retry-After", "2")
-			jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("too many changes at once (at most %d a second): your text is kept, and sent again in a moment", writeRate))
+			jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("too many changes at once (at most %g a second): your text is kept, and sent again in a moment", h.cfg.WriteRate))
 			return
 		}
 		if !h.renders.Allow(h.cfg.ClientIP(r), time.Now()) {

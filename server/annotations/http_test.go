@@ -274,8 +274,10 @@ func TestLocalNotesLimits(t *testing.T) {
 	}
 	// Notes that are costly to render (goldmark is quadratic in unclosed
 	// links): one client is charged what its render took, and refused
-	// while in debt; another client is not.
-	_, ts = serveNotes(t, nil, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 10, 50 })
+	// while in debt; another client is not. The debt is repaid at
+	// RenderRate: at 0.01 ms a second it outlasts any wait for a CPU
+	// between the two requests (at 10 ms/s it was gone in 200 ms).
+	_, ts = serveNotes(t, nil, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 50 })
 	costly := make([]map[string]any, 10)
 	for i := range costly {
 		costly[i] = map[string]any{"id": fmt.Sprintf("case.k%d", i), "text": strings.Repeat("[a](", 2<<10/4)}
@@ -303,7 +305,9 @@ func TestRoomWriteChargedByRender(t *testing.T) {
 	s, stop := open(t, "")
 	defer stop()
 	reading := extractortest.Reading(t, "v1.31.0", content.Symbols())
-	h, _ := serveNotes(t, s, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 10, 50 })
+	// Repaid at 0.01 ms a second: the debt lasts however slowly the
+	// writes come.
+	h, _ := serveNotes(t, s, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 50 })
 	r := chi.NewRouter()
 	r.Put("/rooms/{id}/notes/{note}", h.Put().ServeHTTP)
 	ts := httptest.NewServer(r)
