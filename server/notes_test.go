@@ -91,7 +91,11 @@ func (s *sse) next(t testing.TB, d time.Duration) (string, map[string]any) {
 }
 
 func TestRoomNotes(t *testing.T) {
-	s, ts := newRoomServer(t, t.TempDir(), nil)
+	// Writes refill at one in 100 s, not 8 a second: the burst below is
+	// then a burst however long each request waits for a CPU (60 one after
+	// another took long enough under load to refill 20 and none was
+	// refused). The burst itself is the command line's 40.
+	s, ts := newRoomServer(t, t.TempDir(), nil, func(p *Plan) { p.Notes.WriteRate = 0.01 })
 	id, _ := createRoom(t, ts)
 	base := ts.URL + "/rooms/" + id + "/notes"
 	ev := openEvents(t, ts, id)
