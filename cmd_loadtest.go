@@ -36,7 +36,7 @@ duplicated, and the server's RSS and CPU.
 
 Without --server it starts "syncloop serve" as a child process on a free
 loopback port with a fresh cache directory (the Reading of the tag is copied
-from the user cache when there), and stops it at the end. --in-process runs
+from --cache-dir, by default the user cache, when there), and stops it at the end. --in-process runs
 the server inside this process instead (its RSS and CPU then include the
 clients'), which lets --cpuprofile profile server and clients together.
 
@@ -78,6 +78,7 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 	blockProfile := fs.String("blockprofile", "", "with --in-process: write a profile of where goroutines blocked (channels, selects, locks) to `FILE` at the end")
 	mutexProfile := fs.String("mutexprofile", "", "with --in-process: write a profile of contended mutexes to `FILE` at the end")
 	tag := fs.String("tag", extractor.DefaultTag, "the tag whose log sites the lines are written at")
+	cacheDir := fs.String("cache-dir", "", "without --server: copy the tag's Reading from this serve --cache-dir `DIR` when cached there (default: the user cache dir + /syncloop)")
 	journal := fs.Bool("journal", false, "send each line as a journald JSON entry (~1.2 KB, as journalctl -o json writes it and relays send it) instead of bare klog text")
 	maxP99 := fs.Duration("max-p99", 0, "fail when the p99 latency is over this (0: no limit)")
 	maxRSS := fs.Int("max-rss-mb", 0, "fail when the server's peak RSS is over this many MB (0: no limit)")
@@ -158,7 +159,7 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 			return fmt.Errorf("loadtest: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		copyReadingCache(filepath.Join(dir, "cache"), *tag)
+		copyReadingFrom(*cacheDir, filepath.Join(dir, "cache"), *tag)
 		o.Token = randomToken()
 		if *inProcess {
 			url, stop, err := serveInProcess(filepath.Join(dir, "cache"), filepath.Join(dir, "data"), o.Token, *tag)
@@ -235,12 +236,20 @@ func randomToken() string {
 
 // copyReadingCache copies the user cache's Reading of tag into cacheDir, so
 // the server started for the test need not fetch it; best effort.
-func copyReadingCache(cacheDir, tag string) {
-	user, err := os.UserCacheDir()
-	if err != nil {
-		return
+func copyReadingCache(cacheDir, tag string) { copyReadingFrom("", cacheDir, tag) }
+
+// copyReadingFrom copies the Reading of tag cached in fromDir (a serve
+// --cache-dir; "" means serve's default, the user cache's syncloop) into
+// cacheDir; best effort.
+func copyReadingFrom(fromDir, cacheDir, tag string) {
+	if fromDir == "" {
+		user, err := os.UserCacheDir()
+		if err != nil {
+			return
+		}
+		fromDir = filepath.Join(user, "syncloop")
 	}
-	from := filepath.Join(user, "syncloop", "readings", tag)
+	from := filepath.Join(fromDir, "readings", tag)
 	to := filepath.Join(cacheDir, "readings", tag)
 	_ = filepath.WalkDir(from, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
