@@ -116,8 +116,13 @@ func TestBrowserClass(t *testing.T) {
 	if err := chromedp.Do(cy, chromedp.Click(`[data-class-start]`)); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
 	cyRoom := inRoom(cy, "Cy")
+	// The 5 s are the overview's: from the moment Cy is in his room (the
+	// server has told his page he drives) to the instructor's page showing
+	// it. Cy's own page loading (Chromium's work, seconds on a loaded
+	// machine) is not part of them.
+	waitFor(t, cy, "Cy drives", `document.querySelector('[data-room-role]').textContent.startsWith('You are driving')`)
+	start := time.Now()
 
 	row := func(id string) string { return `document.querySelector('[data-class-room="` + id + `"]')` }
 	waitFor(t, instructor, "both rooms, and who is in them", `(() => {
@@ -127,9 +132,9 @@ func TestBrowserClass(t *testing.T) {
 			c.textContent.includes('Cy') })()`)
 	took := time.Since(start)
 	if took > 5*time.Second {
-		t.Errorf("the instructor saw the second room %v after it opened, want within 5 s", took)
+		t.Errorf("the instructor saw the second room %v after Cy was in it, want within 5 s", took)
 	}
-	t.Logf("the instructor saw both rooms and their readers %v after the second room opened", took.Round(time.Millisecond))
+	t.Logf("the instructor saw both rooms and their readers %v after Cy was in the second room", took.Round(time.Millisecond))
 
 	t.Run("a room's demo shows, and does not count as fired", func(t *testing.T) {
 		waitFor(t, ann, "demo lines in Ann's live pane, labelled", `document.querySelectorAll('#live li.ll-demo[data-seq]').length >= 3 && !!document.querySelector('#live .is-demo, #live.is-demo')`)
