@@ -152,20 +152,20 @@ const waitForLoad = 400 * time.Millisecond
 func (s *Site) TagPage(kind string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := chi.URLParam(r, "tag")
-		if p := s.cachedPage(tag, kind); p != nil {
-			p.ServeHTTP(w, r)
-			return
-		}
-		if err := extractor.CheckTag(tag); err != nil {
-			s.loadFailed(w, r, tag, err)
-			return
-		}
 		if s.cfg.Quiz && (kind == pageAnswerKey || kind == pageWorksheet) {
 			s.statusPage(w, r, http.StatusForbidden, pageData{Tag: tag,
 				Heading: "This course hides the answer key",
 				Message: "This server runs in quiz mode (serve --quiz): the site's own answers to the worksheet, its notes and who writes each channel are not served, so that the worksheet is yours to write.",
 				Advice:  "Write your answers in the worksheet at the foot of the reading page (Export ▾ → My worksheet) and download that; your instructor has the answers.",
 			})
+			return
+		}
+		if p := s.cachedPage(tag, kind); p != nil {
+			p.ServeHTTP(w, r)
+			return
+		}
+		if err := extractor.CheckTag(tag); err != nil {
+			s.loadFailed(w, r, tag, err)
 			return
 		}
 		st, ok := s.loaded(w, r, tag, "")
