@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/server/classify"
-	"github.com/syncloop/syncloop/server/internal/natstest"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -180,17 +179,7 @@ func TestFiredRecord(t *testing.T) {
 func TestFiredSameOnReplicas(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	b1, b2 := natstest.Pair(t, t.TempDir())
-	cfg := Config{IngestToken: testToken, DemoPeriod: -1, DefaultTag: "v1.31.0"}
-	l1, err := New(cfg, b1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l2, err := New(cfg, b2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l2.Close(); l1.Close() })
+	l1, l2 := twoReplicas(t)
 	ts1, ts2 := serveLive(t, l1), serveLive(t, l2)
 	in := dialIngest(t, ctx, ts1, "lab")
 	for i := range 20 {

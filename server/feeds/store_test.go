@@ -182,17 +182,7 @@ func TestLiveMigratesLegacyStream(t *testing.T) {
 func TestLiveTwoReplicasOneFeed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	b1, b2 := natstest.Pair(t, t.TempDir())
-	cfg := Config{IngestToken: testToken, DemoPeriod: -1, DefaultTag: "v1.31.0"}
-	l1, err := New(cfg, b1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l2, err := New(cfg, b2, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l2.Close(); l1.Close() }) // before the brokers close
+	l1, l2 := twoReplicas(t)
 	ts1, ts2 := serveLive(t, l1), serveLive(t, l2)
 
 	// Each relay sends its batches without waiting for acks, so the two
@@ -342,4 +332,22 @@ func TestLiveSweepsIdleDemoStreams(t *testing.T) {
 			t.Errorf("after the sweep, %s's stream is there: %v, want %v", name, got, want)
 		}
 	}
+}
+
+// twoReplicas is two feeds services, each on its own replica of one
+// JetStream cluster (natstest.Pair), closed before their brokers.
+func twoReplicas(t *testing.T) (*Service, *Service) {
+	t.Helper()
+	b1, b2 := natstest.Pair(t, t.TempDir())
+	cfg := Config{IngestToken: testToken, DemoPeriod: -1, DefaultTag: "v1.31.0"}
+	l1, err := New(cfg, b1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2, err := New(cfg, b2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l2.Close(); l1.Close() }) // before the brokers close
+	return l1, l2
 }
