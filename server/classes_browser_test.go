@@ -19,7 +19,6 @@ package server
 import (
 	"archive/zip"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"io"
@@ -374,19 +373,7 @@ func TestBrowserClass(t *testing.T) {
 // classifier finds in it read at r, counted apart from the server.
 func labJournalFile(t *testing.T, r *extractor.Reading) (string, map[string]int) {
 	t.Helper()
-	f, err := os.Open("lab/testdata/kubelet-v1.33.0-journal.json.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := labJournal(t)
 	name := filepath.Join(t.TempDir(), "kubelet-v1.33.0-journal.json")
 	if err := os.WriteFile(name, b, 0o644); err != nil {
 		t.Fatal(err)

@@ -1,11 +1,11 @@
 package server
 
 import (
-	"bufio"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path"
@@ -139,6 +139,28 @@ func TestBrowserCaseLinesAndPins(t *testing.T) {
 // sends it), each with its cursor as id.
 func labJournalLines(t *testing.T) []relay.Line {
 	t.Helper()
+	var out []relay.Line
+	for line := range strings.Lines(string(labJournal(t))) {
+		line = strings.TrimSuffix(line, "\n")
+		var e struct {
+			Cursor  string `json:"__CURSOR"`
+			Message any    `json:"MESSAGE"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatal(err)
+		}
+		if msg, _ := e.Message.(string); len(out) == 0 && !strings.Contains(msg, `"SyncLoop `) {
+			continue
+		}
+		out = append(out, relay.Line{ID: e.Cursor, Raw: line})
+	}
+	return out
+}
+
+// labJournal is the lab's recorded v1.33.0 journal (journalctl -o json,
+// one entry a line), unzipped.
+func labJournal(t *testing.T) []byte {
+	t.Helper()
 	f, err := os.Open("lab/testdata/kubelet-v1.33.0-journal.json.gz")
 	if err != nil {
 		t.Fatal(err)
@@ -148,23 +170,11 @@ func labJournalLines(t *testing.T) []relay.Line {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []relay.Line
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		var e struct {
-			Cursor  string `json:"__CURSOR"`
-			Message any    `json:"MESSAGE"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatal(err)
-		}
-		if msg, _ := e.Message.(string); len(out) == 0 && !strings.Contains(msg, `"SyncLoop `) {
-			continue
-		}
-		out = append(out, relay.Line{ID: e.Cursor, Raw: sc.Text()})
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return b
 }
 
 // TestBrowserRealJournal: the recorded v1.33.0 journal without its
