@@ -175,15 +175,9 @@ func stateWhere(ok func(m map[string]any) bool) func(map[string]any) bool {
 // joins another room at once, and the same room's other readers are
 // answered at once; the write, once through, is applied.
 func TestSlowWriteBlocksNoOne(t *testing.T) {
-	b := newBroker(t, "")
-	g := &gate{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := Open(ctx, Config{JS: gatedJS{b.JS, g}, Memory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ts := newService(t, st)
+	st, g, ts := gatedService(t, ctx)
 	a, keyA, err := st.Create("v1.31.0", "")
 	if err != nil {
 		t.Fatal(err)
@@ -327,15 +321,9 @@ func TestReplicaFallsSilent(t *testing.T) {
 // bucket, the room's other readers are answered; once through, the key
 // holder drives.
 func TestSlowTakeBlocksNoOne(t *testing.T) {
-	b := newBroker(t, "")
-	g := &gate{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := Open(ctx, Config{JS: gatedJS{b.JS, g}, Memory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ts := newService(t, st)
+	st, g, ts := gatedService(t, ctx)
 	room, key, err := st.Create("v1.31.0", "")
 	if err != nil {
 		t.Fatal(err)
@@ -368,4 +356,18 @@ func TestSlowTakeBlocksNoOne(t *testing.T) {
 	}))
 	g.release()
 	viewer.until(t, ctx, "the key holder who took the wheel to drive", stateWhere(func(m map[string]any) bool { return m["driver"] == other.id }))
+}
+
+// gatedService is a rooms service on a store whose bucket writes pass
+// through g (gatedJS): a test holds one key's writes to see who waits.
+func gatedService(t *testing.T, ctx context.Context) (*Store, *gate, *httptest.Server) {
+	t.Helper()
+	b := newBroker(t, "")
+	g := &gate{}
+	st, err := Open(ctx, Config{JS: gatedJS{b.JS, g}, Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newService(t, st)
+	return st, g, ts
 }
