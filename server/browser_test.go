@@ -345,10 +345,7 @@ func TestBrowserReadingPage(t *testing.T) {
 	})
 
 	t.Run("print", func(t *testing.T) {
-		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Media: "print"})
-			return err
-		})); err != nil {
+		if err := chromedp.Do(ctx, media(emulation.SetEmulatedMediaParams{Media: "print"})); err != nil {
 			t.Fatal(err)
 		}
 		hidden := eval[bool](t, ctx, `['header.site', '#live', '.copy-link'].every(s => { const e = document.querySelector(s); return !e || getComputedStyle(e).display === 'none' })`)
@@ -378,22 +375,14 @@ func TestBrowserReadingPage(t *testing.T) {
 			t.Errorf("printing: %+v; want the doc comment and helpers open, the code static and whole beside its note", p)
 		}
 		screenshot(t, ctx, "reading-print.png", false)
-		if err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{})
-			return err
-		})); err != nil {
+		if err := chromedp.Do(ctx, media(emulation.SetEmulatedMediaParams{})); err != nil {
 			t.Fatal(err)
 		}
 	})
 
 	t.Run("dark and narrow", func(t *testing.T) {
 		if err := chromedp.Do(ctx,
-			chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-				_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
-				})
-				return err
-			}),
+			media(emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}),
 			chromedp.Navigate(pageURL+"#case-liveness"), chromedp.WaitReady("section.case"),
 		); err != nil {
 			t.Fatal(err)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"net/http/httptest"
 	"testing"
 
@@ -135,12 +134,7 @@ func TestBrowserComparePage(t *testing.T) {
 	})
 	t.Run("dark", func(t *testing.T) {
 		if err := chromedp.Do(ctx,
-			chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-				_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-					Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
-				})
-				return err
-			}),
+			media(emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}),
 			chromedp.EmulateViewport(1440, 900), chromedp.Navigate(page+"#case-config"), chromedp.WaitReady("section.cmp-case"),
 		); err != nil {
 			t.Fatal(err)

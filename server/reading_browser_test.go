@@ -75,12 +75,7 @@ func setView(t *testing.T, ctx context.Context, v viewport, dark bool) {
 		chromedp.EmulateViewport(v.w, v.h, func(p *emulation.SetDeviceMetricsOverrideParams, _ *emulation.SetTouchEmulationEnabledParams) {
 			p.Mobile = v.mobile
 		}),
-		chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
-			_, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
-				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
-			})
-			return err
-		}),
+		media(emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}),
 	); err != nil {
 		t.Fatal(err)
 	}
