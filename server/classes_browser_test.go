@@ -270,6 +270,10 @@ func TestBrowserClass(t *testing.T) {
 		if code != 200 {
 			t.Fatalf("handins.zip: %d", code)
 		}
+		// For a person to read as the teacher who grades it.
+		if err := os.WriteFile(filepath.Join(artifacts(t), "class-handins.zip"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		z, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
 		if err != nil {
 			t.Fatal(err)
