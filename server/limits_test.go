@@ -4,7 +4,6 @@ package server
 // spooled to disk.
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -125,29 +123,11 @@ func TestRoomFormBodyBounded(t *testing.T) {
 	}
 }
 
-// logBuffer is a log's output that tests read while the server writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestAccessLogRedactsRooms: the access log names a room by the first
 // characters of its id, never the whole id (its viewer link) or a key,
 // whatever logger the server is given.
 func TestAccessLogRedactsRooms(t *testing.T) {
-	var out logBuffer
+	var out syncBuffer
 	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.Logger = log })
 	id, key := createRoom(t, ts)

@@ -17,19 +17,30 @@ import (
 // plugins, no framing. The pages are built to need nothing more.
 const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 
-// securityHeaders sets the headers every response carries. Their values
-// are made once and shared (a Header.Add to one copies the slice, whose
-// capacity is its length); the keys are canonical already.
+// The headers every response carries, made once and shared (a Header.Add
+// to one copies the slice, whose capacity is its length); the keys are
+// canonical already.
+var (
+	hPolicy   = []string{csp}
+	hNosniff  = []string{"nosniff"}
+	hReferrer = []string{"no-referrer"}
+	hFrame    = []string{"DENY"}
+	hOpener   = []string{"same-origin"}
+)
+
+// setSecurityHeaders sets the headers every response carries on h.
+func setSecurityHeaders(h http.Header) {
+	h["Content-Security-Policy"] = hPolicy
+	h["X-Content-Type-Options"] = hNosniff
+	h["Referrer-Policy"] = hReferrer
+	h["X-Frame-Options"] = hFrame
+	h["Cross-Origin-Opener-Policy"] = hOpener
+}
+
+// securityHeaders sets the headers every response carries.
 func securityHeaders(next http.Handler) http.Handler {
-	one := func(v string) []string { return []string{v} }
-	policy, nosniff, referrer, frame, opener := one(csp), one("nosniff"), one("no-referrer"), one("DENY"), one("same-origin")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h["Content-Security-Policy"] = policy
-		h["X-Content-Type-Options"] = nosniff
-		h["Referrer-Policy"] = referrer
-		h["X-Frame-Options"] = frame
-		h["Cross-Origin-Opener-Policy"] = opener
+		setSecurityHeaders(w.Header())
 		next.ServeHTTP(w, r)
 	})
 }

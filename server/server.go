@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -174,8 +175,41 @@ func Open(cfg Config) (*Server, error) {
 	return New(d), nil
 }
 
-// ServeHTTP serves the site.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+// ServeHTTP serves the site. The request most often made, a reading page
+// already rendered (GET /k8s/{tag}/), is answered before the router: the
+// same response, without what the router and the middleware cost it (a
+// copy of the request for the route's parameters, a status recorder for
+// a log that is off). Anything else, or any request the log records,
+// goes through the routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := s.cachedReading(r); p != nil {
+		setSecurityHeaders(w.Header())
+		p.ServeHTTP(w, r)
+		return
+	}
+	s.router.ServeHTTP(w, r)
+}
+
+// cachedReading is the rendered reading page r asks for, when the router
+// would give r to it with nothing else to do: GET or HEAD /k8s/{tag}/
+// without a body, at a tag whose page is rendered and current, while
+// requests are not logged. nil otherwise.
+func (s *Server) cachedReading(r *http.Request) http.Handler {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead || r.Body != http.NoBody || r.URL.RawPath != "" {
+		return nil
+	}
+	tag, ok := strings.CutPrefix(r.URL.Path, "/k8s/")
+	if !ok {
+		return nil
+	}
+	if tag, ok = strings.CutSuffix(tag, "/"); !ok || tag == "" || strings.IndexByte(tag, '/') >= 0 {
+		return nil
+	}
+	if s.log.Enabled(r.Context(), slog.LevelDebug) {
+		return nil
+	}
+	return s.site.CachedPage(tag, site.PageIndex)
+}
 
 // Close stops the parts (Deps.Close) and waits for them.
 func (s *Server) Close() {

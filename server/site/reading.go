@@ -204,6 +204,18 @@ func (s *Site) cachedPage(tag, kind string) *page {
 	return st.pages[kind]
 }
 
+// CachedPage is the page of kind at tag when it is rendered and current,
+// as TagPage would serve it; nil otherwise (TagPage then has more to do).
+func (s *Site) CachedPage(tag, kind string) http.Handler {
+	if s.cfg.Quiz && (kind == pageAnswerKey || kind == pageWorksheet) {
+		return nil
+	}
+	if p := s.cachedPage(tag, kind); p != nil {
+		return p
+	}
+	return nil
+}
+
 // isDone reports whether ch is closed, without waiting.
 func isDone(ch <-chan struct{}) bool {
 	select {
