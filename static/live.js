@@ -472,6 +472,8 @@ class LivePane {
 			this.add(m);
 		} else if (m.skipped) {
 			this.add({ skipped: m.skipped });
+		} else if (m.rewind) {
+			this.rewind(m.rewind);
 		}
 	}
 
@@ -529,6 +531,18 @@ class LivePane {
 		this.heldCount = 0;
 		this.incoming = [];
 		this.lastSeq = 0;
+		this.refresh();
+	}
+
+	// rewind drops the lines from seq on: the server showed them before
+	// its store had them, and the store refused them; the lines stored in
+	// their place follow.
+	rewind(seq) {
+		const before = (m) => !(m.seq >= seq);
+		this.held = this.held.filter(before);
+		this.incoming = this.incoming.filter(before);
+		for (const li of [...this.list.children]) if (Number(li.dataset.seq) >= seq) li.remove();
+		if (this.lastSeq >= seq) this.lastSeq = seq - 1;
 		this.refresh();
 	}
 

@@ -176,6 +176,9 @@ func (l *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription,
 			return err
 		}
 		frame := l.getFrame()
+		if b.Rewind != 0 {
+			frame = appendMsg(frame, []byte(`{"rewind":`+strconv.FormatUint(b.Rewind, 10)+`}`))
+		}
 		if gap := b.Missed + b.Skipped; gap > 0 {
 			frame = appendMsg(frame, []byte(`{"skipped":`+strconv.Itoa(gap)+`}`))
 		}

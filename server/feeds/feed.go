@@ -198,7 +198,17 @@ type feed struct {
 	real     uint64
 	lastReal time.Time
 
-	// Scratch space of delivery, reused from message to message.
+	// tentative is the feed's sequence number of the first line shown
+	// before the store acknowledged it (deliver.go); 0: none is.
+	tentative     uint64
+	tentativeIn   []relay.Line // the tentative lines as the relay sent them, held by their publisher
+	tentativeDemo bool
+	// storedTo is the hub's next sequence number when it last held no
+	// tentative line: every line before it is stored. Read without mu.
+	storedTo atomic.Uint64
+
+	// Scratch space of delivery, reused from message to message. lines
+	// holds the lines shown, classified, until they are recorded.
 	decoded []relay.Line
 	lines   []classify.Line
 	cuts    []bool

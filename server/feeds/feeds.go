@@ -54,6 +54,10 @@
 //	{"skipped":N}   N lines were dropped because this browser fell behind, or
 //	                are no longer in the ring when it resumes after a long absence
 //	{"status":{…as hello, without next and reset}}   the feed's source or kubelet version changed
+//	{"rewind":N}    the lines from seq N on that this browser has were taken
+//	                back: shown before they were stored, then refused by the
+//	                store (another replica stored lines in their place, which
+//	                follow, numbered from N). The browser drops them.
 //
 // A browser socket opens only a feed the server has (the default, a live
 // room's, one a relay sent to): any other name answers 404 before the
@@ -68,6 +72,7 @@ package feeds
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -183,6 +188,9 @@ type Service struct {
 	sites          *classify.Sites
 	sitesAt        time.Time
 	ingestBufs     sync.Pool // *bytes.Buffer: relays' messages while they are read and decoded
+	// origin names this replica in the messages it stores (hdrOrigin):
+	// its consumer tells its own from another replica's by it.
+	origin string
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc
@@ -220,7 +228,7 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 		cfg.DemoIdle = demoIdle
 	}
 	l := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), tokens: make(map[string]string), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
-		sockets: cfg.Sockets, synced: b.Synced}
+		sockets: cfg.Sockets, synced: b.Synced, origin: rand.Text()}
 	l.followFeed = l.follow
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)

@@ -97,6 +97,7 @@ type browserMsg struct {
 	Status  *statusMsg `json:"status"`
 	Seq     uint64     `json:"seq"`
 	Skipped int        `json:"skipped"`
+	Rewind  uint64     `json:"rewind"`
 	Demo    bool       `json:"demo"`
 	Cut     bool       `json:"cut"`
 	Line    *struct {

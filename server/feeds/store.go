@@ -294,13 +294,27 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 		first := f.tail.next
 		var msg *nats.Msg
 		msg, f.msgBuf, f.recBuf = storedMsg(f.subject, first, chunk, demo, f.msgBuf, f.recBuf)
+		msg.Header.Set(hdrOrigin, l.origin)
 		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq)}
 		if first, last := chunk[0].ID, chunk[len(chunk)-1].ID; first != "" && last != "" {
 			opts = append(opts, jetstream.WithMsgID(f.name+"\x00"+first+"\x00"+last+"\x00"+strconv.Itoa(len(chunk))))
 		}
+		// Browsers get the lines while JetStream stores them, if the hub
+		// has every line before them (deliver.go); they are recorded from
+		// the PubAck, or taken back if the store refuses them.
+		f.mu.Lock()
+		shown := l.showTentativeLocked(f, first, chunk, demo)
+		f.mu.Unlock()
 		ack, err := l.b.Lane(f.name).PublishMsg(ctx, msg, opts...)
 		if cap(f.msgBuf) > 2*msgBytes || cap(f.recBuf) > 2*msgBytes {
 			f.msgBuf, f.recBuf = nil, nil
+		}
+		if shown && (err != nil || ack.Duplicate) {
+			f.mu.Lock()
+			if f.tentative == first {
+				l.takeBackLocked(f)
+			}
+			f.mu.Unlock()
 		}
 		if err != nil {
 			return fmt.Errorf("feed %s: publish: %w", f.name, err)
@@ -320,7 +334,7 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 		f.ingested += uint64(len(chunk))
 		// This replica's hub gets the lines now, if it has every line
 		// before them; the consumer delivers them otherwise.
-		if f.hub.Next() == first {
+		if !l.confirmLocked(f, first, ack.Sequence) && f.hub.Next() == first {
 			l.deliverLocked(f, first, ack.Sequence, chunk, demo)
 		}
 		f.mu.Unlock()

@@ -176,14 +176,24 @@ func TestLiveMigratesLegacyStream(t *testing.T) {
 
 // TestLiveTwoReplicasOneFeed: two replicas ingesting one feed at once
 // (a relay that failed over while the first connection lingered) give
-// each line one number, the same on both; each replica's hub, which takes
-// its own lines at once and the other's through its consumer, holds the
-// same history as the stream.
+// each line one number, the same on both; each replica's hub, which shows
+// its own lines while they are stored and the other's through its
+// consumer, holds the same history as the stream. A browser watching
+// either replica while they race, which drops what it is told was taken
+// back ({"rewind":N}: lines shown, then refused by the store), ends with
+// the stream's lines, each once, in order.
 func TestLiveTwoReplicasOneFeed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	l1, l2 := twoReplicas(t)
 	ts1, ts2 := serveLive(t, l1), serveLive(t, l2)
+	// Followed before the race, on both, so both browsers watch it live.
+	for _, l := range []*Service{l1, l2} {
+		if _, err := l.feed("shared"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	watchers := []*liveView{watchLive(t, ctx, ts1, "shared"), watchLive(t, ctx, ts2, "shared")}
 
 	// Each relay sends its batches without waiting for acks, so the two
 	// replicas' publishes interleave as tightly as they can.
@@ -225,6 +235,17 @@ func TestLiveTwoReplicasOneFeed(t *testing.T) {
 		}
 		seen[l] = true
 	}
+	rewinds := 0
+	for i, w := range watchers {
+		got, n := w.wait(t, total)
+		rewinds += n
+		for k := range export {
+			if got[k] != export[k] {
+				t.Fatalf("replica %d's live browser: line #%d is %q; the stream's is %q (%d rewinds)", i+1, k+1, got[k], export[k], n)
+			}
+		}
+	}
+	t.Logf("the live browsers were told of %d rewinds", rewinds)
 	for i, ts := range []*httptest.Server{ts1, ts2} {
 		rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
 		defer rcancel()
@@ -350,4 +371,89 @@ func twoReplicas(t *testing.T) (*Service, *Service) {
 	}
 	t.Cleanup(func() { l2.Close(); l1.Close() }) // before the brokers close
 	return l1, l2
+}
+
+// liveView is what a browser watching a feed holds, as live.js keeps it:
+// lines by sequence number, those taken back dropped.
+type liveView struct {
+	mu      sync.Mutex
+	lines   map[uint64]string
+	rewinds int
+	err     error
+	changed chan struct{}
+}
+
+// watchLive opens a browser socket on feed and keeps its view until ctx ends.
+func watchLive(t *testing.T, ctx context.Context, ts *httptest.Server, feed string) *liveView {
+	br := dialBrowser(t, ctx, ts, "/feeds/"+feed+"/ws")
+	v := &liveView{lines: make(map[uint64]string), changed: make(chan struct{}, 1)}
+	go func() {
+		for {
+			m, err := br.next(ctx)
+			v.mu.Lock()
+			switch {
+			case err != nil:
+				v.err = err
+			case m.Rewind != 0:
+				v.rewinds++
+				for seq := range v.lines {
+					if seq >= m.Rewind {
+						delete(v.lines, seq)
+					}
+				}
+			case m.Skipped != 0:
+				v.err = fmt.Errorf("told it skipped %d lines, after #%d", m.Skipped, len(v.lines))
+			case m.Line != nil:
+				if old, ok := v.lines[m.Seq]; ok {
+					v.err = fmt.Errorf("line #%d twice: %q, then %q", m.Seq, old, m.Line.Raw)
+				}
+				v.lines[m.Seq] = m.Line.Raw
+			}
+			v.mu.Unlock()
+			select {
+			case v.changed <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return v
+}
+
+// wait waits until the view holds lines #1 to #n, and returns them with
+// the rewinds it was told of.
+func (v *liveView) wait(t *testing.T, n int) ([]string, int) {
+	t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		v.mu.Lock()
+		if v.err == nil && len(v.lines) >= n {
+			out := make([]string, n)
+			for seq := range n {
+				out[seq] = v.lines[uint64(seq+1)]
+			}
+			rewinds := v.rewinds
+			v.mu.Unlock()
+			return out, rewinds
+		}
+		err, have := v.err, len(v.lines)
+		var missing []uint64
+		for seq := range uint64(n) {
+			if _, ok := v.lines[seq+1]; !ok && len(missing) < 10 {
+				missing = append(missing, seq+1)
+			}
+		}
+		rewinds := v.rewinds
+		v.mu.Unlock()
+		if err != nil {
+			t.Fatalf("live browser: %v", err)
+		}
+		select {
+		case <-v.changed:
+		case <-timeout:
+			t.Fatalf("live browser holds %d lines of %d, after %d rewinds; without #%v…", have, n, rewinds, missing)
+		}
+	}
 }

@@ -6,6 +6,7 @@ package feeds
 //	header Syncloop-Seq    the feed's sequence number of the message's first line
 //	header Syncloop-Lines  how many lines it holds (a replica that has them skips the message without reading it)
 //	header Syncloop-Demo   "1": demo lines
+//	header Syncloop-Origin the replica that stored it (Service.origin)
 //	header Syncloop-Enc    "s2": the data is S2-compressed records (below);
 //	                       absent: an ingest message, {"lines":[…]}, as stored before
 //	data                   for each line: uvarint len(id), id, uvarint len(raw), raw
@@ -33,11 +34,12 @@ import (
 )
 
 const (
-	hdrSeq   = "Syncloop-Seq"   // the feed's sequence number of the message's first line
-	hdrLines = "Syncloop-Lines" // how many lines the message holds
-	hdrDemo  = "Syncloop-Demo"  // "1": demo lines
-	hdrEnc   = "Syncloop-Enc"   // "s2": compressed records; absent: an ingest message
-	encS2    = "s2"
+	hdrSeq    = "Syncloop-Seq"    // the feed's sequence number of the message's first line
+	hdrLines  = "Syncloop-Lines"  // how many lines the message holds
+	hdrDemo   = "Syncloop-Demo"   // "1": demo lines
+	hdrOrigin = "Syncloop-Origin" // the replica that stored it
+	hdrEnc    = "Syncloop-Enc"    // "s2": compressed records; absent: an ingest message
+	encS2     = "s2"
 
 	// maxDecoded bounds what one stored message may decompress to: a
 	// message holds at most msgBytes of lines.

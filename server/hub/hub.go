@@ -36,6 +36,10 @@ type Entry struct {
 type Batch struct {
 	Missed  int
 	Skipped int
+	// Rewind, when not 0, says that entries from this sequence number on
+	// which the subscriber read before were taken back (Hub.Rewind): it
+	// drops them; Entries, and what follows, replace them.
+	Rewind  uint64
 	Entries []Entry
 }
 
@@ -121,6 +125,37 @@ func (h *Hub) SetNext(seq uint64) {
 	}
 	h.next = seq
 	h.advancedLocked()
+}
+
+// Rewind takes back the entries from sequence number to on, the newest
+// ones: they leave the ring, and the next entry published gets number to.
+// A feed shows lines before its store has acknowledged them, and takes
+// them back when the store refused them (another replica stored other
+// lines in their place). Every subscriber that read any of them is told
+// so in its next batch (Batch.Rewind). It has no effect unless to is
+// below Next.
+func (h *Hub) Rewind(to uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if to >= h.next {
+		return
+	}
+	for h.count > 0 && h.at(h.count-1).Seq >= to {
+		e := h.at(h.count - 1)
+		h.bytes -= len(e.Data)
+		*e = Entry{}
+		h.count--
+	}
+	h.next = to
+	for s := range h.subs {
+		if s.cursor > to {
+			s.cursor = to
+			if s.rewind == 0 || to < s.rewind {
+				s.rewind = to
+			}
+			s.wake()
+		}
+	}
 }
 
 // advancedLocked wakes WaitNext's waiters. h.mu is held.
@@ -308,6 +343,7 @@ type Subscription struct {
 	// Guarded by h.mu: written under the write lock, or by its own take
 	// under the read lock.
 	cursor uint64 // the sequence number this subscriber reads next
+	rewind uint64 // entries it read from here on were taken back; 0: none
 	missed int
 	poked  bool
 	done   bool
@@ -365,7 +401,7 @@ func (s *Subscription) take() (b Batch, ok, done bool) {
 	h := s.h
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	if s.cursor >= h.next && s.missed == 0 {
+	if s.cursor >= h.next && s.missed == 0 && s.rewind == 0 {
 		if s.poked {
 			s.poked = false
 			return Batch{}, true, false
@@ -374,6 +410,7 @@ func (s *Subscription) take() (b Batch, ok, done bool) {
 	}
 	s.poked = false
 	b.Missed, s.missed = s.missed, 0
+	b.Rewind, s.rewind = s.rewind, 0
 	if oldest := h.oldestLocked(); s.cursor < oldest {
 		b.Skipped = int(oldest - s.cursor)
 		h.dropped.Add(uint64(b.Skipped))

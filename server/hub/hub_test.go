@@ -547,3 +547,65 @@ func TestConcurrentSubscribers(t *testing.T) {
 		t.Errorf("stats %+v: want %d dropped (the subscribers' skips), none subscribed", st, skipped)
 	}
 }
+
+// TestRewind: entries taken back leave the ring; a subscriber that read
+// them is told where they began, once, then reads what replaced them; one
+// that had not read them yet, or that joins after, never hears of them.
+func TestRewind(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h := New(8)
+	pub := func(tag string, n int) {
+		h.PublishN(n, func(_ int, seq uint64) []byte { return []byte(tag + strconv.FormatUint(seq, 10)) })
+	}
+	pub("a", 3) // 1..3
+	read := h.Subscribe(0)
+	if b, err := read.Next(ctx); err != nil || len(b.Entries) != 3 || b.Rewind != 0 {
+		t.Fatalf("first batch: %+v %v", b, err)
+	}
+	behind := h.Subscribe(0) // reads nothing before the rewind
+	pub("tentative", 2)      // 4, 5
+	if b, err := read.Next(ctx); err != nil || len(b.Entries) != 2 {
+		t.Fatalf("tentative batch: %+v %v", b, err)
+	}
+
+	h.Rewind(9) // ahead of Next: nothing to take back
+	if got := h.Next(); got != 6 {
+		t.Fatalf("Next after a rewind ahead: %d, want 6", got)
+	}
+	h.Rewind(4)
+	if st := h.Stats(); st.Next != 4 || st.Stored != 3 || st.Bytes != 6 {
+		t.Fatalf("after Rewind(4): %+v, want next 4, 3 entries of 6 bytes", st)
+	}
+	pub("b", 2) // 4, 5 again, other entries
+
+	b, err := read.Next(ctx)
+	if err != nil || b.Rewind != 4 {
+		t.Fatalf("the reader's batch after the rewind: %+v %v, want Rewind 4", b, err)
+	}
+	var got []string
+	for _, e := range b.Entries {
+		got = append(got, string(e.Data))
+	}
+	if fmt.Sprint(got) != "[b4 b5]" {
+		t.Errorf("after the rewind the reader got %v, want [b4 b5]", got)
+	}
+
+	var all []string
+	for len(all) < 5 {
+		b, err := behind.Next(ctx)
+		if err != nil || b.Rewind != 0 {
+			t.Fatalf("a subscriber that had not read the entries: %+v %v", b, err)
+		}
+		for _, e := range b.Entries {
+			all = append(all, string(e.Data))
+		}
+	}
+	if fmt.Sprint(all) != "[a1 a2 a3 b4 b5]" {
+		t.Errorf("a subscriber behind read %v, want [a1 a2 a3 b4 b5]", all)
+	}
+	late := h.Subscribe(0)
+	if b, err := late.Next(ctx); err != nil || b.Rewind != 0 || len(b.Entries) != 5 || string(b.Entries[3].Data) != "b4" {
+		t.Errorf("a subscriber after the rewind: %+v %v", b, err)
+	}
+}

@@ -29,7 +29,15 @@ type reader struct {
 	dups     int64
 	dropped  bool // the connection ended before the run did
 	lat      hist
+	// recent is the last lines received, by the feed's sequence number, so
+	// that lines taken back ({"rewind":N}) are not counted when they come
+	// again; recentAt is where the next goes.
+	recent   [1024]shown
+	recentAt int
 }
+
+// shown is a line received: the feed's number of it, and the run's.
+type shown struct{ feed, line int64 }
 
 // dial connects as the site's own page would (its Origin) and waits for the
 // hello, which the server sends once the subscription exists: no line sent
@@ -95,6 +103,7 @@ func (r *reader) read(ctx context.Context) {
 func (r *reader) take(part, marker []byte, now int64) {
 	switch {
 	case bytes.HasPrefix(part, []byte(`{"seq":`)):
+		feedSeq, _ := digits(part[len(`{"seq":`):])
 		i := bytes.Index(part, marker)
 		if i < 0 {
 			return // not this run's line
@@ -112,8 +121,20 @@ func (r *reader) take(part, marker []byte, now int64) {
 		}
 		r.seen[w] |= bit
 		r.distinct++
+		r.recent[r.recentAt] = shown{feedSeq, seq}
+		r.recentAt = (r.recentAt + 1) % len(r.recent)
 		if d := now - sent; d >= 0 {
 			r.lat.add(time.Duration(d))
+		}
+	case bytes.HasPrefix(part, []byte(`{"rewind":`)):
+		from, _ := digits(part[len(`{"rewind":`):])
+		for i, s := range r.recent {
+			if s.line > 0 && s.feed >= from {
+				w, bit := (s.line-1)/64, uint64(1)<<((s.line-1)%64)
+				r.seen[w] &^= bit
+				r.distinct--
+				r.recent[i] = shown{}
+			}
 		}
 	case bytes.HasPrefix(part, []byte(`{"skipped":`)):
 		n, _ := digits(part[len(`{"skipped":`):])

@@ -1,0 +1,117 @@
+package feeds
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncloop/syncloop/server/relay"
+)
+
+// TestTentativeLines: lines shown before their store acknowledged them are
+// recorded once stored, by whichever comes first, the PubAck or this
+// replica's own consumer, and only once; and taken back when another
+// replica's message holds their place: a browser that had them is told
+// where they began, and gets that message's lines in their place, which
+// the record of what fired then counts instead.
+func TestTentativeLines(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, _ := newLiveServer(t, Config{})
+	f, err := l.feed("tentative")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := f.hub.Subscribe(0)
+	defer sub.Close()
+	read := func(want int) (rewind uint64, raws []string) {
+		t.Helper()
+		for len(raws) < want {
+			b, err := sub.Next(ctx)
+			if err != nil {
+				t.Fatalf("after %d entries: %v", len(raws), err)
+			}
+			rewind = max(rewind, b.Rewind)
+			for _, e := range b.Entries {
+				raws = append(raws, string(e.Data))
+			}
+		}
+		return rewind, raws
+	}
+	batch := func(who string, first int) []relay.Line {
+		return []relay.Line{
+			{ID: who + "-" + string(rune('0'+first)), Raw: klogAdd(first, "default/"+who)},
+			{ID: who + "-" + string(rune('1'+first)), Raw: klogAdd(first+1, "default/"+who)},
+		}
+	}
+	var unz []byte
+	consume := func(streamSeq, first uint64, lines []relay.Line, origin string) {
+		m, _, _ := storedMsg(f.subject, first, lines, false, nil, nil)
+		m.Header.Set(hdrOrigin, origin)
+		l.deliver(f, streamSeq, m.Header, m.Data, &unz)
+	}
+	show := func(first uint64, lines []relay.Line) {
+		t.Helper()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !l.showTentativeLocked(f, first, lines, false) {
+			t.Fatalf("lines from #%d not shown", first)
+		}
+	}
+	confirm := func(first, streamSeq uint64) bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return l.confirmLocked(f, first, streamSeq)
+	}
+	fired := func() int { return l.FeedFired("tentative")["config"] }
+
+	// Shown, then stored: this replica's consumer has the message before
+	// the PubAck is read. Recorded once.
+	ours := batch("ours", 1)
+	show(1, ours)
+	if _, raws := read(2); !strings.Contains(raws[0], "default/ours") {
+		t.Fatalf("shown: %q", raws)
+	}
+	if fired() != 0 {
+		t.Fatal("a tentative line recorded as fired")
+	}
+	consume(1, 1, ours, l.origin)
+	if confirm(1, 1) {
+		t.Error("the PubAck recorded lines the consumer recorded already")
+	}
+	if got := fired(); got != 2 {
+		t.Fatalf("config fired %d times once stored, want 2", got)
+	}
+
+	// Shown, then another replica's message takes their place.
+	mine, theirs := batch("mine", 3), batch("theirs", 3)
+	show(3, mine)
+	read(2)
+	consume(2, 3, theirs, "another replica")
+	rewind, raws := read(2)
+	if rewind != 3 {
+		t.Errorf("the browser was told of a rewind to #%d, want #3", rewind)
+	}
+	if !strings.Contains(raws[0], "default/theirs") || !strings.Contains(raws[1], "default/theirs") {
+		t.Errorf("after the rewind the browser got %q, want the other replica's lines", raws)
+	}
+	if confirm(3, 2) {
+		t.Error("lines taken back were recorded when their (refused) publish answered")
+	}
+	if got, next := fired(), f.hub.Next(); got != 4 || next != 5 {
+		t.Errorf("config fired %d times, hub next #%d; want 4 and #5", got, next)
+	}
+
+	// Shown, then stored, the PubAck first: the consumer's copy is skipped.
+	again := batch("again", 5)
+	show(5, again)
+	read(2)
+	if !confirm(5, 3) {
+		t.Fatal("the PubAck did not record the lines shown")
+	}
+	consume(3, 5, again, l.origin)
+	if got, next := fired(), f.hub.Next(); got != 6 || next != 7 {
+		t.Errorf("config fired %d times, hub next #%d; want 6 and #7", got, next)
+	}
+}
