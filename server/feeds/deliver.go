@@ -32,11 +32,10 @@ func (l *Service) deliver(f *feed, msg uint64, h nats.Header, data []byte, unz *
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.tentative != 0 && (sh.lines < 0 || end > f.tentative) {
-		if h.Get(hdrOrigin) == l.origin && sh.first == f.tentative {
+	if len(f.tentQ) > 0 && (sh.lines < 0 || end > f.tentative) {
+		if l.confirmLocked(f, h.Get(hdrOrigin), sh.first, msg, sh.demo) {
 			// The lines shown, stored: recorded now, before the messages
 			// after them (the PubAck may come later).
-			l.confirmLocked(f, sh.first, msg)
 			return
 		}
 		// Another replica stored this message where lines shown here were
@@ -62,102 +61,166 @@ func (l *Service) deliver(f *feed, msg uint64, h nats.Header, data []byte, unz *
 // A line's delivery has two steps: shown (classified and published to
 // the hub, so browsers have it) and recorded (what fired, the kubelet's
 // version, the counters: what must follow the stream's order exactly).
-// A stored message is shown and recorded at once. Lines this replica
-// stores itself are shown while JetStream stores them, and recorded from
-// its PubAck: browsers do not wait for the store's round trip, which under
-// load was most of a line's way from relay to browser. Lines shown so are
-// tentative until recorded; if the store refuses them (another replica
-// stored lines in their place, which its consumer then delivers), they are
-// taken back (hub.Rewind, and each browser that had them is told).
+// A stored message is shown and recorded at once. Lines a relay sends to
+// this replica are shown as they arrive (showArriving), before JetStream
+// has stored them, and recorded once it has: browsers do not wait for the
+// store's round trip, nor for the publish before it, which under load
+// were most of a line's way from relay to browser. Lines shown so are
+// tentative (feed.tentQ) until recorded, from the PubAck or from this
+// replica's consumer, whichever has the message first. If the store
+// refuses them (another replica stored lines in their place, which its
+// consumer then delivers), or they are published otherwise than shown,
+// they are taken back (hub.Rewind; each browser that had them is told),
+// and shown again as they are stored.
+
+// shownLine is a line shown to browsers: as the relay sent it, and classified.
+type shownLine struct {
+	in   relay.Line
+	line classify.Line
+	cut  bool
+}
 
 // deliverLocked shows and records lines, the first of which is the feed's
 // line first, stored in stream message msg. f.mu is held.
 func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, demo bool) {
 	l.takeBackLocked(f) // none are tentative here but lines refused
-	if skip := l.showLocked(f, first, lines, demo); skip < len(lines) {
-		l.recordShownLocked(f, first+uint64(skip), msg, lines[skip:], demo)
+	skip, shown := l.showLocked(f, first, lines, demo, f.shown[:0])
+	if len(shown) > 0 {
+		l.recordShownLocked(f, first+uint64(skip), msg, shown, demo)
 	}
+	clear(shown)
+	f.shown = shown[:0]
 	f.storedTo.Store(f.hub.Next())
 }
 
-// showTentativeLocked shows lines before JetStream acknowledged them,
-// when the hub has every line before them and nothing else is tentative,
-// and reports whether it did. f.mu is held.
-func (l *Service) showTentativeLocked(f *feed, first uint64, lines []relay.Line, demo bool) bool {
-	if f.tentative != 0 || f.hub.Next() != first || len(lines) == 0 {
+// showArrivingLocked shows a relay's lines as they arrive, before they
+// are stored, when the hub has every line stored before them (and those
+// shown before them): numbered from the hub's next, they are what ingest
+// publishes next. Lines known to be stored already are left out, as
+// ingest leaves them out. f.mu is held.
+func (l *Service) showArrivingLocked(f *feed, lines []relay.Line) {
+	next := f.hub.Next()
+	if len(f.tentQ) == 0 && (next != f.storedTo.Load() || !f.isReady()) {
+		return // the consumer is catching up: ingest shows them once stored
+	}
+	keep := f.arriving[:0]
+	for _, in := range lines {
+		if !f.seen.stored(in.ID) {
+			keep = append(keep, in)
+			f.seen.note(in.ID)
+		}
+	}
+	if len(keep) > 0 {
+		if len(f.tentQ) == 0 {
+			f.tentative = next
+		}
+		_, f.tentQ = l.showLocked(f, next, keep, false, f.tentQ)
+	}
+	clear(keep)
+	f.arriving = keep[:0]
+}
+
+// showTentativeLocked makes lines, about to be published from the feed's
+// line first in the message whose Syncloop-Origin is pub, tentative, and
+// reports whether they are: the lines shown as they arrived, when they
+// are what is published; or, when nothing is tentative and the hub has
+// every line before them, shown now. Lines tentative but not these are
+// taken back. f.mu is held.
+func (l *Service) showTentativeLocked(f *feed, pub string, first uint64, lines []relay.Line, demo bool) bool {
+	if len(f.tentQ) > 0 && f.tentPub == "" && f.tentative == first && len(f.tentQ) >= len(lines) && sameLines(f.tentQ, lines) {
+		f.tentPub, f.tentPubN = pub, len(lines)
+		return true
+	}
+	l.takeBackLocked(f)
+	if f.hub.Next() != first || len(lines) == 0 {
 		return false
 	}
-	f.tentative, f.tentativeIn, f.tentativeDemo = first, lines, demo
-	l.showLocked(f, first, lines, demo)
+	f.tentative, f.tentPub, f.tentPubN = first, pub, len(lines)
+	_, f.tentQ = l.showLocked(f, first, lines, demo, f.tentQ)
 	return true
 }
 
-// confirmLocked records the tentative lines shown from first, stored in
+// sameLines reports whether the first lines of shown are lines.
+func sameLines(shown []shownLine, lines []relay.Line) bool {
+	for i, in := range lines {
+		if shown[i].in != in {
+			return false
+		}
+	}
+	return true
+}
+
+// confirmLocked records the tentative lines published in the message
+// whose Syncloop-Origin is pub, from the feed's line first, stored in
 // stream message msg, and reports whether they were tentative still (not
 // recorded or taken back since): from the PubAck, or from the consumer
 // when it has the message first. f.mu is held.
-func (l *Service) confirmLocked(f *feed, first, msg uint64) bool {
-	if f.tentative != first || first == 0 {
+func (l *Service) confirmLocked(f *feed, pub string, first, msg uint64, demo bool) bool {
+	if pub == "" || f.tentPub != pub || f.tentative != first {
 		return false
 	}
-	lines, demo := f.tentativeIn, f.tentativeDemo
-	f.tentative, f.tentativeIn = 0, nil
-	l.recordShownLocked(f, first, msg, lines, demo)
-	f.storedTo.Store(f.hub.Next())
+	n := f.tentPubN
+	f.tentPub, f.tentPubN = "", 0
+	l.recordShownLocked(f, first, msg, f.tentQ[:n], demo)
+	clear(f.tentQ[:n])
+	f.tentQ = f.tentQ[n:]
+	f.tentative = first + uint64(n)
+	if len(f.tentQ) == 0 {
+		f.tentQ, f.tentative = f.tentQ[:0:0], 0
+	}
+	f.storedTo.Store(first + uint64(n))
 	return true
 }
 
 // takeBackLocked takes back the tentative lines, if any: out of the hub,
-// whose browsers are told, and out of what the classifier has seen (it
-// starts anew from what is known of the feed). f.mu is held.
+// whose browsers are told, and out of what the classifier and the id
+// filter have seen (they start anew from what is stored). f.mu is held.
 func (l *Service) takeBackLocked(f *feed) {
-	if f.tentative == 0 {
+	if len(f.tentQ) == 0 {
 		return
 	}
 	f.hub.Rewind(f.tentative)
-	f.tentative, f.tentativeIn = 0, nil
-	clear(f.lines)
-	f.lines, f.cuts = f.lines[:0], f.cuts[:0]
+	clear(f.tentQ)
+	f.tentQ, f.tentative, f.tentPub, f.tentPubN = f.tentQ[:0], 0, "", 0
+	f.seen = f.storedIDs.clone()
 	f.cls, f.clsReading = classify.New(nil).Stream(), false
 	f.cls.SetVersion(f.version)
 	f.refreshClassifier(l.reading)
 }
 
 // showLocked classifies the lines the hub does not have yet, the first of
-// lines being the feed's line first, and publishes them to the hub under
-// their sequence numbers. It returns how many it skipped (the hub had
-// them); the classified lines stay in f.lines for recordShownLocked.
-// f.mu is held.
-func (l *Service) showLocked(f *feed, first uint64, lines []relay.Line, demo bool) (skip int) {
+// lines being the feed's line first, publishes them to the hub under
+// their sequence numbers, and appends them to dst. It returns how many it
+// skipped (the hub had them). f.mu is held.
+func (l *Service) showLocked(f *feed, first uint64, lines []relay.Line, demo bool, dst []shownLine) (skip int, shown []shownLine) {
 	f.refreshClassifier(l.reading)
 	f.hub.SetNext(first)
 	if next := f.hub.Next(); next > first {
 		skip = int(min(next-first, uint64(len(lines))))
 	}
-	out, cuts := f.lines[:0], f.cuts[:0]
+	n0 := len(dst)
 	for _, in := range lines[skip:] {
 		line, cut := f.classify(in.Raw)
-		out, cuts = append(out, line), append(cuts, cut)
+		dst = append(dst, shownLine{in: in, line: line, cut: cut})
 	}
-	f.lines, f.cuts = out, cuts
-	f.publishToHub(out, cuts, demo)
-	return skip
+	f.publishToHub(dst[n0:], demo)
+	return skip, dst
 }
 
-// recordShownLocked records the lines showLocked showed last (f.lines,
-// classified from lines, the first the feed's line first, stored in stream
-// message msg): what fired (fired.go), where a journal resumes, the
-// kubelet's version, the counters. f.mu is held.
-func (l *Service) recordShownLocked(f *feed, first, msg uint64, lines []relay.Line, demo bool) {
-	out := f.lines
-	defer func() { clear(out); f.lines, f.cuts = out[:0], f.cuts[:0] }()
+// recordShownLocked records lines shown, the first the feed's line first,
+// stored in stream message msg: what fired (fired.go), the ids stored,
+// where a journal resumes, the kubelet's version, the counters. f.mu is
+// held.
+func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLine, demo bool) {
 	version, startup := f.version, false
 	var sites *classify.Sites // the log sites the version is told by, while it is not known
 	if !demo && f.versionFrom != fromStartup {
 		sites = l.logSites()
 	}
-	for i := range out {
-		line, in := &out[i], lines[i]
+	for i := range shown {
+		line, in := &shown[i].line, shown[i].in
+		f.storedIDs.note(in.ID)
+		f.seen.note(in.ID)
 		// The classifier has parsed the entry already: an id that is the
 		// entry's own journald cursor is where a journal command resumes.
 		if line.Cursor != "" && line.Cursor == in.ID {
@@ -176,8 +239,8 @@ func (l *Service) recordShownLocked(f *feed, first, msg uint64, lines []relay.Li
 	if !demo && f.demoStop != nil && f.isReady() {
 		f.relayElsewhere()
 	}
-	if !demo && len(out) > 0 {
-		f.real += uint64(len(out))
+	if !demo && len(shown) > 0 {
+		f.real += uint64(len(shown))
 		f.lastReal = time.Now()
 	}
 	if startup && (version != f.version || f.versionFrom != fromStartup) {
@@ -242,11 +305,11 @@ func (f *feed) keep(b []byte) []byte {
 // hub (its ring and fan-out). f.mu is held:
 // ingest is the hub's only publisher, so the sequence numbers the hub
 // assigns are known before it does.
-func (f *feed) publishToHub(lines []classify.Line, cuts []bool, demo bool) {
+func (f *feed) publishToHub(lines []shownLine, demo bool) {
 	first := f.hub.Next()
 	data := f.entries[:0]
 	for i := range lines {
-		f.scratch = appendEntry(f.scratch[:0], first+uint64(i), &lines[i], demo, cuts[i])
+		f.scratch = appendEntry(f.scratch[:0], first+uint64(i), &lines[i].line, demo, lines[i].cut)
 		data = append(data, f.keep(f.scratch))
 	}
 	if cap(f.scratch) > 4*arenaSize {
@@ -254,7 +317,7 @@ func (f *feed) publishToHub(lines []classify.Line, cuts []bool, demo bool) {
 	}
 	f.hub.PublishN(len(data), func(i int, seq uint64) []byte {
 		if seq != first+uint64(i) { // cannot happen while ingest is the only publisher
-			return appendEntry(nil, seq, &lines[i], demo, cuts[i])
+			return appendEntry(nil, seq, &lines[i].line, demo, lines[i].cut)
 		}
 		return data[i]
 	})

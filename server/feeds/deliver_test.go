@@ -9,7 +9,8 @@ import (
 	"github.com/syncloop/syncloop/server/relay"
 )
 
-// TestTentativeLines: lines shown before their store acknowledged them are
+// TestTentativeLines: lines shown before their store acknowledged them
+// (as they arrive, or as they are published) are
 // recorded once stored, by whichever comes first, the PubAck or this
 // replica's own consumer, and only once; and taken back when another
 // replica's message holds their place: a browser that had them is told
@@ -51,33 +52,33 @@ func TestTentativeLines(t *testing.T) {
 		m.Header.Set(hdrOrigin, origin)
 		l.deliver(f, streamSeq, m.Header, m.Data, &unz)
 	}
-	show := func(first uint64, lines []relay.Line) {
+	show := func(pub string, first uint64, lines []relay.Line) {
 		t.Helper()
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if !l.showTentativeLocked(f, first, lines, false) {
+		if !l.showTentativeLocked(f, pub, first, lines, false) {
 			t.Fatalf("lines from #%d not shown", first)
 		}
 	}
-	confirm := func(first, streamSeq uint64) bool {
+	confirm := func(pub string, first, streamSeq uint64) bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return l.confirmLocked(f, first, streamSeq)
+		return l.confirmLocked(f, pub, first, streamSeq, false)
 	}
 	fired := func() int { return l.FeedFired("tentative")["config"] }
 
 	// Shown, then stored: this replica's consumer has the message before
 	// the PubAck is read. Recorded once.
 	ours := batch("ours", 1)
-	show(1, ours)
+	show("ours-1", 1, ours)
 	if _, raws := read(2); !strings.Contains(raws[0], "default/ours") {
 		t.Fatalf("shown: %q", raws)
 	}
 	if fired() != 0 {
 		t.Fatal("a tentative line recorded as fired")
 	}
-	consume(1, 1, ours, l.origin)
-	if confirm(1, 1) {
+	consume(1, 1, ours, "ours-1")
+	if confirm("ours-1", 1, 1) {
 		t.Error("the PubAck recorded lines the consumer recorded already")
 	}
 	if got := fired(); got != 2 {
@@ -86,7 +87,7 @@ func TestTentativeLines(t *testing.T) {
 
 	// Shown, then another replica's message takes their place.
 	mine, theirs := batch("mine", 3), batch("theirs", 3)
-	show(3, mine)
+	show("ours-2", 3, mine)
 	read(2)
 	consume(2, 3, theirs, "another replica")
 	rewind, raws := read(2)
@@ -96,7 +97,7 @@ func TestTentativeLines(t *testing.T) {
 	if !strings.Contains(raws[0], "default/theirs") || !strings.Contains(raws[1], "default/theirs") {
 		t.Errorf("after the rewind the browser got %q, want the other replica's lines", raws)
 	}
-	if confirm(3, 2) {
+	if confirm("ours-2", 3, 2) {
 		t.Error("lines taken back were recorded when their (refused) publish answered")
 	}
 	if got, next := fired(), f.hub.Next(); got != 4 || next != 5 {
@@ -105,13 +106,32 @@ func TestTentativeLines(t *testing.T) {
 
 	// Shown, then stored, the PubAck first: the consumer's copy is skipped.
 	again := batch("again", 5)
-	show(5, again)
+	show("ours-3", 5, again)
 	read(2)
-	if !confirm(5, 3) {
+	if !confirm("ours-3", 5, 3) {
 		t.Fatal("the PubAck did not record the lines shown")
 	}
-	consume(3, 5, again, l.origin)
+	consume(3, 5, again, "ours-3")
 	if got, next := fired(), f.hub.Next(); got != 6 || next != 7 {
 		t.Errorf("config fired %d times, hub next #%d; want 6 and #7", got, next)
+	}
+
+	// Lines shown as they arrived, where this replica stored others (a
+	// message published before they were shown, without them): the
+	// stored ones take their place.
+	arrived, stored := batch("arrived", 7), batch("stored", 7)
+	f.mu.Lock()
+	l.showArrivingLocked(f, arrived)
+	f.mu.Unlock()
+	if _, raws := read(2); !strings.Contains(raws[0], "default/arrived") {
+		t.Fatalf("lines arriving not shown: %q", raws)
+	}
+	consume(4, 7, stored, "ours-4")
+	rewind, raws = read(2)
+	if rewind != 7 || !strings.Contains(raws[0], "default/stored") || !strings.Contains(raws[1], "default/stored") {
+		t.Errorf("after this replica's other message was stored: rewind to #%d, then %q", rewind, raws)
+	}
+	if got, next := fired(), f.hub.Next(); got != 8 || next != 9 {
+		t.Errorf("config fired %d times, hub next #%d; want 8 and #9", got, next)
 	}
 }

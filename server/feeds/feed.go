@@ -198,23 +198,30 @@ type feed struct {
 	real     uint64
 	lastReal time.Time
 
-	// tentative is the feed's sequence number of the first line shown
-	// before the store acknowledged it (deliver.go); 0: none is.
-	tentative     uint64
-	tentativeIn   []relay.Line // the tentative lines as the relay sent them, held by their publisher
-	tentativeDemo bool
-	// storedTo is the hub's next sequence number when it last held no
-	// tentative line: every line before it is stored. Read without mu.
+	// tentQ is the lines shown before they were stored, numbered from
+	// tentative (0 while there are none), in the order ingest publishes
+	// them (deliver.go).
+	tentative uint64
+	tentQ     []shownLine
+	// tentPub is the Syncloop-Origin of the message being published with
+	// the first tentPubN lines of tentQ: the one whose PubAck or copy from
+	// the consumer records them. "": none is.
+	tentPub  string
+	tentPubN int
+	// storedTo is the hub's next sequence number as of the last line it
+	// was given that is stored: every line before it is. Read without mu.
 	storedTo atomic.Uint64
+	// storedIDs is the ids of the lines stored, as the hub has them (as
+	// feedTail keeps them); seen adds those shown before they are stored.
+	storedIDs, seen feedTail
 
-	// Scratch space of delivery, reused from message to message. lines
-	// holds the lines shown, classified, until they are recorded.
-	decoded []relay.Line
-	lines   []classify.Line
-	cuts    []bool
-	entries [][]byte
-	scratch []byte
-	arena   []byte // the block ring entries are being cut from
+	// Scratch space of delivery, reused from message to message.
+	shown    []shownLine
+	arriving []relay.Line
+	decoded  []relay.Line
+	entries  [][]byte
+	scratch  []byte
+	arena    []byte // the block ring entries are being cut from
 }
 
 // stop stops the feed's consumer.

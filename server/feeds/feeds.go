@@ -191,6 +191,7 @@ type Service struct {
 	// origin names this replica in the messages it stores (hdrOrigin):
 	// its consumer tells its own from another replica's by it.
 	origin string
+	pubs   atomic.Uint64 // messages published: each one's origin is origin-N
 
 	ctx    context.Context // ends on Close
 	cancel context.CancelFunc

@@ -93,11 +93,20 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) {
 	msgs := make(chan ingestMsg, ingestQueue)
 	done := make(chan struct{})
 	readerDone := make(chan struct{})
+	// Browsers get each message's lines as it arrives (deliver.go), while
+	// what came before is being stored.
+	show := func(lines []relay.Line) {
+		if l.checkToken(r) {
+			f.mu.Lock()
+			l.showArrivingLocked(f, lines)
+			f.mu.Unlock()
+		}
+	}
 	go func() { // owned: ends when conn closes or the handler returns
 		defer close(readerDone)
-		l.readRelay(conn, msgs, done)
+		l.readRelay(conn, msgs, done, show)
 	}()
-	defer func() { close(done); conn.CloseNow(); <-readerDone }()
+	defer func() { close(done); conn.CloseNow(); <-readerDone; l.takeBackUnstored(f) }()
 	// Acks go out in order from their own goroutine, each once what it
 	// acknowledges is on disk (broker.Synced): the next group is read
 	// and stored meanwhile.
@@ -156,11 +165,12 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) {
 	}
 }
 
-// readRelay reads and decodes the relay's messages into msgs until a read
-// fails, a message cannot be taken, or done is closed. Message buffers
-// come from a pool shared by the relays (a relay's batch is up to ~512
-// KiB, held only while decoded).
-func (l *Service) readRelay(conn *websocket.Conn, msgs chan<- ingestMsg, done <-chan struct{}) {
+// readRelay reads and decodes the relay's messages into msgs, and gives
+// each one's lines to show, until a read fails, a message cannot be
+// taken, or done is closed. Message buffers come from a pool shared by
+// the relays (a relay's batch is up to ~512 KiB, held only while
+// decoded).
+func (l *Service) readRelay(conn *websocket.Conn, msgs chan<- ingestMsg, done <-chan struct{}, show func([]relay.Line)) {
 	for {
 		// No context per read (see clients.Writer): the request's end
 		// closes the connection, which ends the read.
@@ -175,6 +185,8 @@ func (l *Service) readRelay(conn *websocket.Conn, msgs chan<- ingestMsg, done <-
 				m.lines, err = relay.DecodeBatch(buf.Bytes(), nil) // copies what it keeps
 				if err != nil {
 					err = errBadBatch
+				} else {
+					show(m.lines)
 				}
 			}
 			l.ingestBufs.Put(buf)
@@ -275,6 +287,17 @@ func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *cli
 			return err
 		}
 	}
+}
+
+// takeBackUnstored takes back the feed's lines shown but not stored, once
+// ingest ends without publishing them (deliver.go). With f.pubMu held,
+// none is being published.
+func (l *Service) takeBackUnstored(f *feed) {
+	f.pubMu.Lock()
+	defer f.pubMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	l.takeBackLocked(f)
 }
 
 // attach records a relay on f; the demo stops for good on the first one.

@@ -42,6 +42,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"time"
@@ -214,11 +215,21 @@ func (t *feedTail) note(id string) {
 	}
 	t.lastID = id
 	if fam, n, ok := idOrder(id); ok {
+		if t.high == nil {
+			t.high = make(map[string]uint64)
+		}
 		if len(t.high) >= idFamilies {
 			clear(t.high)
 		}
 		t.high[fam] = max(t.high[fam], n)
 	}
+}
+
+// clone is a copy of t that notes ids on its own.
+func (t *feedTail) clone() feedTail {
+	c := *t
+	c.high = maps.Clone(t.high)
+	return c
 }
 
 // stored reports whether the line with id is known to be stored.
@@ -294,7 +305,8 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 		first := f.tail.next
 		var msg *nats.Msg
 		msg, f.msgBuf, f.recBuf = storedMsg(f.subject, first, chunk, demo, f.msgBuf, f.recBuf)
-		msg.Header.Set(hdrOrigin, l.origin)
+		pub := l.origin + "-" + strconv.FormatUint(l.pubs.Add(1), 10)
+		msg.Header.Set(hdrOrigin, pub)
 		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq)}
 		if first, last := chunk[0].ID, chunk[len(chunk)-1].ID; first != "" && last != "" {
 			opts = append(opts, jetstream.WithMsgID(f.name+"\x00"+first+"\x00"+last+"\x00"+strconv.Itoa(len(chunk))))
@@ -303,7 +315,7 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 		// has every line before them (deliver.go); they are recorded from
 		// the PubAck, or taken back if the store refuses them.
 		f.mu.Lock()
-		shown := l.showTentativeLocked(f, first, chunk, demo)
+		shown := l.showTentativeLocked(f, pub, first, chunk, demo)
 		f.mu.Unlock()
 		ack, err := l.b.Lane(f.name).PublishMsg(ctx, msg, opts...)
 		if cap(f.msgBuf) > 2*msgBytes || cap(f.recBuf) > 2*msgBytes {
@@ -311,7 +323,7 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 		}
 		if shown && (err != nil || ack.Duplicate) {
 			f.mu.Lock()
-			if f.tentative == first {
+			if f.tentPub == pub { // not taken back meanwhile
 				l.takeBackLocked(f)
 			}
 			f.mu.Unlock()
@@ -334,7 +346,7 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 		f.ingested += uint64(len(chunk))
 		// This replica's hub gets the lines now, if it has every line
 		// before them; the consumer delivers them otherwise.
-		if !l.confirmLocked(f, first, ack.Sequence) && f.hub.Next() == first {
+		if !l.confirmLocked(f, pub, first, ack.Sequence, demo) && f.hub.Next() == first {
 			l.deliverLocked(f, first, ack.Sequence, chunk, demo)
 		}
 		f.mu.Unlock()
