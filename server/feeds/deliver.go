@@ -162,11 +162,13 @@ func (l *Service) confirmLocked(f *feed, pub string, first, msg uint64, demo boo
 	n := f.tentPubN
 	f.tentPub, f.tentPubN = "", 0
 	l.recordShownLocked(f, first, msg, f.tentQ[:n], demo)
-	clear(f.tentQ[:n])
-	f.tentQ = f.tentQ[n:]
-	f.tentative = first + uint64(n)
-	if len(f.tentQ) == 0 {
-		f.tentQ, f.tentative = f.tentQ[:0:0], 0
+	// The lines shown since stay, moved to the front: the queue keeps its
+	// array (sliced from the front, it would be copied anew as it grew).
+	k := copy(f.tentQ, f.tentQ[n:])
+	clear(f.tentQ[k:])
+	f.tentQ, f.tentative = f.tentQ[:k], first+uint64(n)
+	if k == 0 {
+		f.tentative = 0
 	}
 	f.storedTo.Store(first + uint64(n))
 	return true
