@@ -390,7 +390,8 @@ func (l *Service) feed(name string) (*feed, error) {
 		f.tag = strings.TrimPrefix(name, demoFeedPrefix) // a tag's demo feed reads its tag
 	}
 	f.cls = classify.New(nil).Stream()
-	f.storedTo.Store(f.hub.Next()) // nothing yet: the hub has every line stored
+	// Nothing stored yet: the hub has every line stored.
+	f.storedTo.Store(f.hub.Next())
 	l.feeds[name] = f // a placeholder until started: it counts, and a second caller waits for it
 	l.shareHistory()
 	l.mu.Unlock()
