@@ -169,14 +169,29 @@ func writeJournal(t *testing.T, name string, n int, sites []extractor.LogSite, s
 var e2eMark = regexp.MustCompile(`e2e=(\d+)`)
 
 // watcher is a browser-like client of a feed that reconnects with ?after=
-// and records the e2e number of every line it receives, in order.
+// and records the e2e number of every line it receives, in order. As the
+// live pane does, it drops the lines it is told were taken back
+// ({"rewind":N}: shown before they were stored, then not stored there).
 type watcher struct {
 	mu      sync.Mutex
 	got     []int
+	seqs    []uint64 // the feed's number of each of got
 	cases   map[string]int
 	lastSeq uint64
 	conns   int
 	skipped int
+	rewinds int
+}
+
+// rewind drops the lines from the feed's number seq on. w.mu is held.
+func (w *watcher) rewind(seq uint64) {
+	w.rewinds++
+	k := len(w.seqs)
+	for k > 0 && w.seqs[k-1] >= seq {
+		k--
+	}
+	w.got, w.seqs = w.got[:k], w.seqs[:k]
+	w.lastSeq = min(w.lastSeq, seq-1)
 }
 
 func (w *watcher) count() int {
@@ -211,6 +226,7 @@ func (w *watcher) run(ctx context.Context, wsBase string) {
 				var m struct {
 					Seq     uint64 `json:"seq"`
 					Skipped int    `json:"skipped"`
+					Rewind  uint64 `json:"rewind"`
 					Line    *struct {
 						Raw  string  `json:"raw"`
 						Text string  `json:"text"` // a journald JSON entry's MESSAGE (its raw is "")
@@ -222,11 +238,14 @@ func (w *watcher) run(ctx context.Context, wsBase string) {
 				}
 				w.mu.Lock()
 				w.skipped += m.Skipped
+				if m.Rewind > 0 {
+					w.rewind(m.Rewind)
+				}
 				if m.Line != nil {
 					w.lastSeq = m.Seq
 					if mm := e2eMark.FindStringSubmatch(m.Line.Raw + m.Line.Text); mm != nil {
 						n, _ := strconv.Atoi(mm[1])
-						w.got = append(w.got, n)
+						w.got, w.seqs = append(w.got, n), append(w.seqs, m.Seq)
 					}
 					if m.Line.Case != nil && *m.Line.Case != "" {
 						w.cases[*m.Line.Case]++

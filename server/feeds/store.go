@@ -303,14 +303,7 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 		chunk := keep[:n]
 		keep = keep[n:]
 		first := f.tail.next
-		var msg *nats.Msg
-		msg, f.msgBuf, f.recBuf = storedMsg(f.subject, first, chunk, demo, f.msgBuf, f.recBuf)
-		pub := l.origin + "-" + strconv.FormatUint(l.pubs.Add(1), 10)
-		msg.Header.Set(hdrOrigin, pub)
-		opts := []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq)}
-		if first, last := chunk[0].ID, chunk[len(chunk)-1].ID; first != "" && last != "" {
-			opts = append(opts, jetstream.WithMsgID(f.name+"\x00"+first+"\x00"+last+"\x00"+strconv.Itoa(len(chunk))))
-		}
+		msg, pub, opts := l.chunkMsg(f, first, chunk, demo)
 		// Browsers get the lines while JetStream stores them, if the hub
 		// has every line before them (deliver.go); they are recorded from
 		// the PubAck, or taken back if the store refuses them.
@@ -355,6 +348,20 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 		}
 	}
 	return nil
+}
+
+// chunkMsg is the stored message of chunk, the first of its lines the
+// feed's line first, with its Syncloop-Origin (pub: this publish's own)
+// and what publishing it expects. f.pubMu is held.
+func (l *Service) chunkMsg(f *feed, first uint64, chunk []relay.Line, demo bool) (msg *nats.Msg, pub string, opts []jetstream.PublishOpt) {
+	msg, f.msgBuf, f.recBuf = storedMsg(f.subject, first, chunk, demo, f.msgBuf, f.recBuf)
+	pub = l.origin + "-" + strconv.FormatUint(l.pubs.Add(1), 10)
+	msg.Header.Set(hdrOrigin, pub)
+	opts = []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq)}
+	if first, last := chunk[0].ID, chunk[len(chunk)-1].ID; first != "" && last != "" {
+		opts = append(opts, jetstream.WithMsgID(f.name+"\x00"+first+"\x00"+last+"\x00"+strconv.Itoa(len(chunk))))
+	}
+	return msg, pub, opts
 }
 
 // follow creates the feed's stream (or updates its limits) and starts the
