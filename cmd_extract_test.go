@@ -103,7 +103,6 @@ func sourceTree(t *testing.T) string {
 }
 
 func TestExtractJSON(t *testing.T) {
-	t.Parallel()
 	dir := sourceTree(t)
 	stdout, _, err := runExtractCmd(t, map[string]string{"SYNCLOOP_FORMAT": "json"}, "--source-dir", dir, "--tag", extractor.DefaultTag)
 	if err != nil {
@@ -133,7 +132,6 @@ func TestExtractJSON(t *testing.T) {
 }
 
 func TestExtractTable(t *testing.T) {
-	t.Parallel()
 	dir := sourceTree(t)
 	stdout, _, err := runExtractCmd(t, nil, "--source-dir", dir, "--tag", extractor.DefaultTag)
 	if err != nil {

@@ -53,7 +53,6 @@ func goEnv(extra map[string]string) func(string) string {
 // TestServe starts the real command on a loopback port, reads the default
 // tag's page through it, then stops it as a signal would.
 func TestServe(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var stderr lockedBuffer
