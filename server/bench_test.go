@@ -175,6 +175,7 @@ func transfer(t testing.TB, base, path string) map[string]int {
 // TestTransferSize: the reading page with everything it loads is under
 // 150 KB compressed.
 func TestTransferSize(t *testing.T) {
+	t.Parallel()
 	s := newRealServer(t)
 	ts := httptest.NewServer(s)
 	defer ts.Close()

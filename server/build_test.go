@@ -16,6 +16,7 @@ import (
 // witness: had it been left open, the next Build on the same dir would be
 // refused as "in use by another syncloop serve".
 func TestBuildUndoes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	legacy := filepath.Join(dir, "rooms.json")
 	if err := os.WriteFile(legacy, []byte("{not json"), 0o600); err != nil {

@@ -34,6 +34,7 @@ func fastCreates(p *Plan) { p.Rooms.CreateRate, p.Rooms.CreateBurst = 1000, 1000
 // creation rate that would let it fill --max-rooms (before: all 48). The
 // address is the socket's, unless a trusted proxy names the client.
 func TestRoomsPerClient(t *testing.T) {
+	t.Parallel()
 	fill := func(t *testing.T, s *Server, ts *httptest.Server, header ...string) int {
 		made := 0
 		for range s.rooms.Store().MaxRooms() {
@@ -93,6 +94,7 @@ func TestUnjoinedRoomExpires(t *testing.T) {
 // and a room's relay was refused "too many feeds". Now such a socket is
 // refused 404 before the upgrade and creates nothing.
 func TestBogusFeedSocketsCreateNoFeed(t *testing.T) {
+	t.Parallel()
 	s, ts := newRoomServer(t, "", nil)
 	ctx := testCtx(t)
 	for i := range feeds.MaxFeeds - 1 {
@@ -283,6 +285,7 @@ func TestRefusalCloseCodes(t *testing.T) {
 // /healthz is 503 with the reason while the default Reading loads or a
 // directory the server writes cannot be written, 200 otherwise.
 func TestHealthz(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	fl := &fixture.Loader{Hold: map[string]chan struct{}{fixture.Tag: hold}}
 	fl.Readings = nil
@@ -320,6 +323,7 @@ func TestHealthz(t *testing.T) {
 // syncloop_lines_ingested_total{feed=…}): a rename must fail here, and be
 // written in the README.
 func TestMetricNames(t *testing.T) {
+	t.Parallel()
 	_, ts := newRoomServer(t, "", nil)
 	// A family with no sample yet is not exposed (client_golang): relay a
 	// line of a case, so that every family has one.

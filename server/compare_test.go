@@ -41,6 +41,7 @@ func olderFixture(t testing.TB, tag string) *extractor.Reading {
 }
 
 func TestComparePage(t *testing.T) {
+	t.Parallel()
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{
 		fixture.Tag: fixture.Reading(t),
 		"v1.36.0":   olderFixture(t, "v1.36.0"),
@@ -153,6 +154,7 @@ func realServer(t testing.TB, tags ...string) *Server {
 // TestCompareRealTags: v1.30.0 → v1.31.0 at the container case, which
 // v1.31.0's select gained (read in pkg/kubelet/kubelet.go at both tags).
 func TestCompareRealTags(t *testing.T) {
+	t.Parallel()
 	s := realServer(t, "v1.30.0", "v1.31.0")
 	body := get(t, s, "/k8s/compare/v1.30.0...v1.31.0").Body.String()
 	for _, want := range []string{
@@ -178,6 +180,7 @@ func TestCompareRealTags(t *testing.T) {
 // v1.21.0 added the readiness and startup managers' cases and moved every
 // log call from klog's printf calls to InfoS/ErrorS (read in the zips).
 func TestHistoryRealTags(t *testing.T) {
+	t.Parallel()
 	s := realServer(t, "v1.20.0", "v1.21.0", "v1.22.0")
 	w := get(t, s, "/k8s/history/readiness")
 	body := w.Body.String()
@@ -211,6 +214,7 @@ func TestHistoryRealTags(t *testing.T) {
 // links as the compare where the case arrived) is the first minor whose
 // select has the case, read at that minor and the one before.
 func TestNotesSinceMatchesSource(t *testing.T) {
+	t.Parallel()
 	extractortest.NeedNetwork(t)
 	notes, err := content.Notes()
 	if err != nil {
@@ -281,6 +285,7 @@ func TestHistoryNamesTheCaseKeys(t *testing.T) {
 // the pod worker rewrite and syncPodOptions went, as pod_workers.go reads
 // at both tags).
 func TestCompareAddedTypeComments(t *testing.T) {
+	t.Parallel()
 	s := realServer(t, "v1.21.0", "v1.22.0")
 	body := get(t, s, "/k8s/compare/v1.21.0...v1.22.0").Body.String()
 	for _, c := range []struct{ tag, name string }{{"v1.22.0", "podSyncStatus"}, {"v1.21.0", "syncPodOptions"}} {

@@ -58,6 +58,7 @@ func fill(t *testing.T, dir string, mb int) func() {
 // new feeds with 507 and a reason, takes them again once space frees, and
 // the feeds it has keep their lines.
 func TestFullDisk(t *testing.T) {
+	t.Parallel()
 	disk := smallDisk(t, "40")
 	data := filepath.Join(disk, "data")
 	feedMB := func(c *Config) { c.FeedBytes = 4 << 20 } // a feed needs 4 MB + 16 MB free
@@ -128,6 +129,7 @@ func (s *syncBuffer) String() string {
 // at start, with what needs the space; the server still starts, to serve
 // the tags cached there.
 func TestFullCacheDirWarns(t *testing.T) {
+	t.Parallel()
 	cache := smallDisk(t, "40")
 	var log syncBuffer
 	_, ts := newRoomServer(t, "", func(c *Config) {

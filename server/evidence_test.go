@@ -13,6 +13,7 @@ import (
 // name, and the room's worksheet hands it in under "Fired"; the room
 // feed's record of what fired answers only while the room lives.
 func TestRoomPins(t *testing.T) {
+	t.Parallel()
 	_, ts := newRoomServer(t, t.TempDir(), nil)
 	id, _ := createRoom(t, ts)
 	pin := "case: config\ntime: 2026-12-01T03:00:01Z\npod: default/probe-me-lab\nnode: lab\nkubelet: v1.33.0 (from its log sites: v1.33.0)\ncursor: s=ab;i=1f\nfeed: room-x, line 7\nline: I1201 03:00:01.000000 1 kubelet.go:2522] \"SyncLoop ADD\""

@@ -17,6 +17,7 @@ import (
 // for byte and header for header, for every way it is asked; and
 // nothing else is answered that way.
 func TestCachedReadingAsRouted(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, &fixture.Loader{})
 	path := "/k8s/" + fixture.Tag + "/"
 	if s.cachedReading(httptest.NewRequest("GET", path, nil)) != nil {

@@ -127,6 +127,7 @@ func TestRoomFormBodyBounded(t *testing.T) {
 // characters of its id, never the whole id (its viewer link) or a key,
 // whatever logger the server is given.
 func TestAccessLogRedactsRooms(t *testing.T) {
+	t.Parallel()
 	var out syncBuffer
 	log := slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.Logger = log })

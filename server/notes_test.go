@@ -212,6 +212,7 @@ func TestRoomNotesExpire(t *testing.T) {
 
 // TestNotesSurviveRestart: a room's notes are in the data dir's NATS.
 func TestNotesSurviveRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, ts := newRoomServer(t, dir, nil)
 	id, _ := createRoom(t, ts)
@@ -230,6 +231,7 @@ func TestNotesSurviveRestart(t *testing.T) {
 // TestLocalNotes: without a room nothing is stored, but the notes a page
 // keeps in the browser are rendered, checked and handed in the same way.
 func TestLocalNotes(t *testing.T) {
+	t.Parallel()
 	_, ts := newRoomServer(t, "", nil)
 	code, q := notesReq(t, "GET", ts.URL+"/k8s/"+fixture.Tag+"/quote?start=1017&end=1018", nil)
 	if code != 200 || q["exact"] == "" {

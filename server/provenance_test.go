@@ -12,6 +12,7 @@ import (
 // and exactly how it was checked, as the Reading records it; a page with no
 // Reading claims nothing about verification.
 func TestFooterSaysHowVerified(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		source, verified string
 		want             string
@@ -28,6 +29,7 @@ func TestFooterSaysHowVerified(t *testing.T) {
 		{"proxy", "", "syncloop read k8s.io/kubernetes@v1.37.2 from the Go module proxy, with no record of how it was verified."},
 	} {
 		t.Run(tc.source+" "+tc.verified, func(t *testing.T) {
+			t.Parallel()
 			r := fixture.Reading(t)
 			r.Source, r.Verified = tc.source, tc.verified
 			s := newTestServer(t, &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: r}})

@@ -16,6 +16,7 @@ import (
 )
 
 func TestQuizServer(t *testing.T) {
+	t.Parallel()
 	// The fixture's cases with a writer each, as an extracted tag's have.
 	r := *fixture.Reading(t)
 	r.Function.Cases = slices.Clone(r.Function.Cases)

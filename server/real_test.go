@@ -38,6 +38,7 @@ func newRealServer(t testing.TB) *Server {
 // to resolves and the page shows no placeholder (every case's note:
 // site.TestDefaultTagView).
 func TestDefaultTagIsComplete(t *testing.T) {
+	t.Parallel()
 	r := realReading(t)
 	for _, sym := range content.Symbols() {
 		if s, ok := r.Symbols[sym]; !ok || !s.Found {
@@ -83,6 +84,7 @@ func TestDefaultTagIsComplete(t *testing.T) {
 // absent (container before v1.31.0) is listed, not hidden. (One tag only:
 // TestReconcile covers the older doc comment's wording.)
 func TestOtherTags(t *testing.T) {
+	t.Parallel()
 	tags := []string{"v1.25.0"}
 	for _, tag := range tags {
 		t.Run(tag, func(t *testing.T) {

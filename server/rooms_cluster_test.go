@@ -114,6 +114,7 @@ func dies(s *Server, readers ...*roomClient) {
 // TestRoomCapsAcrossReplicas: rooms asked for on two replicas at once are
 // made up to --max-rooms in all, and the rest refused with 503.
 func TestRoomCapsAcrossReplicas(t *testing.T) {
+	t.Parallel()
 	_, ts1, _, ts2 := twoReplicaServers(t, fastCreates, func(c *Config) { c.MaxRooms, c.RoomsPerClient = 3, 100 })
 	const posts = 12
 	codes := make([]int, posts)

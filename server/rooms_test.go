@@ -112,6 +112,7 @@ func httpGet(t testing.TB, u string) (int, string) {
 }
 
 func TestRoomPages(t *testing.T) {
+	t.Parallel()
 	_, ts := newRoomServer(t, t.TempDir(), nil)
 	id, key := createRoom(t, ts)
 	other, otherKey := createRoom(t, ts)
@@ -154,6 +155,7 @@ func TestRoomPages(t *testing.T) {
 }
 
 func TestRoomCreateIsSameOriginOnly(t *testing.T) {
+	t.Parallel()
 	s, ts := newRoomServer(t, "", nil)
 	tests := []struct {
 		name   string
@@ -365,6 +367,7 @@ func atFirst(st map[string]any) float64 {
 }
 
 func TestRoomRoles(t *testing.T) {
+	t.Parallel()
 	_, ts := newRoomServer(t, "", nil)
 	id, key := createRoom(t, ts)
 	ctx := testCtx(t)
@@ -582,6 +585,7 @@ func TestRoomExpiry(t *testing.T) {
 }
 
 func TestRoomSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s1, ts := newRoomServer(t, dir, nil)
 	id, key := createRoom(t, ts)
@@ -634,6 +638,7 @@ func TestRoomSurvivesRestart(t *testing.T) {
 // room's feed; a wrong token, another room's token or the server's global
 // token is refused and the room's feed is untouched.
 func TestRoomFeed(t *testing.T) {
+	t.Parallel()
 	s, ts := newRoomServer(t, t.TempDir(), nil)
 	id, key := createRoom(t, ts)
 	other, _ := createRoom(t, ts)
@@ -766,6 +771,7 @@ func readLines(t testing.TB, ctx context.Context, c *websocket.Conn, n int) stri
 // TestRoomSocketSameOriginOnly: another site's page cannot join a room
 // through a reader's browser (the websocket checks Origin).
 func TestRoomSocketSameOriginOnly(t *testing.T) {
+	t.Parallel()
 	_, ts := newRoomServer(t, "", nil)
 	id, _ := createRoom(t, ts)
 	ctx := testCtx(t)

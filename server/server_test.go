@@ -33,6 +33,7 @@ func get(t testing.TB, h http.Handler, path string, header ...string) *httptest.
 }
 
 func TestRoutes(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, &fixture.Loader{})
 	tests := []struct {
 		path     string
@@ -107,6 +108,7 @@ func TestRoutes(t *testing.T) {
 }
 
 func TestEveryCaseHasOneBlock(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, &fixture.Loader{})
 	body := get(t, s, "/k8s/v1.37.2/").Body.String()
 	r := fixture.Reading(t)
@@ -134,6 +136,7 @@ func TestEveryCaseHasOneBlock(t *testing.T) {
 // TestCSPHolds checks what the Content-Security-Policy forbids is absent:
 // inline style attributes, inline scripts, and anything from another host.
 func TestCSPHolds(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, &fixture.Loader{})
 	for _, path := range []string{"/k8s/v1.37.2/", "/k8s/v1.37.2/pod-workers", "/nowhere", "/k8s/v1.2/", "/k8s/compare/v1.37.2...v1.37.2"} {
 		body := get(t, s, path).Body.String()
@@ -159,6 +162,7 @@ func TestCSPHolds(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, &fixture.Loader{})
 	for _, path := range []string{"/", "/k8s/v1.37.2/", "/k8s/v1.37.2/reading.json", "/static/style.css", "/nowhere", "/k8s/v0.1.0/", "/healthz", "/k8s/compare/v1.37.2...v1.37.2"} {
 		w := get(t, s, path)
@@ -178,6 +182,7 @@ func TestSecurityHeaders(t *testing.T) {
 }
 
 func TestETagAndGzip(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, &fixture.Loader{})
 	for _, path := range []string{"/k8s/v1.37.2/", "/k8s/v1.37.2/reading.json", "/static/reader.js"} {
 		t.Run(path, func(t *testing.T) {
@@ -231,6 +236,7 @@ func TestETagAndGzip(t *testing.T) {
 }
 
 func TestStaticCaching(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, &fixture.Loader{})
 	// The versioned address the pages link to.
 	versioned := regexp.MustCompile(`/static/style\.css\?v=[^"]+`).FindString(get(t, s, "/k8s/"+fixture.Tag+"/").Body.String())
@@ -251,6 +257,7 @@ func TestStaticCaching(t *testing.T) {
 // that reloads itself, its Load runs once however many ask, and its failure
 // is then a page naming the tag with the right status.
 func TestFetchingThenFailing(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		tag    string
 		err    error
@@ -312,6 +319,7 @@ func TestFetchingThenFailing(t *testing.T) {
 
 // TestNewTagJoinsSwitcher: once another tag loads, pages list it.
 func TestNewTagJoinsSwitcher(t *testing.T) {
+	t.Parallel()
 	other := fixture.Reading(t)
 	other.Tag = "v1.31.0"
 	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t), "v1.31.0": other}}
@@ -332,6 +340,7 @@ func TestNewTagJoinsSwitcher(t *testing.T) {
 }
 
 func TestReadingJSONRoundTrips(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, &fixture.Loader{})
 	var got extractor.Reading
 	if err := json.Unmarshal(get(t, s, "/k8s/v1.37.2/reading.json").Body.Bytes(), &got); err != nil {
@@ -387,6 +396,7 @@ func TestTooManyTags(t *testing.T) {
 }
 
 func TestHead(t *testing.T) {
+	t.Parallel()
 	s := newTestServer(t, &fixture.Loader{})
 	for _, path := range []string{"/k8s/v1.37.2/", "/static/style.css"} {
 		req := httptest.NewRequest("HEAD", path, nil)
