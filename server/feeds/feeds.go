@@ -9,12 +9,15 @@
 //
 // A line's trip, file by file:
 //
-//	ingest.go   a relay's websocket: token (tokens.go), read, group, ack once on disk
+//	ingest.go   a relay's websocket: token (tokens.go), read (each message's
+//	            lines shown as they arrive, deliver.go), group, ack once on disk
 //	journal.go  or the server's own journal; demo.go, or a simulated kubelet
 //	store.go    the feed's JetStream stream: skip what is stored, publishToStream
 //	            (stored.go: a stored message's format; migrate.go: the old layout)
-//	deliver.go  classify, publishToHub (this replica's stored lines at once,
-//	            the others' and the history through the stream's consumer)
+//	deliver.go  shown (classify, publishToHub) and recorded (fired, version):
+//	            this replica's lines shown before they are stored, recorded
+//	            once they are, taken back if refused; the others' and the
+//	            history through the stream's consumer
 //	browser.go  a browser's websocket: hello, then the hub's batches
 //	export.go   the stored lines again, as NDJSON
 //	feeds.go    the registry: which feeds a server holds, caps, eviction
