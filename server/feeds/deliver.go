@@ -237,6 +237,9 @@ func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLin
 		}
 		f.byCase[line.Case]++
 	}
+	// Every line up to these is recorded (and stored): what classifying the
+	// record anew reads from the stream (refirePerhapsLocked).
+	f.storedTo.Store(max(f.storedTo.Load(), first+uint64(len(shown))))
 	l.prunePerhapsLocked(f)
 	if !demo && f.demoStop != nil && f.isReady() {
 		f.relayElsewhere()

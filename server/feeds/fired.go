@@ -166,7 +166,9 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 		return
 	}
 	r.refireGen++
-	gen, upto := r.refireGen, f.hub.Next()-1
+	// Up to the last line recorded: the lines shown but not yet stored
+	// (deliver.go) are recorded into r.refire as they are.
+	gen, upto := r.refireGen, f.storedTo.Load()-1
 	r.refire = &firedRecord{}
 	reading, version := f.cls.Reading(), f.version
 	go func() {

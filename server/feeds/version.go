@@ -128,7 +128,7 @@ func (l *Service) reguessPerhapsLocked(f *feed) {
 		return
 	}
 	f.reguessing, f.reguessed = true, sites
-	upto := min(f.hub.Next()-1, reguessLines)
+	upto := min(f.storedTo.Load()-1, reguessLines) // the lines stored, not those only shown
 	go func() {
 		defer l.bg.Done()
 		g := sites.NewGuess()
