@@ -90,6 +90,8 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 	}
 	clear(shown)
 	f.shown = shown[:0]
+	// A stored message may move the hub past lines it never had (SetNext):
+	// none of those is waited for either.
 	f.storedTo.Store(f.hub.Next())
 }
 
@@ -170,7 +172,6 @@ func (l *Service) confirmLocked(f *feed, pub string, first, msg uint64, demo boo
 	if k == 0 {
 		f.tentative = 0
 	}
-	f.storedTo.Store(first + uint64(n))
 	return true
 }
 
@@ -185,8 +186,7 @@ func (l *Service) takeBackLocked(f *feed) {
 	clear(f.tentQ)
 	f.tentQ, f.tentative, f.tentPub, f.tentPubN = f.tentQ[:0], 0, "", 0
 	f.seen = f.storedIDs.clone()
-	f.cls, f.clsReading = classify.New(nil).Stream(), false
-	f.cls.SetVersion(f.version)
+	f.newClassifier()
 	f.refreshClassifier(l.reading)
 }
 
@@ -238,8 +238,9 @@ func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLin
 		f.byCase[line.Case]++
 	}
 	// Every line up to these is recorded (and stored): what classifying the
-	// record anew reads from the stream (refirePerhapsLocked).
-	f.storedTo.Store(max(f.storedTo.Load(), first+uint64(len(shown))))
+	// record anew reads from the stream (refirePerhapsLocked), and what the
+	// consumer skips without the lock (deliver).
+	f.storedTo.Store(first + uint64(len(shown)))
 	l.prunePerhapsLocked(f)
 	if !demo && f.demoStop != nil && f.isReady() {
 		f.relayElsewhere()

@@ -261,6 +261,13 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
+// newClassifier starts the feed's classifier anew, knowing the kubelet's
+// version and no Reading until refreshClassifier finds its tag's.
+func (f *feed) newClassifier() {
+	f.cls, f.clsReading = classify.New(nil).Stream(), false
+	f.cls.SetVersion(f.version)
+}
+
 func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
 	if f.clsReading {
 		return
@@ -337,7 +344,7 @@ func (l *Service) SetFeedTag(name, tag string) {
 		return
 	}
 	f.tag = tag
-	f.cls, f.clsReading = classify.New(nil).Stream(), false
+	f.newClassifier()
 	f.refreshClassifier(l.reading)
 	f.changed()
 }

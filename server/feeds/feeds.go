@@ -392,7 +392,7 @@ func (l *Service) feed(name string) (*feed, error) {
 	if tagDemo {
 		f.tag = strings.TrimPrefix(name, demoFeedPrefix) // a tag's demo feed reads its tag
 	}
-	f.cls = classify.New(nil).Stream()
+	f.newClassifier()
 	// Nothing stored yet: the hub has every line stored.
 	f.storedTo.Store(f.hub.Next())
 	l.feeds[name] = f // a placeholder until started: it counts, and a second caller waits for it

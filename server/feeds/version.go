@@ -99,8 +99,7 @@ func (l *Service) settleVersionLocked(f *feed) {
 		return
 	}
 	f.tag = tag
-	f.cls, f.clsReading = classify.New(nil).Stream(), false
-	f.cls.SetVersion(f.version)
+	f.newClassifier()
 	if l.cfg.LoadTag != nil {
 		l.cfg.LoadTag(tag)
 	}
