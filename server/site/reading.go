@@ -152,7 +152,7 @@ const waitForLoad = 400 * time.Millisecond
 func (s *Site) TagPage(kind string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := chi.URLParam(r, "tag")
-		if s.cfg.Quiz && (kind == pageAnswerKey || kind == pageWorksheet) {
+		if s.refused(kind) {
 			s.statusPage(w, r, http.StatusForbidden, pageData{Tag: tag,
 				Heading: "This course hides the answer key",
 				Message: "This server runs in quiz mode (serve --quiz): the site's own answers to the worksheet, its notes and who writes each channel are not served, so that the worksheet is yours to write.",
@@ -204,10 +204,16 @@ func (s *Site) cachedPage(tag, kind string) *page {
 	return st.pages[kind]
 }
 
+// refused reports whether the server refuses pages of kind: the answer
+// key, under --quiz.
+func (s *Site) refused(kind string) bool {
+	return s.cfg.Quiz && (kind == pageAnswerKey || kind == pageWorksheet)
+}
+
 // CachedPage is the page of kind at tag when it is rendered and current,
 // as TagPage would serve it; nil otherwise (TagPage then has more to do).
 func (s *Site) CachedPage(tag, kind string) http.Handler {
-	if s.cfg.Quiz && (kind == pageAnswerKey || kind == pageWorksheet) {
+	if s.refused(kind) {
 		return nil
 	}
 	if p := s.cachedPage(tag, kind); p != nil {
