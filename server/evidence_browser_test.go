@@ -1,11 +1,9 @@
 package server
 
 import (
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"os"
 	"path"
@@ -161,20 +159,11 @@ func labJournalLines(t *testing.T) []relay.Line {
 // one entry a line), unzipped.
 func labJournal(t *testing.T) []byte {
 	t.Helper()
-	f, err := os.Open("lab/testdata/kubelet-v1.33.0-journal.json.gz")
+	gz, err := os.ReadFile("lab/testdata/kubelet-v1.33.0-journal.json.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(zr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return gunzip(t, gz)
 }
 
 // TestBrowserRealJournal: the recorded v1.33.0 journal without its
