@@ -272,3 +272,34 @@ func TestBrowserReconnectCountdown(t *testing.T) {
 	}
 	watch.check(t)
 }
+
+// TestBrowserPaneUpdatesAFewTimesASecond: lines that flood in (the demo at
+// 40 a second) join the pane in a few updates a second, not one per line:
+// each update lays out and paints up to 2,000 rows.
+func TestBrowserPaneUpdatesAFewTimesASecond(t *testing.T) {
+	t.Parallel()
+	ctx := newBrowser(t)
+	ts, r := demoSite(t)
+	watch := watchPage(t, ctx, ts)
+	openDemo(t, ctx, ts.URL+"/k8s/"+r.Tag+"/", viewports[0], false, "housekeeping", 1)
+	// Count the list's updates (a render appends its rows at once: one
+	// observer callback) and the rows they added, over three seconds.
+	eval[bool](t, ctx, `(() => {
+		window.paneUpdates = {updates: 0, rows: 0};
+		new MutationObserver((ms) => {
+			const rows = ms.reduce((n, m) => n + [...m.addedNodes].filter(n => n.matches?.('li.ll')).length, 0);
+			if (rows) { paneUpdates.updates++; paneUpdates.rows += rows; }
+		}).observe(document.querySelector('#live .live-lines'), {childList: true});
+		return true; })()`)
+	time.Sleep(3 * time.Second)
+	type counts struct{ Updates, Rows int }
+	c := eval[counts](t, ctx, `window.paneUpdates`)
+	t.Logf("in 3 s: %d rows added in %d updates", c.Rows, c.Updates)
+	if c.Rows < 45 {
+		t.Fatalf("only %d rows in 3 s of a demo at 40 lines a second: the check below proves nothing", c.Rows)
+	}
+	if c.Updates > 36 {
+		t.Errorf("%d updates of the list in 3 s for %d rows, want at most 36 (10 a second, and slack)", c.Updates, c.Rows)
+	}
+	watch.check(t)
+}

@@ -27,6 +27,7 @@ import { onSelect, select } from './selection.js';
 const MAX_LINES = 2000; // lines kept in the pane (and while paused)
 const SHOW_CHARS = 2000; // characters of a message shown before a cut marker
 const AT_BOTTOM = 8; // px from the bottom that still count as at the bottom
+const RENDER_EVERY = 100; // ms between two updates of the list at most
 const drawerMode = window.matchMedia('(max-width: 1199.98px)');
 
 // versionLink is the reading of the kubelet's own version, when it is a
@@ -120,7 +121,8 @@ class LivePane {
 		this.held = []; // lines that arrived while paused (the last MAX_LINES)
 		this.heldCount = 0; // all of them, for "142 new"
 		this.incoming = []; // lines waiting for the next animation frame
-		this.frame = 0;
+		this.frame = 0; // the render scheduled (a timer's or a frame's id)
+		this.lastRender = -Infinity;
 		this.hideNoneSet = false; // the reader chose, the demo default no longer applies
 		// The pane's own scrolls are told from the reader's by where they
 		// land (ownTop), not by timing: a scroll event may come frames later.
@@ -569,14 +571,23 @@ class LivePane {
 		this.schedule();
 	}
 
-	// schedule renders what arrived at the next frame: one DOM update per
-	// frame however fast lines come.
+	// schedule renders what arrived at the next frame, and not again
+	// within RENDER_EVERY: a line that comes alone shows at once, a flood
+	// shows in a few updates a second, not one per frame. Each update lays
+	// out and paints the whole list of up to MAX_LINES rows and counts it:
+	// at 40 lines a second, an update per line kept half a core busy.
 	schedule() {
 		if (this.frame) return;
-		this.frame = requestAnimationFrame(() => {
-			this.frame = 0;
-			this.render();
-		});
+		const wait = this.lastRender + RENDER_EVERY - performance.now();
+		const frame = () => {
+			this.frame = requestAnimationFrame(() => {
+				this.frame = 0;
+				this.lastRender = performance.now();
+				this.render();
+			});
+		};
+		if (wait <= 0) frame();
+		else this.frame = setTimeout(frame, wait);
 	}
 
 	render() {
@@ -766,9 +777,10 @@ class LivePane {
 			// narrows the pane, whose lines are all the filter can see.
 			const n = this.podFilter ? inPane : Math.max(inPane, this.fired.get(span.dataset.caseCount) || 0);
 			if (span.textContent !== String(n)) span.textContent = String(n);
-			span.title = this.podFilter
+			const title = this.podFilter
 				? `${n} line${n === 1 ? '' : 's'} of this case in the live pane naming ${this.podFilter}`
 				: `${n} line${n === 1 ? '' : 's'} of this case in this feed's journal (${inPane} in the live pane)`;
+			if (span.title !== title) span.title = title;
 			span.classList.toggle('fired', n > 0);
 		}
 		this.updateSel();
