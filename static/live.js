@@ -120,7 +120,7 @@ class LivePane {
 		this.pausedByScroll = false;
 		this.held = []; // lines that arrived while paused (the last MAX_LINES)
 		this.heldCount = 0; // all of them, for "142 new"
-		this.incoming = []; // lines waiting for the next animation frame
+		this.incoming = []; // lines waiting for the next update (schedule)
 		this.frame = 0; // the render scheduled (a timer's or a frame's id)
 		this.lastRender = -Infinity;
 		this.hideNoneSet = false; // the reader chose, the demo default no longer applies
