@@ -574,6 +574,42 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 		waitFor(t, ctx, "the text kept", `document.querySelector('[data-annotate="startup"]').value === `+jsJSON(text))
 	})
 
+	t.Run("a render answered after the note was saved does not empty its box", func(t *testing.T) {
+		// The server renders the notes kept here after each write. A
+		// render asked before housekeeping's note was written, and
+		// answered after it was saved, carries the empty note's view: it
+		// must not put "" back in the box (a blur would then save it).
+		const text = "Housekeeping: every two seconds, the pods' cleanup."
+		box := `[data-annotate="housekeeping"]`
+		eval[bool](t, ctx, `(() => {
+			const real = window.fetch;
+			window.heldRenders = [];
+			window.fetch = (url, opt) => String(url).endsWith('/notes') && opt?.method === 'POST'
+				? new Promise((ok) => window.heldRenders.push(() => real(url, opt).then(ok)))
+				: real(url, opt);
+			return true })()`)
+		// A write (the startup note again) asks for a render, held.
+		eval[bool](t, ctx, `(() => { const i = document.querySelector('[data-annotate="startup"]'); i.value += ' Again.'; i.dispatchEvent(new Event('input')); i.blur(); return true })()`)
+		waitFor(t, ctx, "a render asked and held", `window.heldRenders.length === 1`)
+		eval[bool](t, ctx, `(() => { const i = document.querySelector('`+box+`'); i.value = `+jsJSON(text)+`; i.dispatchEvent(new Event('input')); i.blur(); return true })()`)
+		waitFor(t, ctx, "the note's own render asked", `window.heldRenders.length === 2`)
+		release := func(i int) {
+			eval[bool](t, ctx, `(window.heldRenders[`+itoa(i)+`](), new Promise((ok) => setTimeout(() => ok(true), 500)))`)
+		}
+		release(1)
+		release(0) // the older render answers last
+		if got := eval[string](t, ctx, `document.querySelector('`+box+`').value`); got != text {
+			t.Errorf("after a late render the box holds %q, want %q", got, text)
+		}
+		if eval[bool](t, ctx, `!!document.querySelector('[data-annot-field="case.housekeeping"] .annot-check.empty')`) {
+			t.Error(`a written note says "still empty" after a late render`)
+		}
+		if err := chromedp.Do(ctx, chromedp.Reload(), chromedp.WaitReady(box)); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, "the note kept", `document.querySelector('`+box+`').value === `+jsJSON(text))
+	})
+
 	t.Run("screens", func(t *testing.T) {
 		for _, sc := range []struct {
 			name          string

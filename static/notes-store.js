@@ -85,6 +85,7 @@ class LocalNotes {
 		};
 		this.podWorkers = `/k8s/${encodeURIComponent(tag)}/pod-workers`;
 		this.renderTimer = 0;
+		this.renders = 0; // renders asked for (render)
 	}
 
 	all() {
@@ -119,16 +120,29 @@ class LocalNotes {
 		this.renderTimer = setTimeout(() => this.render(), 200);
 	}
 
+	// render asks the server to render the notes kept here. Its answer is
+	// of the notes as they were when it asked: an answer that comes after
+	// another render was asked, or after a write, is dropped (the newer
+	// render shows them). Taken, it would put an older text back in a box
+	// whose newer one was saved: an empty note's view, say, over what the
+	// reader just wrote.
 	async render() {
 		if (!this.h) return;
+		const seq = ++this.renders;
+		const sent = JSON.stringify({ notes: Object.values(this.all()) });
 		try {
 			const resp = await fetch(`/k8s/${encodeURIComponent(this.tag)}/notes`, {
 				method: 'POST',
 				headers: { 'Content-Type': 'application/json' },
-				body: JSON.stringify({ notes: Object.values(this.all()) }),
+				body: sent,
 			});
 			if (!resp.ok) return;
 			const body = await resp.json();
+			if (seq !== this.renders) return;
+			if (JSON.stringify({ notes: Object.values(this.all()) }) !== sent) {
+				this.renderSoon(); // written since without a render (a pin)
+				return;
+			}
 			this.h.rendered(body.views || []);
 		} catch {
 			// the server is away: the notes are kept here regardless
