@@ -109,7 +109,7 @@ func New(cfg Config) (*Site, error) {
 	if cfg.NewTagsPerHour <= 0 {
 		cfg.NewTagsPerHour = DefaultNewTagsPerHour
 	}
-	static, err := newAssets()
+	static, err := sharedAssets()
 	if err != nil {
 		return nil, err
 	}
