@@ -42,6 +42,22 @@ func highlight(text string, first int) (*highlighted, error) {
 // index) a control that opens its definition in place: a button with
 // data-def (static/peek.js).
 func highlightRefs(text string, first int, refs []extractor.Ref) (*highlighted, error) {
+	t, err := tokenise(text)
+	if err != nil {
+		return nil, err
+	}
+	return t.render(first, refs), nil
+}
+
+// tokens is Go source split by chroma's lexer into lines of tokens: the
+// costly half of highlighting, done once for a text rendered twice (the
+// reading's function with its controls, and the compare page's without).
+type tokens struct {
+	lines [][]chroma.Token
+	want  int // the text's number of lines
+}
+
+func tokenise(text string) (*tokens, error) {
 	lexer := lexers.Get("go")
 	if lexer == nil {
 		return nil, fmt.Errorf("highlight: chroma has no Go lexer")
@@ -50,12 +66,21 @@ func highlightRefs(text string, first int, refs []extractor.Ref) (*highlighted, 
 	if err != nil {
 		return nil, fmt.Errorf("highlight: %w", err)
 	}
+	// The text's last line has a newline or not; either way it has as many
+	// lines as newline-separated pieces.
+	want := strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1
+	return &tokens{lines: chroma.SplitTokensIntoLines(it.Tokens()), want: want}, nil
+}
+
+// render writes the text's lines, its first line numbered first, each
+// identifier refs names a control (highlightRefs).
+func (t *tokens) render(first int, refs []extractor.Ref) *highlighted {
 	byLine := map[int][]extractor.Ref{}
 	for _, r := range refs {
 		byLine[r.Line] = append(byLine[r.Line], r)
 	}
 	h := &highlighted{first: first}
-	for i, line := range chroma.SplitTokensIntoLines(it.Tokens()) {
+	for i, line := range t.lines {
 		var b strings.Builder
 		col := 0
 		lineRefs := byLine[first+i]
@@ -69,14 +94,11 @@ func highlightRefs(text string, first int, refs []extractor.Ref) (*highlighted, 
 		}
 		h.lines = append(h.lines, template.HTML(b.String()))
 	}
-	// The text's last line has a newline or not; either way it has as many
-	// lines as newline-separated pieces.
-	want := strings.Count(strings.TrimSuffix(text, "\n"), "\n") + 1
-	for len(h.lines) < want {
+	for len(h.lines) < t.want {
 		h.lines = append(h.lines, "")
 	}
-	h.lines = h.lines[:want]
-	return h, nil
+	h.lines = h.lines[:t.want]
+	return h
 }
 
 // writeToken writes one token (v, starting at byte col of its line) with

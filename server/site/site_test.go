@@ -194,3 +194,41 @@ func BenchmarkCompareVsReadingPage(b *testing.B) {
 	b.ReportMetric(float64(mp.Microseconds())/1000, "reading-page-ms")
 	b.ReportMetric(float64(mc)/float64(mp), "ratio")
 }
+
+// BenchmarkHighlightOnce: the reading's function is shown twice (with its
+// controls, and without on the compare page). Lexing it once and rendering
+// it twice, against lexing it for each, interleaved in one run; it reports
+// the median of each and their ratio.
+func BenchmarkHighlightOnce(b *testing.B) {
+	extractortest.NeedNetwork(b)
+	r := extractortest.Reading(b, extractor.DefaultTag, content.Symbols())
+	f := &r.Function
+	var once, twice []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		toks, err := tokenise(f.Text)
+		if err != nil {
+			b.Fatal(err)
+		}
+		toks.render(f.DocStart, r.Defs.Loop)
+		toks.render(f.DocStart, nil)
+		t1 := time.Now()
+		if _, err := highlightRefs(f.Text, f.DocStart, r.Defs.Loop); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := highlight(f.Text, f.DocStart); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		once, twice = append(once, t1.Sub(t0)), append(twice, t2.Sub(t1))
+	}
+	median := func(d []time.Duration) time.Duration {
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	mo, mt := median(once), median(twice)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(float64(mo.Microseconds())/1000, "once-ms")
+	b.ReportMetric(float64(mt.Microseconds())/1000, "twice-ms")
+	b.ReportMetric(float64(mo)/float64(mt), "ratio")
+}

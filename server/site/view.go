@@ -187,15 +187,14 @@ func newReadingView(r *extractor.Reading) (*readingView, error) {
 	if r.Defs != nil {
 		loopRefs = r.Defs.Loop
 	}
-	code, err := highlightRefs(f.Text, f.DocStart, loopRefs)
+	toks, err := tokenise(f.Text)
 	if err != nil {
 		return nil, err
 	}
+	code := toks.render(f.DocStart, loopRefs)
 	// The compare page shows the lines without controls (it loads no
 	// peek.js).
-	if v.code, err = highlight(f.Text, f.DocStart); err != nil {
-		return nil, err
-	}
+	v.code = toks.render(f.DocStart, nil)
 	if f.DocStart < f.Start {
 		v.Doc = code.block(f.DocStart, f.Start-1)
 		v.DocLines = fmt.Sprintf("%d–%d", f.DocStart, f.Start-1)
