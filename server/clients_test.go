@@ -74,14 +74,15 @@ func TestRoomsPerClient(t *testing.T) {
 // A room nobody joined ends after RoomUnjoinedTTL (before: --room-ttl, a
 // day); one whose socket a reader opened lives on.
 func TestUnjoinedRoomExpires(t *testing.T) {
-	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomUnjoinedTTL = 300 * time.Millisecond })
+	t.Parallel()
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomUnjoinedTTL = expiryTTL })
 	unjoined, _ := createRoom(t, ts)
 	joined, key := createRoom(t, ts)
 	dialRoom(t, testCtx(t), ts, joined, key, "Ann").c.CloseNow()
 	if status, _ := httpGet(t, ts.URL+"/rooms/"+unjoined); status != 200 {
 		t.Fatalf("new room: %d", status)
 	}
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(expiryTTL + 400*time.Millisecond)
 	if status, _ := httpGet(t, ts.URL+"/rooms/"+unjoined); status != http.StatusGone {
 		t.Errorf("a room nobody joined, after RoomUnjoinedTTL: %d, want 410", status)
 	}
@@ -245,7 +246,8 @@ func drain(ctx context.Context, c *websocket.Conn) {
 // reconnecting: an expired room's sockets, room and feed (4410), a feed let
 // go under its readers (4404); the full room's 4429 is in TestRoomLimits.
 func TestRefusalCloseCodes(t *testing.T) {
-	s, ts := newRoomServer(t, "", func(c *Config) { c.RoomTTL = 300 * time.Millisecond })
+	t.Parallel()
+	s, ts := newRoomServer(t, "", func(c *Config) { c.RoomTTL = expiryTTL })
 	ctx := testCtx(t)
 	id, _ := createRoom(t, ts)
 	b := dialFeed(t, ctx, ts, "room-"+id)
@@ -257,7 +259,7 @@ func TestRefusalCloseCodes(t *testing.T) {
 	if websocket.CloseStatus(err) != feeds.CloseFeedGone {
 		t.Errorf("a feed let go: %v, want close %d", err, feeds.CloseFeedGone)
 	}
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(expiryTTL + 400*time.Millisecond)
 	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+id+"/ws"), nil)
 	if err != nil {
 		t.Fatalf("an expired room's socket: %v, want an upgrade and a close code", err)

@@ -184,7 +184,8 @@ func TestRoomNotes(t *testing.T) {
 // TestRoomNotesExpire: an expired room's notes are refused with 410 (the
 // open page turns read-only) and the pages still reading get "expired".
 func TestRoomNotesExpire(t *testing.T) {
-	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomTTL = 300 * time.Millisecond })
+	t.Parallel()
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomTTL = expiryTTL })
 	id, _ := createRoom(t, ts)
 	base := ts.URL + "/rooms/" + id + "/notes"
 	if code, m := notesReq(t, "PUT", base+"/sentence", map[string]any{"text": "kept until the room goes", "author": "Ann"}); code != 200 {
@@ -194,7 +195,7 @@ func TestRoomNotesExpire(t *testing.T) {
 	if name, _ := ev.next(t, 5*time.Second); name != "snapshot" {
 		t.Fatal(name)
 	}
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(expiryTTL + 400*time.Millisecond)
 	code, m := notesReq(t, "PUT", base+"/sentence", map[string]any{"text": "late", "rev": 1, "author": "Ann"})
 	if code != http.StatusGone || !strings.Contains(m["error"].(string), "read-only") {
 		t.Errorf("PUT after expiry: %d %v", code, m)

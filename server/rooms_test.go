@@ -567,14 +567,22 @@ func readerField(st map[string]any, id, field string) any {
 	return nil
 }
 
+// expiryTTL is the room TTL of the tests that wait a room out: the time a
+// busy machine may take between making a room and the steps before its
+// expiry (200–300 ms was not enough for a cold CI run with four test
+// binaries at once). The tests that use it run in parallel, so the wait
+// runs beside other tests.
+const expiryTTL = 2 * time.Second
+
 func TestRoomExpiry(t *testing.T) {
-	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomTTL = 200 * time.Millisecond })
+	t.Parallel()
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomTTL = expiryTTL })
 	id, _ := createRoom(t, ts)
 	if status, _ := httpGet(t, ts.URL+"/rooms/"+id); status != 200 {
 		t.Fatalf("new room: %d", status)
 	}
 	// Opening the room is activity: wait out the TTL without a look.
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(expiryTTL + 400*time.Millisecond)
 	status, body := httpGet(t, ts.URL+"/rooms/"+id)
 	if status != http.StatusGone || !strings.Contains(body, "This room expired") {
 		t.Errorf("after its TTL: %d %.300s", status, body)
