@@ -32,13 +32,8 @@ type highlighted struct {
 	lines []template.HTML // lines[i] is line first+i, without its newline
 }
 
-// highlight highlights text, Go source whose first line is line first.
-func highlight(text string, first int) (*highlighted, error) {
-	return highlightRefs(text, first, nil)
-}
-
-// highlightRefs highlights text as highlight does, and makes each
-// identifier refs names (a module symbol, from the Reading's definitions
+// highlightRefs highlights text, Go source whose first line is line
+// first, and makes each identifier refs names (a module symbol, from the Reading's definitions
 // index) a control that opens its definition in place: a button with
 // data-def (static/peek.js).
 func highlightRefs(text string, first int, refs []extractor.Ref) (*highlighted, error) {
