@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/syncloop/syncloop/server/internal/testclock"
 )
 
 // The pages stop reconnecting on a permanent refusal's close code: a room
@@ -21,7 +22,8 @@ import (
 func TestBrowserStopsOnRefusal(t *testing.T) {
 	t.Parallel()
 	browser := newBrowser(t)
-	s, _ := newRoomServer(t, "", func(c *Config) { c.RoomTTL = 5 * time.Second })
+	clock := testclock.New(time.Now())
+	s, _ := newRoomServer(t, "", func(c *Config) { c.RoomTTL = time.Hour }, roomClock(clock))
 	var (
 		sockets atomic.Int32
 		mu      sync.Mutex
@@ -41,8 +43,10 @@ func TestBrowserStopsOnRefusal(t *testing.T) {
 	}
 	waitFor(t, browser, "the live pane connected", `document.querySelector('.live-conn')?.dataset.state === 'up'`)
 	waitFor(t, browser, "the reader in the room", `document.querySelectorAll('[data-room-people] li').length === 1`)
-	time.Sleep(5500 * time.Millisecond) // the room expires (a reader present is touched every 30 s only)
-	mu.Lock()                           // the network drops: both pages reconnect, and are refused
+	// The room expires: its reader, though present, is counted as use only
+	// every 30 s (FlushEvery), and the clock has moved an hour.
+	clock.Add(time.Hour + time.Second)
+	mu.Lock() // the network drops: both pages reconnect, and are refused
 	for _, c := range conns {
 		c.Close()
 	}

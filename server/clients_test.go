@@ -21,6 +21,7 @@ import (
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/testclock"
 	"github.com/syncloop/syncloop/server/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
@@ -75,14 +76,15 @@ func TestRoomsPerClient(t *testing.T) {
 // day); one whose socket a reader opened lives on.
 func TestUnjoinedRoomExpires(t *testing.T) {
 	t.Parallel()
-	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomUnjoinedTTL = expiryTTL })
+	clock := testclock.New(time.Now())
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomUnjoinedTTL = 10 * time.Minute }, roomClock(clock))
 	unjoined, _ := createRoom(t, ts)
 	joined, key := createRoom(t, ts)
 	dialRoom(t, testCtx(t), ts, joined, key, "Ann").c.CloseNow()
 	if status, _ := httpGet(t, ts.URL+"/rooms/"+unjoined); status != 200 {
 		t.Fatalf("new room: %d", status)
 	}
-	time.Sleep(expiryTTL + 400*time.Millisecond)
+	clock.Add(10*time.Minute + time.Second)
 	if status, _ := httpGet(t, ts.URL+"/rooms/"+unjoined); status != http.StatusGone {
 		t.Errorf("a room nobody joined, after RoomUnjoinedTTL: %d, want 410", status)
 	}
@@ -247,7 +249,8 @@ func drain(ctx context.Context, c *websocket.Conn) {
 // go under its readers (4404); the full room's 4429 is in TestRoomLimits.
 func TestRefusalCloseCodes(t *testing.T) {
 	t.Parallel()
-	s, ts := newRoomServer(t, "", func(c *Config) { c.RoomTTL = expiryTTL })
+	clock := testclock.New(time.Now())
+	s, ts := newRoomServer(t, "", func(c *Config) { c.RoomTTL = time.Hour }, roomClock(clock))
 	ctx := testCtx(t)
 	id, _ := createRoom(t, ts)
 	b := dialFeed(t, ctx, ts, "room-"+id)
@@ -259,7 +262,7 @@ func TestRefusalCloseCodes(t *testing.T) {
 	if websocket.CloseStatus(err) != feeds.CloseFeedGone {
 		t.Errorf("a feed let go: %v, want close %d", err, feeds.CloseFeedGone)
 	}
-	time.Sleep(expiryTTL + 400*time.Millisecond)
+	clock.Add(time.Hour + time.Second)
 	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+id+"/ws"), nil)
 	if err != nil {
 		t.Fatalf("an expired room's socket: %v, want an upgrade and a close code", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/testclock"
 )
 
 // notesReq sends a JSON request as the site's own page would.
@@ -185,7 +186,8 @@ func TestRoomNotes(t *testing.T) {
 // open page turns read-only) and the pages still reading get "expired".
 func TestRoomNotesExpire(t *testing.T) {
 	t.Parallel()
-	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomTTL = expiryTTL })
+	clock := testclock.New(time.Now())
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomTTL = time.Hour }, roomClock(clock))
 	id, _ := createRoom(t, ts)
 	base := ts.URL + "/rooms/" + id + "/notes"
 	if code, m := notesReq(t, "PUT", base+"/sentence", map[string]any{"text": "kept until the room goes", "author": "Ann"}); code != 200 {
@@ -195,7 +197,7 @@ func TestRoomNotesExpire(t *testing.T) {
 	if name, _ := ev.next(t, 5*time.Second); name != "snapshot" {
 		t.Fatal(name)
 	}
-	time.Sleep(expiryTTL + 400*time.Millisecond)
+	clock.Add(time.Hour + time.Second)
 	code, m := notesReq(t, "PUT", base+"/sentence", map[string]any{"text": "late", "rev": 1, "author": "Ann"})
 	if code != http.StatusGone || !strings.Contains(m["error"].(string), "read-only") {
 		t.Errorf("PUT after expiry: %d %v", code, m)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/testclock"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 	"github.com/syncloop/syncloop/server/rooms"
@@ -567,22 +568,34 @@ func readerField(st map[string]any, id, field string) any {
 	return nil
 }
 
-// expiryTTL is the room TTL of the tests that wait a room out: the time a
-// busy machine may take between making a room and the steps before its
-// expiry (200–300 ms was not enough for a cold CI run with four test
-// binaries at once). The tests that use it run in parallel, so the wait
-// runs beside other tests.
-const expiryTTL = 2 * time.Second
+// roomClock makes the rooms keep time by c: a test that waits a room out
+// moves c past its TTL, where it slept before (and a machine slow between
+// making a room and looking at it could see it expire too soon).
+func roomClock(c *testclock.Clock) func(*Plan) {
+	return func(p *Plan) { p.RoomStore.Now = c.Now }
+}
 
 func TestRoomExpiry(t *testing.T) {
 	t.Parallel()
-	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomTTL = expiryTTL })
-	id, _ := createRoom(t, ts)
+	clock := testclock.New(time.Now())
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.RoomTTL = time.Hour }, roomClock(clock))
+	id, key := createRoom(t, ts)
+	// Joined: the room's TTL is the idle one (TestUnjoinedRoomExpires).
+	dialRoom(t, testCtx(t), ts, id, key, "Ann").c.CloseNow()
 	if status, _ := httpGet(t, ts.URL+"/rooms/"+id); status != 200 {
 		t.Fatalf("new room: %d", status)
 	}
-	// Opening the room is activity: wait out the TTL without a look.
-	time.Sleep(expiryTTL + 400*time.Millisecond)
+	// Opening the room is activity: one opened within its TTL lives a TTL
+	// from then.
+	clock.Add(59 * time.Minute)
+	if status, _ := httpGet(t, ts.URL+"/rooms/"+id); status != 200 {
+		t.Fatalf("the room, opened 59 minutes after it was made: %d", status)
+	}
+	clock.Add(59 * time.Minute)
+	if status, _ := httpGet(t, ts.URL+"/rooms/"+id); status != 200 {
+		t.Fatalf("the room, 59 minutes after it was last opened: %d", status)
+	}
+	clock.Add(time.Hour + time.Second)
 	status, body := httpGet(t, ts.URL+"/rooms/"+id)
 	if status != http.StatusGone || !strings.Contains(body, "This room expired") {
 		t.Errorf("after its TTL: %d %.300s", status, body)

@@ -13,7 +13,7 @@ import (
 func TestClassRooms(t *testing.T) {
 	b := newBroker(t, "")
 	c := newClock()
-	s := openStore(t, b, Config{PerOwner: 2, MaxRooms: 10, Now: c.now})
+	s := openStore(t, b, Config{PerOwner: 2, MaxRooms: 10, Now: c.Now})
 	class, _ := NewSecret()
 	other, _ := NewSecret()
 
@@ -27,7 +27,7 @@ func TestClassRooms(t *testing.T) {
 			t.Fatalf("room %d: class %q, driver key refused", i+1, r.Class)
 		}
 		ids = append(ids, r.ID)
-		c.add(1) // distinct creation times: OfClass is oldest first
+		c.Add(1) // distinct creation times: OfClass is oldest first
 	}
 	if _, _, err := s.CreateInClass("v1.31.0", "10.0.0.1", class, 4); !errors.Is(err, ErrClassFull) {
 		t.Errorf("a 5th room of a class of 4: %v, want ErrClassFull", err)
@@ -80,7 +80,7 @@ func TestClassRooms(t *testing.T) {
 	}
 
 	// A room of the class that expires lets its slot go.
-	c.add(DefaultUnjoinedTTL + 2)
+	c.Add(DefaultUnjoinedTTL + 2)
 	if _, err := s.Sweep(); err != nil {
 		t.Fatal(err)
 	}

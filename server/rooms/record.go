@@ -119,6 +119,17 @@ func (r Room) ticketIs(ticket string) bool {
 	return ticket != "" && r.WheelHash != "" && subtle.ConstantTimeCompare([]byte(hashKey(ticket)), []byte(r.WheelHash)) == 1
 }
 
+// over reports whether r's time is up at now: ttl after its last use, or
+// unjoined after its creation when no reader ever joined it (however
+// recently its page was opened). A room is still there at exactly its
+// time, and gone a moment after.
+func (r Room) over(now time.Time, ttl, unjoined time.Duration) bool {
+	if r.NeverJoined && now.Sub(r.Created) > unjoined {
+		return true
+	}
+	return now.Sub(r.LastActive) > ttl
+}
+
 // Feed is the name of the room's live feed.
 func (r Room) Feed() string { return FeedPrefix + r.ID }
 

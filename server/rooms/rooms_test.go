@@ -13,19 +13,14 @@ import (
 
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/natstest"
+	"github.com/syncloop/syncloop/server/internal/testclock"
 	"github.com/syncloop/syncloop/server/internal/testwait"
 )
 
-// clock is a settable time for expiry tests.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
+// newClock is the expiry tests' time, moved on by the tests.
+func newClock() *testclock.Clock {
+	return testclock.New(time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC))
 }
-
-func (c *clock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 30, 3, 0, 0, 0, time.UTC)} }
 
 // newBroker starts an embedded NATS with JetStream: under dir, or in memory
 // when dir is "".
@@ -131,7 +126,7 @@ func TestPersistenceRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	c := newClock()
 	b := newBroker(t, dir)
-	s := openStore(t, b, Config{Now: c.now})
+	s := openStore(t, b, Config{Now: c.Now})
 	r, key, err := s.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
@@ -145,7 +140,7 @@ func TestPersistenceRoundTrip(t *testing.T) {
 	if r, err = s.SetTag(r.ID, "v1.31.0"); err != nil {
 		t.Fatal(err)
 	}
-	c.add(time.Hour)
+	c.Add(time.Hour)
 	s.Touch(r.ID)
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
@@ -156,13 +151,13 @@ func TestPersistenceRoundTrip(t *testing.T) {
 	s.Close()
 	b.Close()
 
-	s2 := openStore(t, newBroker(t, dir), Config{Now: c.now})
+	s2 := openStore(t, newBroker(t, dir), Config{Now: c.Now})
 	got, err := s2.Get(r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Tag != "v1.31.0" || got.IngestToken != r.IngestToken || !got.Created.Equal(r.Created) || !got.LastActive.Equal(c.now()) || got.NeverJoined {
-		t.Errorf("after reopening: %+v, want %+v with last active %v", got, r, c.now())
+	if got.Tag != "v1.31.0" || got.IngestToken != r.IngestToken || !got.Created.Equal(r.Created) || !got.LastActive.Equal(c.Now()) || got.NeverJoined {
+		t.Errorf("after reopening: %+v, want %+v with last active %v", got, r, c.Now())
 	}
 	if !s2.IsDriver(r.ID, key) {
 		t.Error("the driver key no longer works after reopening")
@@ -305,18 +300,18 @@ func TestImport(t *testing.T) {
 	ticket, _ := NewSecret()
 	id := func() string { s, _ := NewSecret(); return s }
 	live := &Room{ID: id(), Tag: "v1.31.0", DriverHash: hashKey(key), WheelHash: hashKey(ticket), IngestToken: id(),
-		Created: c.now().Add(-2 * time.Hour), LastActive: c.now().Add(-time.Hour), Owner: "192.0.2.1"}
-	unjoined := &Room{ID: id(), Tag: "v1.37.2", DriverHash: hashKey(id()), IngestToken: id(), Created: c.now().Add(-time.Minute),
-		LastActive: c.now().Add(-time.Minute), NeverJoined: true}
-	idle := &Room{ID: id(), Tag: "v1.37.2", DriverHash: hashKey(id()), IngestToken: id(), Created: c.now().Add(-48 * time.Hour),
-		LastActive: c.now().Add(-25 * time.Hour)}
+		Created: c.Now().Add(-2 * time.Hour), LastActive: c.Now().Add(-time.Hour), Owner: "192.0.2.1"}
+	unjoined := &Room{ID: id(), Tag: "v1.37.2", DriverHash: hashKey(id()), IngestToken: id(), Created: c.Now().Add(-time.Minute),
+		LastActive: c.Now().Add(-time.Minute), NeverJoined: true}
+	idle := &Room{ID: id(), Tag: "v1.37.2", DriverHash: hashKey(id()), IngestToken: id(), Created: c.Now().Add(-48 * time.Hour),
+		LastActive: c.Now().Add(-25 * time.Hour)}
 	tomb := id()
-	data, _ := json.Marshal(legacyFile{Version: 1, Rooms: []*Room{live, unjoined, idle}, Expired: map[string]time.Time{tomb: c.now().Add(-time.Hour)}})
+	data, _ := json.Marshal(legacyFile{Version: 1, Rooms: []*Room{live, unjoined, idle}, Expired: map[string]time.Time{tomb: c.Now().Add(-time.Hour)}})
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	b := newBroker(t, dir)
-	s := openStore(t, b, Config{Now: c.now})
+	s := openStore(t, b, Config{Now: c.Now})
 	n, err := s.Import(path)
 	if err != nil || n != 2 {
 		t.Fatalf("Import = %d, %v; want the 2 live rooms", n, err)
@@ -328,7 +323,7 @@ func TestImport(t *testing.T) {
 		t.Errorf("rooms.json.imported: %v", err)
 	}
 	// A replica that did not import sees the rooms too.
-	other := openStore(t, b, Config{Now: c.now})
+	other := openStore(t, b, Config{Now: c.Now})
 	for _, st := range []*Store{s, other} {
 		got, err := st.Get(live.ID)
 		if err != nil || got.Tag != live.Tag || got.IngestToken != live.IngestToken || !got.LastActive.Equal(live.LastActive) {
@@ -350,7 +345,7 @@ func TestImport(t *testing.T) {
 			t.Errorf("a room the file knew expired: %v, want ErrExpired", err)
 		}
 	}
-	c.add(10 * time.Minute)
+	c.Add(10 * time.Minute)
 	if _, err := s.Get(unjoined.ID); !errors.Is(err, ErrExpired) {
 		t.Errorf("the imported unjoined room 11 min on: %v, want ErrExpired", err)
 	}
@@ -368,13 +363,13 @@ func TestImportBeyondCaps(t *testing.T) {
 	for range 3 {
 		id, _ := NewSecret()
 		rs = append(rs, &Room{ID: id, Tag: "v1.31.0", DriverHash: hashKey(id), IngestToken: id,
-			Created: c.now().Add(-time.Hour), LastActive: c.now().Add(-time.Minute), Owner: "192.0.2.1"})
+			Created: c.Now().Add(-time.Hour), LastActive: c.Now().Add(-time.Minute), Owner: "192.0.2.1"})
 	}
 	data, _ := json.Marshal(legacyFile{Version: 1, Rooms: rs})
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 2, PerOwner: 1, Now: c.now})
+	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 2, PerOwner: 1, Now: c.Now})
 	if n, err := s.Import(path); n != 3 || err != nil {
 		t.Fatalf("Import = %d, %v; want the 3 rooms", n, err)
 	}
@@ -398,14 +393,14 @@ func TestImportBadFile(t *testing.T) {
 func TestExpiry(t *testing.T) {
 	c := newClock()
 	b := newBroker(t, "")
-	s := openStore(t, b, Config{TTL: time.Hour, Now: c.now})
+	s := openStore(t, b, Config{TTL: time.Hour, Now: c.Now})
 	idle, _, _ := s.Create("v1.37.2", "192.0.2.1")
 	busy, _, _ := s.Create("v1.37.2", "192.0.2.1")
 	s.MarkJoined(idle.ID) // rooms nobody joined expire sooner: TestUnjoinedRoomExpiresSoon
 	s.MarkJoined(busy.ID)
-	c.add(50 * time.Minute)
+	c.Add(50 * time.Minute)
 	s.Touch(busy.ID)
-	c.add(20 * time.Minute) // idle: 70 min; busy: 20 min
+	c.Add(20 * time.Minute) // idle: 70 min; busy: 20 min
 	if _, err := s.Get(idle.ID); !errors.Is(err, ErrExpired) {
 		t.Errorf("idle room: %v, want ErrExpired", err)
 	}
@@ -415,7 +410,7 @@ func TestExpiry(t *testing.T) {
 	if _, err := s.Get("AAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("unknown room: %v, want ErrNotFound", err)
 	}
-	c.add(time.Hour)
+	c.Add(time.Hour)
 	gone, err := s.Sweep()
 	if err != nil || len(gone) != 2 || !strings.Contains(strings.Join(gone, " "), busy.ID) {
 		t.Errorf("Sweep = %v, %v; want both rooms", gone, err)
@@ -424,7 +419,7 @@ func TestExpiry(t *testing.T) {
 		t.Errorf("%d rooms left", s.Len())
 	}
 	// The expired keys keep saying so, to a store opened later.
-	s2 := openStore(t, b, Config{TTL: time.Hour, Now: c.now})
+	s2 := openStore(t, b, Config{TTL: time.Hour, Now: c.Now})
 	for _, id := range []string{idle.ID, busy.ID} {
 		if _, err := s2.Get(id); !errors.Is(err, ErrExpired) {
 			t.Errorf("a store opened later: %s: %v, want ErrExpired", id, err)
@@ -437,11 +432,11 @@ func TestExpiry(t *testing.T) {
 	// A room swept expired stays expired for a store with a longer TTL.
 	late, _, _ := s2.Create("v1.37.2", "192.0.2.1")
 	s2.MarkJoined(late.ID)
-	c.add(2 * time.Hour)
+	c.Add(2 * time.Hour)
 	if _, err := s2.Sweep(); err != nil {
 		t.Fatal(err)
 	}
-	s3 := openStore(t, b, Config{TTL: 48 * time.Hour, Now: c.now})
+	s3 := openStore(t, b, Config{TTL: 48 * time.Hour, Now: c.Now})
 	if _, err := s3.Get(late.ID); !errors.Is(err, ErrExpired) {
 		t.Errorf("a room expired, opened again with a longer TTL: %v, want ErrExpired", err)
 	}
@@ -449,7 +444,7 @@ func TestExpiry(t *testing.T) {
 
 func TestMaxRooms(t *testing.T) {
 	c := newClock()
-	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 3, TTL: time.Hour, Now: c.now})
+	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 3, TTL: time.Hour, Now: c.Now})
 	for i := range 3 {
 		if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 			t.Fatalf("room %d: %v", i, err)
@@ -458,7 +453,7 @@ func TestMaxRooms(t *testing.T) {
 	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); !errors.Is(err, ErrFull) {
 		t.Fatalf("fourth room: %v, want ErrFull", err)
 	}
-	c.add(2 * time.Hour) // all expire: room again
+	c.Add(2 * time.Hour) // all expire: room again
 	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 		t.Fatalf("after expiry: %v", err)
 	}
@@ -468,7 +463,7 @@ func TestMaxRooms(t *testing.T) {
 // that expires frees its place.
 func TestPerOwner(t *testing.T) {
 	c := newClock()
-	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 48, PerOwner: 4, TTL: time.Hour, Now: c.now})
+	s := openStore(t, newBroker(t, ""), Config{MaxRooms: 48, PerOwner: 4, TTL: time.Hour, Now: c.Now})
 	for i := range 4 {
 		if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 			t.Fatalf("room %d: %v", i, err)
@@ -480,7 +475,7 @@ func TestPerOwner(t *testing.T) {
 	if _, _, err := s.Create("v1.37.2", "192.0.2.2"); err != nil {
 		t.Fatalf("another owner: %v", err)
 	}
-	c.add(2 * time.Hour)
+	c.Add(2 * time.Hour)
 	if _, _, err := s.Create("v1.37.2", "192.0.2.1"); err != nil {
 		t.Fatalf("after its rooms expired: %v", err)
 	}
@@ -522,7 +517,7 @@ func TestOwnerHashed(t *testing.T) {
 func TestUnjoinedRoomExpiresSoon(t *testing.T) {
 	c := newClock()
 	b := newBroker(t, "")
-	cfg := Config{TTL: 24 * time.Hour, UnjoinedTTL: 10 * time.Minute, Now: c.now}
+	cfg := Config{TTL: 24 * time.Hour, UnjoinedTTL: 10 * time.Minute, Now: c.Now}
 	s := openStore(t, b, cfg)
 	unjoined, _, _ := s.Create("v1.37.2", "192.0.2.1")
 	joined, _, _ := s.Create("v1.37.2", "192.0.2.1")
@@ -541,21 +536,21 @@ func TestUnjoinedRoomExpiresSoon(t *testing.T) {
 	if ttl := raw.Header.Get("Nats-TTL"); ttl == "" {
 		t.Errorf("the unjoined room's key has no TTL of its own (headers %v)", raw.Header)
 	}
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	s.MarkJoined(joined.ID)
 	s.Touch(unjoined.ID)
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	s = openStore(t, b, cfg)
-	c.add(10 * time.Minute)
+	c.Add(10 * time.Minute)
 	if _, err := s.Get(unjoined.ID); !errors.Is(err, ErrExpired) {
 		t.Errorf("a room nobody joined, 11 min on: %v, want ErrExpired", err)
 	}
 	if _, err := s.Get(joined.ID); err != nil {
 		t.Errorf("a joined room, 11 min on: %v", err)
 	}
-	c.add(24 * time.Hour)
+	c.Add(24 * time.Hour)
 	if _, err := s.Get(joined.ID); !errors.Is(err, ErrExpired) {
 		t.Errorf("a joined room idle a day: %v, want ErrExpired", err)
 	}

@@ -143,7 +143,7 @@ func TestCapsInACluster(t *testing.T) {
 		if b.Replicas != 3 {
 			t.Fatalf("%d replicas of a stream on three servers", b.Replicas)
 		}
-		cfg := Config{JS: b.JS, Replicas: b.Replicas, MaxRooms: 3, PerOwner: 100, TTL: time.Hour, Now: c.now}
+		cfg := Config{JS: b.JS, Replicas: b.Replicas, MaxRooms: 3, PerOwner: 100, TTL: time.Hour, Now: c.Now}
 		// The cluster answers JetStream once it has elected a leader.
 		var s *Store
 		err = broker.Retry(context.Background(), time.Minute, func(ctx context.Context) error {
@@ -162,7 +162,7 @@ func TestCapsInACluster(t *testing.T) {
 		if made := createAtOnce(t, stores, 12, owner, ErrFull); made != 3 {
 			t.Errorf("round %d: %d rooms made by 12 Creates on two replicas at once, want 3", round, made)
 		}
-		c.add(2 * time.Hour)
+		c.Add(2 * time.Hour)
 		for _, s := range stores {
 			if _, err := s.Sweep(); err != nil {
 				t.Fatal(err)
@@ -176,7 +176,7 @@ func TestCapsInACluster(t *testing.T) {
 // replica, and its client's cap is freed with it.
 func TestSlotFreed(t *testing.T) {
 	c := newClock()
-	s1, s2 := twoStores(t, Config{MaxRooms: 1, PerOwner: 1, TTL: time.Hour, Now: c.now})
+	s1, s2 := twoStores(t, Config{MaxRooms: 1, PerOwner: 1, TTL: time.Hour, Now: c.Now})
 	r, _, err := s1.Create("v1.37.2", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
@@ -187,7 +187,7 @@ func TestSlotFreed(t *testing.T) {
 	if _, _, err := s2.Create("v1.37.2", "192.0.2.2"); !errors.Is(err, ErrFull) {
 		t.Fatalf("a second room, on the other replica: %v, want ErrFull", err)
 	}
-	c.add(2 * time.Hour)
+	c.Add(2 * time.Hour)
 	if _, err := s1.Sweep(); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestSlotFreed(t *testing.T) {
 		t.Fatalf("with the new room held: %v, want ErrFull", err)
 	}
 	// Its time up and no Sweep yet: a Create on replica 1 finds it so.
-	c.add(2 * time.Hour)
+	c.Add(2 * time.Hour)
 	if _, _, err := s1.Create("v1.37.2", "192.0.2.1"); err != nil {
 		t.Fatalf("after the room on replica 2 expired, unswept, a room on replica 1: %v", err)
 	}
@@ -287,7 +287,7 @@ func (failingCreates) Create(context.Context, string, []byte, ...jetstream.KVCre
 func TestFailedCreateLetsGo(t *testing.T) {
 	t.Run("the rooms' cap full", func(t *testing.T) {
 		c := newClock()
-		s := openStore(t, newBroker(t, ""), Config{MaxRooms: 1, PerOwner: 2, TTL: time.Hour, Now: c.now})
+		s := openStore(t, newBroker(t, ""), Config{MaxRooms: 1, PerOwner: 2, TTL: time.Hour, Now: c.Now})
 		if _, _, err := s.Create("v1.37.2", "192.0.2.2"); err != nil {
 			t.Fatal(err)
 		}
@@ -321,11 +321,11 @@ func TestFailedCreateLetsGo(t *testing.T) {
 func TestUnslottedRoomsCount(t *testing.T) {
 	c := newClock()
 	b := newBroker(t, "")
-	cfg := Config{MaxRooms: 4, PerOwner: 2, TTL: time.Hour, Now: c.now}
+	cfg := Config{MaxRooms: 4, PerOwner: 2, TTL: time.Hour, Now: c.Now}
 	s := openStore(t, b, cfg)
 	old := func(owner string) Room {
 		id, _ := NewSecret()
-		r := Room{ID: id, Tag: "v1.31.0", DriverHash: hashKey(id), IngestToken: id, Created: c.now(), LastActive: c.now(), Owner: owner}
+		r := Room{ID: id, Tag: "v1.31.0", DriverHash: hashKey(id), IngestToken: id, Created: c.Now(), LastActive: c.Now(), Owner: owner}
 		data, _ := json.Marshal(r)
 		if _, err := s.kv.Create(context.Background(), id, data); err != nil {
 			t.Fatal(err)
@@ -351,14 +351,14 @@ func TestUnslottedRoomsCount(t *testing.T) {
 	create("192.0.2.1", ErrOwnerFull) // one of its two an older version made
 	create("192.0.2.3", nil)
 	create("192.0.2.4", ErrFull) // two of the four an older version made
-	c.add(50 * time.Minute)
+	c.Add(50 * time.Minute)
 	for _, id := range append(made, a.ID) {
 		s2.Touch(id)
 	}
 	if err := s2.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	c.add(20 * time.Minute) // the older room of 192.0.2.2 is over, the others are not
+	c.Add(20 * time.Minute) // the older room of 192.0.2.2 is over, the others are not
 	create("192.0.2.4", nil)
 	create("192.0.2.5", ErrFull)
 	create("192.0.2.1", ErrOwnerFull) // a, still in use, and its new room

@@ -574,14 +574,8 @@ func (s *Store) Sweep() ([]string, error) {
 	return slices.Compact(gone), err
 }
 
-// over reports whether r's time is up at now: TTL after its last use, or
-// UnjoinedTTL after its creation when no reader ever joined it.
-func (s *Store) over(r Room, now time.Time) bool {
-	if r.NeverJoined && now.Sub(r.Created) > s.cfg.UnjoinedTTL {
-		return true
-	}
-	return now.Sub(r.LastActive) > s.cfg.TTL
-}
+// over reports whether r's time is up at now, by the store's TTLs.
+func (s *Store) over(r Room, now time.Time) bool { return r.over(now, s.cfg.TTL, s.cfg.UnjoinedTTL) }
 
 // Len is the number of live rooms.
 func (s *Store) Len() int {
