@@ -161,16 +161,22 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 
 	t.Run("what one writes, the other sees within a second", func(t *testing.T) {
 		text := "Pod specs from the sources, merged by **podStorage**"
+		seen := `document.querySelector('[data-annotate="config"]').value === ` + jsString(text)
+		markEvent(t, driver, "syncloopTyped", `[data-annotate="config"]`, "input")
+		markWhen(t, viewer, "syncloopSeen", seen)
+		typing := time.Now()
 		typeInto(t, driver, `[data-annotate="config"]`, text)
 		start := time.Now()
-		waitFor(t, viewer, "Ann's note", `document.querySelector('[data-annotate="config"]').value === `+jsString(text))
-		took := time.Since(start)
-		// The clock starts when the last key is typed: the page waits
-		// 350 ms for more typing, then saves; the bucket's watcher sends it.
+		waitFor(t, viewer, "Ann's note", seen)
+		outer := time.Since(start)
+		// The clock starts when the last key is typed (the driver's page
+		// notes each input): the page waits 350 ms for more typing, then
+		// saves; the bucket's watcher sends it.
+		took := between(t, driver, "syncloopTyped", viewer, "syncloopSeen", time.Since(typing))
 		if took > time.Second {
-			t.Errorf("the viewer saw it after %v, want within a second", took)
+			t.Errorf("the viewer saw it %v after Ann's last key, want within a second", took)
 		}
-		t.Logf("the viewer saw Ann's note %v after her last key", took.Round(time.Millisecond))
+		t.Logf("the viewer saw Ann's note %v after her last key (%v as the test saw it, from typeInto's return)", took.Round(time.Millisecond), outer.Round(time.Millisecond))
 		waitFor(t, viewer, "its author", `document.querySelector('[data-annot-field="case.config"] .annot-author')?.textContent === 'Ann'`)
 		waitFor(t, viewer, "rendered", `document.querySelector('[data-annot-field="case.config"] .annot-view strong')?.textContent === 'podStorage'`)
 	})
