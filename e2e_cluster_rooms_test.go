@@ -89,47 +89,31 @@ func clusterRoomOpen(t *testing.T, base1, base2 string) *clusterRoom {
 }
 
 // followTime clicks sel in the driver's page and returns how long after
-// that page took the click the follower's page met cond. Both moments are
-// the pages' own (Date.now(), one machine's clock, seen by a capturing
-// click listener and by the follower's mutation, scroll and 10 ms checks),
-// so what is measured is the product's path (click handler, websocket,
-// NATS, websocket, selection, scroll), not chromedp's round trips before
-// the click (finding and scrolling to the node) and after the change (the
-// test's poll), which on a loaded machine took a good part of a second.
+// that page took the click the follower's page met cond, on the pages' own
+// clocks (browsertest.MarkEvent, MarkWhen): what is measured is the
+// product's path (click handler, websocket, NATS, websocket, selection,
+// scroll), not chromedp's round trips before the click (finding and
+// scrolling to the node) and after the change (the test's poll), which on
+// a loaded machine took a good part of a second.
 func followTime(t *testing.T, driver, follower context.Context, sel, cond, what string) time.Duration {
 	t.Helper()
-	armed, err := chromedp.Run(driver, chromedp.Evaluate[bool](`(() => { window.__clickAt = 0;
-		if (!window.__clickArmed) { window.__clickArmed = true;
-			document.addEventListener('click', () => { if (!window.__clickAt) window.__clickAt = Date.now() }, true) }
-		return true })()`))
-	if err != nil || !armed {
+	if err := browsertest.MarkEvent(driver, "syncloopClicked", sel, "click"); err != nil {
 		t.Fatalf("arming the driver's page: %v", err)
 	}
-	armed, err = chromedp.Run(follower, chromedp.Evaluate[bool](`(() => {
-		if (window.__follow) window.__follow.stop();
-		window.__followAt = 0;
-		const check = () => { if (!window.__followAt && (`+cond+`)) { window.__followAt = Date.now(); stop() } };
-		const mo = new MutationObserver(check);
-		mo.observe(document.documentElement, { subtree: true, attributes: true, attributeFilter: ['class'] });
-		document.addEventListener('scroll', check, true);
-		const iv = setInterval(check, 10);
-		const stop = () => { mo.disconnect(); document.removeEventListener('scroll', check, true); clearInterval(iv) };
-		window.__follow = { stop };
-		return !(`+cond+`) })()`))
-	if err != nil || !armed {
-		t.Fatalf("arming the follower's page for %s (armed %v, i.e. not already so): %v", what, armed, err)
+	if err := browsertest.MarkWhen(follower, "syncloopFollowed", cond); err != nil {
+		t.Fatalf("arming the follower's page for %s: %v", what, err)
 	}
 	pageDo(t, driver, chromedp.Click(sel))
-	pageWait(t, follower, 10*time.Second, what, `window.__followAt > 0`)
-	clickAt, err := chromedp.Run(driver, chromedp.Evaluate[float64](`window.__clickAt`))
-	if err != nil || clickAt == 0 {
+	pageWait(t, follower, 10*time.Second, what, `window.syncloopFollowed !== undefined`)
+	clickAt, ok, err := browsertest.Marked(driver, "syncloopClicked")
+	if err != nil || !ok {
 		t.Fatalf("the driver's page did not see the click on %s: %v", sel, err)
 	}
-	followAt, err := chromedp.Run(follower, chromedp.Evaluate[float64](`window.__followAt`))
+	followAt, _, err := browsertest.Marked(follower, "syncloopFollowed")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return time.Duration(followAt-clickAt) * time.Millisecond
+	return followAt.Sub(clickAt)
 }
 
 // followAndHand: Bob follows Ann's selections across replicas within a

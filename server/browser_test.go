@@ -8,6 +8,7 @@ package server
 // (default: the repository's artifacts/ folder) for a person to look at.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http/httptest"
@@ -180,41 +181,36 @@ func waitFor(t *testing.T, ctx context.Context, what, js string) {
 	})
 }
 
-// A time a reader waits, between what one page does and what another then
-// shows, is measured on the pages' own clocks: each notes the moment
-// (Date.now(), the machine's clock, one for every tab) in a window
-// property, and the test subtracts. Measured from the test, it would also
-// count the test's polling and CDP's round trips, which take hundreds of
-// milliseconds on a loaded machine and are not the reader's wait.
-
-// markWhen has the page in ctx note, in window[name], when js first holds,
-// checking every 5 ms from now on.
-func markWhen(t *testing.T, ctx context.Context, name, js string) {
-	t.Helper()
-	eval[bool](t, ctx, `(() => { const k = `+jsString(name)+`; delete window[k];
-		const id = setInterval(() => { if (`+js+`) { window[k] = Date.now(); clearInterval(id); } }, 5); return true })()`)
-}
-
-// markEvent has the page in ctx note, in window[name], when the last event
-// of type reached the element selector matches (in the capture phase,
-// before the page's own handlers).
+// markEvent and markWhen note moments in a page (browsertest.MarkEvent,
+// MarkWhen): a reader's wait between two pages is measured on their clocks.
 func markEvent(t *testing.T, ctx context.Context, name, selector, event string) {
 	t.Helper()
-	eval[bool](t, ctx, `(() => { const k = `+jsString(name)+`; delete window[k];
-		document.querySelector(`+jsString(selector)+`).addEventListener(`+jsString(event)+`, () => { window[k] = Date.now() }, {capture: true}); return true })()`)
+	if err := browsertest.MarkEvent(ctx, name, selector, event); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func markWhen(t *testing.T, ctx context.Context, name, cond string) {
+	t.Helper()
+	if err := browsertest.MarkWhen(ctx, name, cond); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // between is the time from mark from in the page of fromCtx to mark to in
-// the page of toCtx, once both are set; outer is the same wait as the test
-// saw it, which holds it: a page's mark outside it is a broken measure.
+// the page of toCtx, once both are noted; outer is the same wait as the
+// test saw it, which holds it: a mark outside it is a broken measure.
 func between(t *testing.T, fromCtx context.Context, from string, toCtx context.Context, to string, outer time.Duration) time.Duration {
 	t.Helper()
 	waitFor(t, toCtx, to+" noted", `typeof window[`+jsString(to)+`] === 'number'`)
-	a := eval[float64](t, fromCtx, `window[`+jsString(from)+`] ?? -1`)
-	b := eval[float64](t, toCtx, `window[`+jsString(to)+`]`)
-	d := time.Duration((b - a) * float64(time.Millisecond))
-	if a < 0 || d < 0 || d > outer+10*time.Millisecond {
-		t.Fatalf("the pages' marks: %s at %.0f, %s at %.0f (%v), outside the test's own %v", from, a, to, b, d, outer)
+	a, okA, errA := browsertest.Marked(fromCtx, from)
+	b, _, errB := browsertest.Marked(toCtx, to)
+	if err := cmp.Or(errA, errB); err != nil || !okA {
+		t.Fatalf("the pages' marks %s (noted: %v) and %s: %v", from, okA, to, err)
+	}
+	d := b.Sub(a)
+	if d < 0 || d > outer+10*time.Millisecond {
+		t.Fatalf("the pages' marks: %s at %v, %s %v later, outside the test's own %v", from, a, to, d, outer)
 	}
 	return d
 }
