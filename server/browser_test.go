@@ -198,9 +198,11 @@ func markWhen(t *testing.T, ctx context.Context, name, cond string) {
 }
 
 // between is the time from mark from in the page of fromCtx to mark to in
-// the page of toCtx, once both are noted; outer is the same wait as the
-// test saw it, which holds it: a mark outside it is a broken measure.
-func between(t *testing.T, fromCtx context.Context, from string, toCtx context.Context, to string, outer time.Duration) time.Duration {
+// the page of toCtx, once both are noted. Both marks fall after since (when
+// the test began what brings them about) and before between reads them: a
+// mark outside that is a broken measure, and fails the test. (Date.now()
+// counts whole milliseconds: a millisecond either side is rounding.)
+func between(t *testing.T, fromCtx context.Context, from string, toCtx context.Context, to string, since time.Time) time.Duration {
 	t.Helper()
 	waitFor(t, toCtx, to+" noted", `typeof window[`+jsString(to)+`] === 'number'`)
 	a, okA, errA := browsertest.Marked(fromCtx, from)
@@ -208,11 +210,11 @@ func between(t *testing.T, fromCtx context.Context, from string, toCtx context.C
 	if err := cmp.Or(errA, errB); err != nil || !okA {
 		t.Fatalf("the pages' marks %s (noted: %v) and %s: %v", from, okA, to, err)
 	}
-	d := b.Sub(a)
-	if d < 0 || d > outer+10*time.Millisecond {
-		t.Fatalf("the pages' marks: %s at %v, %s %v later, outside the test's own %v", from, a, to, d, outer)
+	lo, hi := since.Add(-time.Millisecond), time.Now().Add(time.Millisecond)
+	if a.Before(lo) || b.Before(a) || b.After(hi) {
+		t.Fatalf("the pages' marks: %s at %v, %s at %v; want both between %v and %v, in that order", from, a, to, b, lo, hi)
 	}
-	return d
+	return b.Sub(a)
 }
 
 func TestBrowserReadingPage(t *testing.T) {

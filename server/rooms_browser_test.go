@@ -177,7 +177,7 @@ func TestBrowserRoom(t *testing.T) {
 		// From the click on the driver's page to pleg in view on the
 		// viewer's: the driver's page, its websocket, the server, the
 		// viewer's websocket and page.
-		took := between(t, driver, "syncloopClicked", viewer, "syncloopFollowed", outer)
+		took := between(t, driver, "syncloopClicked", viewer, "syncloopFollowed", start)
 		if took > time.Second {
 			t.Errorf("the viewer followed %v after the driver's click, want within a second", took)
 		}
