@@ -201,6 +201,10 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 		}
 		return room.Tag, nil
 	}
+	hc.Readers = func(id string) []string {
+		room, _ := d.Rooms.Get(id)
+		return room.Readers
+	}
 	hc.Reading = readingOrLoad(d.Site)
 	hc.Sockets = d.Sockets // event streams count with the client's websockets
 	d.Notes = annotations.NewHandlers(hc)

@@ -282,16 +282,34 @@ func TestBrowserClass(t *testing.T) {
 		for _, f := range z.File {
 			names[f.Name] = true
 		}
-		if len(names) != 5 || !names[annRoom+".md"] || !names[cyRoom+".md"] {
-			t.Errorf("handins.zip holds %v, want 5 ROOM-ID.md files", names)
+		// Numbered as the instructor's page numbers them: Ann's room
+		// first, Cy's second.
+		annFile, cyFile := "room-1-"+annRoom+".md", "room-2-"+cyRoom+".md"
+		if len(names) != 5 || !names[annFile] || !names[cyFile] {
+			t.Errorf("handins.zip holds %v, want 5 room-N-ROOM-ID.md files, %s and %s among them", names, annFile, cyFile)
 		}
 		for _, f := range z.File {
-			if f.Name != cyRoom+".md" {
-				continue
+			if !strings.HasPrefix(f.Name, "room-") {
+				t.Errorf("%s: a hand-in's name begins with room-", f.Name)
 			}
 			rc, _ := f.Open()
 			md, _ := io.ReadAll(rc)
 			rc.Close()
+			// Whose it is, though no one is in the room any more.
+			if f.Name == annFile && !bytes.Contains(md, []byte("\n\nRoom 1 of the class “Kubelet internals, group B”: pair session "+annRoom[:6]+"… (ended)\n\nSource: ")) {
+				t.Errorf("Ann's hand-in does not say which room of which class it is:\n%s", md)
+			}
+			if f.Name == annFile && !bytes.Contains(md, []byte("\n\nReaders: Ann, Bob\n\n")) {
+				t.Errorf("Ann's hand-in does not name Ann and Bob, who read in it:\n%s", md)
+			}
+			if f.Name != cyFile {
+				continue
+			}
+			// The test's own socket that fetched the relay's token joined
+			// under a name too.
+			if !bytes.Contains(md, []byte("\n\nReaders: Cy, Cy's relay\n\n")) {
+				t.Errorf("Cy's hand-in does not name Cy:\n%s", md)
+			}
 			i := bytes.Index(md, []byte("## Fired"))
 			if i < 0 || !bytes.Contains(md[i:], []byte("### config at ")) || !bytes.Contains(md[i:], []byte("(Cy")) ||
 				!bytes.Contains(md[i:], []byte("line "+pinned)) || !bytes.Contains(md[i:], []byte("cursor: s=")) || !bytes.Contains(md[i:], []byte("SyncLoop")) {

@@ -350,18 +350,23 @@ func TestClass(t *testing.T) {
 		if len(files) != 6 {
 			t.Errorf("%d files, want 6", len(files))
 		}
-		for _, id := range ids {
-			if _, ok := files[id+".md"]; !ok {
-				t.Errorf("no %s.md", id)
+		// Numbered oldest first, as the instructor's page numbers them.
+		file := func(i int) string { return fmt.Sprintf("room-%d-%s.md", i+1, ids[i]) }
+		for i := range ids {
+			if _, ok := files[file(i)]; !ok {
+				t.Errorf("no %s", file(i))
 			}
 		}
-		if md := files[ids[0]+".md"]; !strings.Contains(md, "(*PodConfig).Updates") || !strings.Contains(md, "what is wanted with what is") {
+		if md := files[file(0)]; !strings.Contains(md, "(*PodConfig).Updates") || !strings.Contains(md, "what is wanted with what is") {
 			t.Errorf("room 1's hand-in lacks what it wrote:\n%s", md)
 		}
-		if md := files[ids[1]+".md"]; !strings.Contains(md, "## Fired") || !strings.Contains(md, pinned) {
+		if md := files[file(0)]; !strings.Contains(md, "\n\nReaders: Ann, Bob\n\n") || !strings.Contains(md, "\n\nRoom 1 of the class ") {
+			t.Errorf("room 1's hand-in does not say which room it is and who read in it:\n%s", md)
+		}
+		if md := files[file(1)]; !strings.Contains(md, "## Fired") || !strings.Contains(md, pinned) {
 			t.Errorf("room 2's hand-in lacks the line pinned as evidence:\n%s", md)
 		}
-		if !strings.Contains(files[ids[2]+".md"], "(ended)") {
+		if !strings.Contains(files[file(2)], "(ended)") {
 			t.Error("the ended room's hand-in does not say it ended")
 		}
 	})

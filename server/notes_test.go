@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/testclock"
 )
@@ -155,8 +157,13 @@ func TestRoomNotes(t *testing.T) {
 		t.Errorf("history: %d %v", code, h)
 	}
 
+	// A reader who joined under a name is named on the hand-in, though
+	// gone by the time it is downloaded.
+	jctx, jcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	dialRoomAs(t, jctx, ts, id, "", "", "Dana").c.Close(websocket.StatusNormalClosure, "")
+	jcancel()
 	status, md := httpGet(t, ts.URL+"/rooms/"+id+"/worksheet.md")
-	for _, want := range []string{"Written by: Ann, Dana", "> Dana's", "the ADD log", "pkg/kubelet/tiny.go:" + fmt.Sprint(line)} {
+	for _, want := range []string{"\n\nReaders: Dana\n\nWritten by: Ann, Dana\n\n", "> Dana's", "the ADD log", "pkg/kubelet/tiny.go:" + fmt.Sprint(line)} {
 		if status != 200 || !strings.Contains(md, want) {
 			t.Errorf("worksheet.md (%d) lacks %q:\n%s", status, want, md)
 		}
@@ -258,7 +265,7 @@ func TestLocalNotes(t *testing.T) {
 	}
 	md, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(md), "My notes.") || !strings.Contains(string(md), "check: At v1.37.2 that is line 45") {
+	if !strings.Contains(string(md), "\n\nMy notes\n\nSource: [") || !strings.Contains(string(md), "check: At v1.37.2 that is line 45") {
 		t.Errorf("local worksheet:\n%s", md)
 	}
 }

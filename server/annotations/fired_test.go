@@ -29,7 +29,7 @@ func TestWorksheetFired(t *testing.T) {
 		{ID: "pin.lab-30", Text: pin("pleg", "2026-12-01T03:00:05Z", `I1201 03:00:05.000000 1 kubelet.go:2554] "SyncLoop (PLEG): event for pod"`), Author: "Ann", At: at},
 		{ID: "pin.lab-12", Text: pin("config", "2026-12-01T03:00:01Z", "I1201 03:00:01.000000 1 kubelet.go:2522] \"SyncLoop ADD\" ```\n# evil"), Author: "Dana", At: at},
 	}
-	md := string(Worksheet(fixture.Reading(t), "My notes", notes))
+	md := string(Worksheet(fixture.Reading(t), Head{Title: "My notes"}, notes))
 	i := strings.Index(md, "## Fired")
 	if i < 0 {
 		t.Fatalf("no Fired section:\n%s", md)
@@ -44,7 +44,7 @@ func TestWorksheetFired(t *testing.T) {
 			t.Errorf("Fired lacks %q:\n%s", want, fired)
 		}
 	}
-	if md2 := string(Worksheet(fixture.Reading(t), "My notes", notes[:0])); strings.Contains(md2, "## Fired") {
+	if md2 := string(Worksheet(fixture.Reading(t), Head{Title: "My notes"}, notes[:0])); strings.Contains(md2, "## Fired") {
 		t.Error("a Fired section without pins")
 	}
 }

@@ -55,6 +55,9 @@ type HTTPConfig struct {
 	// Room returns a live room's tag, ErrRoomExpired or ErrNoRoom; an
 	// ended room's tag with ErrRoomEnded.
 	Room func(id string) (tag string, err error)
+	// Readers returns the names given in a room (its worksheet says who
+	// read it); nil means none are known.
+	Readers func(id string) []string
 	// Reading returns a tag's Reading once it is loaded, nil before.
 	Reading func(tag string) *extractor.Reading
 	// SameOrigin reports whether a browser sent r from this site's pages.
@@ -487,7 +490,11 @@ func (h *Handlers) RoomWorksheet() http.Handler {
 		if !ok {
 			return
 		}
-		md := Worksheet(reading, "Pair session "+id[:6]+"…", h.cfg.Store.Notes(id))
+		head := Head{Title: "Pair session " + id[:6] + "…"}
+		if h.cfg.Readers != nil {
+			head.Readers = h.cfg.Readers(id)
+		}
+		md := Worksheet(reading, head, h.cfg.Store.Notes(id))
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", "syncloop-worksheet-"+reading.Tag+"-room-"+id[:6]+".md"))

@@ -393,12 +393,20 @@ func resolve(r *extractor.Reading, s string) (string, extractor.Symbol, bool) {
 	return names[0], r.Symbols[names[0]], true
 }
 
+// Head is what a worksheet says first: whose it is.
+type Head struct {
+	// Title names it: a room ("Pair session abc…"), or "My notes".
+	Title string
+	// Readers are the names given in a room, in the order first given
+	// (rooms.Room.Readers); none for one reader's own notes.
+	Readers []string
+}
+
 // Worksheet is the hand-in built from what readers wrote, at r's tag: a
 // section per case with the reader's note and the writer they named, the
 // two sets, the sentence, and the comments on lines, each with its author
-// and what the source says about it. title names whose it is (a room, or
-// "my notes").
-func Worksheet(r *extractor.Reading, title string, notes []Note) []byte {
+// and what the source says about it. head says whose it is.
+func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 	vs := Views(r, notes)
 	by := map[string]View{}
 	authors := []string{}
@@ -414,7 +422,10 @@ func Worksheet(r *extractor.Reading, title string, notes []Note) []byte {
 	f := &r.Function
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# syncloop worksheet: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
-	fmt.Fprintf(&b, "%s. Source: [%s:%d-%d](%s)\n\n", title, f.File, f.Start, f.End, extractor.UpstreamURL(r.Tag, f.File, f.Start, f.End))
+	fmt.Fprintf(&b, "%s\n\nSource: [%s:%d-%d](%s)\n\n", head.Title, f.File, f.Start, f.End, extractor.UpstreamURL(r.Tag, f.File, f.Start, f.End))
+	if len(head.Readers) > 0 {
+		fmt.Fprintf(&b, "Readers: %s\n\n", strings.Join(head.Readers, ", "))
+	}
 	if len(authors) > 0 {
 		fmt.Fprintf(&b, "Written by: %s\n\n", strings.Join(authors, ", "))
 	} else {

@@ -150,9 +150,11 @@ func TestWorksheet(t *testing.T) {
 		{ID: "podworkers", Text: "One goroutine per pod, one pending update.", Author: "Dana", At: at},
 		{ID: "comment.abcdef", Text: "the ADD log", Author: "Ann", At: at, Quote: &q},
 	}
-	md := string(Worksheet(r36, "Room 0123ab", notes))
+	md := string(Worksheet(r36, Head{Title: "Room 0123ab", Readers: []string{"Dana", "Ann", "Bo"}}, notes))
 	for _, want := range []string{
 		"at k8s.io/kubernetes v1.36.0",
+		"\n\nRoom 0123ab\n\nSource: [pkg/kubelet/kubelet.go:",
+		"\n\nReaders: Dana, Ann, Bo\n\nWritten by: Ann, Dana\n\n",
 		"Written by: Ann, Dana",
 		"### config\n",
 		"> # Not a heading\n> Pod specs from the sources.",
@@ -179,7 +181,7 @@ func TestWorksheet(t *testing.T) {
 func TestWorksheetRightSetNoWarning(t *testing.T) {
 	extractortest.NeedNetwork(t)
 	r := extractortest.Reading(t, "v1.37.2", content.Symbols())
-	md := string(Worksheet(r, "My notes", []Note{
+	md := string(Worksheet(r, Head{Title: "My notes"}, []Note{
 		{ID: "set.desired", Text: "desired_state_of_world.go:53", Author: "Ann"},
 		{ID: "set.actual", Text: "volumemanager/cache/actual_state_of_world.go:49", Author: "Ann"},
 	}))
@@ -222,7 +224,10 @@ func TestWorksheetAsksTheWholeExercise(t *testing.T) {
 	if cs := CheckNote(r, "exercise.pleg", ""); len(cs) != 1 || cs[0].Level != "empty" {
 		t.Errorf("an empty exercise: %+v", cs)
 	}
-	md := string(Worksheet(r, "My notes", nil))
+	md := string(Worksheet(r, Head{Title: "My notes"}, nil))
+	if strings.Contains(md, "Readers:") {
+		t.Errorf("one reader's own notes name readers:\n%s", md)
+	}
 	if n := strings.Count(md, "- Fired by the exercise: (left empty)"); n != len(r.Function.Cases) {
 		t.Errorf("%d cases ask for the exercise that fired them, want %d:\n%s", n, len(r.Function.Cases), md)
 	}

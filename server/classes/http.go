@@ -11,7 +11,7 @@ package classes
 //	GET  /classes/{id}/pairs.json    the class's rooms, for the students' page
 //	GET  /classes/{id}/rooms.json    the instructor's overview (Authorization: Bearer KEY; 401 without)
 //	GET  /classes/{id}/events        the overview, live (same key)
-//	GET  /classes/{id}/handins.zip   one ROOM-ID.md worksheet per room (same key)
+//	GET  /classes/{id}/handins.zip   one room-N-ROOM-ID.md worksheet per room (same key)
 //	POST /classes/{id}/settings      {"name","budget","hide_notes"} (same key): the class as it is now
 //	POST /classes/{id}/hello         {"id","name"} (same origin): a student's name on the roster
 //	POST /classes/{id}/end           (same key) end the class: all its rooms end, it starts no more
@@ -548,7 +548,9 @@ func (h *Handlers) Settings() http.Handler {
 }
 
 // Handins is GET /classes/{id}/handins.zip: every room's worksheet, as the
-// room's own download renders it, named ROOM-ID.md.
+// room's own download renders it, named room-N-ROOM-ID.md, N as the
+// instructor's page numbers the rooms (a room id may begin with "-",
+// which a shell would read as an option).
 func (h *Handlers) Handins() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := h.instructor(w, r)
@@ -557,9 +559,10 @@ func (h *Handlers) Handins() http.Handler {
 		}
 		var buf bytes.Buffer
 		z := zip.NewWriter(&buf)
-		for _, room := range h.cfg.Deps.Rooms.Store().OfClass(c.ID) {
-			md := h.handin(room)
-			f, err := z.CreateHeader(&zip.FileHeader{Name: room.ID + ".md", Method: zip.Deflate, Modified: room.LastActive})
+		for i, room := range h.cfg.Deps.Rooms.Store().OfClass(c.ID) {
+			md := h.handin(c, i+1, room)
+			name := fmt.Sprintf("room-%d-%s.md", i+1, room.ID)
+			f, err := z.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: room.LastActive})
 			if err == nil {
 				_, err = f.Write(md)
 			}
@@ -580,18 +583,19 @@ func (h *Handlers) Handins() http.Handler {
 	})
 }
 
-// handin is a room's worksheet, or why there is none yet.
-func (h *Handlers) handin(room rooms.Room) []byte {
+// handin is the worksheet of room, the class's n-th, or why there is
+// none yet.
+func (h *Handlers) handin(c Class, n int, room rooms.Room) []byte {
 	reading := h.cfg.Deps.Reading(room.Tag)
 	if reading == nil {
 		h.cfg.Site.LoadTag(room.Tag)
-		return fmt.Appendf(nil, "# syncloop worksheet: room %s\n\nThe source at %s was still being fetched: download the hand-ins again in a moment.\n", room.ID, room.Tag)
+		return fmt.Appendf(nil, "# syncloop worksheet: Room %d (%s)\n\nThe source at %s was still being fetched: download the hand-ins again in a moment.\n", n, room.ID, room.Tag)
 	}
-	title := "Pair session " + room.ID[:6] + "…"
+	title := fmt.Sprintf("Room %d of the class “%s”: pair session %s…", n, c.Name, room.ID[:6])
 	if room.Ended {
 		title += " (ended)"
 	}
-	return annotations.Worksheet(reading, title, h.cfg.Deps.Notes(room.ID))
+	return annotations.Worksheet(reading, annotations.Head{Title: title, Readers: room.Readers}, h.cfg.Deps.Notes(room.ID))
 }
 
 func jsonError(w http.ResponseWriter, code int, msg string) {

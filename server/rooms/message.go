@@ -97,6 +97,7 @@ func (rs *Service) settle(rl *roomLive) {
 func (rs *Service) onJoin(rl *roomLive, me *roomReader, room Room, m roomIn) (after, error) {
 	if name, ok := cleanName(m.Name); ok {
 		me.name = name
+		rs.keepName(rl, name)
 	}
 	if m.Color >= 0 && m.Color < roomColors {
 		me.color = m.Color
@@ -131,10 +132,22 @@ func (rs *Service) onName(rl *roomLive, me *roomReader, room Room, m roomIn) (af
 		return quiet, refusal("a name is 1 to 32 printable characters")
 	}
 	me.name = name
+	rs.keepName(rl, name)
 	if m.Color >= 0 && m.Color < roomColors {
 		me.color = m.Color
 	}
 	return tell, nil
+}
+
+// keepName writes a name given in the room to its record's Readers, the
+// first time it is given. rl.mu is held (and let go while it writes).
+func (rs *Service) keepName(rl *roomLive, name string) {
+	if !rl.rec.keepsName(name) {
+		return
+	}
+	if err := rs.write(rl, func() error { return rs.store.AddReader(rl.id, name) }); err != nil {
+		rs.log.Warn("rooms: keeping a reader's name", "room", rl.id[:6]+"…", "err", err)
+	}
 }
 
 func (rs *Service) onFollow(rl *roomLive, me *roomReader, room Room, m roomIn) (after, error) {

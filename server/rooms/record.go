@@ -22,7 +22,8 @@
 // A room's record lives in a JetStream KV bucket (syncloop_rooms), one key
 // per room id: its tag, its driver key (kept as a hash), its ingest token,
 // when it was made and last used, who holds the wheel, the hash of the
-// client address that made it and the caps' slots it holds. Every replica
+// client address that made it, the caps' slots it holds and the names its
+// readers gave. Every replica
 // keeps a copy fed by a watcher; every write is a compare-and-set on the
 // key's revision, so two replicas never both apply a change made from the
 // same old record (two hand-overs of one wheel: one wins, the other is
@@ -55,6 +56,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 )
 
@@ -106,6 +108,18 @@ type Room struct {
 	// and its feed takes no relay, but the record (and so its notes and
 	// hand-in) stays until the room expires, for its class's instructor.
 	Ended bool `json:"ended,omitempty"`
+	// Readers are the names readers gave in the room, each once, in the
+	// order first given, at most maxReadersKept: who was in it, for a
+	// hand-in read after they left (presence ends with the sockets).
+	Readers []string `json:"readers,omitempty"`
+}
+
+// maxReadersKept bounds Room.Readers: a name given past it is not kept.
+const maxReadersKept = 32
+
+// keepsName reports whether the record would add name to its Readers.
+func (r Room) keepsName(name string) bool {
+	return name != "" && !r.Ended && len(r.Readers) < maxReadersKept && !slices.Contains(r.Readers, name)
 }
 
 // keyIs reports whether key is the room's driver key, in constant time.
@@ -261,6 +275,21 @@ func (s *Store) MarkJoined(id string) error {
 		return err
 	}
 	_, err = s.update(id, func(r *Room) error { r.NeverJoined = false; return nil })
+	return err
+}
+
+// AddReader records name among the room's readers (Room.Readers), once.
+func (s *Store) AddReader(id, name string) error {
+	r, err := s.Get(id)
+	if err != nil || !r.keepsName(name) {
+		return err
+	}
+	_, err = s.update(id, func(r *Room) error {
+		if r.keepsName(name) { // another replica may have kept it since
+			r.Readers = append(r.Readers, name)
+		}
+		return nil
+	})
 	return err
 }
 

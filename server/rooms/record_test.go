@@ -1,6 +1,7 @@
 package rooms
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -39,5 +40,33 @@ func TestRoomOver(t *testing.T) {
 	short := Room{Created: made, LastActive: made, NeverJoined: true}
 	if !short.over(made.Add(2*time.Minute), time.Minute, unjoined) {
 		t.Error("a room no one joined outlived the idle TTL, shorter than its own")
+	}
+}
+
+// TestRoomKeepsName is the rule for the names a record keeps: each once,
+// none empty, none once the room ended, and no more than maxReadersKept.
+func TestRoomKeepsName(t *testing.T) {
+	full := Room{}
+	for i := range maxReadersKept {
+		full.Readers = append(full.Readers, fmt.Sprintf("reader %d", i))
+	}
+	for _, c := range []struct {
+		name string
+		r    Room
+		give string
+		want bool
+	}{
+		{"a first name", Room{}, "Ann", true},
+		{"a second name", Room{Readers: []string{"Ann"}}, "Bob", true},
+		{"a name given again", Room{Readers: []string{"Ann", "Bob"}}, "Ann", false},
+		{"a name differing in case is another", Room{Readers: []string{"Ann"}}, "ann", true},
+		{"no name", Room{}, "", false},
+		{"a name given in an ended room", Room{Ended: true, Readers: []string{"Ann"}}, "Teacher", false},
+		{"a name past the cap", full, "one more", false},
+		{"a name already kept, at the cap", full, "reader 3", false},
+	} {
+		if got := c.r.keepsName(c.give); got != c.want {
+			t.Errorf("%s: keepsName(%q) = %v, want %v", c.name, c.give, got, c.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -370,4 +371,66 @@ func gatedService(t *testing.T, ctx context.Context) (*Store, *gate, *httptest.S
 	}
 	_, ts := newService(t, st)
 	return st, g, ts
+}
+
+// TestRoomKeepsReaders: the names given in a room, at the join or later,
+// are kept on its record once each, in the order first given, so that its
+// hand-in says who read it after they left; a name given after the room
+// ended is not.
+func TestRoomKeepsReaders(t *testing.T) {
+	t.Parallel()
+	b := newBroker(t, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	st, err := Open(ctx, Config{JS: b.JS, Memory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts := newService(t, st)
+	room, key, err := st.Create("v1.31.0", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := func(rd *reader, name string) func(map[string]any) bool {
+		return stateWhere(func(m map[string]any) bool {
+			rs, _ := m["readers"].([]any)
+			for _, r := range rs {
+				if r, _ := r.(map[string]any); r["id"] == rd.id && r["name"] == name {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	d := joinRoom(t, ctx, ts, room.ID, key)
+	d.send(t, ctx, map[string]any{"t": "name", "name": "Ann"})
+	d.until(t, ctx, "Ann named", named(d, "Ann"))
+	v := joinRoom(t, ctx, ts, room.ID, "")
+	v.send(t, ctx, map[string]any{"t": "name", "name": "Bob"})
+	v.until(t, ctx, "Bob named", named(v, "Bob"))
+	v.send(t, ctx, map[string]any{"t": "name", "name": "Ann"}) // a name given again
+	v.until(t, ctx, "Bob renamed Ann", named(v, "Ann"))
+	// A name given at the join, on another socket.
+	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+room.ID+"/ws"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	cy := &reader{c: c}
+	cy.send(t, ctx, map[string]any{"t": "join", "name": "Cy"})
+	cy.until(t, ctx, "Cy's welcome", func(m map[string]any) bool { cy.id, _ = m["you"].(string); return m["t"] == "welcome" })
+	if got, _ := st.Get(room.ID); !slices.Equal(got.Readers, []string{"Ann", "Bob", "Cy"}) {
+		t.Errorf("the record keeps readers %q, want Ann, Bob, Cy", got.Readers)
+	}
+	if _, err := st.End(room.ID); err != nil {
+		t.Fatal(err)
+	}
+	// An ended room tells no one of a new name: a refused message behind
+	// it says when it was read.
+	cy.send(t, ctx, map[string]any{"t": "name", "name": "Dee"})
+	cy.send(t, ctx, map[string]any{"t": "at"})
+	cy.until(t, ctx, "the refusal after the name", func(m map[string]any) bool { return m["t"] == "error" })
+	if got, _ := st.Get(room.ID); !slices.Equal(got.Readers, []string{"Ann", "Bob", "Cy"}) {
+		t.Errorf("after the room ended, the record keeps readers %q, want Ann, Bob, Cy", got.Readers)
+	}
 }
