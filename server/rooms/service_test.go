@@ -379,13 +379,9 @@ func gatedService(t *testing.T, ctx context.Context) (*Store, *gate, *httptest.S
 // ended is not.
 func TestRoomKeepsReaders(t *testing.T) {
 	t.Parallel()
-	b := newBroker(t, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	st, err := Open(ctx, Config{JS: b.JS, Memory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := openStore(t, newBroker(t, ""), Config{Memory: true})
 	_, ts := newService(t, st)
 	room, key, err := st.Create("v1.31.0", "")
 	if err != nil {
