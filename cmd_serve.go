@@ -42,6 +42,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	roomTTL := fs.Duration("room-ttl", 24*time.Hour, "a room with no one in it expires after `DURATION`")
 	maxRooms := fs.Int("max-rooms", 48, "rooms held at most, by all replicas together (give each the same; each room's feed counts against a replica's 64 feeds)")
 	maxReaders := fs.Int("max-readers", 32, "readers per room at most")
+	classToken := fs.String("class-token", "", "`TOKEN` a class's creator presents (the class form's \"class token\") to make a class of more than 12 rooms; without it a class, and all the classes of one client together, hold 12 rooms")
 	roomsPerClient := fs.Int("rooms-per-client", rooms.DefaultPerOwner, "rooms one client address holds at once, on all replicas together (a room no one joins ends after 10 minutes)")
 	socketsPerClient := fs.Int("sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
 	newTags := fs.Int("new-tags-per-hour", site.DefaultNewTagsPerHour, "tags never fetched before that one client may have this server fetch an hour (each is a ~20 MB download); all rooms' tag switches together count as one client")
@@ -132,6 +133,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 		FeedBytes:     int64(*feedMB) << 20,
 
 		RoomsPerClient:   *roomsPerClient,
+		ClassToken:       *classToken,
 		SocketsPerClient: *socketsPerClient,
 		TrustedProxies:   proxies,
 		IPv6Prefix:       *ipv6Prefix,

@@ -85,8 +85,8 @@ func NewPlan(cfg Config) (*Plan, error) {
 		Rooms: rooms.ServiceConfig{TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix,
 			DefaultTag: cfg.DefaultTag, MaxReaders: cfg.MaxReaders, Logger: cfg.Logger},
 		Notes: annotations.HTTPConfig{SameOrigin: sameOrigin, ClientIP: clientAddr, Logger: cfg.Logger},
-		Classes: classes.Config{DefaultTag: cfg.DefaultTag, MaxBudget: cmp.Or(max(cfg.MaxRooms, 0), rooms.DefaultMaxRooms),
-			TrustedProxies: cfg.TrustedProxies, Logger: cfg.Logger},
+		Classes: classes.Config{DefaultTag: cfg.DefaultTag, MaxBudget: rooms.ClassRooms(cmp.Or(max(cfg.MaxRooms, 0), rooms.DefaultMaxRooms), 0),
+			ClientID: clientAddr, ClassToken: cfg.ClassToken, Logger: cfg.Logger},
 	}, nil
 }
 
@@ -205,10 +205,29 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 		room, _ := d.Rooms.Get(id)
 		return room.Readers
 	}
+	hc.Author = func(r *http.Request, id string) (string, error) { return author(d, r, id) }
 	hc.Reading = readingOrLoad(d.Site)
 	hc.Sockets = d.Sockets // event streams count with the client's websockets
 	d.Notes = annotations.NewHandlers(hc)
 	return st, nil
+}
+
+// author is who a write to room id from r is signed by: in a class's
+// room, the student of the class session r carries (none: refused); in
+// another, the name r's reader gave in the room (rooms.ReaderName).
+func author(d *Deps, r *http.Request, id string) (string, error) {
+	room, err := d.Rooms.Get(id)
+	if err != nil {
+		return "", nil // the notes' own lookup says why there is no room
+	}
+	if room.Class == "" {
+		return rooms.ReaderName(r, room), nil
+	}
+	_, name, err := d.Classes.Student(r, room.Class)
+	if errors.Is(err, classes.ErrNoSession) {
+		return "", &annotations.ForbiddenError{Msg: classes.NotStudentMessage(room.Class)}
+	}
+	return name, err
 }
 
 // readingOrLoad is a tag's Reading when the site holds it; otherwise nil,

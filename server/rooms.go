@@ -51,6 +51,7 @@ func (p *Plan) openRooms(ctx context.Context, d *Deps, reg prometheus.Registerer
 	rc.Sockets, rc.Store, rc.NC, rc.Feeds, rc.Metrics = d.Sockets, st, b.NC, d.Feeds, reg
 	rc.OnExpire = d.Notes.Expired
 	rc.Site = roomsSite(d)
+	rc.Student = func(r *http.Request, class string) (string, string, error) { return d.Classes.Student(r, class) }
 	rs, err := rooms.NewService(rc)
 	if err != nil {
 		st.Close()

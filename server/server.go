@@ -77,6 +77,9 @@ type Config struct {
 	// RoomUnjoinedTTL is how long a room no reader ever joined lives;
 	// 0 means rooms.DefaultUnjoinedTTL.
 	RoomUnjoinedTTL time.Duration
+	// ClassToken (serve --class-token), when set, is what a creator
+	// presents to make a class of more than classes.DefaultAnonBudget rooms.
+	ClassToken string
 
 	// Per-client limits (package clients).
 	TrustedProxies []netip.Prefix // proxies whose X-Forwarded-For names the client; none by default

@@ -3,7 +3,9 @@ package annotations
 // The HTTP side. A room's notes:
 //
 //	GET    /rooms/{id}/notes?tag=T           every note, as views at tag T (default the room's)
-//	PUT    /rooms/{id}/notes/{note}?tag=T    write a note: {"text","rev","author","color","quote":{"tag","start","end"}}
+//	PUT    /rooms/{id}/notes/{note}?tag=T    write a note: {"text","rev","color","quote":{"tag","start","end"}}; its
+//	                                         author is the server's word (HTTPConfig.Author), an "author"
+//	                                         sent is not read; 403 for who may not write in the room
 //	                                         200 the view; when rev is stale, 200 {"conflict":true,
 //	                                         "error","current"} (not 409: a conflict is an answer the
 //	                                         page expects, not a failed request it would log);
@@ -58,6 +60,11 @@ type HTTPConfig struct {
 	// Readers returns the names given in a room (its worksheet says who
 	// read it); nil means none are known.
 	Readers func(id string) []string
+	// Author is the name a write to room id from r is signed with: the
+	// server's word, never the request body's. A *ForbiddenError refuses
+	// the write (a class's room, a request without the class's session).
+	// Nil signs every write "".
+	Author func(r *http.Request, id string) (string, error)
 	// Reading returns a tag's Reading once it is loaded, nil before.
 	Reading func(tag string) *extractor.Reading
 	// SameOrigin reports whether a browser sent r from this site's pages.
@@ -243,12 +250,36 @@ func (h *Handlers) List() http.Handler {
 	})
 }
 
-// putBody is a write from a page.
+// ForbiddenError refuses a write to a room for who sent it; Error says
+// what to do instead.
+type ForbiddenError struct{ Msg string }
+
+func (e *ForbiddenError) Error() string { return e.Msg }
+
+// author is the name a write to room id from r is signed with, or false
+// when it answered why r may not write there.
+func (h *Handlers) author(w http.ResponseWriter, r *http.Request, id string) (string, bool) {
+	if h.cfg.Author == nil {
+		return "", true
+	}
+	name, err := h.cfg.Author(r, id)
+	var f *ForbiddenError
+	switch {
+	case errors.As(err, &f):
+		jsonError(w, http.StatusForbidden, f.Msg)
+		return "", false
+	case err != nil:
+		jsonError(w, http.StatusServiceUnavailable, "could not tell who you are in this room: "+err.Error()+"; try again")
+		return "", false
+	}
+	return name, true
+}
+
+// putBody is a write from a page. (An "author" a page sends is not read.)
 type putBody struct {
-	Text   string `json:"text"`
-	Rev    uint64 `json:"rev"`
-	Author string `json:"author"`
-	Color  int    `json:"color"`
+	Text  string `json:"text"`
+	Rev   uint64 `json:"rev"`
+	Color int    `json:"color"`
 	// Quote names the lines a new comment is on, at the page's tag; the
 	// server quotes them from the source, never from the client.
 	Quote *struct {
@@ -288,6 +319,10 @@ func (h *Handlers) Put() http.Handler {
 		if !ok {
 			return
 		}
+		author, ok := h.author(w, r, id)
+		if !ok {
+			return
+		}
 		if !h.writes.Allow(id+" "+h.cfg.ClientIP(r), time.Now()) {
 			w.Header().Set("Retry-After", "2")
 			jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("too many changes at once (at most %g a second): your text is kept, and sent again in a moment", h.cfg.WriteRate))
@@ -308,7 +343,7 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		n, err := h.cfg.Store.Put(r.Context(), id, Note{ID: chi.URLParam(r, "note"), Text: b.Text, Author: b.Author, Color: b.Color, Quote: q}, b.Rev)
+		n, err := h.cfg.Store.Put(r.Context(), id, Note{ID: chi.URLParam(r, "note"), Text: b.Text, Author: author, Color: b.Color, Quote: q}, b.Rev)
 		var c *ConflictError
 		switch {
 		case errors.As(err, &c):
@@ -351,6 +386,9 @@ func (h *Handlers) Delete() http.Handler {
 		}
 		id, reading, ok := h.room(w, r)
 		if !ok {
+			return
+		}
+		if _, ok := h.author(w, r, id); !ok {
 			return
 		}
 		if !h.writes.Allow(id+" "+h.cfg.ClientIP(r), time.Now()) {

@@ -95,12 +95,12 @@ func TestStore(t *testing.T) {
 }
 
 func TestCleanName(t *testing.T) {
-	for in, want := range map[string]string{"  Group   B ": "Group B", "": "", "<b>B</b>": "<b>B</b>"} {
+	for in, want := range map[string]string{"  Group   B ": "Group B", "": "", "<b>B</b>": "<b>B</b>", "a\u202eb": "ab", "Group\u00a0B\u200b": "Group B"} {
 		if got, err := CleanName(in); err != nil || got != want {
 			t.Errorf("CleanName(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
-	for _, bad := range []string{"a\x00b", "a\u202eb", strings.Repeat("x", 81)} {
+	for _, bad := range []string{"a\x00b", strings.Repeat("x", 81)} {
 		if _, err := CleanName(bad); err == nil {
 			t.Errorf("CleanName(%q) took it", bad)
 		}
@@ -200,7 +200,7 @@ func TestStoreRoster(t *testing.T) {
 		t.Errorf("another class's roster: %v", other)
 	}
 	for i := 3; i < MaxStudents; i++ {
-		if _, err := s.Hello(ctx, a.ID, sid(i), "S"); err != nil {
+		if _, err := s.Hello(ctx, a.ID, sid(i), fmt.Sprintf("S%d", i)); err != nil {
 			t.Fatalf("student %d: %v", i, err)
 		}
 	}
@@ -209,5 +209,78 @@ func TestStoreRoster(t *testing.T) {
 	}
 	if _, err := s.Hello(ctx, a.ID, sid(1), "Ann again"); err != nil {
 		t.Errorf("a student already on a full roster: %v", err)
+	}
+}
+
+// 300 students at once on a roster of MaxStudents: the cap holds (each
+// place is taken by compare-and-set), and a student already on the full
+// roster still says hello.
+func TestStoreRosterConcurrent(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, &clock{t: time.Now()})
+	a, _, _ := s.Create(ctx, Class{Name: "A"})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, full := 0, 0
+	for i := range 300 {
+		wg.Go(func() {
+			_, _, err := s.NewSession(ctx, a.ID, fmt.Sprintf("Student %d", i))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, ErrRoster):
+				full++
+			default:
+				t.Errorf("hello %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	got, err := s.Students(ctx, a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok != MaxStudents || len(got) != MaxStudents || full != 300-MaxStudents {
+		t.Errorf("%d hellos taken, %d refused, %d on the roster: want %d, %d, %d", ok, full, len(got), MaxStudents, 300-MaxStudents, MaxStudents)
+	}
+	if _, err := s.Hello(ctx, a.ID, got[0].ID, got[0].Name); err != nil {
+		t.Errorf("a student on the full roster: %v", err)
+	}
+}
+
+// Names that look alike are one name: the second is refused, saying whose
+// it looks like; a student keeps their own name through a hello, and a
+// name let go (renamed) is free again.
+func TestStoreLookAlikes(t *testing.T) {
+	ctx := context.Background()
+	s := openTestStore(t, &clock{t: time.Now()})
+	a, _, _ := s.Create(ctx, Class{Name: "A"})
+	sam, tok, err := s.NewSession(ctx, a.ID, "Sam")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"Ѕаm", "SAM", "Sam\ufe0f", "Sa\u034fm", "Ｓam"} {
+		_, _, err := s.NewSession(ctx, a.ID, n)
+		var taken *NameTakenError
+		if !errors.As(err, &taken) || taken.Name != "Sam" || !strings.Contains(err.Error(), "a student named Sam is already in this class; add an initial") {
+			t.Errorf("%q beside Sam: %v, want refused", n, err)
+		}
+	}
+	if st, err := s.Session(ctx, a.ID, tok); err != nil || st.ID != sam.ID || st.Name != "Sam" {
+		t.Errorf("Sam's session: %+v %v", st, err)
+	}
+	if _, err := s.Hello(ctx, a.ID, sam.ID, "Sam"); err != nil {
+		t.Errorf("Sam again: %v", err)
+	}
+	if _, err := s.Hello(ctx, a.ID, sam.ID, "Sam B."); err != nil {
+		t.Fatalf("Sam renamed: %v", err)
+	}
+	if _, _, err := s.NewSession(ctx, a.ID, "Ѕаm"); err != nil {
+		t.Errorf("the name Sam let go: %v", err)
+	}
+	if _, err := s.Session(ctx, a.ID, "AAAAAAAAAAAAAAAAAAAAAA"); !errors.Is(err, ErrNoSession) {
+		t.Errorf("a made-up token: %v, want ErrNoSession", err)
 	}
 }

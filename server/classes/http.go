@@ -22,12 +22,12 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -38,7 +38,6 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
-	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -59,17 +58,31 @@ type PageData struct {
 	DefaultTag    string
 	DefaultBudget int
 	MaxBudget     int
+	AnonBudget    int    // a class made without the class token holds this many rooms at most
+	TokenAsked    bool   // the server has a class token (serve --class-token)
 	TTL           string // how long a class lives unwatched, as a reader reads it
 }
 
 // Config is the classes' configuration.
 type Config struct {
-	Store          *Store
-	Deps           Deps
-	Site           Site
-	DefaultTag     string
-	MaxBudget      int // a class's budget at most: the server's cap on rooms
-	TrustedProxies []netip.Prefix
+	Store      *Store
+	Deps       Deps
+	Site       Site
+	DefaultTag string
+	MaxBudget  int // a class's budget at most: the rooms classes may take (--max-rooms less the reserve)
+	// ClientID is who a request's client is, for every per-client limit
+	// (clients.AddrPrefix with the server's --trusted-proxy and
+	// --ipv6-prefix); nil means the request's RemoteAddr.
+	ClientID func(r *http.Request) string
+	// ClassToken, when set (serve --class-token), lets a creator who
+	// presents it make a class of up to MaxBudget rooms; without it a
+	// class, and all the classes of its creator's address together, hold
+	// AnonBudget rooms at most (0 means DefaultAnonBudget).
+	ClassToken string
+	AnonBudget int
+	// PerStudent is how many open rooms of a class one student holds; 0
+	// means DefaultPerStudent.
+	PerStudent int
 	// Tick is how often an instructor's stream looks for a change; 0 means a second.
 	Tick   time.Duration
 	Logger *slog.Logger
@@ -78,9 +91,9 @@ type Config struct {
 // Handlers serve the routes above.
 type Handlers struct {
 	cfg     Config
-	creates *rooms.KeyLimiter // classes made, per client address
+	creates *rooms.KeyLimiter // classes made, per client
 	starts  *rooms.KeyLimiter // rooms started, per class
-	hellos  *rooms.KeyLimiter // roster writes, per class
+	hellos  *rooms.KeyLimiter // roster writes, per client
 	done    chan struct{}     // closed by Close: the instructors' streams end
 	close   sync.Once
 }
@@ -100,14 +113,21 @@ func NewHandlers(cfg Config) *Handlers {
 	if cfg.MaxBudget <= 0 {
 		cfg.MaxBudget = rooms.DefaultMaxRooms
 	}
+	if cfg.ClientID == nil {
+		cfg.ClientID = func(r *http.Request) string { return r.RemoteAddr }
+	}
+	cfg.AnonBudget = min(cmp.Or(cfg.AnonBudget, DefaultAnonBudget), cfg.MaxBudget)
+	cfg.PerStudent = cmp.Or(cfg.PerStudent, DefaultPerStudent)
 	return &Handlers{cfg: cfg, done: make(chan struct{}),
 		creates: rooms.NewKeyLimiter(1.0/60, 5, 10000),
 		// A class's students start their rooms within a minute of each
 		// other: the budget caps how many, this only how fast.
 		starts: rooms.NewKeyLimiter(2, 60, 10000),
-		// Each student's page says hello once a minute and on a new
-		// name: 40 students, under one a second.
-		hellos: rooms.NewKeyLimiter(10, 2*MaxStudents, 10000),
+		// Per client, not per class: a classroom behind one NAT (40
+		// students, each page saying hello once a minute and on a new
+		// name) is well within it, and one client flooding hellos
+		// spends only its own.
+		hellos: rooms.NewKeyLimiter(1, 60, 10000),
 	}
 }
 
@@ -118,13 +138,23 @@ func (h *Handlers) HideNotes(ctx context.Context, id string) bool {
 	return err == nil && c.HideNotes
 }
 
-func (h *Handlers) budget(c Class) int { return min(c.Budget, h.cfg.MaxBudget) }
+func (h *Handlers) budget(c Class) int { return min(c.Budget, h.maxBudget(c)) }
+
+// maxBudget is the budget class c may be given: AnonBudget for a class
+// made without the class token, else MaxBudget.
+func (h *Handlers) maxBudget(c Class) int {
+	if c.Creator != "" {
+		return h.cfg.AnonBudget
+	}
+	return h.cfg.MaxBudget
+}
 
 // New is GET /classes.
 func (h *Handlers) New() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h.cfg.Site.Page(w, r, "Start a class", &PageData{New: true, DefaultTag: h.cfg.DefaultTag,
-			DefaultBudget: min(DefaultBudget, h.cfg.MaxBudget), MaxBudget: h.cfg.MaxBudget, TTL: days(h.cfg.Store.TTL())})
+			DefaultBudget: min(DefaultBudget, h.cfg.AnonBudget), MaxBudget: h.cfg.MaxBudget, AnonBudget: h.cfg.AnonBudget,
+			TokenAsked: h.cfg.ClassToken != "", TTL: days(h.cfg.Store.TTL())})
 	})
 }
 
@@ -142,12 +172,12 @@ func (h *Handlers) Create() http.Handler {
 			http.Error(w, "cross-site request refused: start a class from this site's own page", http.StatusForbidden)
 			return
 		}
-		c, err := h.classFromForm(r)
+		client := h.cfg.ClientID(r)
+		c, err := h.classFromForm(r, client)
 		if err != nil { // (a form refused costs nothing of the rate)
 			h.cfg.Site.Status(w, r, http.StatusBadRequest, "This class cannot be started", err.Error(), "Go back, correct the form and start it again.")
 			return
 		}
-		client := clients.Addr(r, h.cfg.TrustedProxies)
 		if !h.creates.Allow(client, time.Now()) {
 			w.Header().Set("Retry-After", "60")
 			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Too many classes from your address",
@@ -166,9 +196,18 @@ func (h *Handlers) Create() http.Handler {
 	})
 }
 
-// classFromForm reads the form that makes a class.
-func (h *Handlers) classFromForm(r *http.Request) (Class, error) {
-	c := Class{Tag: h.cfg.DefaultTag, Budget: min(DefaultBudget, h.cfg.MaxBudget)}
+// classFromForm reads the form that makes a class, from client. A class
+// made without the server's class token is its creator's: all their
+// classes together hold AnonBudget rooms (Class.Creator).
+func (h *Handlers) classFromForm(r *http.Request, client string) (Class, error) {
+	c := Class{Tag: h.cfg.DefaultTag, Creator: hashKey(client), Allowance: h.cfg.AnonBudget}
+	if tok := r.PostFormValue("class_token"); tok != "" {
+		if h.cfg.ClassToken == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(h.cfg.ClassToken)) != 1 {
+			return c, errors.New("the class token is not this server's (serve --class-token): leave it empty for a class of up to " + strconv.Itoa(h.cfg.AnonBudget) + " rooms")
+		}
+		c.Creator, c.Allowance = "", 0
+	}
+	c.Budget = min(DefaultBudget, h.maxBudget(c))
 	var s Settings
 	name := r.PostFormValue("name")
 	s.Name = &name
@@ -187,7 +226,7 @@ func (h *Handlers) classFromForm(r *http.Request) (Class, error) {
 		}
 		c.Tag = t
 	}
-	return c, s.apply(&c, h.cfg.MaxBudget)
+	return c, s.apply(&c, h.maxBudget(c))
 }
 
 // classOr404 returns the class the URL names, or answers with a page that
@@ -250,15 +289,18 @@ func (h *Handlers) StartRoom() http.Handler {
 				"A class starts 60 rooms at once and two more a second.", "Try again in a few seconds, or join a room already open.")
 			return
 		}
-		client := clients.Addr(r, h.cfg.TrustedProxies)
-		room, key, err := h.cfg.Deps.Rooms.Store().CreateInClass(c.Tag, client, c.ID, h.budget(c))
-		switch {
-		case errors.Is(err, rooms.ErrClassFull):
-			w.Header().Set("Retry-After", "60")
-			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "This class holds as many rooms as it may",
-				fmt.Sprintf("Its instructor set it to %d rooms at once.", h.budget(c)),
-				"Join a room already open (the class page lists them), or ask your instructor to raise the class's budget.")
+		st, _, err := h.cfg.Store.SessionOf(r, c.ID)
+		if err != nil {
+			h.notStudent(w, r, c, err, "start a room")
 			return
+		}
+		client := h.cfg.ClientID(r)
+		room, key, err := h.cfg.Deps.Rooms.Store().CreateInClass(c.Tag, client, rooms.ClassPlace{Class: c.ID, Budget: h.budget(c),
+			Creator: c.Creator, Allowance: c.Allowance, Student: st.ID, PerStudent: h.cfg.PerStudent})
+		if h.refused(w, r, c, err) {
+			return
+		}
+		switch {
 		case errors.Is(err, rooms.ErrFull):
 			w.Header().Set("Retry-After", "300")
 			h.cfg.Site.Status(w, r, http.StatusServiceUnavailable, "This server has no room for another room",
@@ -273,6 +315,30 @@ func (h *Handlers) StartRoom() http.Handler {
 		h.cfg.Site.LoadTag(c.Tag)
 		http.Redirect(w, r, "/rooms/"+room.ID+"?k="+url.QueryEscape(key), http.StatusSeeOther)
 	})
+}
+
+// refused answers a room of class c refused by one of the class's caps,
+// and reports whether it did.
+func (h *Handlers) refused(w http.ResponseWriter, r *http.Request, c Class, err error) bool {
+	switch {
+	case errors.Is(err, rooms.ErrClassFull):
+		w.Header().Set("Retry-After", "60")
+		h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "This class holds as many rooms as it may",
+			fmt.Sprintf("Its instructor set it to %d rooms at once.", h.budget(c)),
+			"Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses or raise the class's budget.")
+	case errors.Is(err, rooms.ErrCreatorFull):
+		w.Header().Set("Retry-After", "60")
+		h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Your instructor's classes hold as many rooms as they may",
+			fmt.Sprintf("Classes made without this server's class token hold %d rooms in all.", c.Allowance),
+			"Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses.")
+	case errors.Is(err, rooms.ErrStudentFull):
+		h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "You hold as many rooms of this class as one student may",
+			fmt.Sprintf("One student holds %d open rooms of a class at once.", h.cfg.PerStudent),
+			"Use a room you started (the class page lists them), end one you no longer need, or join your partner's.")
+	default:
+		return false
+	}
+	return true
 }
 
 // Pairs is GET /classes/{id}/pairs.json.
@@ -413,57 +479,6 @@ func (h *Handlers) Events() http.Handler {
 // roster: a name given, a setting changed, the class ended show within it.
 const rosterEvery = 2 * time.Second
 
-// Hello is POST /classes/{id}/hello: a student's name for the roster.
-func (h *Handlers) Hello() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !h.cfg.Site.SameOrigin(r) {
-			jsonError(w, http.StatusForbidden, "cross-site request refused")
-			return
-		}
-		var in struct{ ID, Name string }
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&in); err != nil {
-			jsonError(w, http.StatusBadRequest, "hello: "+err.Error())
-			return
-		}
-		name, err := CleanStudent(in.Name)
-		if err != nil {
-			jsonError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		if !rooms.ValidID(in.ID) {
-			jsonError(w, http.StatusBadRequest, "hello: id is 22 characters of base64url, this browser's own")
-			return
-		}
-		c, err := h.cfg.Store.Get(r.Context(), chi.URLParam(r, "id"))
-		switch {
-		case errors.Is(err, ErrNotFound):
-			jsonError(w, http.StatusNotFound, "no such class")
-			return
-		case err != nil:
-			jsonError(w, http.StatusServiceUnavailable, err.Error())
-			return
-		case !c.Ended.IsZero():
-			jsonError(w, http.StatusGone, ErrEnded.Error())
-			return
-		}
-		if !h.hellos.Allow(c.ID, time.Now()) {
-			w.Header().Set("Retry-After", "5")
-			jsonError(w, http.StatusTooManyRequests, "too many names at once: trying again in a moment")
-			return
-		}
-		st, err := h.cfg.Store.Hello(r.Context(), c.ID, in.ID, name)
-		switch {
-		case errors.Is(err, ErrRoster):
-			jsonError(w, http.StatusConflict, err.Error())
-			return
-		case err != nil:
-			jsonError(w, http.StatusServiceUnavailable, err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, st)
-	})
-}
-
 // End is POST /classes/{id}/end: the class ends, and every room of it.
 // Its hand-ins stay downloadable, and its page says it has ended. Ending
 // an ended class ends any room of it still open, and nothing more.
@@ -538,7 +553,7 @@ func (h *Handlers) Settings() http.Handler {
 			jsonError(w, http.StatusBadRequest, "settings: "+err.Error())
 			return
 		}
-		c, err := h.cfg.Store.Update(r.Context(), c.ID, func(c *Class) error { return s.apply(c, h.cfg.MaxBudget) })
+		c, err := h.cfg.Store.Update(r.Context(), c.ID, func(c *Class) error { return s.apply(c, h.maxBudget(*c)) })
 		if err != nil {
 			jsonError(w, http.StatusBadRequest, err.Error())
 			return

@@ -29,10 +29,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/syncloop/syncloop/server/names"
 )
 
 // Defaults and limits of a class.
@@ -42,6 +43,12 @@ const (
 	maxName       = 80
 	maxStudent    = 32  // a student's name, as a room's reader name
 	MaxStudents   = 200 // names on one class's roster
+	// DefaultAnonBudget is how many rooms a class made without the
+	// server's class token holds, and all the classes of its creator's
+	// address together.
+	DefaultAnonBudget = 12
+	// DefaultPerStudent is how many open rooms of a class one student holds.
+	DefaultPerStudent = 2
 )
 
 // Errors a caller turns into pages.
@@ -64,7 +71,12 @@ type Class struct {
 	Budget int `json:"budget"`
 	// HideNotes: the class's room pages are served without the site's
 	// notes and answer key (the students write their own).
-	HideNotes  bool      `json:"hide_notes"`
+	HideNotes bool `json:"hide_notes"`
+	// Creator is the hash of the client that made the class without the
+	// server's class token, "" when it presented the token: all of its
+	// classes' rooms together count against Allowance (rooms.ClassPlace).
+	Creator    string    `json:"creator_sha256,omitempty"`
+	Allowance  int       `json:"allowance,omitempty"`
 	Created    time.Time `json:"created"`
 	LastActive time.Time `json:"last_active"`
 	// Ended is when the instructor ended the class (zero while it runs):
@@ -74,8 +86,8 @@ type Class struct {
 }
 
 // Student is a name a student gave on the class page, as the roster
-// shows it. A student is one browser (a random id it keeps); Seen is when
-// its class page last said hello.
+// shows it. A student is one session (session.go): a random id the server
+// gave with it; Seen is when their class page last said hello.
 type Student struct {
 	ID   string    `json:"-"`
 	Name string    `json:"name"`
@@ -101,7 +113,10 @@ func (s Settings) apply(c *Class, maxBudget int) error {
 	}
 	if s.Budget != nil {
 		if *s.Budget < 1 || *s.Budget > maxBudget {
-			return fmt.Errorf("a class holds 1 to %d rooms (this server's cap, serve --max-rooms)", maxBudget)
+			if c.Creator != "" {
+				return fmt.Errorf("a class holds 1 to %d rooms without this server's class token (serve --class-token); ask whoever runs it for the token to hold more", maxBudget)
+			}
+			return fmt.Errorf("a class holds 1 to %d rooms (this server's cap: serve --max-rooms, less the rooms kept for pairs outside classes)", maxBudget)
 		}
 		c.Budget = *s.Budget
 	}
@@ -111,10 +126,16 @@ func (s Settings) apply(c *Class, maxBudget int) error {
 	return nil
 }
 
-// CleanName is a class's name as shown: printable text on one line, at
-// most 80 characters, spaces folded; "" is a class with no name.
+// CleanName is a class's name as shown: names.Clean's (NFC, no
+// direction, format or zero-width characters, spaces folded), printable,
+// at most 80 characters; "" is a class with no name.
 func CleanName(s string) (string, error) {
-	s = strings.Join(strings.Fields(s), " ")
+	for _, r := range s {
+		if unicode.IsControl(r) && !unicode.IsSpace(r) {
+			return "", errors.New("a class's name is printable text: no control characters")
+		}
+	}
+	s = names.Clean(s)
 	if utf8.RuneCountInString(s) > maxName {
 		return "", fmt.Errorf("a class's name is at most %d characters", maxName)
 	}

@@ -169,35 +169,6 @@ func (s *Store) Update(ctx context.Context, id string, change func(*Class) error
 // class's id, so that one filter lists them.
 func studentKey(id, sid string) string { return id + ".s." + sid }
 
-// Hello records that student sid of class id goes by name, now. A new
-// student past MaxStudents is refused (ErrRoster).
-func (s *Store) Hello(ctx context.Context, id, sid, name string) (Student, error) {
-	if !rooms.ValidID(id) || !rooms.ValidID(sid) {
-		return Student{}, ErrNotFound
-	}
-	st := Student{ID: sid, Name: name, Seen: s.cfg.Now()}
-	data, err := json.Marshal(st)
-	if err != nil {
-		return Student{}, err
-	}
-	key := studentKey(id, sid)
-	if _, err := s.kv.Get(ctx, key); err == nil {
-		_, err = s.kv.Put(ctx, key, data)
-		return st, err
-	}
-	all, err := s.Students(ctx, id)
-	if err != nil {
-		return Student{}, err
-	}
-	if len(all) >= MaxStudents {
-		return Student{}, ErrRoster
-	}
-	if _, err := s.kv.Put(ctx, key, data); err != nil {
-		return Student{}, fmt.Errorf("classes: roster of %s…: %w", id[:6], err)
-	}
-	return st, nil
-}
-
 // Students is class id's roster: every student who gave a name on its
 // page within the bucket's TTL, by name.
 func (s *Store) Students(ctx context.Context, id string) ([]Student, error) {

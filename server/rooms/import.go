@@ -82,7 +82,7 @@ func (s *Store) importRoom(r Room, now time.Time) (bool, error) {
 	r.OwnerHash, r.Owner = r.ownerHash(), ""
 	ctx, cancel := context.WithTimeout(s.ctx, createTimeout) // as Create's
 	defer cancel()
-	slots, err := s.takeSlots(ctx, r.ID, r.OwnerHash, r.Class, 0)
+	slots, err := s.takeSlots(ctx, r.ID, r.OwnerHash, nil) // (rooms.json predates classes)
 	if errors.Is(err, ErrFull) || errors.Is(err, ErrOwnerFull) {
 		s.cfg.Logger.Warn("rooms: importing a room beyond the caps: it counts against them until it ends", "room", r.ID[:6]+"…", "err", err)
 	} else if err != nil {

@@ -95,9 +95,11 @@ func (rs *Service) settle(rl *roomLive) {
 }
 
 func (rs *Service) onJoin(rl *roomLive, me *roomReader, room Room, m roomIn) (after, error) {
+	me.watching = m.Watch
 	if name, ok := cleanName(m.Name); ok {
-		me.name = name
-		rs.keepName(rl, name)
+		rs.named(rl, me, name)
+	} else if me.student != "" {
+		rs.named(rl, me, me.student)
 	}
 	if m.Color >= 0 && m.Color < roomColors {
 		me.color = m.Color
@@ -131,21 +133,43 @@ func (rs *Service) onName(rl *roomLive, me *roomReader, room Room, m roomIn) (af
 	if !ok {
 		return quiet, refusal("a name is 1 to 32 printable characters")
 	}
-	me.name = name
-	rs.keepName(rl, name)
+	rs.named(rl, me, name)
 	if m.Color >= 0 && m.Color < roomColors {
 		me.color = m.Color
 	}
 	return tell, nil
 }
 
-// keepName writes a name given in the room to its record's Readers, the
-// first time it is given. rl.mu is held (and let go while it writes).
-func (rs *Service) keepName(rl *roomLive, name string) {
-	if !rl.rec.keepsName(name) {
+// named is reader me giving name in the room. Who they are is the
+// server's word: in a class's room the name of their class session
+// (without one they stay unnamed, and are no reader of its hand-in); in
+// another room the name they gave, numbered when it looks like another
+// reader's, kept under their reader cookie. An instructor watching is
+// never a reader. rl.mu is held (and let go while it writes).
+func (rs *Service) named(rl *roomLive, me *roomReader, name string) {
+	key := me.cookie
+	switch {
+	case me.watching:
+		me.name = name
+		return
+	case rl.rec.Class != "" && me.student == "":
+		return
+	case rl.rec.Class != "":
+		name, key = me.student, "s:"+me.studentID
+	}
+	me.name = name
+	if kept, changed := rl.rec.nameFor(key, name); !changed {
+		me.name = kept
 		return
 	}
-	if err := rs.write(rl, func() error { return rs.store.AddReader(rl.id, name) }); err != nil {
+	var kept string
+	err := rs.write(rl, func() error {
+		var err error
+		kept, err = rs.store.AddReader(rl.id, key, name)
+		return err
+	})
+	me.name = kept
+	if err != nil {
 		rs.log.Warn("rooms: keeping a reader's name", "room", rl.id[:6]+"…", "err", err)
 	}
 }

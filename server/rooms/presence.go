@@ -140,8 +140,10 @@ func (rs *Service) forgetHeard(now time.Time) {
 	}
 }
 
-// Present is who is in room id now, on every replica, in order of
-// arrival here then by replica; Driving marks who holds the wheel.
+// Present is who reads in room id now, on every replica, in order of
+// arrival here then by replica; Driving marks who holds the wheel. An
+// instructor watching, and in a class's room whoever has no session of
+// the class, are not among them.
 func (rs *Service) Present(id string) []Reader {
 	room, err := rs.Get(id)
 	if err != nil {
@@ -154,7 +156,9 @@ func (rs *Service) Present(id string) []Reader {
 	if rl != nil {
 		rl.mu.Lock()
 		for _, r := range rl.readers {
-			out = append(out, Reader{r.name, r.id == room.Driver})
+			if !r.unlisted(room) {
+				out = append(out, Reader{r.name, r.id == room.Driver})
+			}
 		}
 		rl.mu.Unlock()
 	}
@@ -165,7 +169,9 @@ func (rs *Service) Present(id string) []Reader {
 	}
 	rs.heardMu.Unlock()
 	for _, r := range there {
-		out = append(out, Reader{r.Name, r.ID == room.Driver})
+		if !r.Unlisted {
+			out = append(out, Reader{r.Name, r.ID == room.Driver})
+		}
 	}
 	return out
 }

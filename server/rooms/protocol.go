@@ -6,7 +6,7 @@ package rooms
 //
 // Browser → server (roomIn):
 //
-//	{"t":"join","name":"Ann","color":3,"key":"<driver key, or absent>","wheel":"<wheel ticket, or absent>"}   first
+//	{"t":"join","name":"Ann","color":3,"key":"<driver key, or absent>","wheel":"<wheel ticket, or absent>","watch":false}   first
 //	{"t":"name","name":"Ann","color":3}
 //	{"t":"at","page":"index","case":"pleg","lo":0,"hi":0,"first":2790,"last":2830,"where":"case-pleg","per":420}  steer (driver)
 //	{"t":"follow","on":false}
@@ -39,6 +39,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/names"
 )
 
 // Websocket close codes. The permanent refusals are 4000 plus the HTTP
@@ -76,6 +77,9 @@ type roomIn struct {
 	On    bool   `json:"on"`
 	To    string `json:"to"`
 	Tag   string `json:"tag"`
+	// Watch (in a join): an instructor's read-only watch (room.js's
+	// ?ro=1): present, never one of the room's readers.
+	Watch bool `json:"watch"`
 	position
 }
 
@@ -105,21 +109,15 @@ func (p position) valid() bool {
 }
 
 // cleanName is a reader's name as shown: printable, at most 32 characters.
+// Controls, bidirectional overrides and isolates (which would make a name
+// read otherwise on the others' pages, "Bob(uoy)"), zero-width and other
+// invisible characters are removed (names.Clean).
 func cleanName(s string) (string, bool) {
 	if !utf8.ValidString(s) {
 		return "", false
 	}
-	out := make([]rune, 0, len(s))
-	for _, c := range s {
-		// Controls, and bidirectional overrides and isolates, which would
-		// make a name read otherwise on the others' pages ("Bob(uoy)").
-		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) {
-			continue
-		}
-		out = append(out, c)
-	}
-	name := string(out)
-	if name == "" || len(out) > 32 {
+	name := names.Clean(s)
+	if name == "" || utf8.RuneCountInString(name) > 32 {
 		return "", false
 	}
 	return name, true
@@ -143,6 +141,9 @@ type readerJSON struct {
 	Key       bool   `json:"key"`
 	Driving   bool   `json:"driving"`
 	Following bool   `json:"following"`
+	// Unlisted: an instructor watching, or in a class's room someone
+	// without the class's session: present, but no reader of the room.
+	Unlisted bool `json:"unlisted,omitempty"`
 }
 
 // stateOut is the room as everyone in it sees it.

@@ -58,6 +58,8 @@ import (
 	"regexp"
 	"slices"
 	"time"
+
+	"github.com/syncloop/syncloop/server/names"
 )
 
 // Errors a caller turns into pages.
@@ -67,6 +69,12 @@ var (
 	ErrFull      = errors.New("too many rooms on this server")
 	ErrOwnerFull = errors.New("this address holds as many rooms as it may")
 	ErrClassFull = errors.New("this class holds as many rooms as its budget allows")
+	// ErrCreatorFull: the classes of whoever made this class hold their
+	// allowance of rooms.
+	ErrCreatorFull = errors.New("the classes of this class's instructor hold as many rooms as this server allows them")
+	// ErrStudentFull: the student holds as many open rooms of the class as
+	// one student may.
+	ErrStudentFull = errors.New("you hold as many open rooms of this class as one student may")
 	// ErrEnded: the room was ended; what it refuses is a change.
 	ErrEnded = errors.New("this room was ended")
 	// ErrWheelMoved: the wheel is not where the caller saw it (another
@@ -104,23 +112,68 @@ type Room struct {
 	// classes), "" for a room of no class. A class's room takes a slot of
 	// the class's budget instead of its owner address's (slots.go).
 	Class string `json:"class,omitempty"`
+	// Student is the id of the class's student who started the room (their
+	// session's), "" for a room of no class.
+	Student string `json:"student,omitempty"`
 	// Ended is set when a driver ended the room: its notes turn read-only
 	// and its feed takes no relay, but the record (and so its notes and
 	// hand-in) stays until the room expires, for its class's instructor.
+	// An ended room holds no slot (Store.End lets them go).
 	Ended bool `json:"ended,omitempty"`
 	// Readers are the names readers gave in the room, each once, in the
 	// order first given, at most maxReadersKept: who was in it, for a
 	// hand-in read after they left (presence ends with the sockets).
 	Readers []string `json:"readers,omitempty"`
+	// Names is who each reader is in the room: the name each reader's
+	// browser (its reader cookie's hash) or class session ("s:" and the
+	// student id) goes by here, as the notes they write are signed. A name
+	// that looks like another reader's (names.Skeleton) is numbered:
+	// "Sam (2)".
+	Names map[string]string `json:"names,omitempty"`
 }
 
-// maxReadersKept bounds Room.Readers: a name given past it is not kept.
-const maxReadersKept = 32
+// maxReadersKept bounds Room.Readers, and maxNamesKept Room.Names: a name
+// given past them is not kept.
+const (
+	maxReadersKept = 32
+	maxNamesKept   = 64
+)
+
+// nameFor is the name reader key goes by in the room when they give name:
+// name, numbered when another reader's looks the same; changed reports
+// whether the record would change.
+func (r Room) nameFor(key, name string) (kept string, changed bool) {
+	kept = name
+	for n := 2; ; n++ {
+		clash := false
+		for k, v := range r.Names {
+			if k != key && names.Skeleton(v) == names.Skeleton(kept) {
+				clash = true
+				break
+			}
+		}
+		if !clash {
+			break
+		}
+		kept = fmt.Sprintf("%s (%d)", name, n)
+	}
+	if r.Ended || key == "" {
+		return kept, false
+	}
+	_, known := r.Names[key]
+	if !known && len(r.Names) >= maxNamesKept {
+		return kept, false
+	}
+	return kept, r.Names[key] != kept || r.keepsName(kept)
+}
 
 // keepsName reports whether the record would add name to its Readers.
 func (r Room) keepsName(name string) bool {
 	return name != "" && !r.Ended && len(r.Readers) < maxReadersKept && !slices.Contains(r.Readers, name)
 }
+
+// NameOf is the name reader key goes by in the room, "" when none.
+func (r Room) NameOf(key string) string { return r.Names[key] }
 
 // keyIs reports whether key is the room's driver key, in constant time.
 func (r Room) keyIs(key string) bool {
@@ -262,9 +315,21 @@ func (s *Store) RotateToken(id string) (Room, error) {
 	})
 }
 
-// End ends the room (Room.Ended): what ended stays ended.
+// End ends the room (Room.Ended): what ended stays ended. It lets go of
+// the caps' slots the room held at once (a room ended holds none: its
+// class's budget, its owner's share and MaxRooms have its place back),
+// while its record, and so its hand-in, stays until it expires.
 func (s *Store) End(id string) (Room, error) {
-	return s.update(id, func(r *Room) error { r.Ended = true; return nil })
+	var held []string
+	r, err := s.update(id, func(r *Room) error {
+		held = append(held[:0], r.Slots...)
+		r.Ended, r.Slots = true, nil
+		return nil
+	})
+	if err == nil {
+		s.release(id, held)
+	}
+	return r, err
 }
 
 // MarkJoined records that a reader joined the room: from now on it lives
@@ -278,19 +343,33 @@ func (s *Store) MarkJoined(id string) error {
 	return err
 }
 
-// AddReader records name among the room's readers (Room.Readers), once.
-func (s *Store) AddReader(id, name string) error {
+// AddReader records that reader key (Room.Names) goes by name in the
+// room, and name among its readers (Room.Readers), once; it returns the
+// name kept, numbered when another reader's looks the same.
+func (s *Store) AddReader(id, key, name string) (string, error) {
 	r, err := s.Get(id)
-	if err != nil || !r.keepsName(name) {
-		return err
+	if err != nil {
+		return name, err
+	}
+	kept, changed := r.nameFor(key, name)
+	if !changed {
+		return kept, nil
 	}
 	_, err = s.update(id, func(r *Room) error {
-		if r.keepsName(name) { // another replica may have kept it since
-			r.Readers = append(r.Readers, name)
+		kept, changed = r.nameFor(key, name) // another replica may have written since
+		if !changed {
+			return nil
+		}
+		if r.Names == nil {
+			r.Names = map[string]string{}
+		}
+		r.Names[key] = kept
+		if r.keepsName(kept) {
+			r.Readers = append(r.Readers, kept)
 		}
 		return nil
 	})
-	return err
+	return kept, err
 }
 
 // NewSecret returns 128 random bits from crypto/rand, base64url without padding.

@@ -60,6 +60,12 @@ type roomReader struct {
 	// (TicketHash), "" when it holds none.
 	wheelHash string
 	following bool
+	// cookie is the hash of the reader's cookie (ReaderCookie), "" when
+	// it sent none; student and studentID are their class session's name
+	// and id in a class's room ("" without one: ServiceConfig.Student);
+	// watching: an instructor's read-only watch, never a reader.
+	cookie, student, studentID string
+	watching                   bool
 	// welcomed: the reader was sent its welcome. Until then it is sent
 	// no state and no position: its page, not knowing who it is, would
 	// follow them.
@@ -74,6 +80,12 @@ type roomReader struct {
 	// closed with CloseGone, so the page stops reconnecting.
 	expired    chan struct{}
 	expireOnce sync.Once
+}
+
+// unlisted reports whether r is not one of room's readers: an instructor
+// watching, or in a class's room someone without the class's session.
+func (r *roomReader) unlisted(room Room) bool {
+	return r.watching || (room.Class != "" && r.student == "")
 }
 
 // maxQueued is how many messages other than the state a reader may have
@@ -150,7 +162,7 @@ func (rl *roomLive) stateMsg() []byte {
 	driver := rl.driver()
 	rs := make([]readerJSON, 0, len(rl.readers))
 	for _, r := range rl.readers {
-		rs = append(rs, readerJSON{r.id, r.name, r.color, r.key, r.id == driver, r.following && r.id != driver})
+		rs = append(rs, readerJSON{r.id, r.name, r.color, r.key, r.id == driver, r.following && r.id != driver, r.unlisted(rl.rec)})
 	}
 	for _, r := range rl.remote.readers(time.Now()) {
 		j := r.readerJSON
@@ -260,7 +272,7 @@ func (rs *Service) makeMove(id string, m move) (string, error) {
 
 // join adds a reader, whose socket's writer is out, to room, making the
 // room active here; nil when full.
-func (rs *Service) join(room Room, out *clients.Writer) (*roomLive, *roomReader) {
+func (rs *Service) join(room Room, out *clients.Writer, who identity) (*roomLive, *roomReader) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rl := rs.active[room.ID]
@@ -275,7 +287,7 @@ func (rs *Service) join(room Room, out *clients.Writer) (*roomLive, *roomReader)
 	rl.next++
 	n := strconv.Itoa(rl.next)
 	r := &roomReader{id: "r" + n + rs.replica, name: "reader " + n, color: (rl.next - 1) % roomColors,
-		following: true, out: out, expired: make(chan struct{})}
+		following: true, out: out, expired: make(chan struct{}), cookie: who.cookie, student: who.student, studentID: who.studentID}
 	rl.readers = append(rl.readers, r)
 	rs.announce(rl)
 	return rl, r

@@ -113,7 +113,11 @@ type ServiceConfig struct {
 	Metrics prometheus.Registerer
 	// OnExpire is told of each room that expires (its notes go with it).
 	OnExpire func(id string)
-	Logger   *slog.Logger
+	// Student is the id and name of the student of class whose session r
+	// carries (package classes), an error when it carries none; nil: no
+	// reader of a class's room is a student.
+	Student func(r *http.Request, class string) (id, name string, err error)
+	Logger  *slog.Logger
 }
 
 // Service owns the rooms: the store and the rooms with readers present.
@@ -138,6 +142,7 @@ type Service struct {
 	nc          *nats.Conn // to the other replicas (wire.go)
 	replica     string     // ends this replica's reader ids: unique in the cluster
 	onExpire    func(id string)
+	student     func(r *http.Request, class string) (id, name string, err error)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -176,6 +181,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		createRate:  cmp.Or(max(cfg.CreateRate, 0), DefaultCreateRate),
 		log:         cfg.Logger,
 		onExpire:    cfg.OnExpire,
+		student:     cfg.Student,
 		active:      map[string]*roomLive{},
 		heard:       map[string]*presence{},
 	}
@@ -389,6 +395,7 @@ func (rs *Service) Page(kind string) http.Handler {
 				"Open the room as a viewer at /rooms/"+room.ID+", or ask the driver for the link again.")
 			return
 		}
+		readerCookie(w, r)
 		if rs.site.Page(w, r, kind, room) {
 			rs.store.Touch(room.ID)
 		}

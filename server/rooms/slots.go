@@ -10,6 +10,11 @@ package rooms
 //	slot.N            N < MaxRooms
 //	owner.<hash>.N    N < PerOwner; hash is the SHA-256 of the client address (Room.OwnerHash)
 //	class.<id>.N      N < the class's budget, for a class's rooms instead of their owner's range
+//	creator.<hash>.N  N < the allowance of whoever made the class, over all their classes' rooms
+//	class.<id>.student.<sid>.N  N < ClassPlace.PerStudent: the student who started it
+//
+// A class's rooms take slot.N only below MaxRooms less a reserve
+// (Config.ClassReserve), so that classes never take every room.
 //
 // Why the count is right. A room takes a slot with kv.Create, which
 // JetStream applies only when the key holds nothing (or a delete marker):
@@ -87,6 +92,14 @@ func classSlots(class string) func(int) string {
 	return func(n int) string { return "class." + class + "." + strconv.Itoa(n) }
 }
 
+func creatorSlots(creator string) func(int) string {
+	return func(n int) string { return "creator." + creator + "." + strconv.Itoa(n) }
+}
+
+func studentSlots(class, student string) func(int) string {
+	return func(n int) string { return "class." + class + ".student." + student + "." + strconv.Itoa(n) }
+}
+
 func ownerSlots(owner string) func(int) string {
 	return func(n int) string { return "owner." + owner + "." + strconv.Itoa(n) }
 }
@@ -108,33 +121,58 @@ func openSlots(ctx context.Context, cfg Config) (jetstream.KeyValue, error) {
 	return kv, nil
 }
 
-// takeSlots takes for room id a slot of class's range (budget slots) when
-// class is not "", else of owner's (when owner is not ""), and one of the
-// rooms' range, and returns their keys: ErrClassFull, ErrOwnerFull or
-// ErrFull when a range is all held.
-func (s *Store) takeSlots(ctx context.Context, id, owner, class string, budget int) ([]string, error) {
+// slotRange is one cap a room counts against: n slots key(0) … key(n-1),
+// and the error a room is refused with when they are all held.
+type slotRange struct {
+	n    int
+	key  func(int) string
+	full error
+}
+
+// ranges are the caps a new room counts against besides MaxRooms: its
+// class's (the class's budget, its creator's allowance, its student's
+// share) when it is a class's, else its owner's (when owner is not "").
+func (s *Store) ranges(owner string, own int, place *ClassPlace) []slotRange {
+	if place == nil {
+		if owner == "" {
+			return nil
+		}
+		return []slotRange{{s.cfg.PerOwner - own, ownerSlots(owner), ErrOwnerFull}}
+	}
+	out := []slotRange{{place.Budget, classSlots(place.Class), ErrClassFull}}
+	if place.Creator != "" {
+		out = append(out, slotRange{place.Allowance, creatorSlots(place.Creator), ErrCreatorFull})
+	}
+	if place.Student != "" {
+		out = append(out, slotRange{place.PerStudent, studentSlots(place.Class, place.Student), ErrStudentFull})
+	}
+	return out
+}
+
+// takeSlots takes for room id a slot of each of its caps (ranges) and one
+// of the rooms' range, and returns their keys: the range's error
+// (ErrClassFull, ErrOwnerFull…) or ErrFull when a range is all held. A
+// class's room takes a slot of the rooms' range only below MaxRooms less
+// the reserve (Config.ClassReserve), which is left to rooms of no class.
+func (s *Store) takeSlots(ctx context.Context, id, owner string, place *ClassPlace) ([]string, error) {
 	all, own := s.unslotted(owner)
 	var slots []string
-	if class != "" {
-		k, err := s.takeSlot(ctx, id, budget, classSlots(class))
-		if errors.Is(err, errNoSlot) {
-			return nil, ErrClassFull
-		}
+	for _, r := range s.ranges(owner, own, place) {
+		k, err := s.takeSlot(ctx, id, r.n, r.key)
 		if err != nil {
-			return nil, err
-		}
-		slots = append(slots, k)
-	} else if owner != "" {
-		k, err := s.takeSlot(ctx, id, s.cfg.PerOwner-own, ownerSlots(owner))
-		if errors.Is(err, errNoSlot) {
-			return nil, ErrOwnerFull
-		}
-		if err != nil {
+			s.release(id, slots)
+			if errors.Is(err, errNoSlot) {
+				return nil, r.full
+			}
 			return nil, err
 		}
 		slots = append(slots, k)
 	}
-	k, err := s.takeSlot(ctx, id, s.cfg.MaxRooms-all, roomSlot)
+	n := s.cfg.MaxRooms - all
+	if place != nil {
+		n -= s.reserve()
+	}
+	k, err := s.takeSlot(ctx, id, n, roomSlot)
 	if err != nil {
 		s.release(id, slots)
 		if errors.Is(err, errNoSlot) {
@@ -143,6 +181,19 @@ func (s *Store) takeSlots(ctx context.Context, id, owner, class string, budget i
 		return nil, err
 	}
 	return append([]string{k}, slots...), nil
+}
+
+// reserve is how many of MaxRooms classes cannot take (ClassRooms).
+func (s *Store) reserve() int { return s.cfg.MaxRooms - ClassRooms(s.cfg.MaxRooms, s.cfg.ClassReserve) }
+
+// ClassRooms is how many of maxRooms the classes' rooms may hold: all but
+// reserve, or when reserve is 0 all but a quarter of them and at least 4;
+// at least one.
+func ClassRooms(maxRooms, reserve int) int {
+	if reserve <= 0 {
+		reserve = max(maxRooms/4, 4)
+	}
+	return max(maxRooms-reserve, 1)
 }
 
 // takeSlot takes one of the n slots key(0) … key(n-1) for room id: a free
@@ -211,6 +262,9 @@ func (s *Store) holds(id string, age time.Duration) bool {
 		case err != nil:
 			return true
 		}
+		if e.room.Ended {
+			return false // its slots were let go when it ended (Store.End)
+		}
 		if !s.over(e.room, s.cfg.Now()) {
 			return true
 		}
@@ -258,7 +312,7 @@ func (s *Store) unslotted(owner string) (all, own int) {
 	var held, over []entry
 	s.mu.Lock()
 	for id, e := range s.rooms {
-		if len(e.room.Slots) > 0 {
+		if len(e.room.Slots) > 0 || e.room.Ended {
 			continue
 		}
 		if t, ok := s.touched[id]; ok && t.After(e.room.LastActive) {

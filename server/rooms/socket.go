@@ -35,6 +35,7 @@ func (rs *Service) Socket() http.Handler {
 			return
 		}
 		defer rs.wg.Done()
+		who := rs.identify(w, r, room)
 		// The default options refuse an Origin other than this host.
 		conn, err := websocket.Accept(w, r, nil)
 		if err != nil {
@@ -45,7 +46,7 @@ func (rs *Service) Socket() http.Handler {
 		conn.SetReadLimit(msgLimit)
 		stop := context.AfterFunc(rs.ctx, func() { conn.Close(CloseShutdown, "server shutting down") })
 		defer stop()
-		rs.serveReader(r.Context(), conn, room)
+		rs.serveReader(r.Context(), conn, room, who)
 	})
 }
 
@@ -72,12 +73,12 @@ func (rs *Service) socketRoom(w http.ResponseWriter, r *http.Request) (Room, boo
 }
 
 // serveReader is one reader's connection to room, from joining to leaving.
-func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room Room) {
+func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room Room, who identity) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := newWriter(ctx, conn)
 	defer out.Stop()
-	rl, me := rs.join(room, out)
+	rl, me := rs.join(room, out, who)
 	if me == nil {
 		out.Stop()
 		writeFrame(ctx, conn, errMsg("this room is full: %d readers at most (serve --max-readers)", rs.maxReaders))

@@ -48,6 +48,9 @@ type Config struct {
 	TTL      time.Duration // idle time after which a room expires; 0 means DefaultTTL
 	MaxRooms int           // 0 means DefaultMaxRooms
 	PerOwner int           // rooms one owner holds at once; 0 means DefaultPerOwner
+	// ClassReserve is how many of MaxRooms the classes' rooms cannot take;
+	// 0 means a quarter of MaxRooms, at least 4.
+	ClassReserve int
 	// UnjoinedTTL is how long a room no reader joined lives after its
 	// creation; 0 means DefaultUnjoinedTTL. (It is at most TTL.)
 	UnjoinedTTL time.Duration
@@ -239,21 +242,39 @@ func (s *Store) opCtx() (context.Context, context.CancelFunc) {
 // cluster holds MaxRooms: the room takes a slot of each cap first (slots.go).
 // An owner "" is no one's: only MaxRooms applies.
 func (s *Store) Create(tag, owner string) (Room, string, error) {
-	return s.create(tag, owner, "", 0)
+	return s.create(tag, owner, nil)
 }
 
-// CreateInClass makes a room of class (an id of package classes) reading
-// tag, as Create does, but counted against the class's budget (at most
-// budget rooms of the class at once: ErrClassFull) instead of owner's
-// PerOwner; MaxRooms still applies. owner is recorded all the same.
-func (s *Store) CreateInClass(tag, owner, class string, budget int) (Room, string, error) {
-	if !ValidID(class) {
-		return Room{}, "", fmt.Errorf("rooms: class id %q is not an id", class)
+// ClassPlace is what a room of a class counts against: the class's
+// budget, the allowance of whoever made the class (over all their
+// classes), and the share of the student who starts it.
+type ClassPlace struct {
+	Class  string // the class's id (package classes)
+	Budget int    // rooms of the class at once
+	// Creator names who made the class (a hash of their client address),
+	// "" for no allowance: Allowance is how many rooms all their classes
+	// hold at once (ErrCreatorFull).
+	Creator   string
+	Allowance int
+	// Student is the id of the student who starts the room, "" for none:
+	// they hold at most PerStudent open rooms of the class (ErrStudentFull).
+	Student    string
+	PerStudent int
+}
+
+// CreateInClass makes a room of a class reading tag, as Create does, but
+// counted against the class's caps (ClassPlace) instead of owner's
+// PerOwner; MaxRooms still applies, less the reserve classes cannot take.
+// owner is recorded all the same.
+func (s *Store) CreateInClass(tag, owner string, place ClassPlace) (Room, string, error) {
+	if !ValidID(place.Class) || (place.Student != "" && !ValidID(place.Student)) {
+		return Room{}, "", fmt.Errorf("rooms: class id %q is not an id", place.Class)
 	}
-	return s.create(tag, owner, class, max(budget, 1))
+	place.Budget = max(place.Budget, 1)
+	return s.create(tag, owner, &place)
 }
 
-func (s *Store) create(tag, owner, class string, budget int) (Room, string, error) {
+func (s *Store) create(tag, owner string, place *ClassPlace) (Room, string, error) {
 	id, err := NewSecret()
 	if err != nil {
 		return Room{}, "", err
@@ -272,13 +293,16 @@ func (s *Store) create(tag, owner, class string, budget int) (Room, string, erro
 	ctx, cancel := context.WithTimeout(s.ctx, createTimeout)
 	defer cancel()
 	oh := ownerHash(owner)
-	slots, err := s.takeSlots(ctx, id, oh, class, budget)
+	slots, err := s.takeSlots(ctx, id, oh, place)
 	if err != nil {
 		return Room{}, "", err
 	}
 	now := s.cfg.Now()
 	r := Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now,
-		OwnerHash: oh, Slots: slots, NeverJoined: true, Class: class}
+		OwnerHash: oh, Slots: slots, NeverJoined: true}
+	if place != nil {
+		r.Class, r.Student = place.Class, place.Student
+	}
 	data, err := json.Marshal(r)
 	if err != nil {
 		s.release(id, slots)

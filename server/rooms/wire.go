@@ -57,7 +57,7 @@ func (rs *Service) publish(rl *roomLive, kind string, m wireMsg) {
 func (rs *Service) announce(rl *roomLive) {
 	m := wireMsg{Readers: make([]wireReader, 0, len(rl.readers))}
 	for _, r := range rl.readers {
-		m.Readers = append(m.Readers, wireReader{readerJSON{ID: r.id, Name: r.name, Color: r.color, Key: r.key, Following: r.following}, r.wheelHash != ""})
+		m.Readers = append(m.Readers, wireReader{readerJSON{ID: r.id, Name: r.name, Color: r.color, Key: r.key, Following: r.following, Unlisted: r.unlisted(rl.rec)}, r.wheelHash != ""})
 	}
 	if rl.local(rl.rec.Driver) != nil {
 		m.At = rl.at
