@@ -68,16 +68,11 @@ func postForm(t testing.TB, ts *httptest.Server, p string, form url.Values) *htt
 	return resp
 }
 
-// startClassRoom starts a room of the class and returns its id and driver key.
+// startClassRoom starts a room of the class, as a new student of it
+// (starter), and returns its id and driver key.
 func startClassRoom(t testing.TB, ts *httptest.Server, class string) (id, key string, code int) {
 	t.Helper()
-	resp := postForm(t, ts, "/classes/"+class+"/rooms", url.Values{"name": {"Ann"}})
-	if resp.StatusCode != http.StatusSeeOther {
-		return "", "", resp.StatusCode
-	}
-	u, _ := url.Parse(resp.Header.Get("Location"))
-	id, _ = strings.CutPrefix(u.Path, "/rooms/")
-	return id, u.Query().Get("k"), resp.StatusCode
+	return startRoomAs(t, starter(t, ts.URL, class), ts.URL, class)
 }
 
 // instructorGet GETs p with the key as a bearer token ("" sends none).
@@ -438,12 +433,12 @@ func putNote(t testing.TB, ts *httptest.Server, room, id, text string) {
 
 func putNoteCode(t testing.TB, ts *httptest.Server, room, id, text string) int {
 	t.Helper()
-	b, _ := json.Marshal(map[string]any{"text": text, "author": "Ann", "rev": 0})
+	b, _ := json.Marshal(map[string]any{"text": text, "rev": 0})
 	req, _ := http.NewRequest("PUT", ts.URL+"/rooms/"+room+"/notes/"+id, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Origin", ts.URL)
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := writerOf(room).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -285,7 +285,18 @@ func dialRoom(t testing.TB, ctx context.Context, ts *httptest.Server, room, key,
 // dialRoomAs joins presenting a credential ("key" or "wheel"), unless it is "".
 func dialRoomAs(t testing.TB, ctx context.Context, ts *httptest.Server, room, field, cred, name string) *roomClient {
 	t.Helper()
-	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+room+"/ws"), nil)
+	// In a class's room, as the class's student of that name.
+	browser := clientIn(t, ts.URL, room, name)
+	if field == "key" && cred != "" && browser != http.DefaultClient {
+		roomWriter.Store(room, browser)
+	}
+	return dialRoomWith(t, ctx, ts, browser, room, field, cred, name)
+}
+
+// dialRoomWith joins from browser (its cookies).
+func dialRoomWith(t testing.TB, ctx context.Context, ts *httptest.Server, browser *http.Client, room, field, cred, name string) *roomClient {
+	t.Helper()
+	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+room+"/ws"), &websocket.DialOptions{HTTPClient: browser})
 	if err != nil {
 		t.Fatalf("dial room: %v", err)
 	}
