@@ -214,14 +214,15 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 
 // author is who a write to room id from r is signed by: in a class's
 // room, the student of the class session r carries (none: refused); in
-// another, the name r's reader gave in the room (rooms.ReaderName).
+// another, the name r's reader gave in the room (rooms.ReaderName), or
+// "anonymous" when they gave none.
 func author(d *Deps, r *http.Request, id string) (string, error) {
 	room, err := d.Rooms.Get(id)
 	if err != nil {
 		return "", nil // the notes' own lookup says why there is no room
 	}
 	if room.Class == "" {
-		return rooms.ReaderName(r, room), nil
+		return cmp.Or(rooms.ReaderName(r, room), "anonymous"), nil
 	}
 	_, name, err := d.Classes.Student(r, room.Class)
 	if errors.Is(err, classes.ErrNoSession) {

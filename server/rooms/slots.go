@@ -168,11 +168,7 @@ func (s *Store) takeSlots(ctx context.Context, id, owner string, place *ClassPla
 		}
 		slots = append(slots, k)
 	}
-	n := s.cfg.MaxRooms - all
-	if place != nil {
-		n -= s.reserve()
-	}
-	k, err := s.takeSlot(ctx, id, n, roomSlot)
+	k, err := s.takeRoomSlot(ctx, id, s.cfg.MaxRooms-all, place != nil)
 	if err != nil {
 		s.release(id, slots)
 		if errors.Is(err, errNoSlot) {
@@ -181,6 +177,25 @@ func (s *Store) takeSlots(ctx context.Context, id, owner string, place *ClassPla
 		return nil, err
 	}
 	return append([]string{k}, slots...), nil
+}
+
+// takeRoomSlot takes one of the n slots of the rooms' range: for a class's
+// room one below n less the reserve; for another room one of the reserve
+// first, so that rooms of no class leave the classes' part alone while
+// the reserve has room.
+func (s *Store) takeRoomSlot(ctx context.Context, id string, n int, class bool) (string, error) {
+	low := n - s.reserve()
+	if class {
+		return s.takeSlot(ctx, id, low, roomSlot)
+	}
+	if low < 0 {
+		low = 0
+	}
+	k, err := s.takeSlot(ctx, id, n-low, func(i int) string { return roomSlot(low + i) })
+	if !errors.Is(err, errNoSlot) {
+		return k, err
+	}
+	return s.takeSlot(ctx, id, low, roomSlot)
 }
 
 // reserve is how many of MaxRooms classes cannot take (ClassRooms).
