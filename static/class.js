@@ -42,9 +42,13 @@ function startStudents(instructing) {
 		keepName();
 		hello();
 	});
-	document.querySelector('[data-class-start-form]')?.addEventListener('submit', () => {
+	// A room is started by a student: their session (the cookie the
+	// hello sets) must be there before the form goes.
+	const form = document.querySelector('[data-class-start-form]');
+	form?.addEventListener('submit', async (e) => {
+		e.preventDefault();
 		keepName();
-		hello();
+		if (await hello()) form.submit();
 	});
 
 	// The roster: this browser's name, said to the class on a name, and
@@ -53,20 +57,22 @@ function startStudents(instructing) {
 	let ended = !document.querySelector('[data-class-ended]').hidden;
 	async function hello() {
 		const n = name.value.trim().slice(0, 32);
-		if (!n || ended || instructing) return;
+		if (!n || ended || instructing) return false;
 		try {
 			const r = await fetch(`/classes/${classID}/hello`, {
 				method: 'POST',
 				headers: { 'Content-Type': 'application/json' },
-				body: JSON.stringify({ id: studentID(), name: n }),
+				body: JSON.stringify({ name: n }), // who this browser is, is the session cookie
 				keepalive: true, // said even as the form takes the page to a room
 			});
 			const j = await r.json().catch(() => ({}));
-			if (r.status === 410) return showEnded();
+			if (r.status === 410) return showEnded(), false;
 			if (!r.ok) throw new Error(j.error || r.statusText);
 			said.textContent = `Your instructor sees you as ${j.name}.`;
+			return true;
 		} catch (err) {
 			said.textContent = `Your instructor does not see your name yet (${err.message}).`;
+			return false;
 		}
 	}
 	hello();
@@ -129,17 +135,6 @@ function startStudents(instructing) {
 	}
 }
 
-// studentID is this browser's id on class rosters: 128 random bits,
-// kept, so that a reload is the same student.
-function studentID() {
-	let id = stored('syncloop-student-id', '');
-	if (!/^[A-Za-z0-9_-]{22}$/.test(id)) {
-		const b = crypto.getRandomValues(new Uint8Array(16));
-		id = btoa(String.fromCharCode(...b)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-		store('syncloop-student-id', id);
-	}
-	return id;
-}
 
 // --- the instructor's panel -----------------------------------------------
 

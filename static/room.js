@@ -103,6 +103,7 @@ function connect() {
 			s.connected();
 			const join = { t: 'join', color: myColor };
 			if (myName) join.name = myName;
+			if (watching) join.watch = true; // an instructor's watch: never one of the room's readers
 			if (key) join.key = key;
 			else if (wheel) join.wheel = wheel;
 			presented = join.wheel || '';
