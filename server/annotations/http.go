@@ -63,7 +63,7 @@ type HTTPConfig struct {
 	// Author is the name a write to room id from r is signed with: the
 	// server's word, never the request body's. A *ForbiddenError refuses
 	// the write (a class's room, a request without the class's session).
-	// Nil signs every write "".
+	// Nil signs every write "anonymous".
 	Author func(r *http.Request, id string) (string, error)
 	// Reading returns a tag's Reading once it is loaded, nil before.
 	Reading func(tag string) *extractor.Reading
@@ -260,7 +260,7 @@ func (e *ForbiddenError) Error() string { return e.Msg }
 // when it answered why r may not write there.
 func (h *Handlers) author(w http.ResponseWriter, r *http.Request, id string) (string, bool) {
 	if h.cfg.Author == nil {
-		return "", true
+		return "anonymous", true
 	}
 	name, err := h.cfg.Author(r, id)
 	var f *ForbiddenError

@@ -344,3 +344,50 @@ func TestRoomWriteChargedByRender(t *testing.T) {
 		t.Errorf("another reader: %d %s", code, body)
 	}
 }
+
+// TestAuthorIsTheServers: a write is signed with HTTPConfig.Author's name,
+// whatever "author" its body gives; a *ForbiddenError refuses it (403,
+// with its advice) and stores nothing.
+func TestAuthorIsTheServers(t *testing.T) {
+	s, stop := open(t, "")
+	defer stop()
+	reading := extractortest.Reading(t, "v1.31.0", content.Symbols())
+	h, _ := serveNotes(t, s, reading, func(c *HTTPConfig) {
+		c.Author = func(r *http.Request, id string) (string, error) {
+			if r.Header.Get("X-Session") == "" {
+				return "", &ForbiddenError{Msg: "give your name on the class page first"}
+			}
+			return r.Header.Get("X-Session"), nil
+		}
+	})
+	r := chi.NewRouter()
+	r.Put("/rooms/{id}/notes/{note}", h.Put().ServeHTTP)
+	ts := httptest.NewServer(r)
+	defer ts.Close()
+	put := func(session, note string) (int, string) {
+		b, _ := json.Marshal(map[string]any{"text": "words", "author": "Someone Else"})
+		req, _ := http.NewRequest("PUT", ts.URL+"/rooms/"+room+"/notes/"+note, bytes.NewReader(b))
+		req.Header.Set("X-Client", "203.0.113.1")
+		if session != "" {
+			req.Header.Set("X-Session", session)
+		}
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out)
+	}
+	if code, body := put("Ann", "sentence"); code != 200 || !strings.Contains(body, `"author":"Ann"`) {
+		t.Errorf("Ann's write: %d %s, want signed Ann", code, body)
+	}
+	if code, body := put("", "case.config"); code != http.StatusForbidden || !strings.Contains(body, "class page") {
+		t.Errorf("a write without a session: %d %s, want 403", code, body)
+	}
+	for _, n := range s.Notes(room) {
+		if n.Author != "Ann" {
+			t.Errorf("note %s signed %q", n.ID, n.Author)
+		}
+	}
+}

@@ -375,8 +375,8 @@ func gatedService(t *testing.T, ctx context.Context) (*Store, *gate, *httptest.S
 
 // TestRoomKeepsReaders: the names given in a room, at the join or later,
 // are kept on its record once each, in the order first given, so that its
-// hand-in says who read it after they left; a name given after the room
-// ended is not.
+// hand-in says who read it after they left; a reader who gives another's
+// name is numbered; a name given after the room ended is not kept.
 func TestRoomKeepsReaders(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -404,8 +404,9 @@ func TestRoomKeepsReaders(t *testing.T) {
 	v := joinRoom(t, ctx, ts, room.ID, "")
 	v.send(t, ctx, map[string]any{"t": "name", "name": "Bob"})
 	v.until(t, ctx, "Bob named", named(v, "Bob"))
-	v.send(t, ctx, map[string]any{"t": "name", "name": "Ann"}) // a name given again
-	v.until(t, ctx, "Bob renamed Ann", named(v, "Ann"))
+	d.send(t, ctx, map[string]any{"t": "name", "name": "Ann"}) // a name given again
+	v.send(t, ctx, map[string]any{"t": "name", "name": "Ann"}) // another's name
+	v.until(t, ctx, "Bob renamed Ann (2)", named(v, "Ann (2)"))
 	// A name given at the join, on another socket.
 	c, _, err := websocket.Dial(ctx, wstest.URL(ts, "/rooms/"+room.ID+"/ws"), nil)
 	if err != nil {
@@ -415,8 +416,8 @@ func TestRoomKeepsReaders(t *testing.T) {
 	cy := &reader{c: c}
 	cy.send(t, ctx, map[string]any{"t": "join", "name": "Cy"})
 	cy.until(t, ctx, "Cy's welcome", func(m map[string]any) bool { cy.id, _ = m["you"].(string); return m["t"] == "welcome" })
-	if got, _ := st.Get(room.ID); !slices.Equal(got.Readers, []string{"Ann", "Bob", "Cy"}) {
-		t.Errorf("the record keeps readers %q, want Ann, Bob, Cy", got.Readers)
+	if got, _ := st.Get(room.ID); !slices.Equal(got.Readers, []string{"Ann", "Bob", "Ann (2)", "Cy"}) {
+		t.Errorf("the record keeps readers %q, want Ann, Bob, Ann (2), Cy", got.Readers)
 	}
 	if _, err := st.End(room.ID); err != nil {
 		t.Fatal(err)
@@ -426,7 +427,7 @@ func TestRoomKeepsReaders(t *testing.T) {
 	cy.send(t, ctx, map[string]any{"t": "name", "name": "Dee"})
 	cy.send(t, ctx, map[string]any{"t": "at"})
 	cy.until(t, ctx, "the refusal after the name", func(m map[string]any) bool { return m["t"] == "error" })
-	if got, _ := st.Get(room.ID); !slices.Equal(got.Readers, []string{"Ann", "Bob", "Cy"}) {
-		t.Errorf("after the room ended, the record keeps readers %q, want Ann, Bob, Cy", got.Readers)
+	if got, _ := st.Get(room.ID); !slices.Equal(got.Readers, []string{"Ann", "Bob", "Ann (2)", "Cy"}) {
+		t.Errorf("after the room ended, the record keeps readers %q, want Ann, Bob, Ann (2), Cy", got.Readers)
 	}
 }
