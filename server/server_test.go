@@ -68,6 +68,8 @@ func TestRoutes(t *testing.T) {
 			`<pre class="doc">podWork is &lt;one&gt; unit of work &amp; more.</pre>`, "No doc comment.", "pod_workers.go:40",
 		}},
 		{path: "/k8s/v1.37.2/reading.json", status: 200, ctype: "application/json", contains: []string{`"tag": "v1.37.2"`}},
+		// the second reading's route, answered before any load for a tag it cannot read
+		{path: "/k8s/v1.19.0/volume-manager.json", status: 404, ctype: "text/html", contains: []string{"Tag v1.19.0 cannot be read here"}},
 		{path: "/k8s/v1.37.2/worksheet.md", status: 200, ctype: "text/markdown", contains: []string{
 			"- **config** (pkg/kubelet/tiny.go:1014): channel `configCh`, element type `tiny.Update`, written by",
 			"- **mystery** (pkg/kubelet/tiny.go:1029)",
