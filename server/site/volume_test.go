@@ -38,7 +38,9 @@ func volumeSite(t *testing.T, load func(context.Context, extractor.Options) (*vo
 func TestVolumeJSONServesTheDerivation(t *testing.T) {
 	extractortest.NeedNetwork(t)
 	fsys := extractortest.FS(t, "v1.27.0")
-	_, h := volumeSite(t, func(_ context.Context, o extractor.Options) (*volume.Reading, error) { return volume.Derive(fsys, o.Tag) }, 30*time.Second, 0)
+	_, h := volumeSite(t, func(_ context.Context, o extractor.Options) (*volume.Reading, error) {
+		return volume.Derive(fsys, o.Tag)
+	}, 30*time.Second, 0)
 	w := get(h, "/k8s/v1.27.0/volume-manager.json")
 	if w.Code != http.StatusOK || w.Header().Get("Content-Type") != "application/json" {
 		t.Fatalf("GET = %d %s: %s", w.Code, w.Header().Get("Content-Type"), w.Body)
