@@ -38,6 +38,7 @@ func (t *tree) findEntry(gates gateTable) (Entry, *funcDecl, error) {
 	ef.entry.Line = t.line(d.Pos())
 	ef.entry.End = t.line(d.End())
 	ef.entry.Upstream = upstream(t.tag, ef.entry.File, ef.entry.Line, ef.entry.End)
+	ef.entry.Text = ef.fn.file.text(t, d)
 	return ef.entry, ef.fn, nil
 }
 

@@ -49,6 +49,8 @@ type Entry struct {
 	Other string `json:"other,omitempty"`
 	// Interval is the period wait.Until is given, as written.
 	Interval string `json:"interval"`
+	// Text is the entry's source, lines Line..End.
+	Text string `json:"text"`
 }
 
 // Directions of a part.
@@ -84,6 +86,31 @@ type Part struct {
 	// ReadyToUnmount says that condition is readyToUnmount().
 	Guard          string `json:"guard,omitempty"`
 	ReadyToUnmount bool   `json:"ready_to_unmount"`
+	// Starts are the operations the phase starts (hops.go).
+	Starts []Start `json:"starts,omitempty"`
+	// Text is the phase's source, lines Line..End.
+	Text string `json:"text"`
+}
+
+// Start is one operation a phase starts: a call of the operation
+// executor, followed into its implementation and the generator functions
+// that builds the operation with, and the writes of the sets those make.
+type Start struct {
+	Call     string `json:"call"` // "MountVolume"
+	File     string `json:"file"` // where it is called
+	Line     int    `json:"line"`
+	In       string `json:"in"` // the reconciler method that calls it
+	Impl     string `json:"impl"` // "pkg/volume/util/operationexecutor.(*operationExecutor).MountVolume"
+	ImplFile string `json:"impl_file"`
+	ImplLine int    `json:"impl_line"`
+	// Generators are the generator's functions the implementation calls
+	// ("GenerateMountVolumeFunc"); RunBy what runs the operation they make
+	// ("oe.pendingOperations.Run": on a goroutine of its own).
+	Generators []string `json:"generators"`
+	RunBy      string   `json:"run_by,omitempty"`
+	// Writes are the sets' mutating methods those functions (and the
+	// generator's methods they call) call: "ActualStateOfWorld.MarkVolumeAsMounted".
+	Writes []string `json:"writes"`
 }
 
 // Set is one of the two sets, its interface and who calls it.

@@ -20,11 +20,12 @@ type partFinder struct {
 	recv     string
 	setField map[string]*setInfo // reconciler field → the set it holds
 	ready    map[string]bool     // names assigned from recv.readyToUnmount()
+	writes   map[string][]string // writer function → the writes it makes
 	parts    []Part
 }
 
 func (t *tree) findParts(entry *funcDecl, sets []*setInfo) []Part {
-	pf := &partFinder{t: t, entry: entry, recv: recvName(entry.decl), setField: map[string]*setInfo{}, ready: map[string]bool{}}
+	pf := &partFinder{t: t, entry: entry, recv: recvName(entry.decl), setField: map[string]*setInfo{}, ready: map[string]bool{}, writes: writesByFunc(sets)}
 	for _, s := range sets {
 		dir, name := splitType(reconcilerType)
 		if st := t.pkgs[dir].structs[name]; st != nil {
@@ -99,6 +100,8 @@ func (pf *partFinder) call(call *ast.CallExpr, guard ast.Expr) {
 		p.ReadyToUnmount = (isID && pf.ready[id.Name]) || pf.isReadyCall(guard)
 	}
 	pf.direction(&p, m)
+	p.Starts = t.findStarts(m, pf.writes)
+	p.Text = m.file.text(t, m.decl)
 	pf.parts = append(pf.parts, p)
 }
 

@@ -20,11 +20,13 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/kubelet/volumemanager/cache"
+	"k8s.io/kubernetes/pkg/volume/util/operationexecutor"
 )
 
 type reconciler struct {
 	desiredStateOfWorld cache.DesiredStateOfWorld
 	actualStateOfWorld  cache.ActualStateOfWorld
+	operationExecutor   operationexecutor.OperationExecutor
 	orphans             []string
 }
 
@@ -70,7 +72,9 @@ func (rc *reconciler) unmountVolumes() {
 
 func (rc *reconciler) mountVolumes() {
 	for _, v := range rc.desiredStateOfWorld.GetVolumesToMount() {
-		rc.actualStateOfWorld.Has(v)
+		if !rc.actualStateOfWorld.Has(v) {
+			rc.operationExecutor.MountVolume(rc.actualStateOfWorld)
+		}
 	}
 }
 
@@ -161,6 +165,33 @@ func (og *operationGenerator) GenerateMountVolumeFunc(actualStateOfWorld ActualS
 }
 `
 
+const fixtureExecutor = `package operationexecutor
+
+type OperationExecutor interface {
+	MountVolume(asw ActualStateOfWorldMounterUpdater) error
+}
+
+func NewOperationExecutor(g OperationGenerator) OperationExecutor {
+	return &operationExecutor{operationGenerator: g}
+}
+
+type operationExecutor struct {
+	operationGenerator OperationGenerator
+	pendingOperations  pending
+}
+
+func (oe *operationExecutor) MountVolume(asw ActualStateOfWorldMounterUpdater) error {
+	op := oe.operationGenerator.GenerateMountVolumeFunc(asw)
+	return oe.pendingOperations.Run(op)
+}
+
+type OperationGenerator interface {
+	GenerateMountVolumeFunc(asw ActualStateOfWorldMounterUpdater) func()
+}
+
+func NewOperationGenerator() OperationGenerator { return &operationGenerator{} }
+`
+
 const fixtureFeatures = `package features
 
 var defaultVersionedKubernetesFeatureGates = map[featuregate.Feature]featuregate.VersionedSpecs{
@@ -188,12 +219,12 @@ func (p *populator) populate() {
 
 func fixture() fstest.MapFS {
 	return fstest.MapFS{
-		"pkg/kubelet/volumemanager/reconciler/reconciler.go":        {Data: []byte(fixtureReconciler)},
-		"pkg/kubelet/volumemanager/cache/cache.go":                  {Data: []byte(fixtureCache)},
-		"pkg/kubelet/volumemanager/populator/populator.go":          {Data: []byte(fixturePopulator)},
-		"pkg/volume/util/operationexecutor/operation_generator.go":  {Data: []byte(fixtureOperationExecutor)},
-		"pkg/volume/util/operationexecutor/operation_generator2.go": {Data: []byte("package operationexecutor\n")},
-		"pkg/features/kube_features.go":                             {Data: []byte(fixtureFeatures)},
+		"pkg/kubelet/volumemanager/reconciler/reconciler.go":       {Data: []byte(fixtureReconciler)},
+		"pkg/kubelet/volumemanager/cache/cache.go":                 {Data: []byte(fixtureCache)},
+		"pkg/kubelet/volumemanager/populator/populator.go":         {Data: []byte(fixturePopulator)},
+		"pkg/volume/util/operationexecutor/operation_generator.go": {Data: []byte(fixtureOperationExecutor)},
+		"pkg/volume/util/operationexecutor/operation_executor.go":  {Data: []byte(fixtureExecutor)},
+		"pkg/features/kube_features.go":                            {Data: []byte(fixtureFeatures)},
 	}
 }
 
@@ -317,5 +348,30 @@ func TestLogLiteralThroughHelperAndVariable(t *testing.T) {
 	}
 	if unmount == nil || unmount.Verbosity != 5 || unmount.Helper != "GenerateMsgDetailed" || unmount.Func != "(*reconciler).unmountVolumes" {
 		t.Errorf("UnmountVolume site %+v", unmount)
+	}
+}
+
+// TestStartsFollowTheExecutor: the phase's call of the operation executor
+// is followed into its implementation (the type its constructor returns)
+// and into the generator function, whose writes it lists, and what runs it.
+func TestStartsFollowTheExecutor(t *testing.T) {
+	r, err := Derive(fixture(), "v1.29.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mount *Part
+	for i := range r.Parts {
+		if r.Parts[i].Key == "mountVolumes" {
+			mount = &r.Parts[i]
+		}
+	}
+	if mount == nil || len(mount.Starts) != 1 {
+		t.Fatalf("mountVolumes starts %+v", mount)
+	}
+	s := mount.Starts[0]
+	if s.Call != "MountVolume" || s.Impl != "pkg/volume/util/operationexecutor.(*operationExecutor).MountVolume" ||
+		!slices.Equal(s.Generators, []string{"GenerateMountVolumeFunc"}) || s.RunBy != "oe.pendingOperations.Run" ||
+		!slices.Equal(s.Writes, []string{"ActualStateOfWorld.MarkVolumeAsMounted"}) || s.In != "mountVolumes" {
+		t.Errorf("start %+v", s)
 	}
 }
