@@ -99,7 +99,7 @@ type Start struct {
 	Call     string `json:"call"` // "MountVolume"
 	File     string `json:"file"` // where it is called
 	Line     int    `json:"line"`
-	In       string `json:"in"` // the reconciler method that calls it
+	In       string `json:"in"`   // the reconciler method that calls it
 	Impl     string `json:"impl"` // "pkg/volume/util/operationexecutor.(*operationExecutor).MountVolume"
 	ImplFile string `json:"impl_file"`
 	ImplLine int    `json:"impl_line"`
