@@ -10,8 +10,10 @@
 package volume
 
 // Schema is the version of the Reading's JSON shape; bump it when a
-// field's meaning changes, so cached Readings are derived anew.
-const Schema = 1
+// field's meaning changes or a derived field is added, so cached Readings
+// are derived anew. Schema 2 added the entry's and the parts' Text and
+// each part's Starts.
+const Schema = 2
 
 // Reading is the volume manager's reconciler at one tag, as
 // /k8s/{tag}/volume-manager.json serves it.

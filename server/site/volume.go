@@ -31,14 +31,24 @@ type volumes struct {
 
 // volState is one tag's second reading: loading until done is closed.
 type volState struct {
-	done   chan struct{}
-	page   *page // the JSON; set before done is closed
-	err    error
-	failed time.Time
+	done chan struct{}
+	// set before done is closed
+	reading *volume.Reading
+	page    *page // the JSON
+	err     error
+	failed  time.Time
+
+	mu   sync.Mutex
+	view *volumeView // built on the page's first request
+	html *page       // the page, rendered for gen (volume_page.go)
+	gen  int
 }
 
 // VolumeJSON serves /k8s/{tag}/volume-manager.json.
-func (s *Site) VolumeJSON() http.Handler {
+func (s *Site) VolumeJSON() http.Handler { return s.volumeHandler(false) }
+
+// volumeHandler serves the second reading's page (html) or JSON.
+func (s *Site) volumeHandler(html bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := chi.URLParam(r, "tag")
 		if err := extractor.CheckTag(tag); err != nil {
@@ -73,7 +83,17 @@ func (s *Site) VolumeJSON() http.Handler {
 			s.loadFailed(w, r, tag, st.err)
 			return
 		}
-		st.page.ServeHTTP(w, r)
+		if !html {
+			st.page.ServeHTTP(w, r)
+			return
+		}
+		p, err := s.volumeHTML(st, tag)
+		if err != nil {
+			s.log.Error("render", "tag", tag, "page", PageVolume, "err", err)
+			s.statusPage(w, r, http.StatusInternalServerError, pageData{Tag: tag, Heading: "Could not render the page", Message: err.Error()})
+			return
+		}
+		p.ServeHTTP(w, r)
 	})
 }
 
@@ -122,9 +142,13 @@ func (s *Site) startVolume(tag string) *volState {
 		defer close(st.done)
 		r, err := s.loadVolume(tag)
 		if err == nil {
+			served := r
+			if s.cfg.Quiz {
+				served = volumeWithoutAnswers(r)
+			}
 			var j []byte
-			if j, err = json.MarshalIndent(r, "", "  "); err == nil {
-				st.page = newPage("application/json", append(j, '\n'), "no-cache")
+			if j, err = json.MarshalIndent(served, "", "  "); err == nil {
+				st.reading, st.page = r, newPage("application/json", append(j, '\n'), "no-cache")
 			}
 		}
 		if err != nil {

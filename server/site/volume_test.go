@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,6 +31,7 @@ func volumeSite(t *testing.T, load func(context.Context, extractor.Options) (*vo
 	t.Cleanup(s.Close)
 	rt := chi.NewRouter()
 	rt.Method("GET", "/k8s/{tag}/volume-manager.json", s.VolumeJSON())
+	rt.Method("GET", "/k8s/{tag}/volume-manager", s.VolumePage())
 	return s, rt
 }
 
@@ -101,5 +103,74 @@ func TestVolumeJSONErrors(t *testing.T) {
 	}
 	if w := get(h, "/k8s/v1.30.0/volume-manager.json"); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
 		t.Errorf("a second new tag within the hour (budget 1): %d", w.Code)
+	}
+}
+
+// TestVolumePage: the page has the entry's source, a section#part-{key}
+// per phase with its direction and what it starts, and the sets'
+// writers; ids of lines from different files never clash.
+func TestVolumePage(t *testing.T) {
+	extractortest.NeedNetwork(t)
+	fsys := extractortest.FS(t, "v1.27.0")
+	_, h := volumeSite(t, func(_ context.Context, o extractor.Options) (*volume.Reading, error) {
+		return volume.Derive(fsys, o.Tag)
+	}, 30*time.Second, 0)
+	w := get(h, "/k8s/v1.27.0/volume-manager")
+	body := w.Body.String()
+	if w.Code != http.StatusOK || !strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("GET = %d: %s", w.Code, body)
+	}
+	for _, s := range []string{
+		`<code>(*reconciler).reconcileNew</code>`, `id="entry-L33"`, "NewVolumeManagerReconstruction</code>, on by default at v1.27.0",
+		`<section class="part" id="part-unmountVolumes"`, `<span class="direction direction-remove-extra">remove-extra</span>`,
+		`<section class="part" id="part-mountOrAttachVolumes"`, `<span class="direction direction-add-missing">add-missing</span>`,
+		`id="part-cleanOrphanVolumes"`, `id="part-unmountVolumes-L160"`, "It runs only once <code>readyToUnmount()</code> holds",
+		"<code>operationExecutor.MountVolume</code>", "<code>GenerateMountVolumeFunc</code>", "ActualStateOfWorld.MarkVolumeAsMounted",
+		`<section class="sets" id="sets"`, "pkg/volume/util/operationexecutor.(*operationGenerator).GenerateMountVolumeFunc",
+		"through operationexecutor.ActualStateOfWorldMounterUpdater", `href="/static/volume.css?v=`,
+	} {
+		if !strings.Contains(body, s) {
+			t.Errorf("page lacks %s", s)
+		}
+	}
+	ids := map[string]bool{}
+	for _, m := range idRE.FindAllStringSubmatch(body, -1) {
+		if ids[m[1]] {
+			t.Errorf("id %q twice", m[1])
+		}
+		ids[m[1]] = true
+	}
+}
+
+var idRE = regexp.MustCompile(` id="([^"]+)"`)
+
+// TestVolumePageQuiz: in quiz mode the page and the JSON keep the source
+// and leave out the derived answers: directions, starts, writers.
+func TestVolumePageQuiz(t *testing.T) {
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}}
+	r := &volume.Reading{Schema: volume.Schema, Tag: "v1.31.0",
+		Entry: volume.Entry{Func: "reconcile", Text: "func (rc *reconciler) reconcile() {\n\trc.unmountVolumes()\n}", Line: 30, End: 32},
+		Parts: []volume.Part{{Key: "unmountVolumes", Direction: volume.RemoveExtra, Text: "func (rc *reconciler) unmountVolumes() {}", Line: 40, End: 40,
+			Starts: []volume.Start{{Call: "UnmountVolume", Generators: []string{"GenerateUnmountVolumeFunc"}}}}},
+		Sets: []volume.Set{{Name: "ActualStateOfWorld", Writers: []volume.Caller{{Func: "pkg/x.(*og).GenerateUnmountVolumeFunc", Calls: []volume.Call{{Method: "MarkVolumeAsUnmounted"}}}}}},
+	}
+	s, err := New(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.Load, Quiz: true,
+		LoadVolume: func(context.Context, extractor.Options) (*volume.Reading, error) { return r, nil }, Wait: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	rt := chi.NewRouter()
+	rt.Method("GET", "/k8s/{tag}/volume-manager", s.VolumePage())
+	rt.Method("GET", "/k8s/{tag}/volume-manager.json", s.VolumeJSON())
+	page := get(rt, "/k8s/v1.31.0/volume-manager").Body.String()
+	js := get(rt, "/k8s/v1.31.0/volume-manager.json").Body.String()
+	if !strings.Contains(page, `id="part-unmountVolumes"`) || !strings.Contains(page, "Quiz mode: who writes") || !strings.Contains(js, `"key": "unmountVolumes"`) {
+		t.Errorf("quiz page or JSON lost the phases:\n%s\n%s", page, js)
+	}
+	for _, answer := range []string{"remove-extra", "GenerateUnmountVolumeFunc", "MarkVolumeAsUnmounted"} {
+		if strings.Contains(page, answer) || strings.Contains(js, answer) {
+			t.Errorf("quiz mode serves the answer %q", answer)
+		}
 	}
 }
