@@ -25,7 +25,9 @@ func TestBrowserVolumePage(t *testing.T) {
 	fsys := extractortest.FS(t, r.Tag)
 	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Getenv: func(string) string { return "" },
 		Load: (&fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}).Load,
-		LoadVolume: func(_ context.Context, o extractor.Options) (*volume.Reading, error) { return volume.Derive(fsys, o.Tag) },
+		LoadVolume: func(_ context.Context, o extractor.Options) (*volume.Reading, error) {
+			return volume.Derive(fsys, o.Tag)
+		},
 		DemoPeriod: time.Hour})
 	if err != nil {
 		t.Fatal(err)
