@@ -14,11 +14,14 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 )
 
-const extractHelp = `Usage: syncloop extract [--tag TAG | --source-dir DIR] [--cache-dir DIR] [--format table|json]
+const extractHelp = `Usage: syncloop extract [--reading sync-loop|volume-manager] [--tag TAG | --source-dir DIR] [--cache-dir DIR] [--format table|json]
 
 Extract the Reading of a Kubernetes tag — (*Kubelet).syncLoopIteration with
 its select cases, log sites and channel types, the pod_workers.go type
-comments and the "two sets" — and print it.
+comments and the "two sets" — and print it. With --reading volume-manager,
+the second reading instead: the volume manager's reconciler (the entry and
+the gate that chooses it, its phases with their direction, the two sets'
+writers and readers, its log sites), cached in CACHE-DIR/volume-manager/TAG/.
 
 The source comes from, in order:
   --source-dir DIR      a Kubernetes checkout (no hash check; "source": "dir")
@@ -49,12 +52,16 @@ func runExtract(ctx context.Context, s stdio, args []string) error {
 	cacheDir := fl.String("cache-dir", "", "cache Readings and checksum data in `DIR` (default "+defaultCache+")")
 	format := fl.String("format", "table", "output `FORMAT`: table (one row per case) or json (the Reading)")
 	verbose := fl.Bool("v", false, "log where the source comes from to stderr")
+	reading := fl.String("reading", "sync-loop", "the `READING` to derive: sync-loop (syncLoopIteration) or volume-manager (the volume manager's reconciler)")
 	setUsage(fl, extractHelp)
 	if err := parseFlags(fl, args, s.getenv); err != nil {
 		return err
 	}
 	if *format != "table" && *format != "json" {
 		return usageError{fmt.Errorf("--format %q: want table or json", *format)}
+	}
+	if *reading != "sync-loop" && *reading != "volume-manager" {
+		return usageError{fmt.Errorf("--reading %q: want sync-loop or volume-manager", *reading)}
 	}
 	opts := extractor.Options{
 		SourceDir: *sourceDir,
@@ -71,6 +78,9 @@ func runExtract(ctx context.Context, s stdio, args []string) error {
 		level = slog.LevelInfo
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(s.stderr, &slog.HandlerOptions{Level: level}))
+	if *reading == "volume-manager" {
+		return extractVolume(ctx, s, opts, *format)
+	}
 	r, err := extractor.Load(ctx, opts)
 	if err != nil {
 		return err

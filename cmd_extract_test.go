@@ -58,6 +58,8 @@ func TestExtractBadInput(t *testing.T) {
 		exit int
 	}{
 		{"bad format", nil, []string{"--format", "yaml"}, nil, `--format "yaml": want table or json`, 2},
+		{"bad reading", nil, []string{"--reading", "pleg"}, nil, `--reading "pleg": want sync-loop or volume-manager`, 2},
+		{"volume manager, too old", nil, []string{"--reading", "volume-manager", "--tag", "v1.19.16"}, extractor.ErrUnsupportedTag, "before v1.20.0 is not supported", 1},
 		{"stray argument", nil, []string{"v1.30.0"}, nil, `unexpected argument "v1.30.0"`, 2},
 		{"unknown flag", nil, []string{"--tga", "v1.30.0"}, nil, "flag provided but not defined", 2},
 		{"invalid tag", nil, []string{"--tag", "1.30"}, extractor.ErrInvalidTag, `invalid tag "1.30"`, 1},

@@ -73,7 +73,7 @@ func NewPlan(cfg Config) (*Plan, error) {
 			SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger,
 			MaxStore: feeds.MaxStoredBytes(feedBytes) + 1<<30, MinFree: feedBytes + minFreeMargin},
 		Site: site.Config{DefaultTag: cfg.DefaultTag, SourceDir: cfg.SourceDir, CacheDir: cfg.CacheDir,
-			Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load,
+			Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load, LoadVolume: cfg.LoadVolume,
 			NewTagsPerHour: cfg.NewTagsPerHour, Quiz: cfg.Quiz, ClientAddr: clientAddr},
 		Feeds: feeds.Config{DefaultTag: cfg.DefaultTag, IngestToken: cfg.IngestToken,
 			JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,

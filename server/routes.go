@@ -29,6 +29,8 @@ const (
 //	GET /k8s/{tag}/               the annotated syncLoopIteration
 //	GET /k8s/{tag}/pod-workers    pod_workers.go type comments
 //	GET /k8s/{tag}/reading.json   the Reading
+//	GET /k8s/{tag}/volume-manager.json  the second reading: the volume manager's reconciler (site/volume.go)
+//	GET /k8s/{tag}/volume-manager the second reading's page (site/volume_page.go)
 //	GET /k8s/{tag}/answer-key.md  the site's own answers to the worksheet
 //	GET /k8s/{tag}/worksheet.md   the same (its first address)
 //	GET /k8s/{tag}/def?sym=SYM    a module symbol's definition, highlighted (def.go)
@@ -90,6 +92,8 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/", s.site.TagPage(site.PageIndex))
 	r.Method("GET", "/k8s/{tag}/pod-workers", s.site.TagPage(site.PagePodWorkers))
 	r.Method("GET", "/k8s/{tag}/reading.json", s.site.TagPage(site.PageJSON))
+	r.Method("GET", "/k8s/{tag}/volume-manager.json", s.site.VolumeJSON())
+	r.Method("GET", "/k8s/{tag}/volume-manager", s.site.VolumePage())
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.site.TagPage(site.PageWorksheet))
 	r.Method("GET", "/k8s/{tag}/def", s.site.Def())
 	r.Method("GET", "/k8s/{tag}/answer-key.md", s.site.TagPage(site.PageAnswerKey))

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/volume"
 	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/classes"
@@ -100,6 +101,8 @@ type Config struct {
 
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
+	// LoadVolume fetches the second reading; nil means volume.Load.
+	LoadVolume func(context.Context, extractor.Options) (*volume.Reading, error)
 }
 
 // Deps are the opened parts the site is made of: what Build opens from a

@@ -62,12 +62,16 @@ func TestRoutes(t *testing.T) {
 			"5 channels in the doc comment, 7 cases in the select",
 			`<span class="s">&#34;Tiny ADD&#34;</span>`, // chroma classes
 			"DesiredStateOfWorld", "desired_state_of_world.go:45",
+			`<a href="/k8s/v1.37.2/volume-manager">the second reading, its reconciler at v1.37.2</a>`, // the two sets lead to the second reading
 			`<details class="helper" id="helper-tinyProbeSync">`,
 		}},
 		{path: "/k8s/v1.37.2/pod-workers", status: 200, ctype: "text/html", contains: []string{
 			`<pre class="doc">podWork is &lt;one&gt; unit of work &amp; more.</pre>`, "No doc comment.", "pod_workers.go:40",
 		}},
 		{path: "/k8s/v1.37.2/reading.json", status: 200, ctype: "application/json", contains: []string{`"tag": "v1.37.2"`}},
+		// the second reading's route, answered before any load for a tag it cannot read
+		{path: "/k8s/v1.19.0/volume-manager.json", status: 404, ctype: "text/html", contains: []string{"Tag v1.19.0 cannot be read here"}},
+		{path: "/k8s/v1.19.0/volume-manager", status: 404, ctype: "text/html", contains: []string{"Tag v1.19.0 cannot be read here"}},
 		{path: "/k8s/v1.37.2/worksheet.md", status: 200, ctype: "text/markdown", contains: []string{
 			"- **config** (pkg/kubelet/tiny.go:1014): channel `configCh`, element type `tiny.Update`, written by",
 			"- **mystery** (pkg/kubelet/tiny.go:1029)",

@@ -43,6 +43,7 @@ type pageData struct {
 	Room       *Room        // set on a room's page (RoomPage)
 	Compare    *compareView // the compare page (compare.go)
 	History    *historyView // a case's history page (compare.go)
+	Volume     *volumeView  // the second reading's page (volume_page.go)
 	Class      any          // a class's page (package classes: *classes.PageData)
 	Quiz       bool         // serve --quiz: the site's notes and answers are left out (Config.Quiz)
 
@@ -63,6 +64,7 @@ func parseTemplates(a *assets) (*template.Template, error) {
 		"compareURL": compareURL,
 		"arrivalURL": arrivalURL,
 		"dec":        func(n int) int { return n - 1 },
+		"deref":      func(b *bool) bool { return b != nil && *b },
 		"compareSuggest": func(tag, def string) string {
 			if tag != def {
 				return def

@@ -20,6 +20,7 @@ import (
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/volume"
 )
 
 // Config is what the pages need from the command line.
@@ -32,6 +33,9 @@ type Config struct {
 	Logger     *slog.Logger
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
 	Load func(context.Context, extractor.Options) (*extractor.Reading, error)
+	// LoadVolume fetches the second reading (the volume manager's); nil
+	// means volume.Load. Tests replace it.
+	LoadVolume func(context.Context, extractor.Options) (*volume.Reading, error)
 	// Wait is how long a request waits for a Load before it answers with
 	// the page that reloads; 0 means 400 ms (waitForLoad).
 	Wait time.Duration
@@ -83,6 +87,8 @@ type Site struct {
 	tags map[string]*tagState // every tag asked for since start
 	gen  int                  // bumped when the set of readable tags changes; pages list them
 	disk []string             // tags cached on disk at start
+
+	vols volumes // the second reading's, by tag (volume.go)
 }
 
 // New returns the pages. It starts loading cfg.DefaultTag in the

@@ -1,0 +1,102 @@
+package extractor
+
+// source.go opens the verified source tree of a tag for readings other
+// than the Reading (the volume manager's, extractor/volume): the same
+// module zip Load reads, found and verified the same way, but handed out
+// as a file system instead of extracted here.
+
+import (
+	"archive/zip"
+	"context"
+	"io/fs"
+	"os"
+)
+
+// Source is the source tree of one tag, verified as Load verifies it.
+// Close it when done: a zip downloaded for it is removed then.
+type Source struct {
+	FS         fs.FS  // rooted at the top of the tree: pkg/kubelet/… at its root
+	Tag        string // the tag, or "dir" for a checkout whose tag is unknown
+	ModuleHash string // "h1:…"; empty for a source directory
+	Kind       string // "proxy", "modcache" or "dir", as Reading.Source
+	Verified   string // a Verified* value, as Reading.Verified
+	// ZipPath is the module zip read ("" for a source directory); a zip
+	// downloaded for this Source is removed by Close.
+	ZipPath string
+	close   func()
+}
+
+// Close releases the tree (and removes a downloaded zip).
+func (s *Source) Close() {
+	if s.close != nil {
+		s.close()
+		s.close = nil
+	}
+}
+
+// OpenSource opens the source tree of opts.Tag (DefaultTag when empty) or
+// of opts.SourceDir: the module cache's zip or one downloaded through
+// GOPROXY, verified against the pinned hash, the .ziphash or the checksum
+// database before it is returned. Errors match the ones Load returns.
+func OpenSource(ctx context.Context, opts Options) (*Source, error) {
+	opts = opts.withDefaults()
+	if opts.SourceDir != "" {
+		return openDir(opts)
+	}
+	if err := CheckTag(opts.Tag); err != nil {
+		return nil, err
+	}
+	cacheDir, err := CacheDir(opts)
+	if err != nil {
+		return nil, err
+	}
+	z, err := fetchZip(ctx, opts, cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := z.checkSizes(); err != nil {
+		z.close()
+		return nil, err
+	}
+	if z.verify != nil { // a module-cache zip not checked yet: check it first
+		h, err := z.verify()
+		if err != nil {
+			z.close()
+			return nil, err
+		}
+		z.hash = h
+	}
+	zr, err := zip.OpenReader(z.path)
+	if err != nil {
+		z.close()
+		return nil, newError(ErrChecksumMismatch, err, "cannot open the module zip %s: %v; remove it and try again", z.path, err)
+	}
+	fsys, err := zipRoot(&zr.Reader, z.tag)
+	if err != nil {
+		zr.Close()
+		z.close()
+		return nil, err
+	}
+	return &Source{
+		FS: fsys, Tag: z.tag, ModuleHash: z.hash, Kind: z.source, Verified: z.verified, ZipPath: z.path,
+		close: func() { zr.Close(); z.close() },
+	}, nil
+}
+
+// openDir opens a Kubernetes checkout as loadDir reads it.
+func openDir(opts Options) (*Source, error) {
+	dir := opts.SourceDir
+	if fi, err := os.Stat(dir + "/" + kubeletPath); err != nil || !fi.Mode().IsRegular() {
+		return nil, newError(ErrNotKubernetes, err,
+			"%s is not a Kubernetes source tree (no %s); give --source-dir the top of a kubernetes/kubernetes checkout", dir, kubeletPath)
+	}
+	tag := opts.Tag
+	if tag != "" {
+		if err := CheckTag(tag); err != nil {
+			return nil, err
+		}
+	} else if tag = gitTag(dir); tag == "" {
+		tag = "dir"
+	}
+	return &Source{FS: os.DirFS(dir), Tag: tag, Kind: "dir", Verified: VerifiedNone}, nil
+}

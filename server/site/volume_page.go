@@ -1,0 +1,150 @@
+package site
+
+// The second reading's page, /k8s/{tag}/volume-manager: the entry's source
+// highlighted, a section#part-{key} per phase (its direction, its guard,
+// what it starts and the writes those make, its source), and the two
+// sets with their writers. Rendered once per tag and list of readable
+// tags, like the first reading's pages. In quiz mode the derived answers
+// (directions, starts, writers) are left out, as the first reading's are.
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"net/http"
+	"slices"
+
+	"github.com/syncloop/syncloop/extractor/volume"
+)
+
+// PageVolume names the second reading's page.
+const PageVolume = "volume-manager"
+
+// volumeView is what volume-manager.html renders.
+type volumeView struct {
+	R      *volume.Reading
+	Entry  template.HTML // the entry's source, highlighted
+	Parts  []partView
+	Sets   []volume.Set
+	Hidden bool // quiz mode: the derived answers are left out
+}
+
+type partView struct {
+	volume.Part
+	Code     template.HTML
+	Sentence string // what the direction means, in words
+}
+
+// newVolumeView highlights the entry and each phase; ids are prefixed so
+// lines of different files never share one.
+func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
+	v := &volumeView{R: r, Sets: r.Sets, Hidden: quiz}
+	var err error
+	if v.Entry, err = codeBlock(r.Entry.Text, r.Entry.Line, "entry-"); err != nil {
+		return nil, err
+	}
+	for _, p := range r.Parts {
+		pv := partView{Part: p, Sentence: directionSentence(p)}
+		if pv.Code, err = codeBlock(p.Text, p.Line, "part-"+p.Key+"-"); err != nil {
+			return nil, err
+		}
+		if quiz {
+			pv.Direction, pv.Sentence, pv.Starts = "", "", nil
+		}
+		v.Parts = append(v.Parts, pv)
+	}
+	if quiz {
+		v.Sets = nil
+	}
+	return v, nil
+}
+
+// codeBlock highlights text (first line first) as a <pre> whose lines have
+// ids prefix+"L<n>".
+func codeBlock(text string, first int, prefix string) (template.HTML, error) {
+	if text == "" {
+		return "", nil
+	}
+	h, err := highlightRefs(text, first, nil)
+	if err != nil {
+		return "", err
+	}
+	var w bytes.Buffer
+	w.WriteString(`<pre class="chroma code">`)
+	for i, line := range h.lines {
+		n := first + i
+		fmt.Fprintf(&w, `<span class="line" id="%sL%d"><a class="ln" href="#%sL%d">%d</a><span class="cl">%s`+"\n"+`</span></span>`,
+			prefix, n, prefix, n, n, line)
+	}
+	w.WriteString(`</pre>`)
+	return template.HTML(w.String()), nil
+}
+
+// directionSentence says in words what the phase's direction was derived
+// from.
+func directionSentence(p volume.Part) string {
+	over := "the actual state of the world"
+	if p.RangesSet == "DesiredStateOfWorld" {
+		over = "the desired state of the world"
+	} else if p.RangesSet == "" && p.Ranges != "" {
+		over = p.Ranges + ", not a set"
+	}
+	switch p.Direction {
+	case volume.RemoveExtra:
+		return "For each entry of " + over + " that the desired state lacks, it removes: remove-extra."
+	case volume.AddMissing:
+		if p.RangesSet == "DesiredStateOfWorld" {
+			return "For each volume the desired state wants, it looks the actual state up and adds what is missing: add-missing."
+		}
+		return "It ranges over " + over + " and tests only the actual state, adding what it lacks: add-missing."
+	}
+	if p.Ranges != "" {
+		return "It ranges over " + over + " and tests neither set: bookkeeping, no direction."
+	}
+	return "No loop over either set: bookkeeping, no direction."
+}
+
+// volumeHTML is st's page, rendered for the current list of readable tags.
+func (s *Site) volumeHTML(st *volState, tag string) (*page, error) {
+	tags, gen := s.readableTags()
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.html != nil && st.gen == gen {
+		return st.html, nil
+	}
+	if st.view == nil {
+		v, err := newVolumeView(st.reading, s.cfg.Quiz)
+		if err != nil {
+			return nil, err
+		}
+		st.view = v
+	}
+	body, err := s.execute("volume-manager.html", pageData{
+		Title: "The volume manager's reconciler at " + tag, Page: PageVolume, Tag: tag,
+		Tags: tags, DefaultTag: s.cfg.DefaultTag, Volume: st.view,
+	})
+	if err != nil {
+		return nil, err
+	}
+	st.html, st.gen = newPage("text/html; charset=utf-8", body, "no-cache"), gen
+	return st.html, nil
+}
+
+// volumeWithoutAnswers is r as the JSON serves it in quiz mode: the
+// entry, the phases' source and the log sites, without the directions,
+// what each phase starts, nor the sets' writers and readers.
+func volumeWithoutAnswers(r *volume.Reading) *volume.Reading {
+	c := *r
+	c.Parts = slices.Clone(r.Parts)
+	for i := range c.Parts {
+		c.Parts[i].Direction, c.Parts[i].Starts, c.Parts[i].Tests = "", nil, nil
+	}
+	c.Sets = slices.Clone(r.Sets)
+	for i := range c.Sets {
+		c.Sets[i].Writers, c.Sets[i].Readers, c.Sets[i].Mutating = []volume.Caller{}, []volume.Caller{}, []string{}
+	}
+	return &c
+}
+
+// VolumePage serves /k8s/{tag}/volume-manager.
+func (s *Site) VolumePage() http.Handler { return s.volumeHandler(true) }
