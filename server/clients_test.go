@@ -288,7 +288,8 @@ func TestRefusalCloseCodes(t *testing.T) {
 }
 
 // /healthz is 503 with the reason while the default Reading loads or a
-// directory the server writes cannot be written, 200 otherwise.
+// directory the server writes cannot be written, 200 otherwise; /livez
+// is 200 all along.
 func TestHealthz(t *testing.T) {
 	t.Parallel()
 	hold := make(chan struct{})
@@ -308,6 +309,9 @@ func TestHealthz(t *testing.T) {
 		}
 	}
 	check("while the default Reading loads", 503, "not ready: the default tag "+fixture.Tag+" is still loading")
+	if rec := get(t, s, "/livez"); rec.Code != 200 || rec.Body.String() != "ok\n" {
+		t.Errorf("/livez while the default Reading loads: %d %q, want 200 ok", rec.Code, rec.Body.String())
+	}
 	fl.Mu.Lock()
 	fl.Readings = map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}
 	fl.Mu.Unlock()

@@ -27,6 +27,18 @@ func (s *Server) handleHealthz() http.Handler {
 	})
 }
 
+// handleLivez answers GET /livez: 200 "ok" whenever the process serves
+// requests, whatever /healthz says. A liveness probe asks it: a default
+// tag still fetched through a slow proxy, or JetStream electing a leader,
+// is no reason to restart the process.
+func (s *Server) handleLivez() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		io.WriteString(w, "ok\n")
+	})
+}
+
 // notReady says what keeps the server from serving; nothing when ready.
 func (s *Server) notReady() []string {
 	var why []string

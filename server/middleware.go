@@ -184,3 +184,15 @@ func formBody(n int64) func(http.Handler) http.Handler {
 		})
 	}
 }
+
+// streamBody lets the route read a body of any length, for as long as it
+// lasts: its handler holds a line of it at a time, each bounded
+// (feeds.HandleJournal), and sets its own read deadlines.
+func streamBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if body, ok := r.Context().Value(originalBody{}).(io.ReadCloser); ok {
+			r.Body = body
+		}
+		next.ServeHTTP(w, r)
+	})
+}

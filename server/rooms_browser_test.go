@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -294,6 +295,10 @@ func TestBrowserRoom(t *testing.T) {
 		if !strings.HasPrefix(cmd, "syncloop relay --server "+ts.URL+" --feed room-"+id+" --token ") || !strings.Contains(cmd, `--cmd "ssh user@worker sudo journalctl -u kubelet -f -o json --all"`) {
 			t.Errorf("relay command %q", cmd)
 		}
+		curl := eval[string](t, driver, `document.querySelector('[data-room-cmd-curl]').textContent`)
+		if want := "ssh user@worker 'sudo journalctl -u kubelet -f -o json --all' | curl -sS --no-buffer -T - -H 'Authorization: Bearer " + tok + "' " + ts.URL + "/feeds/room-" + id + "/journal"; curl != want {
+			t.Errorf("curl command\n%q\nwant\n%q", curl, want)
+		}
 		ctx := testCtx(t)
 		feedURL := wstest.URL(ts, "/feeds/room-"+id+"/ingest")
 		if _, resp, err := websocket.Dial(ctx, feedURL, &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer wrong"}}}); err == nil || resp.StatusCode != http.StatusUnauthorized {
@@ -310,6 +315,17 @@ func TestBrowserRoom(t *testing.T) {
 		for name, ctx := range map[string]context.Context{"driver": driver, "viewer": viewer} {
 			waitFor(t, ctx, name+"'s live pane shows the line", `document.querySelector('#live .live-lines')?.textContent.includes('probe-me')`)
 			waitFor(t, ctx, name+" is told the journal's version", `document.querySelector('[data-room-version]').textContent.includes('runs v1.31.0')`)
+		}
+		// The page's curl command as it is, a journal line piped in for
+		// the ssh before it.
+		_, curlCmd, _ := strings.Cut(curl, "| ")
+		sh := exec.Command("sh", "-c", curlCmd)
+		sh.Stdin = strings.NewReader(`I1130 01:02:05.000000    1234 kubelet.go:2407] "SyncLoop ADD" source="api" pods=["default/curl-fed"]` + "\n")
+		if out, err := sh.CombinedOutput(); err != nil || !strings.Contains(string(out), `"stored":1`) {
+			t.Errorf("the page's curl command: %v\n%s", err, out)
+		}
+		for name, ctx := range map[string]context.Context{"driver": driver, "viewer": viewer} {
+			waitFor(t, ctx, name+"'s live pane shows the curl-fed line", `document.querySelector('#live .live-lines')?.textContent.includes('curl-fed')`)
 		}
 		if !eval[bool](t, driver, `[...document.querySelectorAll('[data-room-version] button')].some(b => b.textContent === 'Switch the room to v1.31.0')`) {
 			t.Error("the driver has no button to switch the room's tag")

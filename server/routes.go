@@ -46,11 +46,14 @@ const (
 //
 //	GET /feeds/{feed}/ws          browser websocket: history then live tail
 //	GET /feeds/{feed}/ingest      relay websocket, bearer token
+//	PUT|POST /feeds/{feed}/journal a journal streamed in the body (curl -T -), bearer token (journal_http.go)
+//	GET /feeds/{feed}/cursor      the last journald cursor stored, bearer token
 //	GET /feeds/{feed}/export      the stored journal as NDJSON (?after=SEQ)
 //	GET /feeds/{feed}/fired       the record of what fired, per case (fired.go)
 //	GET /feeds/{feed}/fired/{case}/lines  a case's stored lines, read back by sequence
 //	GET /metrics                  Prometheus metrics: one registry, each part registering its own (metrics.go)
 //	GET /healthz                  200 ok, or 503 and why not ready (health.go)
+//	GET /livez                    200 ok while the process serves (a liveness probe's)
 //
 // Pair-reading rooms (package rooms, wired in rooms.go):
 //
@@ -73,7 +76,8 @@ const (
 //	GET /k8s/{tag}/quote, POST /k8s/{tag}/notes, POST /k8s/{tag}/worksheet.md   (no room: nothing stored)
 //
 // Request bodies: none is read (limitBodies) but where a route above says
-// how much it takes (formBody, jsonBody; middleware.go).
+// how much it takes (formBody, jsonBody; middleware.go), and a journal's,
+// read a line at a time for as long as it lasts (streamBody).
 //
 // The live endpoints of a room's feed (room-{id}) answer only while the
 // room lives, and its ingest takes the room's own token.
@@ -104,11 +108,16 @@ func (s *Server) routes() chi.Router {
 
 	r.Method("GET", "/feeds/{feed}/ws", s.rooms.FeedGate(s.live.HandleFeedSocket()))
 	r.Method("GET", "/feeds/{feed}/ingest", s.rooms.FeedGate(s.live.HandleIngest()))
+	for _, m := range []string{"PUT", "POST"} {
+		r.With(streamBody).Method(m, "/feeds/{feed}/journal", s.rooms.FeedGate(s.live.HandleJournal()))
+	}
+	r.Method("GET", "/feeds/{feed}/cursor", s.rooms.FeedGate(s.live.HandleCursor()))
 	r.Method("GET", "/feeds/{feed}/export", s.rooms.FeedGate(s.live.HandleExport()))
 	r.Method("GET", "/feeds/{feed}/fired", s.rooms.FeedGate(s.live.HandleFired()))
 	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", s.rooms.FeedGate(s.live.HandleCaseLines()))
 	r.Method("GET", "/metrics", s.handleMetrics())
 	r.Method("GET", "/healthz", s.handleHealthz())
+	r.Method("GET", "/livez", s.handleLivez())
 
 	r.With(formBody(roomFormBytes)).Method("POST", "/rooms", s.rooms.Create())
 	r.Method("GET", "/rooms/{id}", s.rooms.Page(rooms.PageIndex))

@@ -258,6 +258,9 @@ function renderFeed() {
 	const journal = 'ssh user@worker sudo journalctl -u kubelet -f -o json --all';
 	$('[data-room-cmd]').textContent = `${base} --cmd "${journal}"`;
 	$('[data-room-cmd-stdin]').textContent = `${journal} | ${base}`;
+	// Nothing to install: the worker's journal straight to the feed's
+	// journal route (the same storing as the relay's, resends dropped).
+	$('[data-room-cmd-curl]').textContent = `ssh user@worker 'sudo journalctl -u kubelet -f -o json --all' | curl -sS --no-buffer -T - -H 'Authorization: Bearer ${token}' ${location.origin}/feeds/${feed}/journal`;
 }
 
 // renderVersion: the journal's kubelet runs another version than the room
@@ -543,6 +546,7 @@ $('[data-room-share]').addEventListener('click', (ev) => {
 $('[data-room-invite]').addEventListener('click', (ev) => copy(viewerLink(''), 'the viewer link', ev.currentTarget));
 $('[data-room-copy-driver]').addEventListener('click', (ev) => copy(`${viewerLink('')}?k=${encodeURIComponent(key)}`, 'the driver link', ev.currentTarget));
 $('[data-room-copy-cmd]').addEventListener('click', (ev) => copy($('[data-room-cmd]').textContent, 'the relay command', ev.currentTarget));
+$('[data-room-copy-curl]').addEventListener('click', (ev) => copy($('[data-room-cmd-curl]').textContent, 'the curl command', ev.currentTarget));
 $('[data-room-rotate]').addEventListener('click', () => send({ t: 'rotate' }));
 $('[data-room-resume]').addEventListener('click', resume);
 $('[data-room-take]').addEventListener('click', () => send({ t: 'take' }));

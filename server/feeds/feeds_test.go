@@ -68,6 +68,8 @@ func serveLive(t testing.TB, l *Service) *httptest.Server {
 	r := chi.NewRouter()
 	r.Method("GET", "/feeds/{feed}/ws", l.HandleFeedSocket())
 	r.Method("GET", "/feeds/{feed}/ingest", l.HandleIngest())
+	r.Method("PUT", "/feeds/{feed}/journal", l.HandleJournal())
+	r.Method("GET", "/feeds/{feed}/cursor", l.HandleCursor())
 	r.Method("GET", "/feeds/{feed}/export", l.HandleExport())
 	r.Method("GET", "/feeds/{feed}/fired", l.HandleFired())
 	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", l.HandleCaseLines())

@@ -251,29 +251,38 @@ func (t *feedTail) stored(id string) bool {
 // store publishes the lines of lines not stored yet, and returns once
 // JetStream has acknowledged them.
 func (l *Service) store(f *feed, lines []relay.Line, demo bool) error {
+	_, err := l.storeCounted(f, lines, demo)
+	return err
+}
+
+// storeCounted is store, and how many of lines it published (the others
+// were stored already).
+func (l *Service) storeCounted(f *feed, lines []relay.Line, demo bool) (int, error) {
 	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
 	defer cancel()
 	f.pubMu.Lock()
 	defer f.pubMu.Unlock()
+	stored := 0
 	for attempt := 0; ; attempt++ {
-		err := l.publishToStream(ctx, f, lines, demo)
+		n, err := l.publishToStream(ctx, f, lines, demo)
+		stored += n
 		if err == nil {
-			return nil
+			return stored, nil
 		}
 		f.tail.loaded = false // learn it anew from the stream
 		if !broker.LostRace(err) || attempt >= 8 {
-			return err
+			return stored, err
 		}
 	}
 }
 
 // publishToStream filters out what is stored and publishes the rest to
-// the feed's JetStream stream, in messages of bounded size. f.pubMu is
-// held.
-func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Line, demo bool) error {
+// the feed's JetStream stream, in messages of bounded size, and returns
+// how many lines it published. f.pubMu is held.
+func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Line, demo bool) (stored int, err error) {
 	if !f.tail.loaded {
 		if err := l.loadTail(ctx, f); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	keep := f.kept[:0]
@@ -322,17 +331,18 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 			f.mu.Unlock()
 		}
 		if err != nil {
-			return fmt.Errorf("feed %s: publish: %w", f.name, err)
+			return stored, fmt.Errorf("feed %s: publish: %w", f.name, err)
 		}
 		if ack.Duplicate { // stored before, under the same id: the tail is elsewhere
 			f.tail.loaded = false
 			if err := l.loadTail(ctx, f); err != nil {
-				return err
+				return stored, err
 			}
 			continue
 		}
 		f.tail.streamSeq = ack.Sequence
 		f.tail.next += uint64(len(chunk))
+		stored += len(chunk)
 		f.mu.Lock()
 		// Counted as stored here, where it is stored: the metric is this
 		// replica's, and up to date once the relay has its ack.
@@ -347,7 +357,7 @@ func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Li
 			f.tail.note(in.ID)
 		}
 	}
-	return nil
+	return stored, nil
 }
 
 // chunkMsg is the stored message of chunk, the first of its lines the

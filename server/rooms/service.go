@@ -423,7 +423,7 @@ func (rs *Service) FeedGate(next http.Handler) http.Handler {
 			http.Error(w, "no such room: copy the relay command from the room's page (driver link)", http.StatusNotFound)
 			return
 		}
-		if room.Ended && strings.HasSuffix(r.URL.Path, "/ingest") {
+		if room.Ended && (strings.HasSuffix(r.URL.Path, "/ingest") || strings.HasSuffix(r.URL.Path, "/journal")) {
 			http.Error(w, "this room was ended: its journal takes no more lines", http.StatusGone)
 			return
 		}
