@@ -430,7 +430,7 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		for _, want := range []string{"Written by: Ann, Bob, Dana", "> Pod specs from the sources", "(Ann, ", "the ADD log: V(2)", "kubelet.go:2423 (Bob", "Dana's own sentence."} {
+		for _, want := range []string{"Written by: Ann, Bob, Dana", "```text\nPod specs from the sources", "(Ann, ", "the ADD log: V(2)", "kubelet.go:2423 (Bob", "Dana's own sentence."} {
 			if !strings.Contains(string(md), want) {
 				t.Errorf("the downloaded worksheet lacks %q:\n%.600s", want, md)
 			}
@@ -667,7 +667,7 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 
 	t.Run("export", func(t *testing.T) {
 		md := eval[string](t, ctx, `fetch('/k8s/v1.36.0/worksheet.md', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({notes: Object.values(JSON.parse(localStorage.getItem('syncloop-notes-v1')))})}).then(r => r.text())`)
-		for _, want := range []string{"\n\nMy notes\n\nSource: [", "> Config updates: ADD, UPDATE, REMOVE…", "kubelet.go:2709 (changed since v1.30.0, where it was line 2423)", "check: At v1.36.0 that is line"} {
+		for _, want := range []string{"\n\nMy notes\n\nSource: [", "```text\nConfig updates: ADD, UPDATE, REMOVE…", "kubelet.go:2709 (changed since v1.30.0, where it was line 2423)", "check: `At v1.36.0 that is line"} {
 			if !strings.Contains(md, want) {
 				t.Errorf("my worksheet lacks %q:\n%s", want, md)
 			}

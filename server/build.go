@@ -207,6 +207,7 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 	}
 	hc.Author = func(r *http.Request, id string) (string, error) { return author(d, r, id) }
 	hc.Reading = readingOrLoad(d.Site)
+	hc.Line = d.Feeds.Line // what a pin names, and its hand-in prints
 	hc.Sockets = d.Sockets // event streams count with the client's websockets
 	d.Notes = annotations.NewHandlers(hc)
 	return st, nil

@@ -312,7 +312,7 @@ func TestBrowserClass(t *testing.T) {
 			}
 			i := bytes.Index(md, []byte("## Fired"))
 			if i < 0 || !bytes.Contains(md[i:], []byte("### config at ")) || !bytes.Contains(md[i:], []byte("(Cy")) ||
-				!bytes.Contains(md[i:], []byte("line "+pinned)) || !bytes.Contains(md[i:], []byte("cursor: s=")) || !bytes.Contains(md[i:], []byte("SyncLoop")) {
+				!bytes.Contains(md[i:], []byte("Line "+pinned+" of the journal, cursor `s=")) || !bytes.Contains(md[i:], []byte("SyncLoop")) {
 				t.Errorf("Cy's hand-in lacks the pinned line %s under ## Fired:\n%s", pinned, md)
 			}
 		}

@@ -246,10 +246,13 @@ func TestClass(t *testing.T) {
 	if ack := wstest.Send(t, ctx, rl, lines...); ack != lines[len(lines)-1].ID {
 		t.Fatalf("ack %q", ack)
 	}
-	// Cy pins the first config line as evidence (what live.js's [data-pin]
-	// sends): it is to reach the room's hand-in in the instructor's zip.
+	// Cy pins the first config line, line 2 of the room's journal, as
+	// evidence (what live.js's [data-pin] sends): the line as stored is to
+	// reach the room's hand-in in the instructor's zip.
 	pinned := lines[1].Raw
-	putNote(t, ts, ids[1], "pin.room-"+ids[1]+"-2", "case: config\ntime: 01:02:00\npod: default/probe-me\n"+pinned)
+	if code, v := notesReq(t, "POST", ts.URL+"/rooms/"+ids[1]+"/pins", map[string]any{"seq": 2, "author": "Cy"}); code != 200 {
+		t.Fatalf("POST a pin: %d %v", code, v)
+	}
 
 	d3 := dialRoom(t, ctx, ts, ids[2], keys[2], "Dee")
 	d3.send(t, ctx, map[string]any{"t": "end"})

@@ -341,7 +341,7 @@ func TestBrowserHandInIsTheStudents(t *testing.T) {
 		chromedp.Run(ctx, chromedp.Evaluate[bool](`(document.querySelector('.annot-exercises').scrollIntoView(), true)`))
 	})
 	md := eval[string](t, ctx, `fetch('/k8s/`+r.Tag+`/worksheet.md', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({notes: Object.values(JSON.parse(localStorage.getItem('syncloop-notes-v1')))})}).then(r => r.text())`)
-	for _, want := range []string{"- Fired by the exercise: a pod whose liveness probe fails", "## pod_workers\n\nWhat guarantees that two goroutines never sync the same pod at once?\n\n> One goroutine per pod"} {
+	for _, want := range []string{"- Fired by the exercise: a pod whose liveness probe fails", "## pod_workers\n\nWhat guarantees that two goroutines never sync the same pod at once?\n\n```text\nOne goroutine per pod"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the hand-in lacks %q:\n%s", want, md)
 		}

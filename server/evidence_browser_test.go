@@ -77,6 +77,7 @@ func TestBrowserCaseLinesAndPins(t *testing.T) {
 			batch = append(batch, line(`fs.go:100] "readlink /proc/1/fd/7: permission denied"`))
 		}
 	}
+	batch0 := batch[0].Raw // line 1, which the reader pins
 	wstest.Send(t, wctx, in, batch...)
 	for range 20 {
 		batch = batch[:0]
@@ -125,7 +126,7 @@ func TestBrowserCaseLinesAndPins(t *testing.T) {
 		return r.text();
 	})()`)
 	fired, _, _ := strings.Cut(md[strings.Index(md, "## Fired")+1:], "\n## ")
-	for _, want := range []string{"### config at 2026-12-01T03:00:01", "pod: default/probe-me-0", "feed: default, line 1", `"SyncLoop ADD" source="file" pods=["default/probe-me-0"]`} {
+	for _, want := range []string{"### config at 2026-12-01T03:00:01", "Line 1 of the journal", "pod default/probe-me-0", "```text\n" + batch0 + "\n```"} {
 		if !strings.Contains(md, "## Fired") || !strings.Contains(fired, want) {
 			t.Fatalf("the worksheet's Fired section lacks %q:\n%s", want, md)
 		}

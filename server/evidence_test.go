@@ -1,34 +1,141 @@
 package server
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/server/internal/fixture"
+	"github.com/syncloop/syncloop/server/internal/wstest"
+	"github.com/syncloop/syncloop/server/relay"
 )
 
-// TestRoomPins: in a room, a pin is the room's note with the reader's
-// name, and the room's worksheet hands it in under "Fired"; the room
-// feed's record of what fired answers only while the room lives.
+// journaldEntry wraps a kubelet line as `journalctl -o json` does.
+func journaldEntry(cursor, msg string) string {
+	b, _ := json.Marshal(map[string]string{"__CURSOR": cursor, "__REALTIME_TIMESTAMP": "1764558001000000", "_HOSTNAME": "lab-worker",
+		"SYSLOG_IDENTIFIER": "kubelet", "_PID": "4242", "MESSAGE": msg})
+	return string(b)
+}
+
+// demoSeq reads a room feed's browser socket until a demo line arrives,
+// and returns its sequence number.
+func demoSeq(t *testing.T, ctx context.Context, c *websocket.Conn) uint64 {
+	t.Helper()
+	for {
+		_, b, err := c.Read(ctx)
+		if err != nil {
+			t.Fatalf("the room's feed: %v", err)
+		}
+		for part := range strings.SplitSeq(string(b), "\n") {
+			var m struct {
+				Seq  uint64          `json:"seq"`
+				Line json.RawMessage `json:"line"`
+				Demo bool            `json:"demo"`
+			}
+			if json.Unmarshal([]byte(part), &m) == nil && m.Line != nil && m.Demo && m.Seq > 0 {
+				return m.Seq
+			}
+		}
+	}
+}
+
+// TestRoomPins: a pin names a line of the room's journal and the server
+// quotes it from the stream. A made-up sequence, a demo line, a line that
+// fired no case, another feed's line and a text that is not the line's are
+// refused with 422 and why; the room's hand-in prints the real pin's
+// entry as stored, byte for byte, with "line N of the journal, cursor C",
+// and its case is among the room's fired cases.
 func TestRoomPins(t *testing.T) {
 	t.Parallel()
-	_, ts := newRoomServer(t, t.TempDir(), nil)
-	id, _ := createRoom(t, ts)
-	pin := "case: config\ntime: 2026-12-01T03:00:01Z\npod: default/probe-me-lab\nnode: lab\nkubelet: v1.33.0 (from its log sites: v1.33.0)\ncursor: s=ab;i=1f\nfeed: room-x, line 7\nline: I1201 03:00:01.000000 1 kubelet.go:2522] \"SyncLoop ADD\""
-	code, v := notesReq(t, "PUT", ts.URL+"/rooms/"+id+"/notes/pin.room-"+id+"-7?tag="+fixture.Tag, map[string]any{"text": pin, "rev": 0, "author": "Ann"})
-	if code != 200 || v["author"] != "Ann" {
-		t.Fatalf("PUT a pin: %d %v", code, v)
+	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.DemoPeriod = 20 * time.Millisecond })
+	ctx := testCtx(t)
+	id, key := createRoom(t, ts)
+	d := dialRoom(t, ctx, ts, id, key, "Ann")
+	demo := demoSeq(t, ctx, dialFeed(t, ctx, ts, "room-"+id)) // a reader's pane starts the room's demo
+
+	rl, _, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/room-"+id+"/ingest"), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}},
+	})
+	if err != nil {
+		t.Fatalf("the room's relay: %v", err)
 	}
+	defer rl.CloseNow()
+	add := siteOf(t, fixture.Reading(t), "config", "Tiny ADD")
+	entry := journaldEntry("s=5eed;i=2a;b=boot", fmt.Sprintf(`I1201 03:00:01.000000    4242 %s:%d] "Tiny ADD" pods=["default/probe-me-lab"] `+"```"+` <img src=x onerror=alert(1)>`, path.Base(add.File), add.Line))
+	wstest.Send(t, ctx, rl,
+		relay.Line{ID: "s=5eed;i=29;b=boot", Raw: journaldEntry("s=5eed;i=29;b=boot", `I1201 03:00:00.000000    4242 fs.go:100] "readlink: permission denied"`)},
+		relay.Line{ID: "s=5eed;i=2a;b=boot", Raw: entry})
+	var fired struct {
+		Cases map[string]struct{ Last struct{ Seq uint64 } } `json:"cases"`
+	}
+	getJSON(t, ts.URL+"/feeds/room-"+id+"/fired", &fired)
+	seq := fired.Cases["config"].Last.Seq
+	if seq == 0 || seq <= demo {
+		t.Fatalf("the relay's config line is line %d (the demo's %d): %+v", seq, demo, fired)
+	}
+
+	pins := ts.URL + "/rooms/" + id + "/pins?tag=" + fixture.Tag
+	forged := "case: config\ntime: 2026-12-01T03:00:01Z\npod: default/probe-me\nnode: lab\ncursor: s=deadbeef;i=1\nfeed: room-" + id + ", line 99999\nline: made up"
+	for _, tt := range []struct {
+		what, method, url string
+		body              map[string]any
+		why               string
+	}{
+		{"a made-up sequence", "POST", pins, map[string]any{"seq": 99999, "author": "Ann"}, "not in this room's journal"},
+		{"a demo line", "POST", pins, map[string]any{"seq": demo, "author": "Ann"}, "demo line"},
+		{"a line that fired no case", "POST", pins, map[string]any{"seq": seq - 1, "author": "Ann"}, "matches no case"},
+		{"a made-up line, PUT with its text", "PUT", ts.URL + "/rooms/" + id + "/notes/pin.room-" + id + "-99999", map[string]any{"text": forged, "rev": 0, "author": "Ann"}, "not in this room's journal"},
+		{"a real line with other text", "PUT", ts.URL + fmt.Sprintf("/rooms/%s/notes/pin.room-%s-%d", id, id, seq), map[string]any{"text": forged, "rev": 0, "author": "Ann"}, "text given is not line"},
+		{"another feed's line", "PUT", ts.URL + fmt.Sprintf("/rooms/%s/notes/pin.default-%d", id, seq), map[string]any{"rev": 0, "author": "Ann"}, "not in this room's journal"},
+	} {
+		code, v := notesReq(t, tt.method, tt.url, tt.body)
+		if msg, _ := v["error"].(string); code != http.StatusUnprocessableEntity || !strings.Contains(msg, tt.why) {
+			t.Errorf("%s: %d %v, want 422 saying %q", tt.what, code, v, tt.why)
+		}
+	}
+	code, v := notesReq(t, "POST", pins, map[string]any{"seq": seq, "author": "Ann"})
+	if text, _ := v["text"].(string); code != 200 || v["author"] != "Ann" || !strings.Contains(text, "cursor: s=5eed;i=2a;b=boot") || !strings.Contains(text, "pod: default/probe-me-lab") {
+		t.Fatalf("POST a real pin: %d %v", code, v)
+	}
+
 	resp, err := http.Get(ts.URL + "/rooms/" + id + "/worksheet.md?tag=" + fixture.Tag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, _ := io.ReadAll(resp.Body)
+	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if i := strings.Index(string(md), "## Fired"); i < 0 || !strings.Contains(string(md[i:]), "### config at 2026-12-01T03:00:01Z (Ann") || !strings.Contains(string(md[i:]), "cursor: s=ab;i=1f") {
-		t.Fatalf("the room's worksheet:\n%s", md)
+	md := string(b)
+	i := strings.Index(md, "## Fired")
+	if i < 0 {
+		t.Fatalf("no Fired section:\n%s", md)
+	}
+	fired2 := md[i:]
+	if n := strings.Count(fired2, "\n### "); n != 1 {
+		t.Errorf("%d pins handed in, want the real one alone:\n%s", n, fired2)
+	}
+	if !strings.Contains(fired2, "### config at 2025-12-01T03:00:01Z (Ann") ||
+		!strings.Contains(fired2, fmt.Sprintf("Line %d of the journal, cursor `s=5eed;i=2a;b=boot`; pod default/probe-me-lab; node lab-worker", seq)) {
+		t.Errorf("the pin's heading or place:\n%s", fired2)
+	}
+	// The entry as stored, byte for byte, between fences no backtick run in
+	// it can close.
+	_, rest, ok := strings.Cut(fired2, "````text\n")
+	got, _, ok2 := strings.Cut(rest, "\n````\n")
+	if !ok || !ok2 || got != entry {
+		t.Errorf("the hand-in's entry is not the stored one byte for byte:\n got %q\nwant %q", got, entry)
+	}
+	for _, forgedText := range []string{"deadbeef", "99999", "made up"} {
+		if strings.Contains(md, forgedText) {
+			t.Errorf("the hand-in holds %q of a forged pin", forgedText)
+		}
 	}
 	for _, tt := range []struct {
 		feed string
@@ -42,5 +149,20 @@ func TestRoomPins(t *testing.T) {
 		if resp.StatusCode != tt.code {
 			t.Errorf("GET /feeds/%s/fired: %s, want %d", tt.feed, resp.Status, tt.code)
 		}
+	}
+}
+
+func getJSON(t *testing.T, u string, v any) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatalf("GET %s: %v", u, err)
 	}
 }

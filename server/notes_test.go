@@ -163,7 +163,7 @@ func TestRoomNotes(t *testing.T) {
 	dialRoomAs(t, jctx, ts, id, "", "", "Dana").c.Close(websocket.StatusNormalClosure, "")
 	jcancel()
 	status, md := httpGet(t, ts.URL+"/rooms/"+id+"/worksheet.md")
-	for _, want := range []string{"\n\nReaders: Dana\n\nWritten by: Ann, Dana\n\n", "> Dana's", "the ADD log", "pkg/kubelet/tiny.go:" + fmt.Sprint(line)} {
+	for _, want := range []string{"\n\nReaders: Dana\n\nWritten by: Ann, Dana\n\n", "```text\nDana's", "the ADD log", "pkg/kubelet/tiny.go:" + fmt.Sprint(line)} {
 		if status != 200 || !strings.Contains(md, want) {
 			t.Errorf("worksheet.md (%d) lacks %q:\n%s", status, want, md)
 		}

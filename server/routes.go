@@ -72,7 +72,7 @@ const (
 // Readers' own notes (package annotations, http.go there):
 //
 //	GET /rooms/{id}/notes, /rooms/{id}/notes/events, PUT|DELETE /rooms/{id}/notes/{note},
-//	GET /rooms/{id}/notes/{note}/history, GET /rooms/{id}/worksheet.md
+//	GET /rooms/{id}/notes/{note}/history, GET /rooms/{id}/worksheet.md, POST /rooms/{id}/pins
 //	GET /k8s/{tag}/quote, POST /k8s/{tag}/notes, POST /k8s/{tag}/worksheet.md   (no room: nothing stored)
 //
 // Request bodies: none is read (limitBodies) but where a route above says
@@ -143,6 +143,7 @@ func (s *Server) routes() chi.Router {
 	r.Method("DELETE", "/rooms/{id}/notes/{note}", s.notes.Delete())
 	r.Method("GET", "/rooms/{id}/notes/{note}/history", s.notes.History())
 	r.Method("GET", "/rooms/{id}/worksheet.md", s.notes.RoomWorksheet())
+	r.With(jsonBody(noteBodyBytes)).Method("POST", "/rooms/{id}/pins", s.notes.Pin())
 	r.Method("GET", "/k8s/{tag}/quote", s.notes.Quote())
 	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/notes", s.notes.LocalViews())
 	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/worksheet.md", s.notes.LocalWorksheet())

@@ -974,7 +974,7 @@ class LivePane {
 			`line: ${own}`,
 		].join('\n');
 		const who = { author: stored('syncloop-name', ''), color: Number(stored('syncloop-color', '0')) || 0 };
-		const r = await this.notes.pin(id, text, who);
+		const r = await this.notes.pin(id, text, who, m.seq);
 		if (r.status === 'offline') {
 			announce('Not pinned: the server did not answer');
 			return;

@@ -193,7 +193,9 @@ class LocalNotes {
 		return { status: 'removed' };
 	}
 
-	// pin keeps a log line as evidence, a note the worksheet hands in.
+	// pin keeps a log line as evidence, a note the worksheet hands in:
+	// its id names the line (feed and seq), which the server reads again
+	// from the journal when it builds the worksheet; text is for this page.
 	async pin(id, text, who) {
 		const all = this.all();
 		all[id] = { id, text, author: who.author || this.words.author, at: new Date().toISOString() };
@@ -366,20 +368,21 @@ class RoomNotes {
 		return { status: resp.ok ? 'removed' : 'refused' };
 	}
 
-	// pin writes a log line as evidence into the room's notes, once (a
-	// pin already there is the same pin).
-	async pin(id, text, who) {
+	// pin pins line seq of the room's journal, once (a pin already there
+	// is the same pin): the server quotes the line from the journal, and
+	// refuses (422, with why) one that is not a fired case's.
+	async pin(id, text, who, seq) {
 		let resp;
 		try {
-			resp = await fetch(this.url(id), {
-				method: 'PUT',
+			resp = await fetch(`/rooms/${this.room}/pins`, {
+				method: 'POST',
 				headers: { 'Content-Type': 'application/json' },
-				body: JSON.stringify({ text, rev: 0, author: who.author || this.words.author, color: who.color }),
+				body: JSON.stringify({ seq, author: who.author || this.words.author, color: who.color }),
 			});
 		} catch {
 			return { status: 'offline' };
 		}
-		if (!resp.ok && resp.status !== 409) return { status: 'refused', error: String(resp.status) };
+		if (!resp.ok) return { status: 'refused', error: (await resp.json().catch(() => ({}))).error || String(resp.status) };
 		return { status: 'saved' };
 	}
 

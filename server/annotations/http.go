@@ -15,6 +15,7 @@ package annotations
 //	GET    /rooms/{id}/notes/events?tag=T    server-sent events: "snapshot" (all views), then
 //	                                         "note" per change, "expired" when the room is gone
 //	GET    /rooms/{id}/worksheet.md          the room's hand-in, from what its readers wrote
+//	POST   /rooms/{id}/pins                  {"seq":N}: pin line N of the room's journal (fired.go)
 //
 // And, for a reader without a room, whose notes stay in the browser, the
 // same rendering, checks, anchoring and hand-in with nothing stored:
@@ -67,6 +68,9 @@ type HTTPConfig struct {
 	Author func(r *http.Request, id string) (string, error)
 	// Reading returns a tag's Reading once it is loaded, nil before.
 	Reading func(tag string) *extractor.Reading
+	// Line looks up a stored line of a feed's journal, what a pin names
+	// (feeds.Service.Line); nil: nothing can be pinned.
+	Line LineFunc
 	// SameOrigin reports whether a browser sent r from this site's pages.
 	SameOrigin func(r *http.Request) bool
 	// ClientIP is the address writes are rate-limited by.
@@ -343,6 +347,15 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusBadRequest, err.Error())
 			return
 		}
+		if note := chi.URLParam(r, "note"); Kind(note) == "pin" {
+			// A pin's text is the journal's line, never the request's.
+			text, code, msg := h.pinFor(r.Context(), id, note, b.Text)
+			if code != 0 {
+				jsonError(w, code, msg)
+				return
+			}
+			b.Text = text
+		}
 		n, err := h.cfg.Store.Put(r.Context(), id, Note{ID: chi.URLParam(r, "note"), Text: b.Text, Author: author, Color: b.Color, Quote: q}, b.Rev)
 		var c *ConflictError
 		switch {
@@ -532,6 +545,7 @@ func (h *Handlers) RoomWorksheet() http.Handler {
 		if h.cfg.Readers != nil {
 			head.Readers = h.cfg.Readers(id)
 		}
+		head.Journal = Journal(r.Context(), h.cfg.Line, id)
 		md := Worksheet(reading, head, h.cfg.Store.Notes(id))
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")

@@ -172,7 +172,7 @@ func (h *Handlers) LocalWorksheet() http.Handler {
 			return
 		}
 		start := time.Now()
-		md := Worksheet(reading, Head{Title: "My notes"}, notes)
+		md := Worksheet(reading, Head{Title: "My notes", Journal: Journal(r.Context(), h.cfg.Line, "")}, notes)
 		h.charge(r, start)
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")

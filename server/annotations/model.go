@@ -395,11 +395,15 @@ func resolve(r *extractor.Reading, s string) (string, extractor.Symbol, bool) {
 
 // Head is what a worksheet says first: whose it is.
 type Head struct {
-	// Title names it: a room ("Pair session abc…"), or "My notes".
+	// Title names it: a room ("Pair session abc…"), or "My notes". It is
+	// Markdown: what a reader typed in it went through Inline.
 	Title string
 	// Readers are the names given in a room, in the order first given
 	// (rooms.Room.Readers); none for one reader's own notes.
 	Readers []string
+	// Journal reads the lines the pins name, as the hand-in is built
+	// (Journal); nil: the pins are listed, not printed.
+	Journal JournalFunc
 }
 
 // Worksheet is the hand-in built from what readers wrote, at r's tag: a
@@ -424,10 +428,10 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 	fmt.Fprintf(&b, "# syncloop worksheet: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
 	fmt.Fprintf(&b, "%s\n\nSource: [%s:%d-%d](%s)\n\n", head.Title, f.File, f.Start, f.End, extractor.UpstreamURL(r.Tag, f.File, f.Start, f.End))
 	if len(head.Readers) > 0 {
-		fmt.Fprintf(&b, "Readers: %s\n\n", strings.Join(head.Readers, ", "))
+		fmt.Fprintf(&b, "Readers: %s\n\n", inlineList(head.Readers))
 	}
 	if len(authors) > 0 {
-		fmt.Fprintf(&b, "Written by: %s\n\n", strings.Join(authors, ", "))
+		fmt.Fprintf(&b, "Written by: %s\n\n", inlineList(authors))
 	} else {
 		fmt.Fprintf(&b, "Written by: nobody yet\n\n")
 	}
@@ -445,11 +449,11 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 			fmt.Fprintf(&b, "- Note: (left empty)\n\n")
 			continue
 		}
-		fmt.Fprintf(&b, "- Note%s:\n\n%s\n\n", byline(n.Note), quoteBlock(n.Text))
+		fmt.Fprintf(&b, "- Note%s:\n\n%s\n\n", byline(n.Note), fenced(n.Text, "text"))
 	}
 	fmt.Fprintf(&b, "## pod_workers\n\n%s\n\n", PodWorkersQuestion)
 	if v := by["podworkers"]; strings.TrimSpace(v.Text) != "" {
-		fmt.Fprintf(&b, "%s\n\n— %s\n\n", quoteBlock(v.Text), strings.TrimPrefix(byline(v.Note), " "))
+		fmt.Fprintf(&b, "%s\n\n— %s\n\n", fenced(v.Text, "text"), strings.TrimPrefix(byline(v.Note), " "))
 	} else {
 		fmt.Fprintf(&b, "> (left empty)\n\n")
 	}
@@ -461,7 +465,7 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 	}
 	fmt.Fprintf(&b, "\n## The pattern, in one sentence\n\n")
 	if v := by["sentence"]; strings.TrimSpace(v.Text) != "" {
-		fmt.Fprintf(&b, "%s\n\n— %s\n", quoteBlock(v.Text), strings.TrimPrefix(byline(v.Note), " "))
+		fmt.Fprintf(&b, "%s\n\n— %s\n", fenced(v.Text, "text"), strings.TrimPrefix(byline(v.Note), " "))
 	} else {
 		fmt.Fprintf(&b, "> (left empty)\n")
 	}
@@ -475,10 +479,10 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 		fmt.Fprintf(&b, "\n## Comments on lines\n\n")
 		for _, v := range comments {
 			fmt.Fprintf(&b, "### %s%s\n\n", where(r, v), byline(v.Note))
-			fmt.Fprintf(&b, "```go\n%s\n```\n\n%s\n\n", strings.ReplaceAll(v.Quote.Exact, "```", "ʼʼʼ"), quoteBlock(v.Text))
+			fmt.Fprintf(&b, "%s\n\n%s\n\n", fenced(v.Quote.Exact, "go"), fenced(v.Text, "text"))
 		}
 	}
-	writeFired(&b, vs)
+	writeFired(&b, vs, head.Journal)
 	return b.Bytes()
 }
 
@@ -508,7 +512,7 @@ func where(r *extractor.Reading, v View) string {
 func writeChecks(b *bytes.Buffer, cs []Check, indent string) {
 	for _, c := range cs {
 		if c.Level == "warn" {
-			fmt.Fprintf(b, "%s- check: %s\n", indent, c.Text)
+			fmt.Fprintf(b, "%s- check: %s\n", indent, Inline(c.Text))
 		}
 	}
 }
@@ -521,9 +525,9 @@ func byline(n Note) string {
 	}
 	also := ""
 	if p := prevAuthor(n); p != "" {
-		also = "; changed from a text by " + p
+		also = "; changed from a text by " + Inline(p)
 	}
-	return fmt.Sprintf(" (%s, %s%s)", n.Author, n.At.UTC().Format("2006-01-02 15:04 UTC"), also)
+	return fmt.Sprintf(" (%s, %s%s)", Inline(n.Author), n.At.UTC().Format("2006-01-02 15:04 UTC"), also)
 }
 
 func prevAuthor(n Note) string {
@@ -533,20 +537,19 @@ func prevAuthor(n Note) string {
 	return n.Prev.Author
 }
 
+// answer is a one-line answer as the worksheet writes it: inert text.
 func answer(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if s == "" {
+	if s = Inline(s); s == "" {
 		return "(left empty)"
 	}
 	return s
 }
 
-// quoteBlock keeps a reader's Markdown as a block quote, so that a heading
-// in it cannot pose as one of the worksheet's own.
-func quoteBlock(s string) string {
-	var b strings.Builder
-	for l := range strings.Lines(strings.TrimSpace(s)) {
-		b.WriteString("> " + strings.TrimRight(l, "\n") + "\n")
+// inlineList is names, each inert, comma-separated.
+func inlineList(names []string) string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = Inline(n)
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return strings.Join(out, ", ")
 }

@@ -157,17 +157,17 @@ func TestWorksheet(t *testing.T) {
 		"\n\nReaders: Dana, Ann, Bo\n\nWritten by: Ann, Dana\n\n",
 		"Written by: Ann, Dana",
 		"### config\n",
-		"> # Not a heading\n> Pod specs from the sources.",
+		"```text\n# Not a heading\nPod specs from the sources.\n```",
 		"- Written by: podStorage.Merge (Dana, 2026-12-01 03:00 UTC)",
 		"### pleg\n", "- Note: (left empty)",
-		"- **DesiredStateOfWorld**: volumemanager/cache/desired_state_of_world.go:1 (Dana",
-		"check: At v1.36.0 that is line",
+		"- **DesiredStateOfWorld**: `volumemanager/cache/desired_state_of_world.go:1` (Dana",
+		"check: `At v1.36.0 that is line",
 		"- **ActualStateOfWorld**: (left empty)",
-		"> Each case re-reads the state.",
+		"```text\nEach case re-reads the state.\n```",
 		"- Fired by the exercise: kubectl run probe-me (Ann, 2026-12-01 03:00 UTC)",
 		"### pleg\n\n[pkg/kubelet/kubelet.go",
 		"- Fired by the exercise: (left empty)",
-		"## pod_workers\n\n" + PodWorkersQuestion + "\n\n> One goroutine per pod, one pending update.\n\n— (Dana, 2026-12-01 03:00 UTC)",
+		"## pod_workers\n\n" + PodWorkersQuestion + "\n\n```text\nOne goroutine per pod, one pending update.\n```\n\n— (Dana, 2026-12-01 03:00 UTC)",
 		"pkg/kubelet/kubelet.go:2709 (changed since v1.30.0, where it was line 2423) (Ann",
 	} {
 		if !strings.Contains(md, want) {
@@ -191,7 +191,7 @@ func TestWorksheetRightSetNoWarning(t *testing.T) {
 	if strings.Contains(desired, "check:") {
 		t.Errorf("a right DesiredStateOfWorld answer is handed in with a warning:\n%s", desired)
 	}
-	if !strings.Contains(actual, "check: At v1.37.2 that is line 48") {
+	if !strings.Contains(actual, "check: `At v1.37.2 that is line 48") {
 		t.Errorf("a wrong ActualStateOfWorld line is handed in without its check:\n%s", actual)
 	}
 }

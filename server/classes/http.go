@@ -575,7 +575,7 @@ func (h *Handlers) Handins() http.Handler {
 		var buf bytes.Buffer
 		z := zip.NewWriter(&buf)
 		for i, room := range h.cfg.Deps.Rooms.Store().OfClass(c.ID) {
-			md := h.handin(c, i+1, room)
+			md := h.handin(r.Context(), c, i+1, room)
 			name := fmt.Sprintf("room-%d-%s.md", i+1, room.ID)
 			f, err := z.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: room.LastActive})
 			if err == nil {
@@ -600,17 +600,18 @@ func (h *Handlers) Handins() http.Handler {
 
 // handin is the worksheet of room, the class's n-th, or why there is
 // none yet.
-func (h *Handlers) handin(c Class, n int, room rooms.Room) []byte {
+func (h *Handlers) handin(ctx context.Context, c Class, n int, room rooms.Room) []byte {
 	reading := h.cfg.Deps.Reading(room.Tag)
 	if reading == nil {
 		h.cfg.Site.LoadTag(room.Tag)
 		return fmt.Appendf(nil, "# syncloop worksheet: Room %d (%s)\n\nThe source at %s was still being fetched: download the hand-ins again in a moment.\n", n, room.ID, room.Tag)
 	}
-	title := fmt.Sprintf("Room %d of the class “%s”: pair session %s…", n, c.Name, room.ID[:6])
+	title := fmt.Sprintf("Room %d of the class “%s”: pair session %s…", n, annotations.Inline(c.Name), room.ID[:6])
 	if room.Ended {
 		title += " (ended)"
 	}
-	return annotations.Worksheet(reading, annotations.Head{Title: title, Readers: room.Readers}, h.cfg.Deps.Notes(room.ID))
+	head := annotations.Head{Title: title, Readers: room.Readers, Journal: annotations.Journal(ctx, h.cfg.Deps.Line, room.ID)}
+	return annotations.Worksheet(reading, head, h.cfg.Deps.Notes(room.ID))
 }
 
 func jsonError(w http.ResponseWriter, code int, msg string) {

@@ -35,6 +35,9 @@ type Deps struct {
 	// whether a relay feeds it now.
 	KubeletVersion func(feed string) string
 	Relayed        func(feed string) bool
+	// Line looks up a stored line of a feed's journal: the hand-ins'
+	// pins are read again with it (feeds.Service.Line).
+	Line annotations.LineFunc
 }
 
 // overview is every room of class c as its instructor sees it, and its
