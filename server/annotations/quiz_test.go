@@ -58,7 +58,9 @@ func TestCheckBudget(t *testing.T) {
 	r := extractortest.Reading(t, "v1.37.2", content.Symbols())
 	b := newCheckBudget(ChecksPerMinute)
 	now := time.Now()
-	note := func(i int) Note { return Note{ID: "writer.config", Text: "pkg/kubelet/config.F" + strings.Repeat("x", i) + ".G"} }
+	note := func(i int) Note {
+		return Note{ID: "writer.config", Text: "pkg/kubelet/config.F" + strings.Repeat("x", i) + ".G"}
+	}
 	for i := range ChecksPerMinute {
 		if n, ok := b.spend("a", r, []Note{note(i)}, now); !ok || n != 1 {
 			t.Fatalf("check %d: %d, %v", i, n, ok)
