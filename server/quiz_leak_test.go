@@ -17,6 +17,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"path"
 	"slices"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/diff"
+	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/testwait"
 )
@@ -365,4 +367,66 @@ func getUntil200(t *testing.T, u string) (int, string) {
 		return code != http.StatusAccepted
 	})
 	return code, body
+}
+
+// TestQuizCheckLimit: in quiz mode one reader (one client address, an
+// IPv6 network of --ipv6-prefix bits) gets annotations.ChecksPerMinute
+// verdicts a minute, in its own notes and a room's alike; then 429 with
+// a message that says why, while an answer checked before is still
+// shown and another reader is not held back. Without quiz mode there is
+// no such limit.
+func TestQuizCheckLimit(t *testing.T) {
+	t.Parallel()
+	proxy := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	as := func(ts *httptest.Server, client, method, p string, body any) (int, string, string) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, ts.URL+p, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.Header.Set("X-Forwarded-For", client)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(out), resp.Header.Get("Retry-After")
+	}
+	writer := func(i int) map[string]any {
+		return map[string]any{"notes": []map[string]string{{"id": "writer.config", "text": fmt.Sprintf("pkg/kubelet/config.Candidate%d.Send", i)}}}
+	}
+	notes := "/k8s/" + fixture.Tag + "/notes"
+	_, quiz := newRoomServer(t, "", func(c *Config) { c.Quiz, c.TrustedProxies = true, proxy })
+	const a, sameA, b = "2001:db8:1::1", "2001:db8:1::2", "2001:db8:2::1"
+	for i := range annotations.ChecksPerMinute {
+		if code, body, _ := as(quiz, a, "POST", notes, writer(i)); code != 200 {
+			t.Fatalf("check %d of a minute: %d %s", i+1, code, body)
+		}
+	}
+	code, body, retry := as(quiz, a, "POST", notes, writer(annotations.ChecksPerMinute))
+	if code != http.StatusTooManyRequests || retry == "" || !strings.Contains(body, fmt.Sprintf("at most %d answers a minute", annotations.ChecksPerMinute)) {
+		t.Errorf("check %d of a minute: %d %q (Retry-After %q); want 429 saying the limit", annotations.ChecksPerMinute+1, code, body, retry)
+	}
+	if code, _, _ := as(quiz, sameA, "POST", notes, writer(annotations.ChecksPerMinute)); code != http.StatusTooManyRequests {
+		t.Errorf("the same reader from another address of its /64: %d, want 429", code)
+	}
+	if code, body, _ := as(quiz, a, "POST", notes, writer(3)); code != 200 {
+		t.Errorf("an answer checked before, sent again: %d %s", code, body)
+	}
+	room, _ := createRoom(t, quiz)
+	put := map[string]any{"text": "pkg/kubelet/config.Other.Send", "rev": 0, "author": "Bo"}
+	if code, body, _ := as(quiz, a, "PUT", "/rooms/"+room+"/notes/writer.config", put); code != http.StatusTooManyRequests {
+		t.Errorf("a room's answer from a reader past its checks: %d %s, want 429", code, body)
+	}
+	if code, body, _ := as(quiz, b, "PUT", "/rooms/"+room+"/notes/writer.config", put); code != 200 {
+		t.Errorf("another reader's answer in the room: %d %s", code, body)
+	}
+
+	_, plain := newRoomServer(t, "", func(c *Config) { c.TrustedProxies = proxy })
+	for i := range 2 * annotations.ChecksPerMinute {
+		if code, body, _ := as(plain, a, "POST", notes, writer(i)); code != 200 {
+			t.Fatalf("without quiz mode, check %d: %d %s", i+1, code, body)
+		}
+	}
 }
