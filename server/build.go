@@ -74,7 +74,7 @@ func NewPlan(cfg Config) (*Plan, error) {
 			MaxStore: feeds.MaxStoredBytes(feedBytes) + 1<<30, MinFree: feedBytes + minFreeMargin},
 		Site: site.Config{DefaultTag: cfg.DefaultTag, SourceDir: cfg.SourceDir, CacheDir: cfg.CacheDir,
 			Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load, LoadVolume: cfg.LoadVolume,
-			NewTagsPerHour: cfg.NewTagsPerHour, Quiz: cfg.Quiz, ClientAddr: clientAddr},
+			NewTagsPerHour: cfg.NewTagsPerHour, ClientAddr: clientAddr},
 		Feeds: feeds.Config{DefaultTag: cfg.DefaultTag, IngestToken: cfg.IngestToken,
 			JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
 			RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
@@ -131,7 +131,9 @@ func (p *Plan) open(ctx context.Context, d *Deps, reg *prometheus.Registry, undo
 	// The site first: it starts loading the default tag at once, so the
 	// first reader finds it ready more often than not.
 	var err error
-	if d.Site, err = site.New(p.Site); err != nil {
+	sc := p.Site
+	sc.Quiz = func(r *http.Request) bool { return d.inQuiz(r, "") }
+	if d.Site, err = site.New(sc); err != nil {
 		return err
 	}
 	*undo = append(*undo, d.Site.Close)
@@ -209,6 +211,7 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 	hc.Reading = readingOrLoad(d.Site)
 	hc.Line = d.Feeds.Line // what a pin names, and its hand-in prints
 	hc.Sockets = d.Sockets // event streams count with the client's websockets
+	hc.Quiz = d.roomInQuiz
 	d.Notes = annotations.NewHandlers(hc)
 	return st, nil
 }

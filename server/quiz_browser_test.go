@@ -7,7 +7,9 @@ package server
 // server without --quiz, so that the test looks for what is really there.
 
 import (
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -20,6 +22,7 @@ import (
 func TestBrowserQuizServer(t *testing.T) {
 	ctx := newBrowser(t)
 	r := realReading(t)
+	var plainTS *httptest.Server
 	serve := func(quiz bool) string {
 		fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
 		s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }, DemoPeriod: -1, Quiz: quiz})
@@ -30,6 +33,9 @@ func TestBrowserQuizServer(t *testing.T) {
 		waitLoaded(t, s, r.Tag)
 		ts := httptest.NewServer(s)
 		t.Cleanup(ts.Close)
+		if !quiz {
+			plainTS = ts
+		}
 		return ts.URL
 	}
 	plain, quiz := serve(false), serve(true)
@@ -40,6 +46,8 @@ func TestBrowserQuizServer(t *testing.T) {
 		Notes, Written []string
 		Intro          string
 		AnswerKey      bool
+		Sets           string // the worksheet's set fields, as labelled
+		Elements       int    // cases that show their element type
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(plain+page), chromedp.WaitReady(`#function`)); err != nil {
 		t.Fatal(err)
@@ -49,11 +57,15 @@ func TestBrowserQuizServer(t *testing.T) {
 		Written: [...document.querySelectorAll('.written-by')].map(n => n.innerText.trim()),
 		Intro: (document.querySelector('#intro .prose')?.innerText || '').trim().slice(0, 80),
 		AnswerKey: !!document.querySelector('#export-menu a.answer-key'),
+		Sets: document.querySelector('.annot-sets')?.innerText || '',
+		Elements: [...document.querySelectorAll('dl.facts dt')].filter(dt => dt.textContent === 'element').length,
 	})`
+	waitFor(t, ctx, "the worksheet", `!!document.querySelector('.annot-sets')`)
 	before := eval[said](t, ctx, saidJS)
-	if len(before.Notes) < 3 || len(before.Written) < 3 || before.Intro == "" || !before.AnswerKey {
-		t.Fatalf("without --quiz the page shows %d notes, %d Written by, intro %q, answer key %v: the test would test nothing",
-			len(before.Notes), len(before.Written), before.Intro, before.AnswerKey)
+	if len(before.Notes) < 3 || len(before.Written) < 3 || before.Intro == "" || !before.AnswerKey ||
+		!strings.Contains(before.Sets, "DesiredStateOfWorld is declared at") || before.Elements != len(r.Function.Cases) {
+		t.Fatalf("without --quiz the page shows %d notes, %d Written by, intro %q, answer key %v, sets %q, %d element types: the test would test nothing",
+			len(before.Notes), len(before.Written), before.Intro, before.AnswerKey, before.Sets, before.Elements)
 	}
 	if err := chromedp.Do(ctx, chromedp.Navigate(plain+pw), chromedp.WaitReady(`main.pod-workers`)); err != nil {
 		t.Fatal(err)
@@ -67,11 +79,27 @@ func TestBrowserQuizServer(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(quiz+page), chromedp.WaitReady(`#function`)); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, ctx, "the worksheet", `!!document.querySelector('.annot-sets')`)
 	after := eval[said](t, ctx, saidJS)
-	if len(after.Notes) != 0 || len(after.Written) != 0 || after.Intro != "" || after.AnswerKey {
-		t.Errorf("with --quiz the page shows %d notes, %d Written by, intro %q, answer key %v", len(after.Notes), len(after.Written), after.Intro, after.AnswerKey)
+	if len(after.Notes) != 0 || len(after.Written) != 0 || after.Intro != "" || after.AnswerKey || after.Elements != 0 {
+		t.Errorf("with --quiz the page shows %d notes, %d Written by, intro %q, answer key %v, %d element types", len(after.Notes), len(after.Written), after.Intro, after.AnswerKey, after.Elements)
+	}
+	if !strings.Contains(after.Sets, "One set: its type and file:line") {
+		t.Errorf("with --quiz the set fields read %q; want neutral labels", after.Sets)
 	}
 	text := eval[string](t, ctx, `document.body.innerText`)
+	// Nothing the reader reads but the source (whose signature declares
+	// some channels' types) names a set, an element type or a writer.
+	prose := eval[string](t, ctx, `(() => {
+		const b = document.body.cloneNode(true);
+		b.querySelectorAll('pre.chroma').forEach(p => p.remove());
+		return b.innerText;
+	})()`)
+	for _, a := range answerStrings(r) {
+		if strings.Contains(prose, a) {
+			t.Errorf("with --quiz the reader reads %q", a)
+		}
+	}
 	for _, n := range append(before.Notes, before.Intro) {
 		if n != "" && strings.Contains(text, n) {
 			t.Errorf("with --quiz the reader reads the site's note %q", n)
@@ -93,4 +121,35 @@ func TestBrowserQuizServer(t *testing.T) {
 		t.Errorf("the answer key's address on a course's server shows %q", h)
 	}
 	screenshot(t, ctx, "quiz-answer-key.png", false)
+
+	// A room of a class that hides the notes, on the server without
+	// --quiz: once its scripts have run, no link and no form on its pages
+	// leads to a page of that server that shows the notes.
+	class, _ := createClass(t, plainTS, url.Values{"name": {"Sealed"}, "hide_notes": {"1"}})
+	room, _, code := startClassRoom(t, plainTS, class)
+	if code != http.StatusSeeOther {
+		t.Fatalf("start a room of the class: %d", code)
+	}
+	const outward = `[...document.querySelectorAll('a[href], form[action]')]
+		.map(e => new URL(e.getAttribute('href') ?? e.getAttribute('action'), location.href))
+		.filter(u => u.origin === location.origin && (u.pathname === '/' || u.pathname.startsWith('/k8s/')))
+		.map(u => u.pathname)`
+	open, _ := createRoom(t, plainTS) // of no class: it links to the site
+	if err := chromedp.Do(ctx, chromedp.Navigate(plain+"/rooms/"+open), chromedp.WaitReady(`#room`)); err != nil {
+		t.Fatal(err)
+	}
+	if links := eval[[]string](t, ctx, outward); len(links) < 3 {
+		t.Fatalf("a room of no class links to %q of the site's pages: the test would test nothing", links)
+	}
+	for _, p := range []string{"/rooms/" + room, "/rooms/" + room + "/pod-workers"} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(plain+p), chromedp.WaitReady(`#room`)); err != nil {
+			t.Fatal(err)
+		}
+		if p == "/rooms/"+room {
+			waitFor(t, ctx, "the worksheet", `!!document.querySelector('.annot-sets')`)
+		}
+		if links := eval[[]string](t, ctx, outward); len(links) > 0 {
+			t.Errorf("the hide-notes room's %s links to pages with the site's notes: %q", p, links)
+		}
+	}
 }

@@ -65,7 +65,7 @@ func (p *Plan) openRooms(ctx context.Context, d *Deps, reg prometheus.Registerer
 func roomsSite(d *Deps) rooms.Site {
 	return rooms.Site{
 		Page: func(w http.ResponseWriter, r *http.Request, kind string, room rooms.Room) bool {
-			hide := room.Class != "" && d.Classes.HideNotes(r.Context(), room.Class)
+			hide := d.inQuiz(r, room.Class)
 			return d.Site.RoomPage(w, r, kind, room.Tag, site.Room{ID: room.ID, Feed: room.Feed(), HideNotes: hide, Ended: room.Ended, Class: room.Class})
 		},
 		Status:     d.Site.Status,

@@ -96,7 +96,8 @@ type Config struct {
 	PingEvery time.Duration
 
 	// Quiz: a course's server; every page leaves the site's notes and
-	// answers out (site.Config.Quiz).
+	// what is derived from them out, and the checker says only yes or no
+	// (Deps.inQuiz, quiz.go).
 	Quiz bool
 
 	// Load fetches a Reading; nil means extractor.Load. Tests replace it.
@@ -214,7 +215,7 @@ func (s *Server) cachedReading(r *http.Request) http.Handler {
 	if s.log.Enabled(r.Context(), slog.LevelDebug) {
 		return nil
 	}
-	return s.site.CachedPage(tag, site.PageIndex)
+	return s.site.CachedPage(r, tag, site.PageIndex)
 }
 
 // Close stops the parts (Deps.Close) and waits for them.

@@ -826,9 +826,14 @@ const SHEET_QUIZ = [
 ];
 // The exercise's pod_workers question (annotations.PodWorkersQuestion).
 const PW_QUESTION = 'What guarantees that two goroutines never sync the same pod at once?';
+// The set fields' labels: the page's (#two-sets data-label-*, which in
+// quiz mode name no set, so that no script carries the sets' names), and
+// the neutral ones this page's own quiz mode shows until they are revealed.
+const setsSec = document.getElementById('two-sets');
+const serverHidesSets = setsSec?.dataset.hidden !== undefined;
 const SET_LABELS = {
-	'set.desired': ['DesiredStateOfWorld is declared at', 'One set: its type and file:line'],
-	'set.actual': ['ActualStateOfWorld is declared at', 'The other set: its type and file:line'],
+	'set.desired': [setsSec?.dataset.labelDesired || 'One set: its type and file:line', 'One set: its type and file:line'],
+	'set.actual': [setsSec?.dataset.labelActual || 'The other set: its type and file:line', 'The other set: its type and file:line'],
 };
 function sheetQuizState() {
 	const r = revealed();
@@ -844,7 +849,7 @@ function sheetQuizState() {
 			btn.textContent = written ? "Compare with the site's answer" : `Write ${q.what} in your worksheet first`;
 		}
 	}
-	const hide = quizOn() && !r.has(tag + ' two-sets');
+	const hide = serverHidesSets || (quizOn() && !r.has(tag + ' two-sets'));
 	for (const [id, [plain, quiz]] of Object.entries(SET_LABELS)) {
 		const ed = editors.get(id);
 		if (!ed) continue;

@@ -93,7 +93,15 @@ type HTTPConfig struct {
 	// RoomCheck is how often an open event stream asks whether its room
 	// still lives; 0 means every 5 s.
 	RoomCheck time.Duration
-	Logger    *slog.Logger
+	// Quiz reports whether r, for room ("" for a reader's own notes), is
+	// answered in quiz mode: checks that say yes or no, at most
+	// ChecksPerMinute verdicts a client, and a hand-in whose headings name
+	// no element type and no set. nil means never.
+	Quiz func(r *http.Request, room string) bool
+	// ChecksPerMinute is the verdicts one client gets a minute in quiz
+	// mode; 0 means ChecksPerMinute.
+	ChecksPerMinute int
+	Logger          *slog.Logger
 }
 
 // Write limits: per room and client address.
@@ -131,6 +139,8 @@ type Handlers struct {
 	// events is each version of a note as pages at one tag show it (its
 	// view, its event's bytes), rendered once for all of them.
 	events *renderCache
+	// checks bounds the verdicts each client gets in quiz mode (quiz.go).
+	checks *checkBudget
 }
 
 // NewHandlers returns the handlers.
@@ -154,7 +164,8 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 	cfg.RenderRate, cfg.RenderBurst = cmp.Or(cfg.RenderRate, renderMsRate), cmp.Or(cfg.RenderBurst, renderMsBurst)
 	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(cfg.WriteRate, float64(cfg.WriteBurst), 10000),
 		renders:   rooms.NewKeyLimiter(cfg.RenderRate, float64(cfg.RenderBurst), 10000),
-		rendering: map[string]int{}, streams: map[string]int{}, events: newRenderCache(512)}
+		rendering: map[string]int{}, streams: map[string]int{}, events: newRenderCache(512),
+		checks: newCheckBudget(cmp.Or(cfg.ChecksPerMinute, ChecksPerMinute))}
 }
 
 // enterRoom counts one more event stream on room, if it has room for it.
@@ -250,7 +261,7 @@ func (h *Handlers) List() http.Handler {
 		if !ok {
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{"views": Views(reading, h.cfg.Store.Notes(id))})
+		writeJSON(w, http.StatusOK, map[string]any{"views": views(reading, h.cfg.Store.Notes(id), h.quiz(r, id))})
 	})
 }
 
@@ -319,7 +330,14 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusForbidden, "cross-site write refused")
 			return
 		}
-		id, reading, ok := h.room(w, r, true)
+		// In quiz mode a write waits for the tag's Reading: its verdicts
+		// are counted before it is stored, and shown once it is.
+		quiz := h.quiz(r, chi.URLParam(r, "id"))
+		optional := []bool{true}
+		if quiz {
+			optional = nil
+		}
+		id, reading, ok := h.room(w, r, optional...)
 		if !ok {
 			return
 		}
@@ -356,6 +374,9 @@ func (h *Handlers) Put() http.Handler {
 			}
 			b.Text = text
 		}
+		if !h.spendChecks(w, r, id, reading, []Note{{ID: chi.URLParam(r, "note"), Text: CleanText(b.Text)}}) {
+			return
+		}
 		n, err := h.cfg.Store.Put(r.Context(), id, Note{ID: chi.URLParam(r, "note"), Text: b.Text, Author: author, Color: b.Color, Quote: q}, b.Rev)
 		var c *ConflictError
 		switch {
@@ -363,7 +384,7 @@ func (h *Handlers) Put() http.Handler {
 			writeJSON(w, http.StatusOK, map[string]any{
 				"conflict": true,
 				"error":    fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")),
-				"current":  ViewAt(reading, c.Current),
+				"current":  viewAt(reading, c.Current, quiz),
 			})
 		case errors.Is(err, ErrTooLarge):
 			jsonError(w, http.StatusRequestEntityTooLarge, err.Error())
@@ -379,7 +400,7 @@ func (h *Handlers) Put() http.Handler {
 			start := time.Now()
 			var v View
 			if reading != nil {
-				v = h.rendered(reading, id, n).v
+				v = h.rendered(reading, id, n, quiz).v
 			} else {
 				v = ViewAt(nil, n)
 			}
@@ -413,7 +434,7 @@ func (h *Handlers) Delete() http.Handler {
 		var c *ConflictError
 		switch {
 		case errors.As(err, &c):
-			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")), "current": ViewAt(reading, c.Current)})
+			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")), "current": viewAt(reading, c.Current, h.quiz(r, id))})
 		case errors.Is(err, ErrInvalid):
 			jsonError(w, http.StatusBadRequest, err.Error())
 		case err != nil:
@@ -493,7 +514,8 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, id string, rea
 	}
 	// The snapshot's views come from the same renders as the events:
 	// a page that connects again renders nothing anew.
-	views := viewsWith(reading, notes, func(n Note) View { return h.rendered(reading, id, n).v })
+	quiz := h.quiz(r, id)
+	views := viewsWith(reading, notes, quiz, func(n Note) View { return h.rendered(reading, id, n, quiz).v })
 	if send("snapshot", map[string]any{"views": views}) != nil {
 		return
 	}
@@ -527,7 +549,7 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, id string, rea
 			}
 			// Every page at this tag gets the same bytes: the change is
 			// rendered (Markdown, checks, anchoring) once, not per page.
-			if _, err := w.Write(h.rendered(reading, id, n).event()); err != nil || rc.Flush() != nil {
+			if _, err := w.Write(h.rendered(reading, id, n, quiz).event()); err != nil || rc.Flush() != nil {
 				return
 			}
 		}
@@ -541,7 +563,7 @@ func (h *Handlers) RoomWorksheet() http.Handler {
 		if !ok {
 			return
 		}
-		head := Head{Title: "Pair session " + id[:6] + "…"}
+		head := Head{Title: "Pair session " + id[:6] + "…", Quiz: h.quiz(r, id)}
 		if h.cfg.Readers != nil {
 			head.Readers = h.cfg.Readers(id)
 		}

@@ -158,9 +158,13 @@ func (h *Handlers) LocalViews() http.Handler {
 			return
 		}
 		start := time.Now()
-		views := Views(reading, notes)
+		if !h.spendChecks(w, r, "", reading, notes) {
+			h.charge(r, start)
+			return
+		}
+		vs := views(reading, notes, h.quiz(r, ""))
 		h.charge(r, start)
-		writeJSON(w, http.StatusOK, map[string]any{"views": views})
+		writeJSON(w, http.StatusOK, map[string]any{"views": vs})
 	})
 }
 
@@ -172,7 +176,11 @@ func (h *Handlers) LocalWorksheet() http.Handler {
 			return
 		}
 		start := time.Now()
-		md := Worksheet(reading, Head{Title: "My notes", Journal: Journal(r.Context(), h.cfg.Line, "")}, notes)
+		if !h.spendChecks(w, r, "", reading, notes) {
+			h.charge(r, start)
+			return
+		}
+		md := Worksheet(reading, Head{Title: "My notes", Journal: Journal(r.Context(), h.cfg.Line, ""), Quiz: h.quiz(r, "")}, notes)
 		h.charge(r, start)
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")

@@ -52,7 +52,11 @@ type View struct {
 }
 
 // ViewAt renders n for a page at r's tag.
-func ViewAt(r *extractor.Reading, n Note) View {
+func ViewAt(r *extractor.Reading, n Note) View { return viewAt(r, n, false) }
+
+// viewAt is ViewAt, with the checks quiz mode gives when quiz is set
+// (checkQuiz: yes or no, never where).
+func viewAt(r *extractor.Reading, n Note, quiz bool) View {
 	v := View{Note: n}
 	switch Kind(n.ID) {
 	case "case", "comment", "sentence", "podworkers":
@@ -62,7 +66,10 @@ func ViewAt(r *extractor.Reading, n Note) View {
 		res := anchor.Find(r, *n.Quote)
 		v.Anchor = &res
 	}
-	if r != nil {
+	switch {
+	case r != nil && quiz:
+		v.Checks = checkQuiz(r, n.ID, n.Text)
+	case r != nil:
 		v.Checks = CheckNote(r, n.ID, n.Text)
 	}
 	return v
@@ -87,12 +94,15 @@ const PodWorkersQuestion = "What guarantees that two goroutines never sync the s
 
 // Views is every note of notes at r's tag, with the expected ones not yet
 // written as empty notes (Rev 0), so that their checks show.
-func Views(r *extractor.Reading, notes []Note) []View {
-	return viewsWith(r, notes, func(n Note) View { return ViewAt(r, n) })
+func Views(r *extractor.Reading, notes []Note) []View { return views(r, notes, false) }
+
+// views is Views, in quiz mode when quiz is set.
+func views(r *extractor.Reading, notes []Note, quiz bool) []View {
+	return viewsWith(r, notes, quiz, func(n Note) View { return viewAt(r, n, quiz) })
 }
 
-// viewsWith is Views with each written note's view made by at.
-func viewsWith(r *extractor.Reading, notes []Note, at func(Note) View) []View {
+// viewsWith is views with each written note's view made by at.
+func viewsWith(r *extractor.Reading, notes []Note, quiz bool, at func(Note) View) []View {
 	have := map[string]bool{}
 	var out []View
 	for _, n := range notes {
@@ -102,7 +112,7 @@ func viewsWith(r *extractor.Reading, notes []Note, at func(Note) View) []View {
 	if r != nil {
 		for _, id := range Expected(r) {
 			if !have[id] {
-				out = append(out, ViewAt(r, Note{ID: id}))
+				out = append(out, viewAt(r, Note{ID: id}, quiz))
 			}
 		}
 	}
@@ -404,6 +414,9 @@ type Head struct {
 	// Journal reads the lines the pins name, as the hand-in is built
 	// (Journal); nil: the pins are listed, not printed.
 	Journal JournalFunc
+	// Quiz: the hand-in of a reader in quiz mode: headings that name no
+	// element type and no set, and checks that say yes or no (checkQuiz).
+	Quiz bool
 }
 
 // Worksheet is the hand-in built from what readers wrote, at r's tag: a
@@ -411,7 +424,7 @@ type Head struct {
 // two sets, the sentence, and the comments on lines, each with its author
 // and what the source says about it. head says whose it is.
 func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
-	vs := Views(r, notes)
+	vs := views(r, notes, head.Quiz)
 	by := map[string]View{}
 	authors := []string{}
 	for _, v := range vs {
@@ -438,7 +451,11 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(f.Cases))
 	for _, c := range f.Cases {
 		fmt.Fprintf(&b, "### %s\n\n", c.Key)
-		fmt.Fprintf(&b, "[%s:%d](%s): channel `%s`, element type `%s`\n\n", f.File, c.Start, extractor.UpstreamURL(r.Tag, f.File, c.Start, c.End), c.Channel, cmp.Or(c.Type, "(none)"))
+		elem := fmt.Sprintf(", element type `%s`", cmp.Or(c.Type, "(none)"))
+		if head.Quiz {
+			elem = "" // one of the exercise's questions
+		}
+		fmt.Fprintf(&b, "[%s:%d](%s): channel `%s`%s\n\n", f.File, c.Start, extractor.UpstreamURL(r.Tag, f.File, c.Start, c.End), c.Channel, elem)
 		w := by["writer."+c.Key]
 		fmt.Fprintf(&b, "- Written by: %s%s\n", answer(w.Text), byline(w.Note))
 		writeChecks(&b, w.Checks, "  ")
@@ -458,8 +475,11 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 		fmt.Fprintf(&b, "> (left empty)\n\n")
 	}
 	fmt.Fprintf(&b, "## The two sets\n\n")
-	for _, s := range []struct{ id, name string }{{"set.desired", "DesiredStateOfWorld"}, {"set.actual", "ActualStateOfWorld"}} {
+	for _, s := range []struct{ id, name, quiz string }{{"set.desired", "DesiredStateOfWorld", "One set"}, {"set.actual", "ActualStateOfWorld", "The other set"}} {
 		v := by[s.id]
+		if head.Quiz {
+			s.name = s.quiz // the sets' names are the answer
+		}
 		fmt.Fprintf(&b, "- **%s**: %s%s\n", s.name, answer(v.Text), byline(v.Note))
 		writeChecks(&b, v.Checks, "  ")
 	}

@@ -12,9 +12,9 @@ import (
 
 // rendered is note n of the room as a page at r's tag shows it, rendered
 // once for every page and every snapshot that shows this version.
-func (h *Handlers) rendered(r *extractor.Reading, room string, n Note) *rendered {
-	return h.events.get(renderKey{tag: r.Tag, room: room, id: n.ID, rev: n.Rev, deleted: n.Deleted}, func() View {
-		return ViewAt(r, n)
+func (h *Handlers) rendered(r *extractor.Reading, room string, n Note, quiz bool) *rendered {
+	return h.events.get(renderKey{tag: r.Tag, room: room, id: n.ID, rev: n.Rev, deleted: n.Deleted, quiz: quiz}, func() View {
+		return viewAt(r, n, quiz)
 	})
 }
 
@@ -42,6 +42,7 @@ type renderKey struct {
 	tag, room, id string
 	rev           uint64
 	deleted       bool
+	quiz          bool // the view quiz mode gives (checkQuiz)
 }
 
 // renderCache keeps the last max events rendered. The pages of a room

@@ -32,6 +32,8 @@ type compareView struct {
 	Sets                     []diff.Set
 	Types                    []diff.Type // pod_workers types that differ
 	SameTypes                int
+	// Hidden: quiz mode; no notes, element types nor the two sets.
+	Hidden bool
 }
 
 // compareCase is one case key, laid out both ways: side by side (wide
@@ -163,7 +165,8 @@ func noteFor(key string, views ...*readingView) noteView {
 }
 
 // newCompareView is the compare of a and b; hide leaves the site's notes
-// out (Config.Quiz).
+// and what is derived from them out (quiz mode): the notes, the element
+// types, the two sets.
 func newCompareView(a, b *tagState, hide bool) *compareView {
 	d := diff.Compare(a.reading, b.reading)
 	fa, fb := &a.reading.Function, &b.reading.Function
@@ -172,6 +175,10 @@ func newCompareView(a, b *tagState, hide bool) *compareView {
 		FromUpstream: extractor.UpstreamURL(a.tag, fa.File, fa.DocStart, fa.End),
 		ToUpstream:   extractor.UpstreamURL(b.tag, fb.File, fb.DocStart, fb.End),
 		Sets:         d.TwoSets,
+		Hidden:       hide,
+	}
+	if hide {
+		v.Sets = nil
 	}
 	for i := range d.Cases {
 		c := &d.Cases[i]
@@ -295,7 +302,7 @@ func (s *Site) Compare() http.Handler {
 		if !ok {
 			return
 		}
-		body, err := s.renderCompare(a, b)
+		body, err := s.renderCompare(a, b, s.quiz(r))
 		if err != nil {
 			s.log.Error("render compare", "from", from, "to", to, "err", err)
 			s.statusPage(w, r, http.StatusInternalServerError, pageData{Tag: to, Heading: "Could not render the compare", Message: err.Error()})
@@ -305,7 +312,7 @@ func (s *Site) Compare() http.Handler {
 	})
 }
 
-func (s *Site) renderCompare(a, b *tagState) ([]byte, error) {
+func (s *Site) renderCompare(a, b *tagState, quiz bool) ([]byte, error) {
 	tags, _ := s.readableTags()
 	return s.execute("compare.html", pageData{
 		Title:      fmt.Sprintf("syncLoopIteration, %s → %s", a.tag, b.tag),
@@ -313,7 +320,8 @@ func (s *Site) renderCompare(a, b *tagState) ([]byte, error) {
 		Tag:        b.tag,
 		Tags:       tags,
 		DefaultTag: s.cfg.DefaultTag,
-		Compare:    newCompareView(a, b, s.cfg.Quiz),
+		Compare:    newCompareView(a, b, quiz),
+		Quiz:       quiz,
 	})
 }
 
@@ -330,6 +338,8 @@ type historyView struct {
 	Steps []historyStep
 	Keys  []string // the other keys, for links
 	Facts []string // one sentence per turn in the case's history
+	// Hidden: quiz mode; no note and no element types.
+	Hidden bool
 }
 
 type historyStep struct {
@@ -371,7 +381,8 @@ func (s *Site) History() http.Handler {
 			})
 			return
 		}
-		v := newHistoryView(h, key, last, s.cfg.Quiz)
+		quiz := s.quiz(r)
+		v := newHistoryView(h, key, last, quiz)
 		tagsList, _ := s.readableTags()
 		body, err := s.execute("history.html", pageData{
 			Title:      "The " + key + " case, minor by minor",
@@ -380,6 +391,7 @@ func (s *Site) History() http.Handler {
 			Tags:       tagsList,
 			DefaultTag: s.cfg.DefaultTag,
 			History:    v,
+			Quiz:       quiz,
 		})
 		if err != nil {
 			s.log.Error("render history", "key", key, "err", err)
@@ -437,7 +449,7 @@ func (s *Site) historyReadings(w http.ResponseWriter, r *http.Request, key strin
 // as of the newest tag (last), each minor release linked to the compare
 // with the one before, and a sentence for each turn in its history.
 func newHistoryView(h *diff.History, key string, last *readingView, quiz bool) *historyView {
-	v := &historyView{H: h}
+	v := &historyView{H: h, Hidden: quiz}
 	if !quiz {
 		v.Note = noteFor(key, last)
 	}

@@ -45,7 +45,10 @@ type pageData struct {
 	History    *historyView // a case's history page (compare.go)
 	Volume     *volumeView  // the second reading's page (volume_page.go)
 	Class      any          // a class's page (package classes: *classes.PageData)
-	Quiz       bool         // serve --quiz: the site's notes and answers are left out (Config.Quiz)
+	// Quiz: the request is answered in quiz mode (Config.Quiz): the site's
+	// notes and answers are left out of this page and of every page of
+	// the site it links to.
+	Quiz bool
 
 	// status pages
 	Refresh bool   // reload in a moment: the tag is being fetched
@@ -80,7 +83,6 @@ func parseTemplates(a *assets) (*template.Template, error) {
 }
 
 func (s *Site) execute(name string, data pageData) ([]byte, error) {
-	data.Quiz = s.cfg.Quiz
 	var b bytes.Buffer
 	if err := s.tmpl.ExecuteTemplate(&b, name, data); err != nil {
 		return nil, fmt.Errorf("template %s: %w", name, err)
@@ -154,7 +156,8 @@ const waitForLoad = 400 * time.Millisecond
 func (s *Site) TagPage(kind string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := chi.URLParam(r, "tag")
-		if s.refused(kind) {
+		quiz := s.quiz(r)
+		if refused(kind, quiz) {
 			s.statusPage(w, r, http.StatusForbidden, pageData{Tag: tag,
 				Heading: "This course hides the answer key",
 				Message: "This server runs in quiz mode (serve --quiz): the site's own answers to the worksheet, its notes and who writes each channel are not served, so that the worksheet is yours to write.",
@@ -162,7 +165,7 @@ func (s *Site) TagPage(kind string) http.Handler {
 			})
 			return
 		}
-		if p := s.cachedPage(tag, kind); p != nil {
+		if p := s.cachedPage(tag, kind, quiz); p != nil {
 			p.ServeHTTP(w, r)
 			return
 		}
@@ -174,7 +177,7 @@ func (s *Site) TagPage(kind string) http.Handler {
 		if !ok {
 			return
 		}
-		p, err := s.pageFor(st, kind)
+		p, err := s.pageFor(st, kind, quiz)
 		if err != nil {
 			s.log.Error("render", "tag", tag, "page", kind, "err", err)
 			s.statusPage(w, r, http.StatusInternalServerError, pageData{Tag: tag, Heading: "Could not render the page", Message: err.Error()})
@@ -184,11 +187,12 @@ func (s *Site) TagPage(kind string) http.Handler {
 	})
 }
 
-// cachedPage is the page of kind at tag when it is rendered and current:
-// the common request, answered without what a tag not yet read needs (its
-// check, the client's budget, a wait for the load, the list of tags the
-// page names). nil when any of that is needed.
-func (s *Site) cachedPage(tag, kind string) *page {
+// cachedPage is the page of kind at tag, as quiz mode serves it or not,
+// when it is rendered and current: the common request, answered without
+// what a tag not yet read needs (its check, the client's budget, a wait
+// for the load, the list of tags the page names). nil when any of that is
+// needed.
+func (s *Site) cachedPage(tag, kind string, quiz bool) *page {
 	s.mu.Lock()
 	st := s.tags[tag]
 	if st == nil || !isDone(st.done) || st.err != nil {
@@ -200,25 +204,33 @@ func (s *Site) cachedPage(tag, kind string) *page {
 	s.mu.Unlock()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.pages == nil || st.gen != gen {
+	v := &st.variants[variant(quiz)]
+	if v.pages == nil || v.gen != gen {
 		return nil
 	}
-	return st.pages[kind]
+	return v.pages[kind]
 }
 
-// refused reports whether the server refuses pages of kind: the answer
-// key, under --quiz.
-func (s *Site) refused(kind string) bool {
-	return s.cfg.Quiz && (kind == pageAnswerKey || kind == pageWorksheet)
+// refused reports whether pages of kind are refused in quiz mode: the
+// answer key.
+func refused(kind string, quiz bool) bool {
+	return quiz && (kind == pageAnswerKey || kind == pageWorksheet)
 }
 
-// CachedPage is the page of kind at tag when it is rendered and current,
-// as TagPage would serve it; nil otherwise (TagPage then has more to do).
-func (s *Site) CachedPage(tag, kind string) http.Handler {
-	if s.refused(kind) {
+// quiz reports whether r is answered in quiz mode (Config.Quiz).
+func (s *Site) quiz(r *http.Request) bool {
+	return s.cfg.Quiz != nil && s.cfg.Quiz(r)
+}
+
+// CachedPage is the page of kind at tag that r asks for when it is
+// rendered and current, as TagPage would serve it; nil otherwise (TagPage
+// then has more to do).
+func (s *Site) CachedPage(r *http.Request, tag, kind string) http.Handler {
+	quiz := s.quiz(r)
+	if refused(kind, quiz) {
 		return nil
 	}
-	if p := s.cachedPage(tag, kind); p != nil {
+	if p := s.cachedPage(tag, kind, quiz); p != nil {
 		return p
 	}
 	return nil
@@ -316,19 +328,21 @@ func (s *Site) loadFailed(w http.ResponseWriter, r *http.Request, tag string, er
 	s.statusPage(w, r, status, d)
 }
 
-// pageFor returns the tag's page of the kind, rendering the tag's pages
-// when the list of readable tags (shown in the switcher) has changed.
-func (s *Site) pageFor(st *tagState, kind string) (*page, error) {
+// pageFor returns the tag's page of the kind, as quiz mode serves it or
+// not, rendering the tag's pages when the list of readable tags (shown in
+// the switcher) has changed.
+func (s *Site) pageFor(st *tagState, kind string, quiz bool) (*page, error) {
 	tags, gen := s.readableTags()
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.pages != nil && st.gen == gen {
-		return st.pages[kind], nil
+	v := &st.variants[variant(quiz)]
+	if v.pages != nil && v.gen == gen {
+		return v.pages[kind], nil
 	}
 	pages := map[string]*page{}
 	const htmlType, cache = "text/html; charset=utf-8", "no-cache"
-	d := pageData{Tag: st.tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view}
-	if s.cfg.Quiz {
+	d := pageData{Tag: st.tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: st.view, Quiz: quiz}
+	if quiz {
 		d.V = st.view.withoutNotes()
 	}
 	for kind, tmpl := range map[string]string{pageIndex: "index.html", pagePodWorkers: "pod-workers.html"} {
@@ -343,14 +357,18 @@ func (s *Site) pageFor(st *tagState, kind string) (*page, error) {
 		}
 		pages[kind] = newPage(htmlType, body, cache)
 	}
-	if old := st.pages; old != nil {
-		pages[pageJSON], pages[pageWorksheet], pages[pageAnswerKey] = old[pageJSON], old[pageWorksheet], old[pageAnswerKey]
-	} else {
-		reading := st.reading
-		if s.cfg.Quiz {
-			reading = withoutAnswers(reading)
+	switch {
+	case v.pages != nil:
+		pages[pageJSON], pages[pageWorksheet], pages[pageAnswerKey] = v.pages[pageJSON], v.pages[pageWorksheet], v.pages[pageAnswerKey]
+	case quiz:
+		// No answer key (refused), and a reading.json without answers.
+		j, err := json.MarshalIndent(withoutAnswers(st.reading), "", "  ")
+		if err != nil {
+			return nil, err
 		}
-		j, err := json.MarshalIndent(reading, "", "  ")
+		pages[pageJSON] = newPage("application/json", append(j, '\n'), cache)
+	default:
+		j, err := json.MarshalIndent(st.reading, "", "  ")
 		if err != nil {
 			return nil, err
 		}
@@ -358,6 +376,15 @@ func (s *Site) pageFor(st *tagState, kind string) (*page, error) {
 		pages[pageAnswerKey] = newPage("text/markdown; charset=utf-8", answerKey(st.view), cache)
 		pages[pageWorksheet] = pages[pageAnswerKey]
 	}
-	st.pages, st.gen = pages, gen
+	v.pages, v.gen = pages, gen
 	return pages[kind], nil
+}
+
+// variant is the index of a tag's pages as quiz mode serves them or not
+// (tagState.variants).
+func variant(quiz bool) int {
+	if quiz {
+		return 1
+	}
+	return 0
 }

@@ -46,12 +46,15 @@ type Config struct {
 	// memory or in the cache) one client may have fetched in an hour; 0
 	// means DefaultNewTagsPerHour.
 	NewTagsPerHour int
-	// Quiz serves every page without the site's notes and answers (a
-	// course's server, serve --quiz): the cases' notes, the intro, the
-	// pod_workers note, "Written by", the two sets' answer, the notes on
-	// the compare and history pages, and the answer key (403). The
-	// source, the live pane and the readers' own worksheets stay.
-	Quiz bool
+	// Quiz reports whether r is answered in quiz mode (a course's server,
+	// serve --quiz; a class's student): every page without the site's
+	// notes and what is derived from them: the cases' notes, the intro,
+	// the pod_workers note, "Written by", element types, the two sets'
+	// answer, reading.json's writers, sets and note symbols, the notes,
+	// types and sets of the compare and history pages, and the answer key
+	// (403). The source, the live pane and the readers' own worksheets
+	// stay. nil means never.
+	Quiz func(r *http.Request) bool
 }
 
 // The pages every tag has (Site.TagPage); a room shows the first two
@@ -216,11 +219,17 @@ type tagState struct {
 	view    *readingView // the tag's highlighted code and notes, built once
 	err     error
 
-	mu    sync.Mutex
-	pages map[string]*page // rendered for pagesGen
-	gen   int
+	mu       sync.Mutex
+	variants [2]pageSet // the pages as served outside quiz mode, and in it (variant)
 
 	defs sync.Map // symbol → rendered /def answer (def.go)
+}
+
+// pageSet is a tag's pages, rendered for the generation gen of the
+// readable tags (Site.gen).
+type pageSet struct {
+	pages map[string]*page
+	gen   int
 }
 
 // options are the extractor options for tag.
@@ -427,14 +436,15 @@ func (s *Site) RoomPage(w http.ResponseWriter, r *http.Request, kind, tag string
 	}
 	tags, _ := s.readableTags()
 	v := st.view
-	room.HideNotes = room.HideNotes || s.cfg.Quiz
+	quiz := s.quiz(r)
+	room.HideNotes = room.HideNotes || quiz
 	if room.HideNotes {
 		v = v.withoutNotes()
 	}
 	body, err := s.execute(tmpl, pageData{
 		Title: "Pair session · " + title + " at " + tag, Page: kind,
 		Tag: tag, Tags: tags, DefaultTag: s.cfg.DefaultTag, V: v,
-		Room: &room,
+		Room: &room, Quiz: quiz,
 	})
 	if err != nil {
 		s.log.Error("render room", "err", err)
@@ -450,7 +460,7 @@ func (s *Site) RoomPage(w http.ResponseWriter, r *http.Request, kind, tag string
 // ClassPage renders a class's page (templates/class.html, package classes)
 // with class as its data.
 func (s *Site) ClassPage(w http.ResponseWriter, r *http.Request, title string, class any) {
-	body, err := s.execute("class.html", pageData{Title: title, Page: "class", Tag: s.cfg.DefaultTag, DefaultTag: s.cfg.DefaultTag, Class: class})
+	body, err := s.execute("class.html", pageData{Title: title, Page: "class", Tag: s.cfg.DefaultTag, DefaultTag: s.cfg.DefaultTag, Class: class, Quiz: s.quiz(r)})
 	if err != nil {
 		s.log.Error("render class", "err", err)
 		s.statusPage(w, r, http.StatusInternalServerError, pageData{Heading: "Could not render the class", Message: err.Error()})

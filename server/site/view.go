@@ -39,9 +39,10 @@ type readingView struct {
 }
 
 // withoutNotes is v without the site's notes and answers: the cases'
-// notes, the intro, the two sets' note and where they are declared, the
-// pod_workers note, the notes of cases not at the tag. The source stays.
-// Hidden is set, so the page says why they are missing.
+// notes, who writes each channel and its element type, the intro, the two
+// sets' note and where they are declared, the pod_workers note, the notes
+// of cases not at the tag. The source stays. Hidden is set, so the page
+// says why they are missing.
 func (v *readingView) withoutNotes() *readingView {
 	c := *v
 	c.Hidden = true
@@ -53,6 +54,7 @@ func (v *readingView) withoutNotes() *readingView {
 		n := *cv
 		n.Note = noteView{Key: cv.Note.Key}
 		n.Written = writtenView{} // who writes the channel is the students' to answer
+		n.Type = ""               // and what flows on it
 		c.Cases[i], byOld[cv] = &n, &n
 	}
 	c.Segments = make([]segment, len(v.Segments))
@@ -67,15 +69,19 @@ func (v *readingView) withoutNotes() *readingView {
 
 // withoutAnswers is r as reading.json serves it in quiz mode: without
 // what the worksheet asks the reader to find, each case's writers (who
-// makes, writes, feeds the channel and from which goroutine) and where the
-// two sets are declared. The source, cases and log sites stay.
+// makes, writes, feeds the channel and from which goroutine) and element
+// type, and where the two sets are declared; without the symbols the
+// site's notes link to either (the page shows no note, and among them are
+// the writers and the sets). The source, cases and log sites stay.
 func withoutAnswers(r *extractor.Reading) *extractor.Reading {
 	c := *r
 	c.TwoSets = []extractor.SetDecl{}
+	c.Symbols = nil
 	c.Function.Cases = slices.Clone(r.Function.Cases)
 	for i := range c.Function.Cases {
 		cs := &c.Function.Cases[i]
 		cs.Made, cs.Writers, cs.Feeders, cs.Goroutine = []extractor.Site{}, []extractor.Site{}, []extractor.Site{}, []extractor.Site{}
+		cs.Type = ""
 	}
 	return &c
 }

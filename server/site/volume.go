@@ -35,6 +35,7 @@ type volState struct {
 	// set before done is closed
 	reading *volume.Reading
 	page    *page // the JSON
+	quiz    *page // the JSON in quiz mode (volumeWithoutAnswers)
 	err     error
 	failed  time.Time
 
@@ -83,11 +84,16 @@ func (s *Site) volumeHandler(html bool) http.Handler {
 			s.loadFailed(w, r, tag, st.err)
 			return
 		}
+		quiz := s.quiz(r)
 		if !html {
-			st.page.ServeHTTP(w, r)
+			if quiz {
+				st.quiz.ServeHTTP(w, r)
+			} else {
+				st.page.ServeHTTP(w, r)
+			}
 			return
 		}
-		p, err := s.volumeHTML(st, tag)
+		p, err := s.volumeHTML(st, tag, quiz)
 		if err != nil {
 			s.log.Error("render", "tag", tag, "page", PageVolume, "err", err)
 			s.statusPage(w, r, http.StatusInternalServerError, pageData{Tag: tag, Heading: "Could not render the page", Message: err.Error()})
@@ -142,13 +148,14 @@ func (s *Site) startVolume(tag string) *volState {
 		defer close(st.done)
 		r, err := s.loadVolume(tag)
 		if err == nil {
-			served := r
-			if s.cfg.Quiz {
-				served = volumeWithoutAnswers(r)
+			var full, quiz []byte
+			if full, err = json.MarshalIndent(r, "", "  "); err == nil {
+				quiz, err = json.MarshalIndent(volumeWithoutAnswers(r), "", "  ")
 			}
-			var j []byte
-			if j, err = json.MarshalIndent(served, "", "  "); err == nil {
-				st.reading, st.page = r, newPage("application/json", append(j, '\n'), "no-cache")
+			if err == nil {
+				st.reading = r
+				st.page = newPage("application/json", append(full, '\n'), "no-cache")
+				st.quiz = newPage("application/json", append(quiz, '\n'), "no-cache")
 			}
 		}
 		if err != nil {

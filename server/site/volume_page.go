@@ -104,30 +104,48 @@ func directionSentence(p volume.Part) string {
 	return "No loop over either set: bookkeeping, no direction."
 }
 
-// volumeHTML is st's page, rendered for the current list of readable tags.
-func (s *Site) volumeHTML(st *volState, tag string) (*page, error) {
+// volumeHTML is st's page, rendered for the current list of readable tags;
+// in quiz mode (asked per request) it is rendered anew each time, without
+// the derived answers, and not kept.
+func (s *Site) volumeHTML(st *volState, tag string, quiz bool) (*page, error) {
 	tags, gen := s.readableTags()
+	if quiz {
+		v, err := newVolumeView(st.reading, true)
+		if err != nil {
+			return nil, err
+		}
+		return s.renderVolume(tag, tags, v)
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.html != nil && st.gen == gen {
 		return st.html, nil
 	}
 	if st.view == nil {
-		v, err := newVolumeView(st.reading, s.cfg.Quiz)
+		v, err := newVolumeView(st.reading, false)
 		if err != nil {
 			return nil, err
 		}
 		st.view = v
 	}
+	p, err := s.renderVolume(tag, tags, st.view)
+	if err != nil {
+		return nil, err
+	}
+	st.html, st.gen = p, gen
+	return st.html, nil
+}
+
+// renderVolume renders the second reading's page of view at tag.
+func (s *Site) renderVolume(tag string, tags []string, view *volumeView) (*page, error) {
 	body, err := s.execute("volume-manager.html", pageData{
 		Title: "The volume manager's reconciler at " + tag, Page: PageVolume, Tag: tag,
-		Tags: tags, DefaultTag: s.cfg.DefaultTag, Volume: st.view,
+		Tags: tags, DefaultTag: s.cfg.DefaultTag, Volume: view,
 	})
 	if err != nil {
 		return nil, err
 	}
-	st.html, st.gen = newPage("text/html; charset=utf-8", body, "no-cache"), gen
-	return st.html, nil
+	return newPage("text/html; charset=utf-8", body, "no-cache"), nil
 }
 
 // volumeWithoutAnswers is r as the JSON serves it in quiz mode: the

@@ -154,7 +154,7 @@ func TestVolumePageQuiz(t *testing.T) {
 			Starts: []volume.Start{{Call: "UnmountVolume", Generators: []string{"GenerateUnmountVolumeFunc"}}}}},
 		Sets: []volume.Set{{Name: "ActualStateOfWorld", Writers: []volume.Caller{{Func: "pkg/x.(*og).GenerateUnmountVolumeFunc", Calls: []volume.Call{{Method: "MarkVolumeAsUnmounted"}}}}}},
 	}
-	s, err := New(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.Load, Quiz: true,
+	s, err := New(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.Load, Quiz: func(*http.Request) bool { return true },
 		LoadVolume: func(context.Context, extractor.Options) (*volume.Reading, error) { return r, nil }, Wait: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
