@@ -45,7 +45,7 @@ func (rs *Service) Socket() http.Handler {
 		conn.SetReadLimit(msgLimit)
 		stop := context.AfterFunc(rs.ctx, func() { conn.Close(CloseShutdown, "server shutting down") })
 		defer stop()
-		rs.serveReader(r.Context(), conn, room)
+		rs.serveReader(r.Context(), conn, room, client)
 	})
 }
 
@@ -72,7 +72,8 @@ func (rs *Service) socketRoom(w http.ResponseWriter, r *http.Request) (Room, boo
 }
 
 // serveReader is one reader's connection to room, from joining to leaving.
-func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room Room) {
+// client is who the reader is in every per-client limit (clients.AddrPrefix).
+func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room Room, client string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := newWriter(ctx, conn)
@@ -84,6 +85,7 @@ func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room R
 		conn.Close(CloseFull, "room full")
 		return
 	}
+	me.client = client // read only by this reader's own messages, which follow
 	if err := rs.store.MarkJoined(room.ID); err != nil {
 		rs.log.Warn("rooms: marking joined", "room", room.ID[:6]+"…", "err", err)
 	}
