@@ -108,8 +108,8 @@ type Handlers struct {
 	// notes.
 	renders *rooms.KeyLimiter
 	// gate hands out the slots readers' own notes are rendered in.
-	gate *renderGate
-	purged      sync.Map // room ids whose notes were purged after they expired
+	gate   *renderGate
+	purged sync.Map // room ids whose notes were purged after they expired
 
 	// streams counts the event streams open on each room.
 	streamsMu sync.Mutex
@@ -139,8 +139,8 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 	cfg.WriteRate, cfg.WriteBurst = cmp.Or(cfg.WriteRate, writeRate), cmp.Or(cfg.WriteBurst, writeBurst)
 	cfg.RenderRate, cfg.RenderBurst = cmp.Or(cfg.RenderRate, renderMsRate), cmp.Or(cfg.RenderBurst, renderMsBurst)
 	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(cfg.WriteRate, float64(cfg.WriteBurst), 10000),
-		renders:   rooms.NewKeyLimiter(cfg.RenderRate, float64(cfg.RenderBurst), 10000),
-		gate: newRenderGate(rendersAtOnce), streams: map[string]int{}, events: newRenderCache(512)}
+		renders: rooms.NewKeyLimiter(cfg.RenderRate, float64(cfg.RenderBurst), 10000),
+		gate:    newRenderGate(rendersAtOnce), streams: map[string]int{}, events: newRenderCache(512)}
 }
 
 // enterRoom counts one more event stream on room, if it has room for it.
