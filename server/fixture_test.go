@@ -63,7 +63,7 @@ func waitLoaded(t testing.TB, s *Server, tag string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.site.TagReady(ctx, tag); err != nil && ctx.Err() != nil {
+	if err := s.site.TagReady(ctx, "test", tag); err != nil && ctx.Err() != nil {
 		t.Fatalf("tag %s still loading after 30s", tag)
 	}
 }

@@ -126,12 +126,9 @@ type Handlers struct {
 	// renders limits the milliseconds spent rendering one client's own
 	// notes.
 	renders *rooms.KeyLimiter
-	// rendering counts the renders of readers' own notes under way, per
-	// client and in all.
-	renderMu    sync.Mutex
-	rendering   map[string]int
-	renderingAt int
-	purged      sync.Map // room ids whose notes were purged after they expired
+	// gate hands out the slots readers' own notes are rendered in.
+	gate   *renderGate
+	purged sync.Map // room ids whose notes were purged after they expired
 
 	// streams counts the event streams open on each room.
 	streamsMu sync.Mutex
@@ -163,8 +160,8 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 	cfg.WriteRate, cfg.WriteBurst = cmp.Or(cfg.WriteRate, writeRate), cmp.Or(cfg.WriteBurst, writeBurst)
 	cfg.RenderRate, cfg.RenderBurst = cmp.Or(cfg.RenderRate, renderMsRate), cmp.Or(cfg.RenderBurst, renderMsBurst)
 	return &Handlers{cfg: cfg, writes: rooms.NewKeyLimiter(cfg.WriteRate, float64(cfg.WriteBurst), 10000),
-		renders:   rooms.NewKeyLimiter(cfg.RenderRate, float64(cfg.RenderBurst), 10000),
-		rendering: map[string]int{}, streams: map[string]int{}, events: newRenderCache(512),
+		renders: rooms.NewKeyLimiter(cfg.RenderRate, float64(cfg.RenderBurst), 10000),
+		gate:    newRenderGate(rendersAtOnce), streams: map[string]int{}, events: newRenderCache(512),
 		checks: newCheckBudget(cmp.Or(cfg.ChecksPerMinute, ChecksPerMinute))}
 }
 
@@ -405,7 +402,7 @@ func (h *Handlers) Put() http.Handler {
 				v = ViewAt(nil, n)
 			}
 			now := time.Now()
-			h.renders.Charge(h.cfg.ClientIP(r), now, int(now.Sub(start).Milliseconds()))
+			h.renders.Charge(h.cfg.ClientIP(r), now, renderMs(now.Sub(start)))
 			writeJSON(w, http.StatusOK, v)
 		}
 	})

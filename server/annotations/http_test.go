@@ -272,22 +272,17 @@ func TestLocalNotesLimits(t *testing.T) {
 			}
 		}
 	}
-	// Notes that are costly to render (goldmark is quadratic in unclosed
-	// links): one client is charged what its render took, and refused
-	// while in debt; another client is not. The debt is repaid at
-	// RenderRate: at 0.01 ms a second it outlasts any wait for a CPU
-	// between the two requests (at 10 ms/s it was gone in 200 ms).
-	_, ts = serveNotes(t, nil, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 50 })
+	// One client is charged what its render took (at least a millisecond),
+	// and refused while in debt; another client is not. The debt is
+	// repaid at RenderRate: at 0.01 ms a second it outlasts any wait for a
+	// CPU between the two requests (at 10 ms/s it was gone in 200 ms).
+	_, ts = serveNotes(t, nil, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 2 })
 	costly := make([]map[string]any, 10)
 	for i := range costly {
-		costly[i] = map[string]any{"id": fmt.Sprintf("case.k%d", i), "text": strings.Repeat("[a](", 2<<10/4)}
+		costly[i] = map[string]any{"id": fmt.Sprintf("case.k%d", i), "text": strings.Repeat("- **configCh** `x` [l](https://example.com) _y_\n", 2<<10/48)}
 	}
-	start := time.Now()
 	if code, body := localReq(t, ts, "203.0.113.5", views, costly); code != 200 {
 		t.Fatalf("first costly render: %d %s", code, body)
-	}
-	if took := time.Since(start); took < 100*time.Millisecond {
-		t.Skipf("the costly render took only %v: too fast to test the charge", took)
 	}
 	code, body := localReq(t, ts, "203.0.113.5", views, caseNotes(1, 10))
 	if code != http.StatusTooManyRequests || !strings.Contains(body, "in a moment") {
@@ -306,8 +301,8 @@ func TestRoomWriteChargedByRender(t *testing.T) {
 	defer stop()
 	reading := extractortest.Reading(t, "v1.31.0", content.Symbols())
 	// Repaid at 0.01 ms a second: the debt lasts however slowly the
-	// writes come.
-	h, _ := serveNotes(t, s, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 50 })
+	// writes come. Each write costs a token and its render at least one.
+	h, _ := serveNotes(t, s, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 10 })
 	r := chi.NewRouter()
 	r.Put("/rooms/{id}/notes/{note}", h.Put().ServeHTTP)
 	ts := httptest.NewServer(r)
@@ -324,7 +319,7 @@ func TestRoomWriteChargedByRender(t *testing.T) {
 		out, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(out)
 	}
-	costly := strings.Repeat("[a](", (MaxNoteBytes-300)/4)
+	costly := strings.Repeat("- **configCh** `x` [l](https://example.com) _y_\n", (MaxNoteBytes-300)/48)
 	refused := false
 	start := time.Now()
 	for i := 0; i < 20 && !refused; i++ {
@@ -338,7 +333,7 @@ func TestRoomWriteChargedByRender(t *testing.T) {
 		}
 	}
 	if !refused {
-		t.Skipf("20 costly writes in %v were all taken: renders too fast here to exhaust the allowance", time.Since(start))
+		t.Fatalf("20 costly writes in %v were all taken: the renders were not charged", time.Since(start))
 	}
 	if code, body := put("203.0.113.8", "sentence", "plain"); code != 200 {
 		t.Errorf("another reader: %d %s", code, body)

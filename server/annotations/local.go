@@ -36,9 +36,9 @@ const (
 	renderMsBurst = 5000 // a full set of the costliest notes, once
 	// A client's render is charged when it is done: one at a time per
 	// client, so that it cannot start many on one allowance, and a few at a
-	// time in all, so that many clients cannot take every core.
-	rendersPerClient = 1
-	rendersAtOnce    = 4
+	// time in all, so that many clients cannot take every core; the slots
+	// go to the clients waiting in turn (gate.go).
+	rendersAtOnce = 4
 )
 
 // localBody is a reader's own notes, sent to be rendered or handed in.
@@ -120,8 +120,12 @@ func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Rea
 		notes = append(notes, note)
 	}
 	// The caller renders, then calls charge.
-	if !h.startRender(r) {
+	if ok, waited := h.gate.enter(r.Context(), h.cfg.ClientIP(r), renderWait); !ok {
 		w.Header().Set("Retry-After", "1")
+		if !waited {
+			jsonError(w, http.StatusTooManyRequests, "your notes are being shown already: they are kept in this browser, and shown again in a moment")
+			return nil, nil, false
+		}
 		jsonError(w, http.StatusServiceUnavailable, "busy showing other notes: yours are kept in this browser, and shown again in a moment")
 		return nil, nil, false
 	}
@@ -188,18 +192,10 @@ func (h *Handlers) LocalWorksheet() http.Handler {
 	})
 }
 
-// startRender counts a render of r's client's own notes, if the client
-// and the server have room for one; charge ends it.
-func (h *Handlers) startRender(r *http.Request) bool {
-	client := h.cfg.ClientIP(r)
-	h.renderMu.Lock()
-	defer h.renderMu.Unlock()
-	if h.rendering[client] >= rendersPerClient || h.renderingAt >= rendersAtOnce {
-		return false
-	}
-	h.rendering[client]++
-	h.renderingAt++
-	return true
+// renderMs is what a render that took d is charged: its milliseconds,
+// rounded up, so that no render is free however fast.
+func renderMs(d time.Duration) int {
+	return int((d + time.Millisecond - 1) / time.Millisecond)
 }
 
 // charge ends a render that began at start, and takes what it cost from
@@ -207,11 +203,6 @@ func (h *Handlers) startRender(r *http.Request) bool {
 func (h *Handlers) charge(r *http.Request, start time.Time) {
 	client := h.cfg.ClientIP(r)
 	now := time.Now()
-	h.renders.Charge(client, now, int(now.Sub(start).Milliseconds()))
-	h.renderMu.Lock()
-	defer h.renderMu.Unlock()
-	h.renderingAt--
-	if h.rendering[client]--; h.rendering[client] <= 0 {
-		delete(h.rendering, client)
-	}
+	h.renders.Charge(client, now, renderMs(now.Sub(start)))
+	h.gate.leave(client)
 }

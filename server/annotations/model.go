@@ -28,10 +28,15 @@ import (
 // else's text on every other reader's page.
 var markdown = goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough, extension.Linkify))
 
-// Render is a note's text as safe HTML.
+// Render is a note's text as safe HTML: Markdown, or the text itself
+// when its shape would make Markdown costly (cost.go).
 func Render(text string) string {
+	text = CleanText(text)
+	if costly(text) {
+		return plainHTML(text)
+	}
 	var b bytes.Buffer
-	if err := markdown.Convert([]byte(CleanText(text)), &b); err != nil {
+	if err := markdown.Convert([]byte(text), &b); err != nil {
 		return ""
 	}
 	return b.String()

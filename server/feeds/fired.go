@@ -28,7 +28,6 @@ package feeds
 // Demo lines never count: they are a simulated kubelet.
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -36,7 +35,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -503,72 +501,6 @@ func (l *Service) HandleFired() http.Handler {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		json.NewEncoder(w).Encode(rec)
-	})
-}
-
-// maxCaseLines bounds the lines one request for a case's lines answers.
-const maxCaseLines = 20000
-
-// HandleCaseLines answers GET /feeds/{feed}/fired/{case}/lines[?before=SEQ][&limit=N]:
-// the case's recorded lines (the last limit of them before SEQ; all by
-// default, up to maxCaseLines), read back from the stream and classified
-// as the feed is, one feed-socket line message per line (NDJSON).
-func (l *Service) HandleCaseLines() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := chi.URLParam(r, "case")
-		before, limit := uint64(0), maxCaseLines
-		if s := r.URL.Query().Get("before"); s != "" {
-			var err error
-			if before, err = strconv.ParseUint(s, 10, 64); err != nil {
-				http.Error(w, "before: want a sequence number", http.StatusBadRequest)
-				return
-			}
-		}
-		if s := r.URL.Query().Get("limit"); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n <= 0 {
-				http.Error(w, "limit: want a positive number of lines", http.StatusBadRequest)
-				return
-			}
-			limit = min(n, maxCaseLines)
-		}
-		f := l.storedFeedOr404(w, r)
-		if f == nil {
-			return
-		}
-		f.mu.Lock()
-		var at []firedAt
-		if c := f.fired.cases[key]; c != nil {
-			end := len(c.at)
-			if before > 0 {
-				end, _ = slices.BinarySearchFunc(c.at, before, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
-			}
-			at = slices.Clone(c.at[max(0, end-limit):end])
-		}
-		reading := l.reading(f.tag)
-		version := f.version
-		f.mu.Unlock()
-		cls := classify.New(reading).Stream()
-		cls.SetVersion(version)
-		w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-store")
-		bw := bufio.NewWriterSize(w, 64<<10)
-		var b []byte
-		err := l.readLines(r.Context(), f, at, func(seq uint64, in relay.Line) error {
-			line, cut := classifyForDisplay(cls, in.Raw)
-			line.Case = key // as recorded (the record's classifier saw the lines in order)
-			b = appendEntry(b[:0], seq, &line, false, cut)
-			b = append(b, '\n')
-			_, err := bw.Write(b)
-			return err
-		})
-		if err == nil {
-			err = bw.Flush()
-		}
-		if err != nil && r.Context().Err() == nil {
-			l.log.Warn("live: a case's lines cut short", "feed", f.name, "case", key, "err", err)
-			panic(http.ErrAbortHandler)
-		}
 	})
 }
 

@@ -258,7 +258,7 @@ func (rs *Service) onTag(rl *roomLive, me *roomReader, room Room, m roomIn) (aft
 // switchTag moves the room to tag once its reading is ready, and tells
 // every reader to load the page again.
 func (rs *Service) switchTag(rl *roomLive, me *roomReader, room Room, tag string) {
-	if err := rs.site.TagReady(rs.ctx, tag); err != nil {
+	if err := rs.site.TagReady(rs.ctx, me.client, tag); err != nil {
 		me.push(errMsg("the room stays at %s: %v", room.Tag, err))
 		return
 	}

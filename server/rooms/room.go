@@ -56,6 +56,9 @@ type roomReader struct {
 	name  string
 	color int
 	key   bool // presented the driver key
+	// client is who the reader is in the per-client limits: a tag switch
+	// it asks for counts against its own new tags an hour.
+	client string
 	// wheelHash is the hash of the lent wheel's ticket this reader holds
 	// (TicketHash), "" when it holds none.
 	wheelHash string

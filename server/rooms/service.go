@@ -73,9 +73,10 @@ type Site struct {
 	// Status writes the site's page that says why a request got code.
 	Status func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string)
 	// LoadTag starts loading a tag's Reading; TagReady waits until it is
-	// loaded, or says why it cannot be.
+	// loaded, or says why it cannot be, a new tag counting against client
+	// (the driver who switches the room to it).
 	LoadTag    func(tag string)
-	TagReady   func(ctx context.Context, tag string) error
+	TagReady   func(ctx context.Context, client, tag string) error
 	SameOrigin func(r *http.Request) bool
 }
 

@@ -46,7 +46,7 @@ func (rs *Service) Socket() http.Handler {
 		conn.SetReadLimit(msgLimit)
 		stop := context.AfterFunc(rs.ctx, func() { conn.Close(CloseShutdown, "server shutting down") })
 		defer stop()
-		rs.serveReader(r.Context(), conn, room, who)
+		rs.serveReader(r.Context(), conn, room, who, client)
 	})
 }
 
@@ -73,7 +73,8 @@ func (rs *Service) socketRoom(w http.ResponseWriter, r *http.Request) (Room, boo
 }
 
 // serveReader is one reader's connection to room, from joining to leaving.
-func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room Room, who identity) {
+// who is the reader (identify); client is who the reader is in every per-client limit (clients.AddrPrefix).
+func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room Room, who identity, client string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := newWriter(ctx, conn)
@@ -85,6 +86,7 @@ func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room R
 		conn.Close(CloseFull, "room full")
 		return
 	}
+	me.client = client // read only by this reader's own messages, which follow
 	if err := rs.store.MarkJoined(room.ID); err != nil {
 		rs.log.Warn("rooms: marking joined", "room", room.ID[:6]+"…", "err", err)
 	}

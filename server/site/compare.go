@@ -291,9 +291,7 @@ func (s *Site) Compare() http.Handler {
 				return
 			}
 		}
-		if _, ok := s.admit(s.client(r), to); ok {
-			s.state(to) // both fetch at once: the 202 for from returns before to is asked for
-		}
+		s.fetch(s.client(r), to) // both fetch at once: the 202 for from returns before to is asked for
 		a, ok := s.loaded(w, r, from, " for the compare with "+to)
 		if !ok {
 			return

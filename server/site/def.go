@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -58,9 +59,10 @@ func (s *Site) Def() http.Handler {
 			defError(w, http.StatusBadRequest, "give the symbol as ?sym=pkg/path.(*Type).Method")
 			return
 		}
-		st := s.state(tag)
-		if st == nil {
-			defError(w, http.StatusServiceUnavailable, fmt.Sprintf("this server holds too many tags to load %s now", tag))
+		st, no := s.fetch(s.client(r), tag)
+		if no != nil {
+			w.Header().Set("Retry-After", strconv.Itoa(int(no.retry.Seconds())))
+			defError(w, no.status, no.message+" "+no.advice)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.wait)

@@ -251,18 +251,8 @@ func isDone(ch <-chan struct{}) bool {
 // who waits, e.g. " for this room"), or with why it cannot be, and reports
 // false.
 func (s *Site) loaded(w http.ResponseWriter, r *http.Request, tag, forWhom string) (*tagState, bool) {
-	if !s.admitted(w, r, tag) {
-		return nil, false
-	}
-	st := s.state(tag)
+	st := s.fetched(w, r, tag)
 	if st == nil {
-		w.Header().Set("Retry-After", "30")
-		s.statusPage(w, r, http.StatusServiceUnavailable, pageData{
-			Tag:     tag,
-			Heading: "Too many tags at once",
-			Message: fmt.Sprintf("This server is fetching %d tags and cannot take %s now.", MaxLoading, tag),
-			Advice:  "Try again in a minute, or read a tag already cached.",
-		})
 		return nil, false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.wait)

@@ -472,14 +472,12 @@ func (s *Site) ClassPage(w http.ResponseWriter, r *http.Request, title string, c
 }
 
 // TagReady waits until tag's Reading is loaded, or says why it cannot be.
-// A tag never fetched counts against what is asked with no request.
-func (s *Site) TagReady(ctx context.Context, tag string) error {
-	if retry, ok := s.admit(unattributed, tag); !ok {
-		return fmt.Errorf("this server fetches at most %d tags never read before an hour for rooms; try again in %v, or pick a tag already read", s.cfg.NewTagsPerHour, retry.Round(time.Minute))
-	}
-	st := s.state(tag)
-	if st == nil {
-		return fmt.Errorf("this server holds too many tags to load %s now", tag)
+// A tag never fetched counts against client (clients.AddrPrefix), as a
+// page asked for by that client would: a room's driver switching its tag.
+func (s *Site) TagReady(ctx context.Context, client, tag string) error {
+	st, no := s.fetch(client, tag)
+	if no != nil {
+		return no
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()

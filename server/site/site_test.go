@@ -31,7 +31,7 @@ func realSite(t testing.TB, tags ...string) *Site {
 	}
 	t.Cleanup(s.Close)
 	for _, tag := range tags {
-		if err := s.TagReady(t.Context(), tag); err != nil {
+		if err := s.TagReady(t.Context(), "test", tag); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -117,13 +117,18 @@ func (s *Site) volume(tag string) *volState {
 }
 
 // volumeAdmitted admits a tag whose second reading is not cached as a new
-// tag is (admitted): it may cost a download.
+// tag is: it may cost a download, so it spends the asking client's new
+// tags an hour (budget.go), unless the tag has been read here already.
 func (s *Site) volumeAdmitted(w http.ResponseWriter, r *http.Request, tag string) bool {
 	opts := s.options(tag)
-	if _, ok := volume.Cached(opts); ok || opts.SourceDir != "" {
+	if _, ok := volume.Cached(opts); ok || opts.SourceDir != "" || s.known(tag) {
 		return true
 	}
-	return s.admitted(w, r, tag)
+	retry, ok := s.newTags.take(s.client(r), time.Now())
+	if !ok {
+		s.refuseTag(w, r, tag, s.spentRefusal(tag, retry))
+	}
+	return ok
 }
 
 // startVolume starts loading tag's second reading (or returns the load
