@@ -38,6 +38,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 		Fired:          classes.FiredFunc(d.Feeds.FeedFired),
 		KubeletVersion: d.Feeds.FeedVersion,
 		Relayed:        d.Feeds.FeedRelayed,
+		LabCheck:       newLabChecks(d.Feeds, readingOrLoad(d.Site)).Check,
 	}
 	cc.Site = classes.Site{
 		Page: func(w http.ResponseWriter, r *http.Request, title string, data *classes.PageData) {

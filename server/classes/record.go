@@ -64,7 +64,9 @@ type Class struct {
 	Budget int `json:"budget"`
 	// HideNotes: the class's room pages are served without the site's
 	// notes and answer key (the students write their own).
-	HideNotes  bool      `json:"hide_notes"`
+	HideNotes bool `json:"hide_notes"`
+	// Pod is the exercise's pod the lab checks look for ("": probe-me).
+	Pod        string    `json:"pod,omitempty"`
 	Created    time.Time `json:"created"`
 	LastActive time.Time `json:"last_active"`
 	// Ended is when the instructor ended the class (zero while it runs):
@@ -87,6 +89,7 @@ type Settings struct {
 	Name      *string `json:"name,omitempty"`
 	Budget    *int    `json:"budget,omitempty"`
 	HideNotes *bool   `json:"hide_notes,omitempty"`
+	Pod       *string `json:"pod,omitempty"`
 }
 
 // apply checks s and applies it to c; maxBudget is the server's cap on
@@ -107,6 +110,13 @@ func (s Settings) apply(c *Class, maxBudget int) error {
 	}
 	if s.HideNotes != nil {
 		c.HideNotes = *s.HideNotes
+	}
+	if s.Pod != nil {
+		p, err := CleanPod(*s.Pod)
+		if err != nil {
+			return err
+		}
+		c.Pod = p
 	}
 	return nil
 }

@@ -69,9 +69,15 @@ type Result struct {
 	LivenessFailed Check  `json:"liveness_failed"`
 	Deleted        Check  `json:"deleted"`
 	Verbosity      Check  `json:"verbosity"`
-	// Lines is how many classified lines were looked at.
-	Lines int `json:"lines"`
+	// Lines is how many classified lines were looked at; MaxVerbosity the
+	// highest V level one of them proved (-1: none proved one).
+	Lines        int `json:"lines"`
+	MaxVerbosity int `json:"max_verbosity"`
 }
+
+// BelowV4 reports whether the journal's lines say its kubelet logs below
+// -v=4: lines of known V level, none of them V(4).
+func (r Result) BelowV4() bool { return !r.Verbosity.OK && r.MaxVerbosity >= 0 }
 
 // Done is how many of the four checks pass.
 func (r Result) Done() int {
@@ -132,6 +138,9 @@ func New(pod, feed string, reading *extractor.Reading) *Checker {
 	}
 	return c
 }
+
+// Verbose reports whether a line proved -v=4 or more.
+func (c *Checker) Verbose() bool { return c.verbose != nil }
 
 // Pod is the pod the checker looks for, as the class names it.
 func (c *Checker) Pod() string {
@@ -232,7 +241,7 @@ func (c *Checker) matches(p string, s *podSeen) bool {
 
 // Result is the checks as they stand.
 func (c *Checker) Result() Result {
-	r := Result{Pod: c.Pod(), Lines: c.lines}
+	r := Result{Pod: c.Pod(), Lines: c.lines, MaxVerbosity: c.maxV}
 	pods := make([]string, 0, len(c.pods))
 	for p := range c.pods {
 		pods = append(pods, p)
