@@ -16,6 +16,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -49,6 +50,21 @@ func wholeLabJournal(t *testing.T, from, to string) []relay.Line {
 		out = append(out, relay.Line{ID: l.Cursor, Raw: line})
 	}
 	return out
+}
+
+// relayJournal sends lines to room's feed as its relay does (with the
+// room's ingest token), and leaves the relay attached.
+func relayJournal(t *testing.T, ctx context.Context, ts *httptest.Server, room, token string, lines []relay.Line) {
+	t.Helper()
+	rl, _, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/room-"+room+"/ingest"), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Authorization": {"Bearer " + token}}})
+	if err != nil {
+		t.Fatalf("relay: %v", err)
+	}
+	t.Cleanup(func() { rl.CloseNow() })
+	for j := 0; j < len(lines); j += 400 {
+		wstest.Send(t, ctx, rl, lines[j:min(j+400, len(lines))]...)
+	}
 }
 
 func progressOf(t *testing.T, base, class, key string) classes.Progress {
@@ -116,15 +132,7 @@ func TestClassProgress(t *testing.T) {
 	journals := [][]relay.Line{wholeLabJournal(t, "", ""), wholeLabJournal(t, "probe-me-lab", "probe-demo-vm")}
 	for i, lines := range journals {
 		d := dialRoom(t, ctx, ts, ids[1+i], keys[1+i], []string{"Cy", "Dee"}[i])
-		rl, _, err := websocket.Dial(ctx, wstest.URL(ts, "/feeds/room-"+ids[1+i]+"/ingest"), &websocket.DialOptions{
-			HTTPHeader: http.Header{"Authorization": {"Bearer " + d.token}}})
-		if err != nil {
-			t.Fatalf("relay: %v", err)
-		}
-		defer rl.CloseNow()
-		for j := 0; j < len(lines); j += 400 {
-			wstest.Send(t, ctx, rl, lines[j:min(j+400, len(lines))]...)
-		}
+		relayJournal(t, ctx, ts, ids[1+i], d.token, lines)
 	}
 	d4 := dialRoom(t, ctx, ts, ids[3], keys[3], "Eve")
 	d4.send(t, ctx, map[string]any{"t": "end"})
