@@ -39,6 +39,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 		KubeletVersion: d.Feeds.FeedVersion,
 		Relayed:        d.Feeds.FeedRelayed,
 		Line:           d.Feeds.Line,
+		LabCheck:       newLabChecks(d.Feeds, readingOrLoad(d.Site)).Check,
 	}
 	cc.Site = classes.Site{
 		Page: func(w http.ResponseWriter, r *http.Request, title string, data *classes.PageData) {

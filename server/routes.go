@@ -67,7 +67,9 @@ const (
 //	GET /classes, POST /classes, GET /classes/{id}, POST /classes/{id}/rooms,
 //	GET /classes/{id}/pairs.json, GET /classes/{id}/rooms.json, GET /classes/{id}/events,
 //	GET /classes/{id}/handins.zip, POST /classes/{id}/settings, POST /classes/{id}/hello,
-//	POST /classes/{id}/end, POST /classes/{id}/rooms/{room}/end
+//	POST /classes/{id}/end, POST /classes/{id}/rooms/{room}/end,
+//	GET /classes/{id}/progress.json, GET /classes/{id}/grades.csv,
+//	GET /classes/{id}/rooms/{room}/results.json  (progress.go, grades.go there)
 //
 // Readers' own notes (package annotations, http.go there):
 //
@@ -136,6 +138,9 @@ func (s *Server) routes() chi.Router {
 	r.With(jsonBody(classFormBytes)).Method("POST", "/classes/{id}/hello", s.classes.Hello())
 	r.With(jsonBody(classFormBytes)).Method("POST", "/classes/{id}/end", s.classes.End())
 	r.With(jsonBody(classFormBytes)).Method("POST", "/classes/{id}/rooms/{room}/end", s.classes.EndRoom())
+	r.Method("GET", "/classes/{id}/progress.json", s.classes.ProgressJSON())
+	r.Method("GET", "/classes/{id}/grades.csv", s.classes.GradesCSV())
+	r.Method("GET", "/classes/{id}/rooms/{room}/results.json", s.classes.Results())
 
 	r.Method("GET", "/rooms/{id}/notes", s.notes.List())
 	r.Method("GET", "/rooms/{id}/notes/events", s.notes.Events())

@@ -10,6 +10,7 @@
 
 import { el, copyText, Backoff, stored, store, linkKey, unlink, tabStore } from './dom.js';
 import { heldRooms, driverLink } from './held.js';
+import { startGrid } from './grid.js';
 
 const student = document.querySelector('[data-class]');
 const panel = document.querySelector('[data-class-instructor]');
@@ -142,6 +143,7 @@ function startInstructor(key, keyName) {
 	const auth = { Authorization: 'Bearer ' + key };
 	const live = document.querySelector('[data-class-live]');
 	const backoff = new Backoff(1000, 15000);
+	const grid = startGrid(classID, auth);
 	let shown = null; // the last overview drawn
 	const link = location.origin + '/classes/' + classID;
 	document.querySelector('[data-class-link]').textContent = link;
@@ -201,7 +203,10 @@ function startInstructor(key, keyName) {
 			if (line.startsWith('event: ')) type = line.slice(7);
 			else if (line.startsWith('data: ')) data += line.slice(6);
 		}
-		if (type === 'overview') render((shown = JSON.parse(data)));
+		if (type === 'overview') {
+			render((shown = JSON.parse(data)));
+			grid.refresh();
+		}
 		if (type === 'gone') live.textContent = 'this class ended';
 	}
 	stream();

@@ -2,12 +2,14 @@ package classes
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
+	"github.com/syncloop/syncloop/server/labcheck"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -38,6 +40,9 @@ type Deps struct {
 	// Line looks up a stored line of a feed's journal: the hand-ins'
 	// pins are read again with it (feeds.Service.Line).
 	Line annotations.LineFunc
+	// LabCheck is the exercise checked on a feed's journal read at tag,
+	// for pod (progress.go); nil: no checks.
+	LabCheck func(ctx context.Context, feed, tag, pod string) labcheck.Result
 }
 
 // overview is every room of class c as its instructor sees it, and its
@@ -142,7 +147,7 @@ func (d Deps) pairs(c Class) Pairs {
 }
 
 func classJSON(c Class) ClassJSON {
-	return ClassJSON{ID: c.ID, Name: c.Name, Tag: c.Tag, Budget: c.Budget, HideNotes: c.HideNotes, Ended: c.Ended}
+	return ClassJSON{ID: c.ID, Name: c.Name, Tag: c.Tag, Budget: c.Budget, HideNotes: c.HideNotes, Pod: cmp.Or(c.Pod, labcheck.DefaultPod), Ended: c.Ended}
 }
 
 // progress counts a room's worksheet: the items the worksheet asks for
@@ -168,16 +173,7 @@ func progress(r *extractor.Reading, notes []annotations.Note) (written, checked,
 			continue
 		}
 		written++
-		ok, warn := false, false
-		for _, c := range annotations.CheckNote(r, n.ID, n.Text) {
-			switch c.Level {
-			case "ok":
-				ok = true
-			default:
-				warn = true
-			}
-		}
-		if ok && !warn {
+		if state, _ := ItemState(r, n); state == StateConfirmed {
 			checked++
 		}
 	}

@@ -50,6 +50,7 @@ type ClassJSON struct {
 	Tag       string `json:"tag"`
 	Budget    int    `json:"budget"`
 	HideNotes bool   `json:"hide_notes"`
+	Pod       string `json:"pod"` // the exercise's pod, as the lab checks look for it
 	// Ended is when the instructor ended the class; absent while it runs.
 	Ended time.Time `json:"ended,omitzero"`
 }

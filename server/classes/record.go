@@ -75,8 +75,10 @@ type Class struct {
 	// Creator is the hash of the client that made the class without the
 	// server's class token, "" when it presented the token: all of its
 	// classes' rooms together count against Allowance (rooms.ClassPlace).
-	Creator    string    `json:"creator_sha256,omitempty"`
-	Allowance  int       `json:"allowance,omitempty"`
+	Creator   string `json:"creator_sha256,omitempty"`
+	Allowance int    `json:"allowance,omitempty"`
+	// Pod is the exercise's pod the lab checks look for ("": probe-me).
+	Pod        string    `json:"pod,omitempty"`
 	Created    time.Time `json:"created"`
 	LastActive time.Time `json:"last_active"`
 	// Ended is when the instructor ended the class (zero while it runs):
@@ -99,6 +101,7 @@ type Settings struct {
 	Name      *string `json:"name,omitempty"`
 	Budget    *int    `json:"budget,omitempty"`
 	HideNotes *bool   `json:"hide_notes,omitempty"`
+	Pod       *string `json:"pod,omitempty"`
 }
 
 // apply checks s and applies it to c; maxBudget is the server's cap on
@@ -122,6 +125,13 @@ func (s Settings) apply(c *Class, maxBudget int) error {
 	}
 	if s.HideNotes != nil {
 		c.HideNotes = *s.HideNotes
+	}
+	if s.Pod != nil {
+		p, err := CleanPod(*s.Pod)
+		if err != nil {
+			return err
+		}
+		c.Pod = p
 	}
 	return nil
 }
