@@ -104,6 +104,8 @@ type ActualStateOfWorld interface {
 	Has(name string) bool
 	GetMounted() []string
 	Forget(name string)
+	Fail(name string)
+	AddVolumeToReport(name string)
 }
 
 func NewDesiredStateOfWorld() DesiredStateOfWorld { return &desiredStateOfWorld{} }
@@ -130,7 +132,10 @@ func (d *desiredStateOfWorld) GetVolumesToMount() []string {
 
 func NewActualStateOfWorld() ActualStateOfWorld { return &actualStateOfWorld{} }
 
-type actualStateOfWorld struct{ mounted map[string]bool }
+type actualStateOfWorld struct {
+	mounted map[string]bool
+	failed  sets.Set[string]
+}
 
 func (a *actualStateOfWorld) MarkVolumeAsMounted(name string) error { return a.add(name) }
 func (a *actualStateOfWorld) add(name string) error           { a.mounted[name] = true; return nil }
@@ -138,6 +143,8 @@ func (a *actualStateOfWorld) CheckVolume(name string) bool     { return a.mounte
 func (a *actualStateOfWorld) Has(name string) bool             { return a.mounted[name] }
 func (a *actualStateOfWorld) GetMounted() []string             { return nil }
 func (a *actualStateOfWorld) Forget(name string)               { delete(a.mounted, name) }
+func (a *actualStateOfWorld) Fail(name string)                 { a.failed.Insert(name) }
+func (a *actualStateOfWorld) AddVolumeToReport(name string)    {}
 `
 
 const fixtureOperationExecutor = `package operationexecutor
@@ -268,8 +275,9 @@ func TestPartsDirectionAndGuard(t *testing.T) {
 }
 
 // TestMutatingByAssignment: Add writes through a local alias, Forget
-// deletes, MarkVolumeAsMounted calls a method that assigns; Wants, Has and
-// CheckVolume only read, whatever their names.
+// deletes, Fail inserts into a set it holds, MarkVolumeAsMounted calls a
+// method that assigns; Wants, Has, CheckVolume and the empty
+// AddVolumeToReport only read, whatever their names.
 func TestMutatingByAssignment(t *testing.T) {
 	r, err := Derive(fixture(), "v1.29.0")
 	if err != nil {
@@ -279,8 +287,8 @@ func TestMutatingByAssignment(t *testing.T) {
 	if !slices.Equal(dsw.Mutating, []string{"Add"}) {
 		t.Errorf("desired state's mutating methods %v, want [Add]", dsw.Mutating)
 	}
-	if !slices.Equal(asw.Mutating, []string{"Forget", "MarkVolumeAsMounted"}) {
-		t.Errorf("actual state's mutating methods %v, want [Forget MarkVolumeAsMounted]", asw.Mutating)
+	if !slices.Equal(asw.Mutating, []string{"Fail", "Forget", "MarkVolumeAsMounted"}) {
+		t.Errorf("actual state's mutating methods %v, want [Fail Forget MarkVolumeAsMounted]", asw.Mutating)
 	}
 	if !slices.Equal(asw.Embeds, []string{"operationexecutor.ActualStateOfWorldMounterUpdater"}) {
 		t.Errorf("embeds %v", asw.Embeds)
