@@ -87,6 +87,21 @@ func (rc *reconciler) cleanOrphans() {
 }
 
 func (rc *reconciler) bookkeeping() { rc.orphans = nil }
+
+type Reconciler interface{ Run(stopCh <-chan struct{}) }
+
+func NewReconciler() Reconciler { return &reconciler{} }
+`
+
+const fixtureVolumeManager = `package volumemanager
+
+import "k8s.io/kubernetes/pkg/kubelet/volumemanager/reconciler"
+
+type volumeManager struct{ reconciler reconciler.Reconciler }
+
+func (vm *volumeManager) Run(stopCh <-chan struct{}) {
+	go vm.reconciler.Run(stopCh)
+}
 `
 
 const fixtureCache = `package cache
@@ -228,6 +243,7 @@ func fixture() fstest.MapFS {
 	return fstest.MapFS{
 		"pkg/kubelet/volumemanager/reconciler/reconciler.go":       {Data: []byte(fixtureReconciler)},
 		"pkg/kubelet/volumemanager/cache/cache.go":                 {Data: []byte(fixtureCache)},
+		"pkg/kubelet/volumemanager/volume_manager.go":              {Data: []byte(fixtureVolumeManager)},
 		"pkg/kubelet/volumemanager/populator/populator.go":         {Data: []byte(fixturePopulator)},
 		"pkg/volume/util/operationexecutor/operation_generator.go": {Data: []byte(fixtureOperationExecutor)},
 		"pkg/volume/util/operationexecutor/operation_executor.go":  {Data: []byte(fixtureExecutor)},
@@ -381,5 +397,19 @@ func TestStartsFollowTheExecutor(t *testing.T) {
 		!slices.Equal(s.Generators, []string{"GenerateMountVolumeFunc"}) || s.RunBy != "oe.pendingOperations.Run" ||
 		!slices.Equal(s.Writes, []string{"ActualStateOfWorld.MarkVolumeAsMounted"}) || s.In != "mountVolumes" {
 		t.Errorf("start %+v", s)
+	}
+}
+
+// TestGoroutinesResolveTheInterface: the volume manager's go statement on
+// a field of the reconciler's interface type is told to run
+// (*reconciler).Run, the implementation NewReconciler returns.
+func TestGoroutinesResolveTheInterface(t *testing.T) {
+	r, err := Derive(fixture(), "v1.29.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Goroutines) != 1 || r.Goroutines[0].Runs != "pkg/kubelet/volumemanager/reconciler.(*reconciler).Run" ||
+		r.Goroutines[0].Text != "go vm.reconciler.Run(stopCh)" || r.Goroutines[0].Line != 8 {
+		t.Errorf("goroutines %+v", r.Goroutines)
 	}
 }
