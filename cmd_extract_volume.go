@@ -37,6 +37,9 @@ func printVolumeTable(s stdio, r *volume.Reading) error {
 		fmt.Fprintf(s.stdout, " (verified: %s)", r.Verified)
 	}
 	fmt.Fprintf(s.stdout, "\nentry (*reconciler).%s %s:%d, every %s, reached %v\n", e.Func, e.File, e.Line, e.Interval, e.Path)
+	for _, g := range r.Goroutines {
+		fmt.Fprintf(s.stdout, "goroutine %s:%d %s\n", g.File, g.Line, g.Text)
+	}
 	if e.Gate != "" {
 		def := "unknown"
 		if e.Default != nil {

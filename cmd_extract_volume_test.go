@@ -42,7 +42,7 @@ func TestExtractVolumeManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"entry (*reconciler).reconcile pkg/kubelet/volumemanager/reconciler/reconciler.go:33", "unmountVolumes", "remove-extra", "readyToUnmount", "ActualStateOfWorld (pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48)", "(*operationGenerator).GenerateMountVolumeFunc"} {
+	for _, s := range []string{"entry (*reconciler).reconcile pkg/kubelet/volumemanager/reconciler/reconciler.go:33", "unmountVolumes", "remove-extra", "readyToUnmount", "ActualStateOfWorld (pkg/kubelet/volumemanager/cache/actual_state_of_world.go:48)", "(*operationGenerator).GenerateMountVolumeFunc", "goroutine pkg/kubelet/volumemanager/volume_manager.go:332 go vm.reconciler.Run(ctx, ctx.Done())"} {
 		if !strings.Contains(table, s) {
 			t.Errorf("table lacks %q:\n%s", s, table)
 		}

@@ -42,6 +42,7 @@ func TestQuizServer(t *testing.T) {
 		{base, `class="written-by"`},
 		{base, `class="answer-key"`},
 		{base + "pod-workers", `class="prose note-wide"`},
+		{base, `class="second-reading"`}, // it says where the two sets are
 		{"/k8s/compare/v1.31.0..." + fixture.Tag, `<summary>Note: `},
 	}
 	for _, a := range answers {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 
 	"golang.org/x/sync/singleflight"
@@ -27,6 +28,7 @@ var roots = []string{"pkg/kubelet", "pkg/volume", featuresDir}
 // name a StateOfWorld type are.
 var whole = map[string]bool{
 	reconcilerDir: true, populatorDir: true, cacheDir: true, operationExecutorDir: true, featuresDir: true,
+	path.Dir(volumeManagerFile): true,
 }
 
 // Derive reads the volume manager's reconciler out of fsys, a Kubernetes
@@ -45,7 +47,7 @@ func Derive(fsys fs.FS, tag string) (*Reading, error) {
 		return nil, fmt.Errorf("volume manager at %s: %w", tag, err)
 	}
 	t.scanCallers(sets)
-	r := &Reading{Schema: Schema, Tag: tag, Entry: entry, Parts: t.findParts(fn, sets), LogSites: t.logSites()}
+	r := &Reading{Schema: Schema, Tag: tag, Entry: entry, Parts: t.findParts(fn, sets), LogSites: t.logSites(), Goroutines: t.findGoroutines()}
 	for _, s := range sets {
 		r.Sets = append(r.Sets, s.Set)
 	}

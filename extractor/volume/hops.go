@@ -12,6 +12,7 @@ package volume
 
 import (
 	"go/ast"
+	"path"
 	"slices"
 	"sort"
 )
@@ -146,6 +147,48 @@ func writesByFunc(sets []*setInfo) map[string][]string {
 			for _, c := range w.Calls {
 				out[w.Func] = append(out[w.Func], s.Name+"."+c.Method)
 			}
+		}
+	}
+	return out
+}
+
+// findGoroutines lists the go statements of the volume manager's package
+// that run a method of a module type: the reconciler's Run, the
+// populator's Run, each on a goroutine of its own. A receiver of
+// interface type is resolved to its implementation as fieldCalls does.
+func (t *tree) findGoroutines() []Goroutine {
+	out := []Goroutine{}
+	pk := t.pkgs[path.Dir(volumeManagerFile)]
+	if pk == nil {
+		return out
+	}
+	for _, f := range pk.files {
+		for _, d := range f.ast.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil {
+				continue
+			}
+			env := t.env(f, fd)
+			ast.Inspect(fd.Body, func(n ast.Node) bool {
+				gs, ok := n.(*ast.GoStmt)
+				if !ok {
+					return true
+				}
+				sel, ok := gs.Call.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				q := t.exprType(f, sel.X, env)
+				if impl := t.implOf(q); impl != "" {
+					q = impl
+				}
+				if m := t.method(q, sel.Sel.Name); m != nil {
+					line := t.line(gs.Pos())
+					out = append(out, Goroutine{Runs: funcName(m.file.dir, m.decl), File: f.path, Line: line,
+						Text: f.text(t, gs), Upstream: upstream(t.tag, f.path, line, 0)})
+				}
+				return true
+			})
 		}
 	}
 	return out

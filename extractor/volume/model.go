@@ -12,8 +12,8 @@ package volume
 // Schema is the version of the Reading's JSON shape; bump it when a
 // field's meaning changes or a derived field is added, so cached Readings
 // are derived anew. Schema 2 added the entry's and the parts' Text and
-// each part's Starts.
-const Schema = 2
+// each part's Starts; Schema 3 the Goroutines.
+const Schema = 3
 
 // Reading is the volume manager's reconciler at one tag, as
 // /k8s/{tag}/volume-manager.json serves it.
@@ -26,6 +26,19 @@ type Reading struct {
 	Parts      []Part    `json:"parts"`
 	Sets       []Set     `json:"sets"`
 	LogSites   []LogSite `json:"log_sites"`
+	// Goroutines are the go statements of the volume manager that start
+	// its parts: the reconciler's Run (which reaches the entry), the
+	// populator's Run (the desired state's main writer).
+	Goroutines []Goroutine `json:"goroutines"`
+}
+
+// Goroutine is one go statement that runs a method of a module type.
+type Goroutine struct {
+	Runs     string `json:"runs"` // "pkg/kubelet/volumemanager/reconciler.(*reconciler).Run"
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Text     string `json:"text"` // "go vm.reconciler.Run(stopCh)"
+	Upstream string `json:"upstream"`
 }
 
 // Entry is the method that runs one reconcile pass: the function

@@ -87,6 +87,21 @@ func (rc *reconciler) cleanOrphans() {
 }
 
 func (rc *reconciler) bookkeeping() { rc.orphans = nil }
+
+type Reconciler interface{ Run(stopCh <-chan struct{}) }
+
+func NewReconciler() Reconciler { return &reconciler{} }
+`
+
+const fixtureVolumeManager = `package volumemanager
+
+import "k8s.io/kubernetes/pkg/kubelet/volumemanager/reconciler"
+
+type volumeManager struct{ reconciler reconciler.Reconciler }
+
+func (vm *volumeManager) Run(stopCh <-chan struct{}) {
+	go vm.reconciler.Run(stopCh)
+}
 `
 
 const fixtureCache = `package cache
@@ -104,6 +119,8 @@ type ActualStateOfWorld interface {
 	Has(name string) bool
 	GetMounted() []string
 	Forget(name string)
+	Fail(name string)
+	AddVolumeToReport(name string)
 }
 
 func NewDesiredStateOfWorld() DesiredStateOfWorld { return &desiredStateOfWorld{} }
@@ -130,7 +147,10 @@ func (d *desiredStateOfWorld) GetVolumesToMount() []string {
 
 func NewActualStateOfWorld() ActualStateOfWorld { return &actualStateOfWorld{} }
 
-type actualStateOfWorld struct{ mounted map[string]bool }
+type actualStateOfWorld struct {
+	mounted map[string]bool
+	failed  sets.Set[string]
+}
 
 func (a *actualStateOfWorld) MarkVolumeAsMounted(name string) error { return a.add(name) }
 func (a *actualStateOfWorld) add(name string) error           { a.mounted[name] = true; return nil }
@@ -138,6 +158,8 @@ func (a *actualStateOfWorld) CheckVolume(name string) bool     { return a.mounte
 func (a *actualStateOfWorld) Has(name string) bool             { return a.mounted[name] }
 func (a *actualStateOfWorld) GetMounted() []string             { return nil }
 func (a *actualStateOfWorld) Forget(name string)               { delete(a.mounted, name) }
+func (a *actualStateOfWorld) Fail(name string)                 { a.failed.Insert(name) }
+func (a *actualStateOfWorld) AddVolumeToReport(name string)    {}
 `
 
 const fixtureOperationExecutor = `package operationexecutor
@@ -221,6 +243,7 @@ func fixture() fstest.MapFS {
 	return fstest.MapFS{
 		"pkg/kubelet/volumemanager/reconciler/reconciler.go":       {Data: []byte(fixtureReconciler)},
 		"pkg/kubelet/volumemanager/cache/cache.go":                 {Data: []byte(fixtureCache)},
+		"pkg/kubelet/volumemanager/volume_manager.go":              {Data: []byte(fixtureVolumeManager)},
 		"pkg/kubelet/volumemanager/populator/populator.go":         {Data: []byte(fixturePopulator)},
 		"pkg/volume/util/operationexecutor/operation_generator.go": {Data: []byte(fixtureOperationExecutor)},
 		"pkg/volume/util/operationexecutor/operation_executor.go":  {Data: []byte(fixtureExecutor)},
@@ -268,8 +291,9 @@ func TestPartsDirectionAndGuard(t *testing.T) {
 }
 
 // TestMutatingByAssignment: Add writes through a local alias, Forget
-// deletes, MarkVolumeAsMounted calls a method that assigns; Wants, Has and
-// CheckVolume only read, whatever their names.
+// deletes, Fail inserts into a set it holds, MarkVolumeAsMounted calls a
+// method that assigns; Wants, Has, CheckVolume and the empty
+// AddVolumeToReport only read, whatever their names.
 func TestMutatingByAssignment(t *testing.T) {
 	r, err := Derive(fixture(), "v1.29.0")
 	if err != nil {
@@ -279,8 +303,8 @@ func TestMutatingByAssignment(t *testing.T) {
 	if !slices.Equal(dsw.Mutating, []string{"Add"}) {
 		t.Errorf("desired state's mutating methods %v, want [Add]", dsw.Mutating)
 	}
-	if !slices.Equal(asw.Mutating, []string{"Forget", "MarkVolumeAsMounted"}) {
-		t.Errorf("actual state's mutating methods %v, want [Forget MarkVolumeAsMounted]", asw.Mutating)
+	if !slices.Equal(asw.Mutating, []string{"Fail", "Forget", "MarkVolumeAsMounted"}) {
+		t.Errorf("actual state's mutating methods %v, want [Fail Forget MarkVolumeAsMounted]", asw.Mutating)
 	}
 	if !slices.Equal(asw.Embeds, []string{"operationexecutor.ActualStateOfWorldMounterUpdater"}) {
 		t.Errorf("embeds %v", asw.Embeds)
@@ -373,5 +397,19 @@ func TestStartsFollowTheExecutor(t *testing.T) {
 		!slices.Equal(s.Generators, []string{"GenerateMountVolumeFunc"}) || s.RunBy != "oe.pendingOperations.Run" ||
 		!slices.Equal(s.Writes, []string{"ActualStateOfWorld.MarkVolumeAsMounted"}) || s.In != "mountVolumes" {
 		t.Errorf("start %+v", s)
+	}
+}
+
+// TestGoroutinesResolveTheInterface: the volume manager's go statement on
+// a field of the reconciler's interface type is told to run
+// (*reconciler).Run, the implementation NewReconciler returns.
+func TestGoroutinesResolveTheInterface(t *testing.T) {
+	r, err := Derive(fixture(), "v1.29.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Goroutines) != 1 || r.Goroutines[0].Runs != "pkg/kubelet/volumemanager/reconciler.(*reconciler).Run" ||
+		r.Goroutines[0].Text != "go vm.reconciler.Run(stopCh)" || r.Goroutines[0].Line != 8 {
+		t.Errorf("goroutines %+v", r.Goroutines)
 	}
 }

@@ -209,10 +209,22 @@ func assignsRecv(body *ast.BlockStmt, recv string) bool {
 			if isIdent(s.Fun, "delete") && len(s.Args) == 2 && rootedAt(s.Args[0], aliases) {
 				found = true
 			}
+			// recv.f.Insert(k): a container's own mutator, on a field.
+			if sel, ok := s.Fun.(*ast.SelectorExpr); ok && containerMutators[sel.Sel.Name] && rootedAt(sel.X, aliases) {
+				found = true
+			}
 		}
 		return true
 	})
 	return found
+}
+
+// containerMutators are the methods by which the containers the sets keep
+// in their fields (apimachinery's sets.Set, sync.Map, a list) are changed:
+// their code is outside the module, so they are known by name.
+var containerMutators = map[string]bool{
+	"Insert": true, "Delete": true, "Clear": true, "Store": true, "LoadOrStore": true,
+	"PushBack": true, "PushFront": true, "Remove": true,
 }
 
 func allIdents(es []ast.Expr) bool {

@@ -13,6 +13,7 @@ import (
 	"html/template"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/syncloop/syncloop/extractor/volume"
 )
@@ -27,6 +28,8 @@ type volumeView struct {
 	Parts  []partView
 	Sets   []volume.Set
 	Hidden bool // quiz mode: the derived answers are left out
+	// StartedBy is the go statement that runs (*reconciler).Run, if found.
+	StartedBy *volume.Goroutine
 }
 
 type partView struct {
@@ -39,6 +42,11 @@ type partView struct {
 // lines of different files never share one.
 func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
 	v := &volumeView{R: r, Sets: r.Sets, Hidden: quiz}
+	for i, g := range r.Goroutines {
+		if strings.HasSuffix(g.Runs, ".(*reconciler).Run") {
+			v.StartedBy = &r.Goroutines[i]
+		}
+	}
 	var err error
 	if v.Entry, err = codeBlock(r.Entry.Text, r.Entry.Line, "entry-"); err != nil {
 		return nil, err

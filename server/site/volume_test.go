@@ -128,6 +128,7 @@ func TestVolumePage(t *testing.T) {
 		"<code>operationExecutor.MountVolume</code>", "<code>GenerateMountVolumeFunc</code>", "ActualStateOfWorld.MarkVolumeAsMounted",
 		`<section class="sets" id="sets"`, "pkg/volume/util/operationexecutor.(*operationGenerator).GenerateMountVolumeFunc",
 		"through operationexecutor.ActualStateOfWorldMounterUpdater", `href="/static/volume.css?v=`,
+		"started on a goroutine of its own by", "<code>go vm.reconciler.Run(stopCh)</code>",
 	} {
 		if !strings.Contains(body, s) {
 			t.Errorf("page lacks %s", s)
