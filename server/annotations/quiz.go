@@ -7,6 +7,7 @@ package annotations
 // more (the right line, what feeds the sender), to help a reader alone.
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"slices"
@@ -56,6 +57,28 @@ func checkQuiz(r *extractor.Reading, id, text string) []Check {
 		return []Check{{"empty", "Which set, declared where? Its type's name and file:line"}}
 	}
 	return CheckNote(r, id, text)
+}
+
+// elementType is what a hand-in says of case c's element type after its
+// channel: nothing in quiz mode, where it is one of the exercise's
+// questions.
+func elementType(c extractor.Case, quiz bool) string {
+	if quiz {
+		return ""
+	}
+	return fmt.Sprintf(", element type `%s`", cmp.Or(c.Type, "(none)"))
+}
+
+// setHeading is a hand-in's heading for set name's answer: in quiz mode
+// one that does not name it.
+func setHeading(name string, quiz bool) string {
+	switch {
+	case !quiz:
+		return name
+	case name == setTypes[0]:
+		return "One set"
+	}
+	return "The other set"
 }
 
 // setTypes are the two sets' type names, as the reader may write them.
