@@ -9,6 +9,7 @@ package annotations
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"slices"
 	"strconv"
@@ -170,20 +171,22 @@ func verdicts(r *extractor.Reading, n Note) []string {
 // and the verdicts it was given lately, which cost nothing again (a page
 // sends all its notes each time one changes).
 type checkBudget struct {
-	lim *rooms.KeyLimiter
+	lim  *rooms.KeyLimiter
+	seed maphash.Seed
 
 	mu   sync.Mutex
-	seen map[string][]string // client → verdicts given, oldest first
+	seen map[string][]uint64 // client → hashes of the verdicts given, oldest first
 }
 
-// Bounds of what checkBudget remembers.
+// Bounds of what checkBudget remembers: 2 KB a client at most.
 const (
 	seenPerClient = 256
 	seenClients   = 10000
 )
 
 func newCheckBudget(perMinute int) *checkBudget {
-	return &checkBudget{lim: rooms.NewKeyLimiter(float64(perMinute)/60, float64(perMinute), seenClients), seen: map[string][]string{}}
+	return &checkBudget{lim: rooms.NewKeyLimiter(float64(perMinute)/60, float64(perMinute), seenClients),
+		seed: maphash.MakeSeed(), seen: map[string][]uint64{}}
 }
 
 // spend takes from client's budget one check per verdict in notes not
@@ -193,11 +196,11 @@ func (b *checkBudget) spend(client string, r *extractor.Reading, notes []Note, n
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := b.seen[client]
-	var fresh []string
+	var fresh []uint64
 	for _, n := range notes {
 		for _, v := range verdicts(r, n) {
-			if !slices.Contains(seen, v) && !slices.Contains(fresh, v) {
-				fresh = append(fresh, v)
+			if h := maphash.String(b.seed, v); !slices.Contains(seen, h) && !slices.Contains(fresh, h) {
+				fresh = append(fresh, h)
 			}
 		}
 	}
