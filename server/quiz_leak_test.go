@@ -351,6 +351,9 @@ func TestQuizGivesNothingAway(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "still sees the site's notes and answers, unless the server runs <code>serve --quiz</code>") {
 		t.Errorf("the class page does not say that another browser still sees the notes: %d", code)
 	}
+	if strings.Contains(body, `href="/"`) || strings.Contains(body, `href="/k8s/`) {
+		t.Error("the page of a class that hides the notes links to the site's pages with them")
+	}
 	if code, _ := httpGet(t, quiz.URL+"/k8s/"+r.Tag+"/answer-key.md"); code != http.StatusForbidden {
 		t.Errorf("in quiz mode the answer key answers %d", code)
 	}

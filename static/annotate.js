@@ -246,6 +246,8 @@ async function save(id, keepalive = false) {
 		return;
 	}
 	if (r.status === 'busy' && ed) {
+		// A limit (quiz mode's checks a minute says so): tried again.
+		if (r.error) status(r.error);
 		ed.timer = setTimeout(() => save(id), 2000);
 		return;
 	}

@@ -57,7 +57,8 @@ export async function downloadWorksheet(tag, list, name) {
 		body: JSON.stringify({ notes: list }),
 	});
 	if (!resp.ok) {
-		announce('Could not build the worksheet: ' + resp.status);
+		const why = (await resp.json().catch(() => ({}))).error;
+		announce('Could not build the worksheet: ' + (why || resp.status));
 		return;
 	}
 	const blob = new Blob([await resp.text()], { type: 'text/markdown' });
@@ -136,6 +137,15 @@ class LocalNotes {
 				headers: { 'Content-Type': 'application/json' },
 				body: sent,
 			});
+			if (resp.status === 429) {
+				// Quiz mode's checks a minute, or the render budget: said,
+				// and asked again when the server says.
+				const why = (await resp.json().catch(() => ({}))).error;
+				if (why) announce(why, 6000);
+				clearTimeout(this.renderTimer);
+				this.renderTimer = setTimeout(() => this.render(), 1000 * (Number(resp.headers.get('Retry-After')) || 6));
+				return;
+			}
 			if (!resp.ok) return;
 			const body = await resp.json();
 			if (seq !== this.renders) return;

@@ -456,11 +456,7 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 	fmt.Fprintf(&b, "## The %d cases of the select\n\n", len(f.Cases))
 	for _, c := range f.Cases {
 		fmt.Fprintf(&b, "### %s\n\n", c.Key)
-		elem := fmt.Sprintf(", element type `%s`", cmp.Or(c.Type, "(none)"))
-		if head.Quiz {
-			elem = "" // one of the exercise's questions
-		}
-		fmt.Fprintf(&b, "[%s:%d](%s): channel `%s`%s\n\n", f.File, c.Start, extractor.UpstreamURL(r.Tag, f.File, c.Start, c.End), c.Channel, elem)
+		fmt.Fprintf(&b, "[%s:%d](%s): channel `%s`%s\n\n", f.File, c.Start, extractor.UpstreamURL(r.Tag, f.File, c.Start, c.End), c.Channel, elementType(c, head.Quiz))
 		w := by["writer."+c.Key]
 		fmt.Fprintf(&b, "- Written by: %s%s\n", answer(w.Text), byline(w.Note))
 		writeChecks(&b, w.Checks, "  ")
@@ -480,12 +476,9 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 		fmt.Fprintf(&b, "> (left empty)\n\n")
 	}
 	fmt.Fprintf(&b, "## The two sets\n\n")
-	for _, s := range []struct{ id, name, quiz string }{{"set.desired", "DesiredStateOfWorld", "One set"}, {"set.actual", "ActualStateOfWorld", "The other set"}} {
+	for _, s := range []struct{ id, name string }{{"set.desired", "DesiredStateOfWorld"}, {"set.actual", "ActualStateOfWorld"}} {
 		v := by[s.id]
-		if head.Quiz {
-			s.name = s.quiz // the sets' names are the answer
-		}
-		fmt.Fprintf(&b, "- **%s**: %s%s\n", s.name, answer(v.Text), byline(v.Note))
+		fmt.Fprintf(&b, "- **%s**: %s%s\n", setHeading(s.name, head.Quiz), answer(v.Text), byline(v.Note))
 		writeChecks(&b, v.Checks, "  ")
 	}
 	fmt.Fprintf(&b, "\n## The pattern, in one sentence\n\n")

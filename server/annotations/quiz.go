@@ -7,7 +7,9 @@ package annotations
 // more (the right line, what feeds the sender), to help a reader alone.
 
 import (
+	"cmp"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"slices"
 	"strconv"
@@ -56,6 +58,28 @@ func checkQuiz(r *extractor.Reading, id, text string) []Check {
 		return []Check{{"empty", "Which set, declared where? Its type's name and file:line"}}
 	}
 	return CheckNote(r, id, text)
+}
+
+// elementType is what a hand-in says of case c's element type after its
+// channel: nothing in quiz mode, where it is one of the exercise's
+// questions.
+func elementType(c extractor.Case, quiz bool) string {
+	if quiz {
+		return ""
+	}
+	return fmt.Sprintf(", element type `%s`", cmp.Or(c.Type, "(none)"))
+}
+
+// setHeading is a hand-in's heading for set name's answer: in quiz mode
+// one that does not name it.
+func setHeading(name string, quiz bool) string {
+	switch {
+	case !quiz:
+		return name
+	case name == setTypes[0]:
+		return "One set"
+	}
+	return "The other set"
 }
 
 // setTypes are the two sets' type names, as the reader may write them.
@@ -147,20 +171,22 @@ func verdicts(r *extractor.Reading, n Note) []string {
 // and the verdicts it was given lately, which cost nothing again (a page
 // sends all its notes each time one changes).
 type checkBudget struct {
-	lim *rooms.KeyLimiter
+	lim  *rooms.KeyLimiter
+	seed maphash.Seed
 
 	mu   sync.Mutex
-	seen map[string][]string // client → verdicts given, oldest first
+	seen map[string][]uint64 // client → hashes of the verdicts given, oldest first
 }
 
-// Bounds of what checkBudget remembers.
+// Bounds of what checkBudget remembers: 2 KB a client at most.
 const (
 	seenPerClient = 256
 	seenClients   = 10000
 )
 
 func newCheckBudget(perMinute int) *checkBudget {
-	return &checkBudget{lim: rooms.NewKeyLimiter(float64(perMinute)/60, float64(perMinute), seenClients), seen: map[string][]string{}}
+	return &checkBudget{lim: rooms.NewKeyLimiter(float64(perMinute)/60, float64(perMinute), seenClients),
+		seed: maphash.MakeSeed(), seen: map[string][]uint64{}}
 }
 
 // spend takes from client's budget one check per verdict in notes not
@@ -170,11 +196,11 @@ func (b *checkBudget) spend(client string, r *extractor.Reading, notes []Note, n
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := b.seen[client]
-	var fresh []string
+	var fresh []uint64
 	for _, n := range notes {
 		for _, v := range verdicts(r, n) {
-			if !slices.Contains(seen, v) && !slices.Contains(fresh, v) {
-				fresh = append(fresh, v)
+			if h := maphash.String(b.seed, v); !slices.Contains(seen, h) && !slices.Contains(fresh, h) {
+				fresh = append(fresh, h)
 			}
 		}
 	}
