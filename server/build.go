@@ -207,6 +207,13 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 	}
 	hc.Reading = readingOrLoad(d.Site)
 	hc.Line = d.Feeds.Line // what a pin names, and its hand-in prints
+	hc.Title = func(ctx context.Context, id string, esc func(string) string) string {
+		room, err := d.Rooms.Get(id)
+		if err != nil || d.Classes == nil {
+			return ""
+		}
+		return d.Classes.RoomTitle(ctx, room, esc)
+	}
 	hc.Sockets = d.Sockets // event streams count with the client's websockets
 	d.Notes = annotations.NewHandlers(hc)
 	return st, nil
