@@ -1020,7 +1020,10 @@ function build() {
 if (tag && caseEls.length) {
 	build();
 	kept.start({ rendered, snapshot, note: remote, deleted: removeComment, gone: goReadOnly });
-	refreshPaper(kept); // for a print the browser's menu starts
+	// For a print the browser's menu starts, a room's paper is there
+	// already; a reader's own is asked for by the print buttons (asking
+	// now would race the render of the notes, one at a time a reader).
+	if (kept.room) refreshPaper(kept);
 	onSelect(updateBar);
 	updateBar();
 	// A reader who closes the tab right after typing keeps the text.

@@ -113,11 +113,12 @@ func (h *Handlers) pinFor(ctx context.Context, room, id, given string) (text str
 	if !ok {
 		return "", http.StatusBadRequest, "a pin's id is pin.FEED-SEQ; or POST {\"seq\":N} to /rooms/ID/pins"
 	}
+	if h.cfg.Line == nil {
+		return "", http.StatusServiceUnavailable, "this server reads no journal: nothing can be pinned"
+	}
 	l, err := Journal(ctx, h.cfg.Line, room)(feed, seq)
 	var why string
 	switch {
-	case h.cfg.Line == nil:
-		return "", http.StatusServiceUnavailable, "this server reads no journal: nothing can be pinned"
 	case errors.Is(err, errOtherFeed), errors.Is(err, feeds.ErrNoLine):
 		why = fmt.Sprintf("line %d is not in this room's journal (never stored, or evicted since): pin a line the live journal shows", seq)
 	case errors.Is(err, feeds.ErrDemoLine):
