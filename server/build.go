@@ -210,6 +210,13 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 	hc.Author = func(r *http.Request, id string) (string, error) { return author(d, r, id) }
 	hc.Reading = readingOrLoad(d.Site)
 	hc.Line = d.Feeds.Line // what a pin names, and its hand-in prints
+	hc.Title = func(ctx context.Context, id string, esc func(string) string) string {
+		room, err := d.Rooms.Get(id)
+		if err != nil || d.Classes == nil {
+			return ""
+		}
+		return d.Classes.RoomTitle(ctx, room, esc)
+	}
 	hc.Sockets = d.Sockets // event streams count with the client's websockets
 	hc.Quiz = d.roomInQuiz
 	d.Notes = annotations.NewHandlers(hc)

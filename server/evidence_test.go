@@ -69,15 +69,17 @@ func TestRoomPins(t *testing.T) {
 	}
 	defer rl.CloseNow()
 	add := siteOf(t, fixture.Reading(t), "config", "Tiny ADD")
+	entry2 := journaldEntry("s=5eed;i=2b;b=boot", fmt.Sprintf(`I1201 03:00:02.000000    4242 %s:%d] "Tiny ADD" pods=["default/second"]`, path.Base(add.File), add.Line))
 	entry := journaldEntry("s=5eed;i=2a;b=boot", fmt.Sprintf(`I1201 03:00:01.000000    4242 %s:%d] "Tiny ADD" pods=["default/probe-me-lab"] `+"```"+` <img src=x onerror=alert(1)>`, path.Base(add.File), add.Line))
 	wstest.Send(t, ctx, rl,
 		relay.Line{ID: "s=5eed;i=29;b=boot", Raw: journaldEntry("s=5eed;i=29;b=boot", `I1201 03:00:00.000000    4242 fs.go:100] "readlink: permission denied"`)},
-		relay.Line{ID: "s=5eed;i=2a;b=boot", Raw: entry})
+		relay.Line{ID: "s=5eed;i=2a;b=boot", Raw: entry},
+		relay.Line{ID: "s=5eed;i=2b;b=boot", Raw: entry2})
 	var fired struct {
 		Cases map[string]struct{ Last struct{ Seq uint64 } } `json:"cases"`
 	}
 	getJSON(t, ts.URL+"/feeds/room-"+id+"/fired", &fired)
-	seq := fired.Cases["config"].Last.Seq
+	seq := fired.Cases["config"].Last.Seq - 1 // entry; entry2 is the last
 	if seq == 0 || seq <= demo {
 		t.Fatalf("the relay's config line is line %d (the demo's %d): %+v", seq, demo, fired)
 	}
@@ -106,6 +108,13 @@ func TestRoomPins(t *testing.T) {
 		t.Fatalf("POST a real pin: %d %v", code, v)
 	}
 
+	// The PUT of a pin's id still pins, with the line's own text or none:
+	// the note's text is the server's.
+	code, v = notesReq(t, "PUT", ts.URL+fmt.Sprintf("/rooms/%s/notes/pin.room-%s-%d", id, id, seq+1), map[string]any{"text": entry2, "rev": 0, "author": "Ann"})
+	if text, _ := v["text"].(string); code != 200 || !strings.HasPrefix(text, "case: config\n") || !strings.Contains(text, "pod: default/second") {
+		t.Fatalf("PUT a real pin with its line as text: %d %v", code, v)
+	}
+
 	resp, err := http.Get(ts.URL + "/rooms/" + id + "/worksheet.md?tag=" + fixture.Tag)
 	if err != nil {
 		t.Fatal(err)
@@ -118,8 +127,8 @@ func TestRoomPins(t *testing.T) {
 		t.Fatalf("no Fired section:\n%s", md)
 	}
 	fired2 := md[i:]
-	if n := strings.Count(fired2, "\n### "); n != 1 {
-		t.Errorf("%d pins handed in, want the real one alone:\n%s", n, fired2)
+	if n := strings.Count(fired2, "\n### "); n != 2 {
+		t.Errorf("%d pins handed in, want the two real ones alone:\n%s", n, fired2)
 	}
 	if !strings.Contains(fired2, "### config at 2025-12-01T03:00:01Z (Ann") ||
 		!strings.Contains(fired2, fmt.Sprintf("Line %d of the journal, cursor `s=5eed;i=2a;b=boot`; pod default/probe-me-lab; node lab-worker", seq)) {

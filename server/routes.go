@@ -74,8 +74,8 @@ const (
 // Readers' own notes (package annotations, http.go there):
 //
 //	GET /rooms/{id}/notes, /rooms/{id}/notes/events, PUT|DELETE /rooms/{id}/notes/{note},
-//	GET /rooms/{id}/notes/{note}/history, GET /rooms/{id}/worksheet.md, POST /rooms/{id}/pins
-//	GET /k8s/{tag}/quote, POST /k8s/{tag}/notes, POST /k8s/{tag}/worksheet.md   (no room: nothing stored)
+//	GET /rooms/{id}/notes/{note}/history, GET /rooms/{id}/worksheet.md|.json, POST /rooms/{id}/pins
+//	GET /k8s/{tag}/quote, POST /k8s/{tag}/notes, POST /k8s/{tag}/worksheet.md|.json   (no room: nothing stored)
 //
 // Request bodies: none is read (limitBodies) but where a route above says
 // how much it takes (formBody, jsonBody; middleware.go), and a journal's,
@@ -149,8 +149,10 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/rooms/{id}/notes/{note}/history", s.notes.History())
 	r.Method("GET", "/rooms/{id}/worksheet.md", s.notes.RoomWorksheet())
 	r.With(jsonBody(noteBodyBytes)).Method("POST", "/rooms/{id}/pins", s.notes.Pin())
+	r.Method("GET", "/rooms/{id}/worksheet.json", s.notes.RoomPaper())
 	r.Method("GET", "/k8s/{tag}/quote", s.notes.Quote())
 	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/notes", s.notes.LocalViews())
 	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/worksheet.md", s.notes.LocalWorksheet())
+	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/worksheet.json", s.notes.LocalPaper())
 	return r
 }

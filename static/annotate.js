@@ -16,6 +16,7 @@
 
 import { announce, el, lineEl, store, stored } from './dom.js';
 import { downloadWorksheet, openNotes } from './notes-store.js';
+import { refreshPaper } from './print.js';
 import { current, onSelect } from './selection.js';
 
 const live = document.getElementById('live');
@@ -886,9 +887,11 @@ function setQuiz(on) {
 
 // printAs prints the page with body.cls (annotate.css): "annot-print" puts
 // only the reader's notes beside the code, "annot-print-sheet" prints the
-// worksheet alone.
-function printAs(cls) {
+// worksheet alone. Either begins with whose it is and ends with the pins
+// (print.js), as the server has them now.
+async function printAs(cls) {
 	document.body.classList.add(cls);
+	await refreshPaper(kept);
 	window.print();
 }
 window.addEventListener('afterprint', () => document.body.classList.remove('annot-print', 'annot-print-sheet'));
@@ -1024,6 +1027,10 @@ function build() {
 if (tag && caseEls.length) {
 	build();
 	kept.start({ rendered, snapshot, note: remote, deleted: removeComment, gone: goReadOnly });
+	// For a print the browser's menu starts, a room's paper is there
+	// already; a reader's own is asked for by the print buttons (asking
+	// now would race the render of the notes, one at a time a reader).
+	if (kept.room) refreshPaper(kept);
 	onSelect(updateBar);
 	updateBar();
 	// A reader who closes the tab right after typing keeps the text.

@@ -248,6 +248,16 @@ class LocalNotes {
 	sheetName() {
 		return `syncloop-worksheet-${this.tag}-mine.md`;
 	}
+
+	// paper asks for what a print of the notes kept here begins and ends
+	// with (print.js).
+	paper() {
+		return fetch(`/k8s/${encodeURIComponent(this.tag)}/worksheet.json`, {
+			method: 'POST',
+			headers: { 'Content-Type': 'application/json' },
+			body: JSON.stringify({ notes: Object.values(this.all()) }),
+		});
+	}
 }
 
 // --- in a room: the room's notes, live --------------------------------------
@@ -399,6 +409,12 @@ class RoomNotes {
 	// pinned: the room's pins are known from its notes, not from here.
 	pinned() {
 		return new Set();
+	}
+
+	// paper asks for what a print of the room's notes begins and ends
+	// with (print.js).
+	paper() {
+		return fetch(`/rooms/${this.room}/worksheet.json?tag=${encodeURIComponent(this.tag)}`, { cache: 'no-store' });
 	}
 
 	// drafts: a room's unsaved text, kept in this browser until it is

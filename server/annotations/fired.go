@@ -113,11 +113,12 @@ func (h *Handlers) pinFor(ctx context.Context, room, id, given string) (text str
 	if !ok {
 		return "", http.StatusBadRequest, "a pin's id is pin.FEED-SEQ; or POST {\"seq\":N} to /rooms/ID/pins"
 	}
+	if h.cfg.Line == nil {
+		return "", http.StatusServiceUnavailable, "this server reads no journal: nothing can be pinned"
+	}
 	l, err := Journal(ctx, h.cfg.Line, room)(feed, seq)
 	var why string
 	switch {
-	case h.cfg.Line == nil:
-		return "", http.StatusServiceUnavailable, "this server reads no journal: nothing can be pinned"
 	case errors.Is(err, errOtherFeed), errors.Is(err, feeds.ErrNoLine):
 		why = fmt.Sprintf("line %d is not in this room's journal (never stored, or evicted since): pin a line the live journal shows", seq)
 	case errors.Is(err, feeds.ErrDemoLine):
@@ -181,6 +182,25 @@ type firedPin struct {
 // longer than any run of backticks in it, by case, then time; a pin whose
 // line is no longer stored says so, and prints no copy.
 func writeFired(b *bytes.Buffer, vs []View, journal JournalFunc) {
+	pins := firedPins(vs, journal)
+	if len(pins) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Fired\n\n%s\n\n", firedIntro)
+	for _, p := range pins {
+		fmt.Fprintf(b, "### %s\n\n%s\n\n", p.heading(Inline), p.place(Inline))
+		if p.err == nil {
+			fmt.Fprintf(b, "%s\n\n", fenced(p.line.Raw, "text"))
+		}
+	}
+}
+
+// firedIntro says what the Fired section is.
+const firedIntro = "Log lines pinned as proof that a case's handler ran, each read again from the journal as this hand-in was built, and printed as stored."
+
+// firedPins is every pin of vs, its line read again with journal, by
+// case, then time; the pins whose line is not printed last.
+func firedPins(vs []View, journal JournalFunc) []firedPin {
 	var pins []firedPin
 	for _, v := range vs {
 		if Kind(v.ID) != "pin" {
@@ -195,34 +215,39 @@ func writeFired(b *bytes.Buffer, vs []View, journal JournalFunc) {
 		}
 		pins = append(pins, p)
 	}
-	if len(pins) == 0 {
-		return
-	}
 	slices.SortStableFunc(pins, func(a, b firedPin) int {
 		return cmp.Or(cmp.Compare(boolInt(a.err != nil), boolInt(b.err != nil)), strings.Compare(a.line.Case, b.line.Case),
 			a.line.Time.Compare(b.line.Time), cmp.Compare(a.seq, b.seq))
 	})
-	fmt.Fprintf(b, "\n## Fired\n\nLog lines pinned as proof that a case's handler ran, each read again from the journal as this hand-in was built, and printed as stored.\n\n")
-	for _, p := range pins {
-		if p.err != nil {
-			fmt.Fprintf(b, "### A pin of line %d%s\n\n", p.seq, byline(p.v.Note))
-			fmt.Fprintf(b, "Not printed: line %d of the journal (feed %s) %s.\n\n", p.seq, Inline(p.feed), pinGone(p.err))
-			continue
-		}
-		l := p.line
-		when := "(no time)"
-		if !l.Time.IsZero() {
-			when = l.Time.UTC().Format(time.RFC3339Nano)
-		}
-		fmt.Fprintf(b, "### %s at %s%s\n\n", l.Case, when, byline(p.v.Note))
-		version := cmp.Or(l.Kubelet, "not known")
-		if l.Kubelet != "" && l.KubeletFrom != "" {
-			version += " (from its " + l.KubeletFrom + ")"
-		}
-		fmt.Fprintf(b, "Line %d of the journal, cursor %s; pod %s; node %s; kubelet %s.\n\n", l.Seq,
-			cmp.Or(Inline(l.Cursor), "(none)"), cmp.Or(Inline(strings.Join(l.Pods, ", ")), "(none)"), cmp.Or(Inline(l.Node), "(not said)"), Inline(version))
-		fmt.Fprintf(b, "%s\n\n", fenced(l.Raw, "text"))
+	return pins
+}
+
+// heading is the pin's heading: its case and time, and who pinned it;
+// esc writes what was typed or logged.
+func (p firedPin) heading(esc func(string) string) string {
+	if p.err != nil {
+		return fmt.Sprintf("A pin of line %d%s", p.seq, bylineAs(p.v.Note, esc))
 	}
+	when := "(no time)"
+	if !p.line.Time.IsZero() {
+		when = p.line.Time.UTC().Format(time.RFC3339Nano)
+	}
+	return fmt.Sprintf("%s at %s%s", p.line.Case, when, bylineAs(p.v.Note, esc))
+}
+
+// place says where the pin's line is in the journal, or why it is not
+// printed.
+func (p firedPin) place(esc func(string) string) string {
+	if p.err != nil {
+		return fmt.Sprintf("Not printed: line %d of the journal (feed %s) %s.", p.seq, esc(p.feed), pinGone(p.err))
+	}
+	l := p.line
+	version := cmp.Or(l.Kubelet, "not known")
+	if l.Kubelet != "" && l.KubeletFrom != "" {
+		version += " (from its " + l.KubeletFrom + ")"
+	}
+	return fmt.Sprintf("Line %d of the journal, cursor %s; pod %s; node %s; kubelet %s.", l.Seq,
+		cmp.Or(esc(l.Cursor), "(none)"), cmp.Or(esc(strings.Join(l.Pods, ", ")), "(none)"), cmp.Or(esc(l.Node), "(not said)"), esc(version))
 }
 
 // pinGone says why a pin's line is not printed.

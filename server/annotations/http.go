@@ -16,12 +16,14 @@ package annotations
 //	                                         "note" per change, "expired" when the room is gone
 //	GET    /rooms/{id}/worksheet.md          the room's hand-in, from what its readers wrote
 //	POST   /rooms/{id}/pins                  {"seq":N}: pin line N of the room's journal (fired.go)
+//	GET    /rooms/{id}/worksheet.json        what its print begins and ends with (print.go)
 //
 // And, for a reader without a room, whose notes stay in the browser, the
 // same rendering, checks, anchoring and hand-in with nothing stored:
 //
 //	POST /k8s/{tag}/notes          {"notes":[…]} → {"views":[…]}
 //	POST /k8s/{tag}/worksheet.md   {"notes":[…]} → the worksheet
+//	POST /k8s/{tag}/worksheet.json {"notes":[…]} → what its print begins and ends with
 
 import (
 	"cmp"
@@ -66,6 +68,9 @@ type HTTPConfig struct {
 	// the write (a class's room, a request without the class's session).
 	// Nil signs every write "anonymous".
 	Author func(r *http.Request, id string) (string, error)
+	// Title is what a room's hand-in is titled, its typed names written
+	// by esc: which room of which class ("" or nil: "Pair session abc…").
+	Title func(ctx context.Context, id string, esc func(string) string) string
 	// Reading returns a tag's Reading once it is loaded, nil before.
 	Reading func(tag string) *extractor.Reading
 	// Line looks up a stored line of a feed's journal, what a pin names
@@ -560,11 +565,8 @@ func (h *Handlers) RoomWorksheet() http.Handler {
 		if !ok {
 			return
 		}
-		head := Head{Title: "Pair session " + id[:6] + "…", Quiz: h.quiz(r, id)}
-		if h.cfg.Readers != nil {
-			head.Readers = h.cfg.Readers(id)
-		}
-		head.Journal = Journal(r.Context(), h.cfg.Line, id)
+		head := h.roomHead(r.Context(), id, Inline)
+		head.Quiz = h.quiz(r, id)
 		md := Worksheet(reading, head, h.cfg.Store.Notes(id))
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")

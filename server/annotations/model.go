@@ -431,16 +431,10 @@ type Head struct {
 func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 	vs := views(r, notes, head.Quiz)
 	by := map[string]View{}
-	authors := []string{}
 	for _, v := range vs {
 		by[v.ID] = v
-		for _, a := range []string{v.Author, prevAuthor(v.Note)} {
-			if a != "" && !slices.Contains(authors, a) {
-				authors = append(authors, a)
-			}
-		}
 	}
-	slices.Sort(authors)
+	authors := authorsOf(vs)
 	f := &r.Function
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# syncloop worksheet: (*Kubelet).%s at %s %s\n\n", f.Name, r.Module, r.Tag)
@@ -504,6 +498,20 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 	return b.Bytes()
 }
 
+// authorsOf is everyone credited with a note of vs, sorted.
+func authorsOf(vs []View) []string {
+	authors := []string{}
+	for _, v := range vs {
+		for _, a := range []string{v.Author, prevAuthor(v.Note)} {
+			if a != "" && !slices.Contains(authors, a) {
+				authors = append(authors, a)
+			}
+		}
+	}
+	slices.Sort(authors)
+	return authors
+}
+
 // where says where a comment's lines are at the tag, and what became of them.
 func where(r *extractor.Reading, v View) string {
 	q, a := v.Quote, v.Anchor
@@ -537,15 +545,19 @@ func writeChecks(b *bytes.Buffer, cs []Check, indent string) {
 
 // byline credits a note's last author, and the one whose text it replaced
 // (a merge keeps both texts under the merger's name).
-func byline(n Note) string {
+func byline(n Note) string { return bylineAs(n, Inline) }
+
+// bylineAs is byline with the names written by esc (Inline in Markdown,
+// as they are in text set as text).
+func bylineAs(n Note, esc func(string) string) string {
 	if n.Author == "" {
 		return ""
 	}
 	also := ""
 	if p := prevAuthor(n); p != "" {
-		also = "; changed from a text by " + Inline(p)
+		also = "; changed from a text by " + esc(p)
 	}
-	return fmt.Sprintf(" (%s, %s%s)", Inline(n.Author), n.At.UTC().Format("2006-01-02 15:04 UTC"), also)
+	return fmt.Sprintf(" (%s, %s%s)", esc(n.Author), n.At.UTC().Format("2006-01-02 15:04 UTC"), also)
 }
 
 func prevAuthor(n Note) string {

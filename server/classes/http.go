@@ -29,6 +29,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -606,12 +607,33 @@ func (h *Handlers) handin(ctx context.Context, c Class, n int, room rooms.Room) 
 		h.cfg.Site.LoadTag(room.Tag)
 		return fmt.Appendf(nil, "# syncloop worksheet: Room %d (%s)\n\nThe source at %s was still being fetched: download the hand-ins again in a moment.\n", n, room.ID, room.Tag)
 	}
-	title := fmt.Sprintf("Room %d of the class “%s”: pair session %s…", n, annotations.Inline(c.Name), room.ID[:6])
+	head := annotations.Head{Title: roomTitle(c, n, room, annotations.Inline), Readers: room.Readers, Journal: annotations.Journal(ctx, h.cfg.Deps.Line, room.ID)}
+	return annotations.Worksheet(reading, head, h.cfg.Deps.Notes(room.ID))
+}
+
+// roomTitle is the title of room's hand-in, the class's n-th: which room
+// of which class, the class's name written by esc.
+func roomTitle(c Class, n int, room rooms.Room, esc func(string) string) string {
+	title := fmt.Sprintf("Room %d of the class “%s”: pair session %s…", n, esc(c.Name), room.ID[:6])
 	if room.Ended {
 		title += " (ended)"
 	}
-	head := annotations.Head{Title: title, Readers: room.Readers, Journal: annotations.Journal(ctx, h.cfg.Deps.Line, room.ID)}
-	return annotations.Worksheet(reading, head, h.cfg.Deps.Notes(room.ID))
+	return title
+}
+
+// RoomTitle is roomTitle for a room of a class, numbered as the
+// instructor's page numbers it; "" for a room outside a class (the room's
+// own worksheet.md says whose it is with it).
+func (h *Handlers) RoomTitle(ctx context.Context, room rooms.Room, esc func(string) string) string {
+	if room.Class == "" {
+		return ""
+	}
+	c, err := h.cfg.Store.Get(ctx, room.Class)
+	if err != nil {
+		return ""
+	}
+	n := 1 + slices.IndexFunc(h.cfg.Deps.Rooms.Store().OfClass(c.ID), func(r rooms.Room) bool { return r.ID == room.ID })
+	return roomTitle(c, n, room, esc)
 }
 
 func jsonError(w http.ResponseWriter, code int, msg string) {

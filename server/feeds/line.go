@@ -66,6 +66,8 @@ func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine
 	case <-f.ready:
 	case <-ctx.Done():
 		return StoredLine{}, ctx.Err()
+	case <-time.After(followWithin):
+		return StoredLine{}, fmt.Errorf("feed %s: its stored lines are still being read; retry later", name)
 	}
 	f.mu.Lock()
 	key, at, found := "", firedAt{}, false

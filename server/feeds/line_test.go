@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -61,5 +62,37 @@ func TestLine(t *testing.T) {
 		if _, err := l.Line(ctx, tt.feed, tt.seq); !errors.Is(err, tt.want) {
 			t.Errorf("line %d of %s: %v, want %v", tt.seq, tt.feed, err, tt.want)
 		}
+	}
+}
+
+// TestLineEvicted: a recorded line the stream has since evicted (its
+// limit reached) is ErrNoLine, though the record, pruned only now and
+// then, still names it.
+func TestLineEvicted(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, ts := newLiveServer(t, Config{RingSize: 16, FeedBytes: 64 << 10})
+	in := dialIngest(t, ctx, ts, "lab")
+	wstest.Send(t, ctx, in, relay.Line{ID: "first", Raw: klogAdd(1, "default/first")})
+	if got, err := l.Line(ctx, "lab", 1); err != nil || got.Case != "config" {
+		t.Fatalf("line 1 before the flood: %+v %v", got, err)
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for k := range 40 { // 40 × 100 lines of 200 random hex digits: ~8 times the limit
+		var batch []relay.Line
+		for j := range 100 {
+			b := make([]byte, 100)
+			for i := range b {
+				b[i] = byte(rnd.UintN(256))
+			}
+			batch = append(batch, relay.Line{ID: fmt.Sprintf("n%d-%d", k, j), Raw: fmt.Sprintf("%x", b)})
+		}
+		wstest.Send(t, ctx, in, batch...)
+	}
+	if _, err := l.Line(ctx, "lab", 1); !errors.Is(err, ErrNoLine) {
+		t.Fatalf("line 1, evicted: %v, want ErrNoLine", err)
+	}
+	if c := l.FeedFired("lab")["config"]; c != 1 {
+		t.Fatalf("the record counts %d config lines: the test does not test a line the record still names", c)
 	}
 }
