@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 var (
@@ -42,7 +44,9 @@ func newJar() *http.Client {
 // helloAs posts name to class's hello from browser c, as the class page does.
 func helloAs(t testing.TB, c *http.Client, ts, class, name string) (int, string) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"name": name})
+	// An id as pages once sent, which the server does not read.
+	sid, _ := rooms.NewSecret()
+	body, _ := json.Marshal(map[string]string{"id": sid, "name": name})
 	req, _ := http.NewRequest("POST", ts+"/classes/"+class+"/hello", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Origin", ts)
