@@ -7,13 +7,15 @@ package classes
 //	                                 303 to the instructor page /classes/{id}?k=KEY
 //	GET  /classes/{id}               the class page: students give a name and start or join a
 //	                                 room ([data-class-start]); with the key, the instructor's panel
-//	POST /classes/{id}/rooms         start a room of the class (same origin): 303 to its driver link
+//	POST /classes/{id}/rooms         start a room of the class (same origin, a student's session: 403
+//	                                 without): 303 to its driver link
 //	GET  /classes/{id}/pairs.json    the class's rooms, for the students' page
 //	GET  /classes/{id}/rooms.json    the instructor's overview (Authorization: Bearer KEY; 401 without)
 //	GET  /classes/{id}/events        the overview, live (same key)
 //	GET  /classes/{id}/handins.zip   one room-N-ROOM-ID.md worksheet per room (same key)
 //	POST /classes/{id}/settings      {"name","budget","hide_notes"} (same key): the class as it is now
-//	POST /classes/{id}/hello         {"id","name"} (same origin): a student's name on the roster
+//	POST /classes/{id}/hello         {"name"} (same origin; per client 60 at once, then 1/s): a
+//	                                 student's name on the roster, and their session
 //	POST /classes/{id}/end           (same key) end the class: all its rooms end, it starts no more
 //	POST /classes/{id}/rooms/{room}/end  (same key) end one room of the class
 
@@ -266,8 +268,9 @@ func (h *Handlers) Page() http.Handler {
 	})
 }
 
-// StartRoom is POST /classes/{id}/rooms: a room of the class, counted
-// against the class's budget, not the address's.
+// StartRoom is POST /classes/{id}/rooms: a room of the class started by
+// a student of it, counted against the class's caps (rooms.ClassPlace),
+// not the address's.
 func (h *Handlers) StartRoom() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.cfg.Site.SameOrigin(r) {
