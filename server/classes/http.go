@@ -94,7 +94,7 @@ type Config struct {
 type Handlers struct {
 	cfg     Config
 	creates *rooms.KeyLimiter // classes made, per client
-	starts  *rooms.KeyLimiter // rooms started, per class
+	starts  *rooms.KeyLimiter // rooms started, per client (one cannot spend a class's)
 	hellos  *rooms.KeyLimiter // roster writes, per client
 	done    chan struct{}     // closed by Close: the instructors' streams end
 	close   sync.Once
@@ -123,7 +123,8 @@ func NewHandlers(cfg Config) *Handlers {
 	return &Handlers{cfg: cfg, done: make(chan struct{}),
 		creates: rooms.NewKeyLimiter(1.0/60, 5, 10000),
 		// A class's students start their rooms within a minute of each
-		// other: the budget caps how many, this only how fast.
+		// other, from one address behind a NAT: the caps say how many,
+		// this only how fast, per client.
 		starts: rooms.NewKeyLimiter(2, 60, 10000),
 		// Per client, not per class: a classroom behind one NAT (40
 		// students, each page saying hello once a minute and on a new
@@ -286,10 +287,10 @@ func (h *Handlers) StartRoom() http.Handler {
 				"Its instructor ended it: it starts no more rooms, and its rooms are read-only.", "Ask your instructor if you need to go on.")
 			return
 		}
-		if !h.starts.Allow(c.ID, time.Now()) {
+		if !h.starts.Allow(h.cfg.ClientID(r), time.Now()) {
 			w.Header().Set("Retry-After", "5")
-			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Rooms are being started faster than this server takes them",
-				"A class starts 60 rooms at once and two more a second.", "Try again in a few seconds, or join a room already open.")
+			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Rooms are being started faster from your address than this server takes them",
+				"One address starts 60 rooms at once and two more a second.", "Try again in a few seconds, or join a room already open.")
 			return
 		}
 		st, _, err := h.cfg.Store.SessionOf(r, c.ID)
