@@ -13,11 +13,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/wstest"
@@ -332,5 +334,44 @@ func TestClassesIPv6Prefix(t *testing.T) {
 	}
 	if _, code := createClassFrom(t, from("2001:db8:8::1"), ts.URL, url.Values{}); code != http.StatusSeeOther {
 		t.Errorf("another /48: %d", code)
+	}
+}
+
+// 300 hellos at once with made-up ids, each from a client of its own:
+// the roster stores at most its cap, and a student who already has a
+// session is never refused by the full roster.
+func TestRosterCapUnderConcurrency(t *testing.T) {
+	_, ts := newRoomServer(t, "", trustLoopback)
+	class, key := createClass(t, ts, url.Values{"name": {"Crowded"}})
+	real := from("203.0.113.200")
+	if code, body := helloAs(t, real, ts.URL, class, "Real Student"); code != 200 {
+		t.Fatalf("the real student: %d %s", code, body)
+	}
+	var wg sync.WaitGroup
+	codes := make([]int, 300)
+	for i := range codes {
+		wg.Go(func() {
+			codes[i], _ = helloAs(t, from(fmt.Sprintf("198.51.%d.%d", i/250, i%250+1)), ts.URL, class, fmt.Sprintf("Made up %d", i))
+		})
+	}
+	wg.Wait()
+	taken := 0
+	for _, c := range codes {
+		switch c {
+		case 200:
+			taken++
+		case http.StatusConflict:
+		default:
+			t.Errorf("a hello answered %d", c)
+		}
+	}
+	if n := len(overviewOf(t, ts, class, key).Students); n != classes.MaxStudents || taken != classes.MaxStudents-1 {
+		t.Errorf("%d on the roster, %d hellos taken: want %d, %d", n, taken, classes.MaxStudents, classes.MaxStudents-1)
+	}
+	if code, body := helloAs(t, real, ts.URL, class, "Real Student"); code != 200 {
+		t.Errorf("the real student on the full roster: %d %s", code, body)
+	}
+	if code, _ := helloAs(t, from("203.0.113.201"), ts.URL, class, "Late"); code != http.StatusConflict {
+		t.Errorf("a new student on the full roster: %d, want 409", code)
 	}
 }

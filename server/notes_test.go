@@ -28,7 +28,9 @@ func notesReq(t testing.TB, method, u string, body any) (int, map[string]any) {
 	req, _ := http.NewRequest(method, u, r)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Sec-Fetch-Site", "same-origin")
-	resp, err := http.DefaultClient.Do(req)
+	// A write is signed with its writer's name in the room: the body's
+	// "author" says which reader sends it (writerFor), and is not read.
+	resp, err := writerFor(t, method, u, body).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +160,12 @@ func TestRoomNotes(t *testing.T) {
 	}
 
 	// A reader who joined under a name is named on the hand-in, though
-	// gone by the time it is downloaded.
+	// gone by the time it is downloaded (Ann joined to write, and Dana).
 	jctx, jcancel := context.WithTimeout(context.Background(), 30*time.Second)
 	dialRoomAs(t, jctx, ts, id, "", "", "Dana").c.Close(websocket.StatusNormalClosure, "")
 	jcancel()
 	status, md := httpGet(t, ts.URL+"/rooms/"+id+"/worksheet.md")
-	for _, want := range []string{"\n\nReaders: Dana\n\nWritten by: Ann, Dana\n\n", "```text\nDana's", "the ADD log", "pkg/kubelet/tiny.go:" + fmt.Sprint(line)} {
+	for _, want := range []string{"\n\nReaders: Ann, Dana\n\nWritten by: Ann, Dana\n\n", "```text\nDana's", "the ADD log", "pkg/kubelet/tiny.go:" + fmt.Sprint(line)} {
 		if status != 200 || !strings.Contains(md, want) {
 			t.Errorf("worksheet.md (%d) lacks %q:\n%s", status, want, md)
 		}

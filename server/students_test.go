@@ -8,6 +8,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -18,6 +19,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 var (
@@ -38,7 +44,9 @@ func newJar() *http.Client {
 // helloAs posts name to class's hello from browser c, as the class page does.
 func helloAs(t testing.TB, c *http.Client, ts, class, name string) (int, string) {
 	t.Helper()
-	body, _ := json.Marshal(map[string]string{"name": name})
+	// An id as pages once sent, which the server does not read.
+	sid, _ := rooms.NewSecret()
+	body, _ := json.Marshal(map[string]string{"id": sid, "name": name})
 	req, _ := http.NewRequest("POST", ts+"/classes/"+class+"/hello", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Origin", ts)
@@ -104,10 +112,17 @@ func starter(t testing.TB, ts, class string) *http.Client {
 func isStarter(name string) bool { return strings.HasPrefix(name, "Starter ") }
 
 // clientIn is the browser that acts in room as name: the class's student
-// of that name in a class's room, else the default client.
+// of that name in a class's room, the reader who wrote as name in another
+// (writerFor), else the default client.
 func clientIn(t testing.TB, ts, room, name string) *http.Client {
 	class, ok := roomClass.Load(room)
-	if !ok || name == "" {
+	if name == "" {
+		return http.DefaultClient
+	}
+	if !ok {
+		if c, ok := readers.Load(room + "/" + name); ok {
+			return c.(*http.Client)
+		}
 		return http.DefaultClient
 	}
 	return student(t, ts, class.(string), name)
@@ -138,4 +153,54 @@ func putAs(t testing.TB, c *http.Client, ts *httptest.Server, room, id, text, au
 	var out bytes.Buffer
 	out.ReadFrom(resp.Body)
 	return resp.StatusCode, out.String()
+}
+
+var readers sync.Map // room id + "/" + name → the browser of the reader who gave name in the room
+
+// readerIn is the browser of the reader named name in room (of no
+// class), at the server at base: it joined the room's socket under that
+// name once, so that the room knows its reader cookie by the name.
+func readerIn(t testing.TB, base, room, name string) *http.Client {
+	t.Helper()
+	jarClientMu.Lock()
+	defer jarClientMu.Unlock()
+	if c, ok := readers.Load(room + "/" + name); ok {
+		return c.(*http.Client)
+	}
+	c := newJar()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(base, "http")+"/rooms/"+room+"/ws", &websocket.DialOptions{HTTPClient: c})
+	if err != nil {
+		t.Fatalf("%s joins %s: %v", name, room, err)
+	}
+	defer conn.Close(websocket.StatusNormalClosure, "")
+	rc := &roomClient{c: conn}
+	rc.send(t, ctx, map[string]any{"t": "join", "name": name})
+	rc.until(t, ctx, name+"'s welcome", func(m map[string]any) bool { return m["t"] == "welcome" })
+	readers.Store(room+"/"+name, c)
+	return c
+}
+
+// writerFor is the browser a note's write in the room u names acts as:
+// the class's student, or the room's reader, of the name an old test's
+// body gives as its "author" (which the server does not read).
+func writerFor(t testing.TB, method, u string, body any) *http.Client {
+	t.Helper()
+	m, _ := body.(map[string]any)
+	name, _ := m["author"].(string)
+	pu, err := url.Parse(u)
+	if name == "" || err != nil || (method != "PUT" && method != "DELETE") {
+		return http.DefaultClient
+	}
+	rest, ok := strings.CutPrefix(pu.Path, "/rooms/")
+	room, _, _ := strings.Cut(rest, "/")
+	if !ok || !strings.Contains(rest, "/notes/") {
+		return http.DefaultClient
+	}
+	base := pu.Scheme + "://" + pu.Host
+	if class, ok := roomClass.Load(room); ok {
+		return student(t, base, class.(string), name)
+	}
+	return readerIn(t, base, room, name)
 }

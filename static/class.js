@@ -56,7 +56,15 @@ function startStudents(instructing) {
 	// every minute while the page is open (the instructor sees "seen").
 	const said = document.querySelector('[data-class-name-said]') || el('span');
 	let ended = !document.querySelector('[data-class-ended]').hidden;
-	async function hello() {
+	// One hello at a time: the first gives this browser its session, and
+	// a second sent alongside it (a name's change, then the form's submit)
+	// would be another student under the same name.
+	let saying = null;
+	function hello() {
+		saying ||= sayHello().finally(() => { saying = null; });
+		return saying;
+	}
+	async function sayHello() {
 		const n = name.value.trim().slice(0, 32);
 		if (!n || ended || instructing) return false;
 		try {

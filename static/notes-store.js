@@ -345,7 +345,9 @@ class RoomNotes {
 			resp = await fetch(this.url(id), {
 				method: 'PUT',
 				headers: { 'Content-Type': 'application/json' },
-				body: JSON.stringify({ text, rev: base, author: who.author, color: who.color }),
+				// No author: the server signs a room's note with its writer's name
+				// in the room (their class session, or the name given there).
+				body: JSON.stringify({ text, rev: base, color: who.color }),
 				keepalive,
 			});
 		} catch {
@@ -370,12 +372,12 @@ class RoomNotes {
 	}
 
 	async add(id, text, s, who) {
-		const resp = await this.put(id, { text, rev: 0, author: who.author, color: who.color, quote: { tag: this.tag, start: s.lo, end: s.hi } });
+		const resp = await this.put(id, { text, rev: 0, color: who.color, quote: { tag: this.tag, start: s.lo, end: s.hi } });
 		return resp ? this.answer(resp, 'Could not add the comment') : { status: 'offline' };
 	}
 
 	async edit(id, text, rev, who) {
-		const resp = await this.put(id, { text, rev, author: who.author, color: who.color });
+		const resp = await this.put(id, { text, rev, color: who.color });
 		return resp ? this.answer(resp, 'Could not save the comment') : { status: 'offline' };
 	}
 

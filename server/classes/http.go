@@ -7,13 +7,15 @@ package classes
 //	                                 303 to the instructor page /classes/{id}?k=KEY
 //	GET  /classes/{id}               the class page: students give a name and start or join a
 //	                                 room ([data-class-start]); with the key, the instructor's panel
-//	POST /classes/{id}/rooms         start a room of the class (same origin): 303 to its driver link
+//	POST /classes/{id}/rooms         start a room of the class (same origin, a student's session: 403
+//	                                 without): 303 to its driver link
 //	GET  /classes/{id}/pairs.json    the class's rooms, for the students' page
 //	GET  /classes/{id}/rooms.json    the instructor's overview (Authorization: Bearer KEY; 401 without)
 //	GET  /classes/{id}/events        the overview, live (same key)
 //	GET  /classes/{id}/handins.zip   one room-N-ROOM-ID.md worksheet per room (same key)
 //	POST /classes/{id}/settings      {"name","budget","hide_notes"} (same key): the class as it is now
-//	POST /classes/{id}/hello         {"id","name"} (same origin): a student's name on the roster
+//	POST /classes/{id}/hello         {"name"} (same origin; per client 60 at once, then 1/s): a
+//	                                 student's name on the roster, and their session
 //	POST /classes/{id}/end           (same key) end the class: all its rooms end, it starts no more
 //	POST /classes/{id}/rooms/{room}/end  (same key) end one room of the class
 
@@ -93,7 +95,7 @@ type Config struct {
 type Handlers struct {
 	cfg     Config
 	creates *rooms.KeyLimiter // classes made, per client
-	starts  *rooms.KeyLimiter // rooms started, per class
+	starts  *rooms.KeyLimiter // rooms started, per client (one cannot spend a class's)
 	hellos  *rooms.KeyLimiter // roster writes, per client
 	done    chan struct{}     // closed by Close: the instructors' streams end
 	close   sync.Once
@@ -122,7 +124,8 @@ func NewHandlers(cfg Config) *Handlers {
 	return &Handlers{cfg: cfg, done: make(chan struct{}),
 		creates: rooms.NewKeyLimiter(1.0/60, 5, 10000),
 		// A class's students start their rooms within a minute of each
-		// other: the budget caps how many, this only how fast.
+		// other, from one address behind a NAT: the caps say how many,
+		// this only how fast, per client.
 		starts: rooms.NewKeyLimiter(2, 60, 10000),
 		// Per client, not per class: a classroom behind one NAT (40
 		// students, each page saying hello once a minute and on a new
@@ -267,8 +270,9 @@ func (h *Handlers) Page() http.Handler {
 	})
 }
 
-// StartRoom is POST /classes/{id}/rooms: a room of the class, counted
-// against the class's budget, not the address's.
+// StartRoom is POST /classes/{id}/rooms: a room of the class started by
+// a student of it, counted against the class's caps (rooms.ClassPlace),
+// not the address's.
 func (h *Handlers) StartRoom() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.cfg.Site.SameOrigin(r) {
@@ -284,10 +288,10 @@ func (h *Handlers) StartRoom() http.Handler {
 				"Its instructor ended it: it starts no more rooms, and its rooms are read-only.", "Ask your instructor if you need to go on.")
 			return
 		}
-		if !h.starts.Allow(c.ID, time.Now()) {
+		if !h.starts.Allow(h.cfg.ClientID(r), time.Now()) {
 			w.Header().Set("Retry-After", "5")
-			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Rooms are being started faster than this server takes them",
-				"A class starts 60 rooms at once and two more a second.", "Try again in a few seconds, or join a room already open.")
+			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Rooms are being started faster from your address than this server takes them",
+				"One address starts 60 rooms at once and two more a second.", "Try again in a few seconds, or join a room already open.")
 			return
 		}
 		st, _, err := h.cfg.Store.SessionOf(r, c.ID)

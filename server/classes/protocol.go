@@ -4,8 +4,10 @@ package classes
 //
 //	GET /classes/{id}/pairs.json    (the students' page) {"rooms":[Pair…],"budget":N,"held":N}
 //	GET /classes/{id}/rooms.json    (Authorization: Bearer KEY) Overview
-//	POST /classes/{id}/hello        {"id":STUDENT,"name":NAME} → {"name","seen"}: a student's name
-//	                                for the roster (the class page, on a name and every minute)
+//	POST /classes/{id}/hello        {"name":NAME} → {"name","seen"}: a student's name for the roster
+//	                                (the class page, on a name and every minute); without the
+//	                                class's session cookie it makes one (session.go); 409 for a
+//	                                full roster or a name that looks like another student's
 //	POST /classes/{id}/end          (same key) end the class and all its rooms → ClassJSON
 //	POST /classes/{id}/rooms/{room}/end (same key) end one room of the class → {"id","ended"}
 //	GET /classes/{id}/events        (Authorization: Bearer KEY) text/event-stream:

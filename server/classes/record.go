@@ -19,9 +19,12 @@
 //
 // A class lives TTL after its instructor last looked at it. Its rooms are
 // rooms like any other (they expire as rooms do), but they count against
-// the class's budget instead of their owner address's, and while the
-// instructor's page is open they are kept alive, ended ones included, so
-// that every hand-in can still be downloaded.
+// the class's caps instead of their owner address's (rooms.ClassPlace:
+// the class's budget, its creator's allowance, its student's share, and
+// --max-rooms less a reserve), and only a student of the class (a session,
+// session.go) starts one or writes in one. While the instructor's page is
+// open they are kept alive, ended ones included, so that every hand-in
+// can still be downloaded: an ended room holds none of the caps' places.
 package classes
 
 import (
