@@ -178,10 +178,13 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
+	restart := false
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+	case <-srv.NeedsRestart():
+		restart = true
 	}
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
@@ -194,6 +197,9 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)
+	}
+	if restart {
+		return errors.New("serve: the data dir's disk filled and has space again; JetStream takes writes again only in a new process: exiting for the supervisor to start syncloop again (systemd Restart=always, docker --restart unless-stopped)")
 	}
 	return nil
 }

@@ -191,6 +191,7 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 	}
 	hc := p.Notes
 	hc.Store = st
+	hc.StoreProblem = b.StoreProblem
 	hc.Room = func(id string) (string, error) {
 		room, err := d.Rooms.Get(id)
 		switch {

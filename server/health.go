@@ -55,6 +55,9 @@ func (s *Server) notReady() []string {
 	if err := s.broker.Healthy(context.Background()); err != nil {
 		why = append(why, fmt.Sprintf("cannot store feeds: %v", err))
 	}
+	if p := s.broker.StoreProblem(); p != "" {
+		why = append(why, "cannot store notes or feeds: "+p)
+	}
 	return why
 }
 

@@ -227,6 +227,11 @@ func (s *Server) Close() {
 	})
 }
 
+// NeedsRestart is closed when the data dir's disk filled, so that
+// JetStream's stores stopped taking writes, and has space again: they take
+// writes once the process starts again (serve exits for its supervisor).
+func (s *Server) NeedsRestart() <-chan struct{} { return s.broker.NeedsRestart() }
+
 // NATSURL is the embedded NATS server's client URL, with its token, when
 // it listens (Config.NATSListen), "" otherwise.
 func (s *Server) NATSURL() string { return s.broker.ClientURL() }

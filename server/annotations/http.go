@@ -78,6 +78,9 @@ type HTTPConfig struct {
 	Line LineFunc
 	// SameOrigin reports whether a browser sent r from this site's pages.
 	SameOrigin func(r *http.Request) bool
+	// StoreProblem says why notes cannot be stored now (the disk is full),
+	// "" when they can; nil means they always can.
+	StoreProblem func() string
 	// ClientIP is the address writes are rate-limited by.
 	ClientIP func(r *http.Request) string
 	// Sockets caps the event streams one client holds open, together with
@@ -168,6 +171,14 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 		renders: rooms.NewKeyLimiter(cfg.RenderRate, float64(cfg.RenderBurst), 10000),
 		gate:    newRenderGate(rendersAtOnce), streams: map[string]int{}, events: newRenderCache(512),
 		checks: newCheckBudget(cmp.Or(cfg.ChecksPerMinute, ChecksPerMinute))}
+}
+
+// storeProblem is HTTPConfig.StoreProblem's answer, "" without one.
+func (h *Handlers) storeProblem() string {
+	if h.cfg.StoreProblem == nil {
+		return ""
+	}
+	return h.cfg.StoreProblem()
 }
 
 // enterRoom counts one more event stream on room, if it has room for it.
@@ -357,6 +368,11 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusTooManyRequests, "your notes have taken their share of the server's time to show: your text is kept, and sent again in a moment")
 			return
 		}
+		if p := h.storeProblem(); p != "" {
+			w.Header().Set("Retry-After", "10")
+			jsonError(w, http.StatusInsufficientStorage, "the server cannot store notes now: "+p+". Your text is kept in the page; it is sent again once the server can store it")
+			return
+		}
 		var b putBody
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&b); err != nil {
 			jsonError(w, http.StatusBadRequest, "the note is not JSON of the expected shape, or over 32 KB")
@@ -392,6 +408,9 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusRequestEntityTooLarge, err.Error())
 		case errors.Is(err, ErrInvalid):
 			jsonError(w, http.StatusBadRequest, err.Error())
+		case err != nil && h.storeProblem() != "":
+			w.Header().Set("Retry-After", "10")
+			jsonError(w, http.StatusInsufficientStorage, "the server cannot store notes now: "+h.storeProblem()+". Your text is kept in the page; it is sent again once the server can store it")
 		case err != nil:
 			h.cfg.Logger.Error("annotations: put", "err", err)
 			jsonError(w, http.StatusInternalServerError, "could not save the note: your text is kept in the page; try again")

@@ -94,6 +94,17 @@ type Broker struct {
 	spaceDir string // where Space checks for free space; "" for none
 	minFree  int64
 
+	// A store that could not be written, and the wait for space to
+	// restart JetStream (recover.go); only with a directory.
+	log         *slog.Logger
+	storeDir    string
+	faultMu     sync.Mutex
+	fault       string
+	recoverCtx  context.Context
+	recoverStop context.CancelFunc
+	recoverWG   sync.WaitGroup
+	restart     chan struct{} // closed when the process must restart; nil never is
+
 	gs       *groupSync // nil: Synced waits for nothing
 	gsStop   context.CancelFunc
 	gsDone   chan struct{}
@@ -230,6 +241,10 @@ func openEmbedded(cfg Config, opts []nats.Option, log *slog.Logger) (*Broker, er
 		return nil, fmt.Errorf("nats: embedded server: %w", err)
 	}
 	b.ns = ns
+	if !b.Memory {
+		b.storeDir = store
+		b.watchStore(log)
+	}
 	ns.Start()
 	if !ns.ReadyForConnections(30 * time.Second) {
 		b.close()
@@ -424,6 +439,10 @@ func (b *Broker) drain() {
 }
 
 func (b *Broker) close() {
+	if b.recoverStop != nil {
+		b.recoverStop()
+		b.recoverWG.Wait()
+	}
 	if b.gsStop != nil {
 		b.gsStop()
 		<-b.gsDone

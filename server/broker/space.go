@@ -27,6 +27,9 @@ func CheckSpace(dir string, need int64, what string) error {
 // embedded server's own directory is checked; a cluster's disks are its
 // own.
 func (b *Broker) Space() error {
+	if p := b.StoreProblem(); p != "" {
+		return fmt.Errorf("%w: %s", ErrNoSpace, p)
+	}
 	if b.spaceDir == "" || b.minFree <= 0 {
 		return nil
 	}

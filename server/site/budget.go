@@ -80,6 +80,13 @@ func (b *budget) takeLocked(client string, now time.Time) (retry time.Duration, 
 func (b *budget) reserve(client string, now time.Time) (retry time.Duration, busy int, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if len(b.loading) > 4096 { // forget the clients whose loads are done
+		for c, ls := range b.loading {
+			if !slices.ContainsFunc(ls, func(done <-chan struct{}) bool { return done == nil || !isDone(done) }) {
+				delete(b.loading, c)
+			}
+		}
+	}
 	ls := b.loading[client][:0]
 	for _, done := range b.loading[client] {
 		if done == nil || !isDone(done) {
