@@ -30,6 +30,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/syncloop/syncloop/server/relay"
 )
 
 var update = flag.Bool("update", false, "rewrite kustomize/base from the chart rendered with kustomizeValues")
@@ -309,6 +311,15 @@ func checkRelay(t *testing.T, o objects) {
 	if !slices.Contains(c.Args, "--cmd=chroot /host journalctl -u kubelet -f -o json --all") || !slices.Contains(c.Args, "--state=/state/relay.state") ||
 		!slices.Contains(c.Args, "--server=http://syncloop.syncloop.svc:80") {
 		t.Errorf("relay args %q", c.Args)
+	}
+	// The command is one the relay resumes by cursor after a restart.
+	for _, a := range c.Args {
+		if cmd, ok := strings.CutPrefix(a, "--cmd="); ok {
+			resumed, err := relay.ResumeCommand(cmd, "s=0a;i=1f;b=0b;m=1;t=1;x=1")
+			if !relay.IsJournalctl(cmd) || err != nil || !strings.HasSuffix(resumed, " '--after-cursor=s=0a;i=1f;b=0b;m=1;t=1;x=1' --no-tail") {
+				t.Errorf("the relay's command %q does not resume by cursor: %q %v", cmd, resumed, err)
+			}
+		}
 	}
 	tolerated := false
 	for _, tol := range spec.Tolerations {
