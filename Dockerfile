@@ -10,6 +10,16 @@ RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/syncloop . && mkdir -p /out/cache /out/data
 
+# The relay, for a Kubernetes DaemonSet (deploy/helm/syncloop): the same
+# binary on Debian, whose sh and chroot run the node's own journalctl
+# (syncloop relay --cmd "chroot /host journalctl -u kubelet -f -o json --all").
+# Build it with: docker build --target relay -t syncloop-relay .
+FROM debian:bookworm-slim AS relay
+COPY --from=build /out/syncloop /usr/local/bin/syncloop
+ENTRYPOINT ["/usr/local/bin/syncloop"]
+CMD ["relay"]
+
+# The site (the default target).
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/syncloop /syncloop
 # the volume must belong to the user the server runs as

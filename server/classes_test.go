@@ -264,6 +264,13 @@ func TestClass(t *testing.T) {
 		HTTPHeader: http.Header{"Authorization": {"Bearer " + d3.token}}}); err == nil || resp == nil || resp.StatusCode != http.StatusGone {
 		t.Errorf("a relay to an ended room: %v, want 410", err)
 	}
+	req, _ := http.NewRequest("PUT", ts.URL+"/feeds/room-"+ids[2]+"/journal", strings.NewReader("I1130 01:02:03.000000 1 x.go:1] late\n"))
+	req.Header.Set("Authorization", "Bearer "+d3.token)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusGone {
+		t.Errorf("a journal to an ended room: %v %v, want 410", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 
 	t.Run("the overview", func(t *testing.T) {
 		var o classes.Overview
