@@ -159,6 +159,17 @@ func TestBrowserClassGrid(t *testing.T) {
 		eval[bool](t, browser, `(document.querySelector('[data-grid-sort="n"]').click(), true)`)
 	})
 
+	t.Run("the class names its pod", func(t *testing.T) {
+		eval[bool](t, browser, `(() => { const f = document.querySelector('[data-class-settings]'); f.pod.value = 'probe-demo'; f.requestSubmit(); return true })()`)
+		waitFor(t, browser, "room 3's pod added, by the pod named", `document.querySelector('[data-grid-pod]').textContent === 'probe-demo' &&
+			document.querySelector('[data-grid-room="`+ids[2]+`"] [data-check="added"]')?.classList.contains('ok')`)
+		if ok := eval[bool](t, browser, `document.querySelector('[data-grid-room="`+ids[1]+`"] [data-check="added"]').classList.contains('ok')`); ok {
+			t.Error("room 2 (probe-me-lab) still passes for probe-demo")
+		}
+		eval[bool](t, browser, `(() => { const f = document.querySelector('[data-class-settings]'); f.pod.value = ''; f.requestSubmit(); return true })()`)
+		waitFor(t, browser, "the pod back to probe-me", `document.querySelector('[data-grid-pod]').textContent === 'probe-me'`)
+	})
+
 	t.Run("screenshots, and a phone's summary", func(t *testing.T) {
 		axe := axeSource(t)
 		for _, sc := range []struct {
