@@ -159,6 +159,25 @@ func TestBrowserClassGrid(t *testing.T) {
 		eval[bool](t, browser, `(document.querySelector('[data-grid-sort="n"]').click(), true)`)
 	})
 
+	t.Run("a column's heading shows that question across every room", func(t *testing.T) {
+		hostile := `<img src=x onerror="document.title='pwned'"> DesiredStateOfWorld`
+		putNote(t, ts, ids[1], "set.actual", hostile)
+		eval[bool](t, browser, `(document.querySelector('[data-grid-item="set.actual"]').click(), true)`)
+		waitFor(t, browser, "every room's actual set", `document.querySelectorAll('[data-grid-answers-list] [data-answer-room]').length === 3`)
+		got := eval[[]string](t, browser, `[...document.querySelectorAll('[data-grid-answers-list] [data-answer-room]')].map(li => li.dataset.state + '|' + li.textContent)`)
+		if !strings.HasPrefix(got[0], "warned|Room 1") || !strings.Contains(got[0], "by Ann") || !strings.Contains(got[0], "somewhere.go:1") || !strings.Contains(got[0], "⚠ ") {
+			t.Errorf("room 1's answer: %q", got[0])
+		}
+		if !strings.Contains(got[1], hostile) || !strings.Contains(got[2], "no answer yet") {
+			t.Errorf("rooms 2 and 3: %q", got[1:])
+		}
+		if n := eval[int](t, browser, `document.querySelectorAll('[data-grid-answers] img').length`); n != 0 || eval[string](t, browser, `document.title`) == "pwned" {
+			t.Error("an answer's text ran as HTML")
+		}
+		screenshot(t, browser, "class-grid-answers.png", false)
+		eval[bool](t, browser, `(document.querySelector('[data-grid-answers-close]').click(), true)`)
+	})
+
 	t.Run("the class names its pod", func(t *testing.T) {
 		eval[bool](t, browser, `(() => { const f = document.querySelector('[data-class-settings]'); f.pod.value = 'probe-demo'; f.requestSubmit(); return true })()`)
 		waitFor(t, browser, "room 3's pod added, by the pod named", `document.querySelector('[data-grid-pod]').textContent === 'probe-demo' &&

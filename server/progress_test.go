@@ -276,6 +276,23 @@ func TestClassProgress(t *testing.T) {
 		}
 	})
 
+	t.Run("one question across every room", func(t *testing.T) {
+		code, b := instructorGetURL(t, ts.URL+"/classes/"+class+"/items/set.actual.json", key)
+		var a classes.Answers
+		if code != 200 || json.Unmarshal(b, &a) != nil {
+			t.Fatalf("items/set.actual.json: %d %s", code, b)
+		}
+		if a.Item.ID != "set.actual" || len(a.Answers) != 4 || a.Answers[0].Text != "somewhere.go:1" || a.Answers[0].By != "Ann" || a.Answers[0].State != "warned" || len(a.Answers[0].Warnings) == 0 || a.Answers[1].State != "empty" || a.Answers[3].N != 4 {
+			t.Errorf("set.actual across the rooms: %s", b)
+		}
+		if code, _ := instructorGetURL(t, ts.URL+"/classes/"+class+"/items/nothing.json", key); code != http.StatusNotFound {
+			t.Errorf("an item the worksheet has not: %d, want 404", code)
+		}
+		if code, _ := instructorGetURL(t, ts.URL+"/classes/"+class+"/items/set.actual.json", ""); code != http.StatusUnauthorized {
+			t.Errorf("without the key: %d, want 401", code)
+		}
+	})
+
 	t.Run("the class names its pod", func(t *testing.T) {
 		for body, code := range map[string]int{`{"pod":"Probe Me"}`: http.StatusBadRequest, `{"pod":"probe-demo"}`: http.StatusOK} {
 			req, _ := http.NewRequest("POST", ts.URL+"/classes/"+class+"/settings", strings.NewReader(body))
