@@ -106,6 +106,8 @@ func TestBrowserClassGrid(t *testing.T) {
 				t.Errorf("cell %s: %q, want %q", k, got[k], w)
 			}
 		}
+		// The rooms' table beneath: no tick beside a count of none.
+		waitFor(t, browser, "room 3's worksheet says none is checked", `document.querySelector('[data-class-room="`+ids[2]+`"] .class-checked')?.textContent === 'none checked yet'`)
 		warned := `[data-cell="` + ids[0] + `:set.actual"]`
 		reason := p.Rooms[0].Warnings["set.actual"][0]
 		if tip := eval[string](t, browser, `(() => { const td = document.querySelector('`+warned+`'); td.focus(); return document.activeElement === td ? getComputedStyle(td, '::after').content : 'no focus' })()`); !strings.Contains(tip, reason) {

@@ -373,7 +373,7 @@ function render(o) {
 
 		const w = el('td');
 		w.append(el('span', 'class-written', r.expected ? `${r.written}/${r.expected} written` : `${r.written} written`));
-		w.append(el('span', 'class-checked', `${r.checked} checked ✓`));
+		w.append(el('span', 'class-checked', r.checked ? `${r.checked} checked ✓` : 'none checked yet'));
 		tr.append(cell('Worksheet', w));
 
 		const u = el('td', 'class-updated', ago(r.updated));
