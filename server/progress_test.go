@@ -105,7 +105,13 @@ func TestClassProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	r := fixture.Reading(t)
-	class, key := createClass(t, ts, url.Values{"name": {"Lab 3"}, "budget": {"6"}})
+	if code := postForm(t, ts, "/classes", url.Values{"pod": {"Probe Me"}}).StatusCode; code != http.StatusBadRequest {
+		t.Errorf("a class whose pod is no pod's name: %d, want 400", code)
+	}
+	if c2, k2 := createClass(t, ts, url.Values{"pod": {"default/probe-demo"}}); progressOf(t, ts.URL, c2, k2).Class.Pod != "default/probe-demo" {
+		t.Error("the class form's pod was not kept")
+	}
+	class, key := createClass(t, ts, url.Values{"name": {"Lab 3"}, "budget": {"6"}, "pod": {"probe-me"}})
 	var ids, keys []string
 	for i := range 4 {
 		id, k, code := startClassRoom(t, ts, class)
