@@ -106,6 +106,8 @@ func TestBrowserClassGrid(t *testing.T) {
 				t.Errorf("cell %s: %q, want %q", k, got[k], w)
 			}
 		}
+		// The rooms' table beneath: no tick beside a count of none.
+		waitFor(t, browser, "room 3's worksheet says none is checked", `document.querySelector('[data-class-room="`+ids[2]+`"] .class-checked')?.textContent === 'none checked yet'`)
 		warned := `[data-cell="` + ids[0] + `:set.actual"]`
 		reason := p.Rooms[0].Warnings["set.actual"][0]
 		if tip := eval[string](t, browser, `(() => { const td = document.querySelector('`+warned+`'); td.focus(); return document.activeElement === td ? getComputedStyle(td, '::after').content : 'no focus' })()`); !strings.Contains(tip, reason) {
@@ -157,6 +159,36 @@ func TestBrowserClassGrid(t *testing.T) {
 			t.Errorf("the pressed sort is %q", pressed)
 		}
 		eval[bool](t, browser, `(document.querySelector('[data-grid-sort="n"]').click(), true)`)
+	})
+
+	t.Run("a column's heading shows that question across every room", func(t *testing.T) {
+		hostile := `<img src=x onerror="document.title='pwned'"> DesiredStateOfWorld`
+		putNote(t, ts, ids[1], "set.actual", hostile)
+		eval[bool](t, browser, `(document.querySelector('[data-grid-item="set.actual"]').click(), true)`)
+		waitFor(t, browser, "every room's actual set", `document.querySelectorAll('[data-grid-answers-list] [data-answer-room]').length === 3`)
+		got := eval[[]string](t, browser, `[...document.querySelectorAll('[data-grid-answers-list] [data-answer-room]')].map(li => li.dataset.state + '|' + li.textContent)`)
+		if !strings.HasPrefix(got[0], "warned|Room 1") || !strings.Contains(got[0], "by Ann") || !strings.Contains(got[0], "somewhere.go:1") || !strings.Contains(got[0], "⚠ ") {
+			t.Errorf("room 1's answer: %q", got[0])
+		}
+		if !strings.Contains(got[1], hostile) || !strings.Contains(got[2], "no answer yet") {
+			t.Errorf("rooms 2 and 3: %q", got[1:])
+		}
+		if n := eval[int](t, browser, `document.querySelectorAll('[data-grid-answers] img').length`); n != 0 || eval[string](t, browser, `document.title`) == "pwned" {
+			t.Error("an answer's text ran as HTML")
+		}
+		screenshot(t, browser, "class-grid-answers.png", false)
+		eval[bool](t, browser, `(document.querySelector('[data-grid-answers-close]').click(), true)`)
+	})
+
+	t.Run("the class names its pod", func(t *testing.T) {
+		eval[bool](t, browser, `(() => { const f = document.querySelector('[data-class-settings]'); f.pod.value = 'probe-demo'; f.requestSubmit(); return true })()`)
+		waitFor(t, browser, "room 3's pod added, by the pod named", `document.querySelector('[data-grid-pod]').textContent === 'probe-demo' &&
+			document.querySelector('[data-grid-room="`+ids[2]+`"] [data-check="added"]')?.classList.contains('ok')`)
+		if ok := eval[bool](t, browser, `document.querySelector('[data-grid-room="`+ids[1]+`"] [data-check="added"]').classList.contains('ok')`); ok {
+			t.Error("room 2 (probe-me-lab) still passes for probe-demo")
+		}
+		eval[bool](t, browser, `(() => { const f = document.querySelector('[data-class-settings]'); f.pod.value = ''; f.requestSubmit(); return true })()`)
+		waitFor(t, browser, "the pod back to probe-me", `document.querySelector('[data-grid-pod]').textContent === 'probe-me'`)
 	})
 
 	t.Run("screenshots, and a phone's summary", func(t *testing.T) {

@@ -7,7 +7,9 @@ package server
 // what is new.
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,6 +23,9 @@ const (
 	// labBatch is how many lines of a case one read takes, and labBudget
 	// how many one look at a feed reads at most (the rest at the next).
 	labBatch, labBudget = 2000, 20000
+	// labFew is how many lines of a case read only for its V level one
+	// read takes.
+	labFew = 64
 	// labIdle is how long a feed's checks are kept unasked.
 	labIdle = time.Hour
 )
@@ -42,6 +47,15 @@ type labState struct {
 	after   map[string]uint64 // per case, the last line given to c
 	seen    map[string]int    // per case, how many of the record's lines c has had
 	used    time.Time
+}
+
+// labRank orders the cases: 0 for those whose every line the checks
+// look at (config's ADD and REMOVE, liveness's failures), 1 for the rest.
+func labRank(key string) int {
+	if key == "config" || key == "liveness" {
+		return 0
+	}
+	return 1
 }
 
 func newLabChecks(f *feeds.Service, reading func(tag string) *extractor.Reading) *labChecks {
@@ -87,28 +101,34 @@ func (lc *labChecks) Check(ctx context.Context, feed, tag, pod string) labcheck.
 		st.after, st.seen = map[string]uint64{}, map[string]int{}
 	}
 	budget := labBudget
-	for key, n := range counts {
-		if st.seen[key] >= n {
-			continue
-		}
-		if key != "config" && key != "liveness" && st.c.Verbose() {
-			st.seen[key] = n // only -v was looked for in them, and it is proven
-			continue
-		}
-		for more := true; more && budget > 0; {
-			var last uint64
-			var err error
-			last, more, err = lc.feeds.RecordedLines(ctx, feed, key, st.after[key], min(labBatch, budget), func(seq uint64, line *classify.Line) {
+	// The cases the checks read whole first; then the others only for
+	// their V levels: until a line proves -v=4, and then only their lines
+	// before it (at -v=4 the first SYNC or housekeeping line proves it,
+	// so an hour's journal costs a line or two of them). The proof is
+	// the journal's earliest V(4) line, as labcheck.Journal's.
+	keys := make([]string, 0, len(counts))
+	for key := range counts {
+		keys = append(keys, key)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(labRank(a), labRank(b)), cmp.Compare(a, b)) })
+	for _, key := range keys {
+		n, whole := counts[key], labRank(key) == 0
+		for st.seen[key] < n && budget > 0 {
+			batch, before := min(labBatch, budget), uint64(0)
+			if !whole {
+				batch, before = min(labFew, budget), st.c.Verbose()
+			}
+			last, more, err := lc.feeds.RecordedLines(ctx, feed, key, st.after[key], before, batch, func(seq uint64, line *classify.Line) {
 				st.c.Add(&labcheck.Line{Seq: seq, Line: *line})
 			})
 			if err != nil {
 				return st.c.Result() // read again at the next look
 			}
-			budget -= labBatch
+			budget -= batch
 			st.after[key] = last
-		}
-		if budget > 0 {
-			st.seen[key] = n
+			if !more {
+				st.seen[key] = n // (lines past the proof need not be read)
+			}
 		}
 	}
 	return st.c.Result()

@@ -18,6 +18,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/internal/fixture"
@@ -102,7 +105,13 @@ func TestClassProgress(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	r := fixture.Reading(t)
-	class, key := createClass(t, ts, url.Values{"name": {"Lab 3"}, "budget": {"6"}})
+	if code := postForm(t, ts, "/classes", url.Values{"pod": {"Probe Me"}}).StatusCode; code != http.StatusBadRequest {
+		t.Errorf("a class whose pod is no pod's name: %d, want 400", code)
+	}
+	if c2, k2 := createClass(t, ts, url.Values{"pod": {"default/probe-demo"}}); progressOf(t, ts.URL, c2, k2).Class.Pod != "default/probe-demo" {
+		t.Error("the class form's pod was not kept")
+	}
+	class, key := createClass(t, ts, url.Values{"name": {"Lab 3"}, "budget": {"6"}, "pod": {"probe-me"}})
 	var ids, keys []string
 	for i := range 4 {
 		id, k, code := startClassRoom(t, ts, class)
@@ -273,6 +282,23 @@ func TestClassProgress(t *testing.T) {
 		}
 	})
 
+	t.Run("one question across every room", func(t *testing.T) {
+		code, b := instructorGetURL(t, ts.URL+"/classes/"+class+"/items/set.actual.json", key)
+		var a classes.Answers
+		if code != 200 || json.Unmarshal(b, &a) != nil {
+			t.Fatalf("items/set.actual.json: %d %s", code, b)
+		}
+		if a.Item.ID != "set.actual" || len(a.Answers) != 4 || a.Answers[0].Text != "somewhere.go:1" || a.Answers[0].By != "Ann" || a.Answers[0].State != "warned" || len(a.Answers[0].Warnings) == 0 || a.Answers[1].State != "empty" || a.Answers[3].N != 4 {
+			t.Errorf("set.actual across the rooms: %s", b)
+		}
+		if code, _ := instructorGetURL(t, ts.URL+"/classes/"+class+"/items/nothing.json", key); code != http.StatusNotFound {
+			t.Errorf("an item the worksheet has not: %d, want 404", code)
+		}
+		if code, _ := instructorGetURL(t, ts.URL+"/classes/"+class+"/items/set.actual.json", ""); code != http.StatusUnauthorized {
+			t.Errorf("without the key: %d, want 401", code)
+		}
+	})
+
 	t.Run("the class names its pod", func(t *testing.T) {
 		for body, code := range map[string]int{`{"pod":"Probe Me"}`: http.StatusBadRequest, `{"pod":"probe-demo"}`: http.StatusOK} {
 			req, _ := http.NewRequest("POST", ts.URL+"/classes/"+class+"/settings", strings.NewReader(body))
@@ -348,4 +374,73 @@ func checkGradescope(t *testing.T, b []byte) {
 	if doc.Score == nil || *doc.Score != sum {
 		t.Errorf("score %v, the tests' sum %v", doc.Score, sum)
 	}
+}
+
+// TestClassLabChecksVerbosity: with the log sites of a real Reading
+// (their V levels), the room's journal proves -v=4, and the server reads
+// of the other cases only what can hold an earlier proof: its checks are
+// the pure function's over the whole journal, from fewer lines.
+func TestClassLabChecksVerbosity(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("classify", "testdata", "reading-"+fixture.Tag+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var real extractor.Reading
+	if err := json.Unmarshal(b, &real); err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's loop (a page can be made of it) with the log sites of
+	// the real one at the same tag, V levels and all, for the cases both
+	// have (the classifier's test Reading has no source to show).
+	r := *fixture.Reading(t)
+	r.Function.Cases = slices.Clone(r.Function.Cases)
+	for i, c := range r.Function.Cases {
+		if rc, ok := real.Function.CaseByKey(c.Key); ok {
+			r.Function.Cases[i].Logs = rc.Logs
+		}
+	}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: &r}}
+	_, ts := newRoomServer(t, "", func(c *Config) { c.Load = fl.Load })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	class, key := createClass(t, ts, url.Values{"name": {"Lab 3"}})
+	id, k, code := startClassRoom(t, ts, class)
+	if code != http.StatusSeeOther {
+		t.Fatalf("room: %d", code)
+	}
+	d := dialRoom(t, ctx, ts, id, k, "Cy")
+	lines := wholeLabJournal(t, "", "")
+	relayJournal(t, ctx, ts, id, d.token, lines)
+
+	cls := classify.New(&r).Stream()
+	var ls []labcheck.Line
+	for j, l := range lines {
+		ls = append(ls, labcheck.Line{Seq: uint64(j + 1), Line: cls.ClassifyString(l.Raw)})
+	}
+	want := labcheck.Journal("", "room-"+id, &r, ls)
+	if want.Done() != 4 {
+		t.Fatalf("the journal does not prove the four checks at %s: %+v", r.Tag, want)
+	}
+	var got labcheck.Result
+	testwait.For(t, 20*time.Second, "the four checks", func() bool {
+		got = progressOf(t, ts.URL, class, key).Rooms[0].Checks
+		if got.Done() != 4 {
+			t.Logf("checks: %+v", got)
+		}
+		return got.Done() == 4
+	})
+	for _, c := range []struct {
+		name      string
+		got, want labcheck.Check
+	}{{"added", got.Added, want.Added}, {"liveness_failed", got.LivenessFailed, want.LivenessFailed}, {"deleted", got.Deleted, want.Deleted}, {"verbosity", got.Verbosity, want.Verbosity}} {
+		g, _ := json.Marshal(c.got)
+		w, _ := json.Marshal(c.want)
+		if string(g) != string(w) {
+			t.Errorf("%s:\n%s\nwant\n%s", c.name, g, w)
+		}
+	}
+	if got.Lines >= want.Lines/2 {
+		t.Errorf("the server looked at %d lines of the journal's %d classified", got.Lines, want.Lines)
+	}
+	t.Logf("the checks read %d of the %d lines of the loop's cases", got.Lines, want.Lines)
 }

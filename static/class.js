@@ -290,12 +290,13 @@ function startInstructor(key, keyName) {
 	const said = document.querySelector('[data-class-settings-said]');
 	form.addEventListener('submit', async (ev) => {
 		ev.preventDefault();
-		const body = { budget: Number(form.budget.value), hide_notes: form.hide_notes.checked };
+		const body = { budget: Number(form.budget.value), hide_notes: form.hide_notes.checked, pod: form.pod.value.trim() };
 		try {
 			const r = await fetch(`/classes/${classID}/settings`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
 			const j = await r.json();
 			if (!r.ok) throw new Error(j.error || r.statusText);
-			said.textContent = `Saved: ${j.budget} rooms at most; the site's notes ${j.hide_notes ? 'hidden' : 'shown'} in the rooms (from their next page load).`;
+			said.textContent = `Saved: ${j.budget} rooms at most; the site's notes ${j.hide_notes ? 'hidden' : 'shown'} in the rooms (from their next page load); the lab checks look for ${j.pod}.`;
+			grid.refresh();
 		} catch (err) {
 			said.textContent = 'Not saved: ' + err.message;
 		}
@@ -375,7 +376,7 @@ function render(o) {
 
 		const w = el('td');
 		w.append(el('span', 'class-written', r.expected ? `${r.written}/${r.expected} written` : `${r.written} written`));
-		w.append(el('span', 'class-checked', `${r.checked} checked ✓`));
+		w.append(el('span', 'class-checked', r.checked ? `${r.checked} checked ✓` : 'none checked yet'));
 		tr.append(cell('Worksheet', w));
 
 		const u = el('td', 'class-updated', ago(r.updated));

@@ -81,6 +81,13 @@ export function startGrid(classID, auth) {
 			b.disabled = false;
 		}
 	});
+	table.addEventListener('click', (ev) => {
+		const b = ev.target.closest('[data-grid-item]');
+		if (b) showAnswers(classID, auth, b.dataset.gridItem);
+	});
+	document.querySelector('[data-grid-answers-close]')?.addEventListener('click', () => {
+		document.querySelector('[data-grid-answers]').hidden = true;
+	});
 	refresh();
 	setInterval(() => document.visibilityState === 'visible' && refresh(), 5000);
 	return { refresh };
@@ -166,11 +173,48 @@ function head(items) {
 }
 
 function colHead(it, text) {
-	const th = el('th', 'grid-item-h', text);
+	const th = el('th', 'grid-item-h');
 	th.scope = 'col';
-	th.title = it.label;
 	th.dataset.item = it.id;
+	const b = el('button', 'grid-item-b', text);
+	b.type = 'button';
+	b.dataset.gridItem = it.id;
+	b.title = `${it.label}: every room's answer`;
+	b.setAttribute('aria-label', `${text} (${it.label}): every room's answer`);
+	th.append(b);
 	return th;
+}
+
+// showAnswers shows one item across every room, side by side, with who
+// wrote each answer (GET /classes/{id}/items/{item}.json).
+async function showAnswers(classID, auth, id) {
+	const box = document.querySelector('[data-grid-answers]');
+	const h = box.querySelector('[data-grid-answers-h]');
+	const list = box.querySelector('[data-grid-answers-list]');
+	box.hidden = false;
+	h.textContent = 'Loading…';
+	list.replaceChildren();
+	try {
+		const r = await fetch(`/classes/${classID}/items/${encodeURIComponent(id)}.json`, { headers: auth, cache: 'no-store' });
+		const j = await r.json().catch(() => ({}));
+		if (!r.ok) throw new Error(j.error || r.statusText);
+		h.textContent = `${j.item.label}: every room`;
+		for (const a of j.answers) {
+			const li = el('li', 'class-answer');
+			li.dataset.answerRoom = a.room;
+			li.dataset.state = a.state;
+			const head = el('p', 'class-answer-h');
+			head.append(el('strong', '', `Room ${a.n}`), ` ${marks[a.state] || ''} ${states[a.state] || a.state}`);
+			if (a.by) head.append(` · by ${a.by}`);
+			li.append(head);
+			li.append(a.text ? el('p', 'class-answer-text', a.text) : el('p', 'class-answer-text muted', 'no answer yet'));
+			for (const w of a.warnings || []) li.append(el('p', 'class-answer-warn', '⚠ ' + w));
+			list.append(li);
+		}
+		box.scrollIntoView({ block: 'nearest' });
+	} catch (err) {
+		h.textContent = `Could not read the answers: ${err.message}`;
+	}
 }
 
 // row is one room.

@@ -224,6 +224,8 @@ func (h *Handlers) classFromForm(r *http.Request, client string) (Class, error) 
 	}
 	hide := r.PostFormValue("hide_notes") != ""
 	s.HideNotes = &hide
+	pod := r.PostFormValue("pod")
+	s.Pod = &pod
 	if t := strings.TrimSpace(r.PostFormValue("tag")); t != "" {
 		if err := extractor.CheckTag(t); err != nil {
 			return c, fmt.Errorf("tag: %v", err)

@@ -14,13 +14,13 @@ import (
 )
 
 // RecordedLines gives fn, in order, the lines the named feed's record
-// holds for case key after its line after (0: from the first), at most
-// limit of them, read back from the stream and classified as the feed is
+// holds for case key after its line after (0: from the first) and before
+// its line before (0: to the last), at most limit of them, read back from the stream and classified as the feed is
 // (Case is the recorded one). It returns the sequence number of the last
 // of them (after when none; a line the stream no longer holds is passed
 // over) and whether more follow. A feed this replica does not hold has
 // none.
-func (l *Service) RecordedLines(ctx context.Context, name, key string, after uint64, limit int, fn func(seq uint64, line *classify.Line)) (last uint64, more bool, err error) {
+func (l *Service) RecordedLines(ctx context.Context, name, key string, after, before uint64, limit int, fn func(seq uint64, line *classify.Line)) (last uint64, more bool, err error) {
 	l.mu.Lock()
 	f := l.feeds[name]
 	l.mu.Unlock()
@@ -30,9 +30,15 @@ func (l *Service) RecordedLines(ctx context.Context, name, key string, after uin
 	f.mu.Lock()
 	var at []firedAt
 	if c := f.fired.cases[key]; c != nil {
-		i, _ := slices.BinarySearchFunc(c.at, after+1, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
-		at = slices.Clone(c.at[i:min(len(c.at), i+limit)])
-		more = i+limit < len(c.at)
+		bySeq := func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) }
+		i, _ := slices.BinarySearchFunc(c.at, after+1, bySeq)
+		end := len(c.at)
+		if before > 0 {
+			end, _ = slices.BinarySearchFunc(c.at, before, bySeq)
+		}
+		end = max(i, end)
+		at = slices.Clone(c.at[i:min(end, i+limit)])
+		more = i+limit < end
 	}
 	reading, version := l.reading(f.tag), f.version
 	f.mu.Unlock()

@@ -139,8 +139,14 @@ func New(pod, feed string, reading *extractor.Reading) *Checker {
 	return c
 }
 
-// Verbose reports whether a line proved -v=4 or more.
-func (c *Checker) Verbose() bool { return c.verbose != nil }
+// Verbose is the sequence number of the earliest line given that proves
+// -v=4 or more, 0 when none does.
+func (c *Checker) Verbose() uint64 {
+	if c.verbose == nil {
+		return 0
+	}
+	return c.verbose.Seq
+}
 
 // Pod is the pod the checker looks for, as the class names it.
 func (c *Checker) Pod() string {
