@@ -16,18 +16,22 @@ import (
 // --quiz, or r is for a room of a class that hides the site's notes
 // (class is the room's class, "" for none or for a page of no room).
 //
-// A student's class session, when there is one, is the third reason: it
-// is decided here, from r, and every part follows.
+// The third reason is the reader: r carries the session of a student of a
+// class that hides the notes, so that student gets every page of the site
+// in quiz mode, not only their class's rooms (classes.InHidingClass).
 func (d *Deps) inQuiz(r *http.Request, class string) bool {
 	if d.Config.Quiz {
 		return true
 	}
-	if class == "" || d.Classes == nil {
+	if d.Classes == nil {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 	defer cancel()
-	return d.Classes.HideNotes(ctx, class)
+	if class != "" && d.Classes.HideNotes(ctx, class) {
+		return true
+	}
+	return d.Classes.InHidingClass(r.WithContext(ctx))
 }
 
 // roomInQuiz is inQuiz for a request about room id's notes ("" for a

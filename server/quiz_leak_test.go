@@ -357,6 +357,49 @@ func TestQuizGivesNothingAway(t *testing.T) {
 	if code, _ := httpGet(t, quiz.URL+"/k8s/"+r.Tag+"/answer-key.md"); code != http.StatusForbidden {
 		t.Errorf("in quiz mode the answer key answers %d", code)
 	}
+
+	// A student of that class, on the same plain server, gets every page
+	// of the site in quiz mode, not only the class's rooms; a browser
+	// without the class's session still gets the notes (so the search can
+	// find what it looks for).
+	sealed := student(t, plain.URL, class, "Quinn")
+	for _, p := range []string{"/k8s/" + r.Tag + "/", "/k8s/" + r.Tag + "/reading.json", "/k8s/" + r.Tag + "/pod-workers"} {
+		code, body := getAs(t, sealed, plain.URL+p)
+		if code != 200 {
+			t.Fatalf("a student of the class asks %s: %d", p, code)
+		}
+		if strings.HasSuffix(p, ".json") {
+			body = withoutSource(t, body)
+		}
+		if l := leaks(answers, body, ""); len(l) > 0 {
+			t.Errorf("a student of a hide-notes class gets %s with %q", p, l)
+		}
+	}
+	if code, _ := getAs(t, sealed, plain.URL+"/k8s/"+r.Tag+"/answer-key.md"); code != http.StatusForbidden {
+		t.Errorf("a student of a hide-notes class gets the answer key: %d", code)
+	}
+	if _, body := getUntil200(t, plain.URL+"/k8s/"+r.Tag+"/reading.json"); len(leaks(answers, withoutSource(t, body), "")) == 0 {
+		t.Error("without the class's session, reading.json holds none of the answers: the search above proves nothing")
+	}
+}
+
+// getAs GETs u with browser c until it is no longer a page that says the
+// tag is being read.
+func getAs(t *testing.T, c *http.Client, u string) (int, string) {
+	t.Helper()
+	var code int
+	var body string
+	testwait.For(t, time.Minute, "a page rather than a wait: "+u, func() bool {
+		resp, err := c.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		code, body = resp.StatusCode, string(b)
+		return code != http.StatusAccepted
+	})
+	return code, body
 }
 
 // getUntil200 GETs u until it is no longer a page that says the tag, or

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/server/names"
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // Hello is POST /classes/{id}/hello {"name"}: a student's name for the
@@ -116,4 +118,28 @@ func (h *Handlers) notStudent(w http.ResponseWriter, r *http.Request, c Class, e
 	h.cfg.Site.Status(w, r, http.StatusForbidden, "Give your name first",
 		"Only the class's students "+what+": a student is who gave their name on the class page, in this browser.",
 		"Open the class page, /classes/"+c.ID+", give your name, and try again.")
+}
+
+// maxSessionCookies bounds the class cookies one request is looked up by.
+const maxSessionCookies = 4
+
+// InHidingClass reports whether r carries the session of a student of a
+// class that hides the site's notes: such a student gets every page of the
+// site in quiz mode, not only their class's rooms. A request with no class
+// cookie costs no lookup.
+func (h *Handlers) InHidingClass(r *http.Request) bool {
+	n := 0
+	for _, c := range r.Cookies() {
+		id, ok := strings.CutPrefix(c.Name, CookieName(""))
+		if !ok || !rooms.ValidID(id) {
+			continue
+		}
+		if n++; n > maxSessionCookies {
+			return false
+		}
+		if _, err := h.cfg.Store.Session(r.Context(), id, c.Value); err == nil && h.HideNotes(r.Context(), id) {
+			return true
+		}
+	}
+	return false
 }
