@@ -93,7 +93,9 @@ type serverLog struct {
 func (l serverLog) Errorf(format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)
 	l.log.Warn("nats: " + msg)
-	if strings.Contains(msg, "write error") || strings.Contains(msg, "no space left") || strings.Contains(msg, "out of") && strings.Contains(msg, "resources") {
+	// A filestore's and a stream's "critical write error"s keep the store
+	// from writes until it is opened anew.
+	if strings.Contains(strings.ToLower(msg), "critical write error") || strings.Contains(msg, "no space left on device") {
 		l.b.storeFailed(msg)
 	}
 }

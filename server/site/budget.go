@@ -77,7 +77,8 @@ func (b *budget) takeLocked(client string, now time.Time) (retry time.Duration, 
 // the loads, atomically: so that a client's many requests at once cannot
 // all pass the checks before any load is counted. hold or unreserve must
 // follow. It reports the client's loads under way when they are too many.
-func (b *budget) reserve(client string, now time.Time) (retry time.Duration, busy int, ok bool) {
+// Uncharged, it takes only the place (a history page's minor releases).
+func (b *budget) reserve(client string, now time.Time, charge bool) (retry time.Duration, busy int, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.loading) > 4096 { // forget the clients whose loads are done
@@ -101,8 +102,10 @@ func (b *budget) reserve(client string, now time.Time) (retry time.Duration, bus
 	if len(ls) >= perClientLoads {
 		return 0, len(ls), false
 	}
-	if retry, ok := b.takeLocked(client, now); !ok {
-		return retry, 0, false
+	if charge {
+		if retry, ok := b.takeLocked(client, now); !ok {
+			return retry, 0, false
+		}
 	}
 	b.loading[client] = append(ls, nil)
 	return 0, 0, true
@@ -118,10 +121,10 @@ func (b *budget) hold(client string, done <-chan struct{}) {
 }
 
 // unreserve gives back what reserve took when no load was started.
-func (b *budget) unreserve(client string) {
+func (b *budget) unreserve(client string, charged bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if ts := b.taken[client]; len(ts) > 0 {
+	if ts := b.taken[client]; charged && len(ts) > 0 {
 		b.taken[client] = ts[:len(ts)-1]
 	}
 	if i := slices.Index(b.loading[client], nil); i >= 0 {
@@ -132,6 +135,7 @@ func (b *budget) unreserve(client string) {
 // tagRefusal says why a tag's load was not started for a client, as a
 // status, when to retry, and a page's words.
 type tagRefusal struct {
+	busy                     bool // the client's places are taken: it waits its turn
 	status                   int
 	retry                    time.Duration
 	heading, message, advice string
@@ -145,16 +149,27 @@ func (e *tagRefusal) Error() string { return e.message + " " + e.advice }
 // of its perClientLoads places until it is read; and no tag is taken while
 // MaxLoading are being read. The caller has checked the tag.
 func (s *Site) fetch(client, tag string) (*tagState, *tagRefusal) {
+	return s.fetchAs(client, tag, true)
+}
+
+// historyClient is whom a history page's minor releases are fetched for:
+// chosen by the server, they cost no reader's new tags, but hold no more
+// of the load places than one client's.
+const historyClient = "(history)"
+
+// fetchAs is fetch, charged to client's new tags an hour or not.
+func (s *Site) fetchAs(client, tag string, charge bool) (*tagState, *tagRefusal) {
 	if s.known(tag) {
 		if st := s.state(tag); st != nil {
 			return st, nil
 		}
 		return nil, s.fullRefusal(tag)
 	}
-	retry, busy, ok := s.newTags.reserve(client, time.Now())
+	retry, busy, ok := s.newTags.reserve(client, time.Now(), charge)
 	switch {
 	case busy > 0:
 		return nil, &tagRefusal{
+			busy:    true,
 			status:  http.StatusTooManyRequests,
 			retry:   10 * time.Second,
 			heading: "Your address is fetching tags already",
@@ -166,7 +181,7 @@ func (s *Site) fetch(client, tag string) (*tagState, *tagRefusal) {
 	}
 	st := s.state(tag)
 	if st == nil {
-		s.newTags.unreserve(client)
+		s.newTags.unreserve(client, charge)
 		return nil, s.fullRefusal(tag)
 	}
 	s.newTags.hold(client, st.done)

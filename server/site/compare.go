@@ -405,15 +405,21 @@ func (s *Site) History() http.Handler {
 // newest waits as a reading page does, then the page says how far along
 // the others are and reloads.
 func (s *Site) historyReadings(w http.ResponseWriter, r *http.Request, key string, tags []string) (rs []*extractor.Reading, last *readingView, ok bool) {
+	// The newest first: the page waits for it. Those past the history's
+	// share of the load places wait their turn (nil), started by a reload.
 	states := make([]*tagState, len(tags))
-	for i, tag := range tags {
-		states[i] = s.state(tag)
+	for i := len(tags) - 1; i >= 0; i-- {
+		st, no := s.fetchAs(historyClient, tags[i], false)
+		if no != nil && !no.busy {
+			s.refuseTag(w, r, tags[i], no)
+			return nil, nil, false
+		}
+		states[i] = st
 	}
 	ready := 0
 	for i, st := range states {
 		if st == nil {
-			_, _ = s.loaded(w, r, tags[i], "") // answers "too many tags"
-			return nil, nil, false
+			continue
 		}
 		select {
 		case <-st.done:
@@ -428,8 +434,10 @@ func (s *Site) historyReadings(w http.ResponseWriter, r *http.Request, key strin
 	}
 	if ready < len(tags) {
 		// The last one waits as a reading page does, then says how far along.
-		if _, ok := s.loaded(w, r, tags[len(tags)-1], fmt.Sprintf(" and %d other minor releases (%d of %d ready)", len(tags)-1, ready, len(tags))); !ok {
-			return nil, nil, false
+		if states[len(tags)-1] != nil {
+			if _, ok := s.loaded(w, r, tags[len(tags)-1], fmt.Sprintf(" and %d other minor releases (%d of %d ready)", len(tags)-1, ready, len(tags))); !ok {
+				return nil, nil, false
+			}
 		}
 		// It came in time; the others may not have.
 		s.statusPage(w, r, http.StatusAccepted, pageData{

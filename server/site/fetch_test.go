@@ -108,11 +108,14 @@ func TestHistoryWhileFetching(t *testing.T) {
 
 	w := get(h, "/k8s/history/config")
 	reloads(w, fmt.Sprintf("Fetching k8s.io/kubernetes@%s and %d other minor releases (", newest, len(tags)-1))
+	// The newest is fetched first; the history holds no more of the load
+	// places than one client may.
 	s.mu.Lock()
-	for _, tag := range tags {
-		if _, ok := s.tags[tag]; !ok {
-			t.Errorf("%s is not being fetched", tag)
-		}
+	if _, ok := s.tags[newest]; !ok {
+		t.Errorf("%s is not being fetched", newest)
+	}
+	if n := s.loading(); n > perClientLoads {
+		t.Errorf("%d tags being fetched for one history page, want at most %d", n, perClientLoads)
 	}
 	s.mu.Unlock()
 
