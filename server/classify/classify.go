@@ -82,8 +82,10 @@ func (l Line) MarshalJSON() ([]byte, error) {
 
 // AppendJSON appends l's JSON encoding (MarshalJSON's) to b. It is written
 // by hand, field by field, because the live pane encodes every line it
-// receives: the fields and their order are the struct's, strings are
-// escaped as encoding/json escapes them without HTML escaping ("<script>"
+// receives: the fields are the struct's, in its order but for case and time,
+// which come first (as in the encoding MarshalJSON had before, with those
+// two as pointers ahead of the struct), strings are escaped as
+// encoding/json escapes them without HTML escaping ("<script>"
 // in a pod name stays readable; the page renders it with textContent), and
 // a test holds the output to encoding/json's byte for byte.
 func (l *Line) AppendJSON(b []byte) ([]byte, error) {
