@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/clients"
 )
 
@@ -107,17 +109,16 @@ func TestEventStreamCaps(t *testing.T) {
 	}
 	// One stream closes: its address and its room may open one again.
 	first.Body.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	code := 0
+	if !testwait.Until(5*time.Second, func() bool {
 		resp := stream(t, ts, room, "198.51.100.1")
-		if resp.StatusCode == 200 {
-			break
+		if code = resp.StatusCode; code == 200 {
+			return true
 		}
 		resp.Body.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("a closed stream did not give its place back: %d", resp.StatusCode)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("a closed stream did not give its place back: %d", code)
 	}
 }
 
@@ -273,22 +274,32 @@ func TestLocalNotesLimits(t *testing.T) {
 		}
 	}
 	// Notes that are costly to render (goldmark is quadratic in unclosed
-	// links): one client is charged what its render took, and refused
-	// while in debt; another client is not. The debt is repaid at
+	// links): one client is charged what its renders took, and refused
+	// while in debt; another client is not. A request takes one of the
+	// burst's 20 ms, so a client whose renders were not charged would have
+	// 20 requests; charged a millisecond or more a render, it is refused
+	// by its 11th, however fast the machine. The debt is repaid at
 	// RenderRate: at 0.01 ms a second it outlasts any wait for a CPU
-	// between the two requests (at 10 ms/s it was gone in 200 ms).
-	_, ts = serveNotes(t, nil, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 50 })
-	costly := make([]map[string]any, 10)
-	for i := range costly {
-		costly[i] = map[string]any{"id": fmt.Sprintf("case.k%d", i), "text": strings.Repeat("[a](", 2<<10/4)}
+	// between the requests (at 10 ms/s it was gone in 200 ms).
+	_, ts = serveNotes(t, nil, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 20 })
+	refusedAt := 0
+	for i := 1; i <= 20 && refusedAt == 0; i++ {
+		costly := make([]map[string]any, 10)
+		for j := range costly { // notes of their own each time: nothing rendered before
+			costly[j] = map[string]any{"id": fmt.Sprintf("case.k%d", j), "text": strings.Repeat("[a](", 2<<10/4) + strconv.Itoa(i)}
+		}
+		switch code, body := localReq(t, ts, "203.0.113.5", views, costly); code {
+		case http.StatusOK:
+		case http.StatusTooManyRequests:
+			refusedAt = i
+		default:
+			t.Fatalf("costly render %d: %d %s", i, code, body)
+		}
 	}
-	start := time.Now()
-	if code, body := localReq(t, ts, "203.0.113.5", views, costly); code != 200 {
-		t.Fatalf("first costly render: %d %s", code, body)
+	if refusedAt == 0 {
+		t.Fatal("20 costly renders were all taken: a render is not charged what it took")
 	}
-	if took := time.Since(start); took < 100*time.Millisecond {
-		t.Skipf("the costly render took only %v: too fast to test the charge", took)
-	}
+	t.Logf("the client was refused at its costly render %d", refusedAt)
 	code, body := localReq(t, ts, "203.0.113.5", views, caseNotes(1, 10))
 	if code != http.StatusTooManyRequests || !strings.Contains(body, "in a moment") {
 		t.Errorf("a client in debt: %d %s, want 429 with advice", code, body)
@@ -306,8 +317,10 @@ func TestRoomWriteChargedByRender(t *testing.T) {
 	defer stop()
 	reading := extractortest.Reading(t, "v1.31.0", content.Symbols())
 	// Repaid at 0.01 ms a second: the debt lasts however slowly the
-	// writes come.
-	h, _ := serveNotes(t, s, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 50 })
+	// writes come. A write takes one of the burst's 20 ms: uncharged, a
+	// reader would have 20 writes; charged a millisecond or more a
+	// render, it is refused by its 11th.
+	h, _ := serveNotes(t, s, reading, func(c *HTTPConfig) { c.RenderRate, c.RenderBurst = 0.01, 20 })
 	r := chi.NewRouter()
 	r.Put("/rooms/{id}/notes/{note}", h.Put().ServeHTTP)
 	ts := httptest.NewServer(r)
@@ -326,7 +339,6 @@ func TestRoomWriteChargedByRender(t *testing.T) {
 	}
 	costly := strings.Repeat("[a](", (MaxNoteBytes-300)/4)
 	refused := false
-	start := time.Now()
 	for i := 0; i < 20 && !refused; i++ {
 		code, body := put("203.0.113.7", fmt.Sprintf("case.k%d", i), costly)
 		switch code {
@@ -338,7 +350,7 @@ func TestRoomWriteChargedByRender(t *testing.T) {
 		}
 	}
 	if !refused {
-		t.Skipf("20 costly writes in %v were all taken: renders too fast here to exhaust the allowance", time.Since(start))
+		t.Fatal("20 costly writes were all taken: a write is not charged its render")
 	}
 	if code, body := put("203.0.113.8", "sentence", "plain"); code != 200 {
 		t.Errorf("another reader: %d %s", code, body)
