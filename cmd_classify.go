@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/classify"
@@ -102,7 +101,12 @@ func classifyLines(ctx context.Context, s stdio, c *classify.Classifier, asJSON 
 		}
 		line, dropped, err := readLine(in, &long)
 		if len(line) > 0 || err == nil {
-			l := stream.Classify(line)
+			var l classify.Line
+			if asJSON {
+				l = stream.Classify(line)
+			} else {
+				l = stream.ClassifyText(line) // no pods: the text does not show them
+			}
 			if dropped > 0 {
 				l.Raw += fmt.Sprintf(" … [cut: %d more bytes not read]", dropped)
 			}
@@ -162,45 +166,10 @@ func readLine(in *bufio.Reader, long *[]byte) (line []byte, dropped int, err err
 	return bytes.TrimSuffix(buf, []byte("\r")), dropped, err
 }
 
-// caseColors are ANSI SGR colours by case colour slot (extractor.CaseHue),
-// stable across runs: blue, magenta, cyan, red, green, bright green, bright
-// blue, yellow.
-var caseColors = [...]string{"34", "35", "36", "31", "32", "92", "94", "33"}
-
-// caseColor is the colour of a case key, "" for none.
-func caseColor(key string) string {
-	if i := extractor.CaseHue(key); i >= 0 && i < len(caseColors) {
-		return caseColors[i]
-	}
-	return ""
-}
-
-// writeText writes "[case        ] text": the case padded to the longest
-// key, the kubelet's own line (without a journald JSON wrapper).
+// writeText writes l as --format text does (classify.AppendText).
 func writeText(w *bufio.Writer, l *classify.Line, color bool) {
-	const width = len(extractor.KeyHousekeeping)
-	text := l.Display()
-	if l.Format == classify.FormatJournalJSON {
-		// Keep journald's identity of the entry in view: host and time.
-		prefix := l.Host
-		if !l.Time.IsZero() {
-			prefix = l.Time.Format("Jan 02 15:04:05.000000") + " " + prefix
-		}
-		text = strings.TrimSpace(prefix) + ": " + text
-	}
-	w.WriteByte('[')
-	switch {
-	case color && l.Case != "":
-		c := caseColor(l.Case)
-		if c == "" {
-			c = "1"
-		}
-		fmt.Fprintf(w, "\x1b[%sm%-*s\x1b[0m] %s\n", c, width, l.Case, text)
-	case color:
-		fmt.Fprintf(w, "%-*s] \x1b[2m%s\x1b[0m\n", width, "", text)
-	default:
-		fmt.Fprintf(w, "%-*s] %s\n", width, l.Case, text)
-	}
+	var buf [1024]byte
+	w.Write(classify.AppendText(buf[:0], l, color))
 }
 
 // isTerminal reports whether w is a character device (a terminal).

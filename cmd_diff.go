@@ -133,38 +133,8 @@ func printDiff(w io.Writer, d *diff.Diff) error {
 		return err
 	}
 	for _, c := range d.Cases {
-		if c.Status == diff.Same {
-			continue
-		}
-		fmt.Fprintf(w, "\n== %s: %s\n", c.Key, c.Status)
-		if c.Channel != nil {
-			fmt.Fprintf(w, "channel: %s → %s\n", c.Channel.From, c.Channel.To)
-		}
-		if c.Type != nil {
-			fmt.Fprintf(w, "type: %s → %s\n", c.Type.From, c.Type.To)
-		}
-		if len(c.Calls.Added) > 0 {
-			fmt.Fprintf(w, "calls added: %s\n", strings.Join(c.Calls.Added, ", "))
-		}
-		if len(c.Calls.Removed) > 0 {
-			fmt.Fprintf(w, "calls removed: %s\n", strings.Join(c.Calls.Removed, ", "))
-		}
-		var logs []string
-		for _, l := range c.Logs {
-			switch l.Status {
-			case diff.Added:
-				logs = append(logs, "  + "+logLine(l.To))
-			case diff.Removed:
-				logs = append(logs, "  - "+logLine(l.From))
-			case diff.Changed:
-				logs = append(logs, "  ~ "+logLine(l.From)+"\n    → "+logLine(l.To)+"  ("+strings.Join(l.Changed, ", ")+")")
-			}
-		}
-		if len(logs) > 0 {
-			fmt.Fprintf(w, "log calls:\n%s\n", strings.Join(logs, "\n"))
-		}
-		if c.Code != "" {
-			fmt.Fprintf(w, "code:\n%s", c.Code)
+		if c.Status != diff.Same {
+			printCase(w, c)
 		}
 	}
 	fmt.Fprintf(w, "\n== doc comment: %s\n%s", d.Doc.Status, d.Doc.Diff)
@@ -198,6 +168,40 @@ func printDiff(w io.Writer, d *diff.Diff) error {
 		fmt.Fprintf(w, "%-6s %s %s\n", s.Status, s.Name, where)
 	}
 	return nil
+}
+
+// printCase writes what changed in one case that differs.
+func printCase(w io.Writer, c diff.Case) {
+	fmt.Fprintf(w, "\n== %s: %s\n", c.Key, c.Status)
+	if c.Channel != nil {
+		fmt.Fprintf(w, "channel: %s → %s\n", c.Channel.From, c.Channel.To)
+	}
+	if c.Type != nil {
+		fmt.Fprintf(w, "type: %s → %s\n", c.Type.From, c.Type.To)
+	}
+	if len(c.Calls.Added) > 0 {
+		fmt.Fprintf(w, "calls added: %s\n", strings.Join(c.Calls.Added, ", "))
+	}
+	if len(c.Calls.Removed) > 0 {
+		fmt.Fprintf(w, "calls removed: %s\n", strings.Join(c.Calls.Removed, ", "))
+	}
+	var logs []string
+	for _, l := range c.Logs {
+		switch l.Status {
+		case diff.Added:
+			logs = append(logs, "  + "+logLine(l.To))
+		case diff.Removed:
+			logs = append(logs, "  - "+logLine(l.From))
+		case diff.Changed:
+			logs = append(logs, "  ~ "+logLine(l.From)+"\n    → "+logLine(l.To)+"  ("+strings.Join(l.Changed, ", ")+")")
+		}
+	}
+	if len(logs) > 0 {
+		fmt.Fprintf(w, "log calls:\n%s\n", strings.Join(logs, "\n"))
+	}
+	if c.Code != "" {
+		fmt.Fprintf(w, "code:\n%s", c.Code)
+	}
 }
 
 // logLine is a log call as the kubelet's source spells its level.

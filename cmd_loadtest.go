@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -61,135 +62,41 @@ Flags (each also settable as SYNCLOOP_<FLAG>):
 `
 
 func runLoadtest(ctx context.Context, s stdio, args []string) error {
-	fs := newFlagSet("loadtest", s)
-	rooms := fs.Int("rooms", 50, "feeds to create and load (one per room)")
-	readers := fs.Int("readers", 10, "browser websocket clients per feed")
-	rate := fs.Int("rate", 1000, "lines per second sent to each feed")
-	duration := fs.Duration("duration", 20*time.Second, "how long lines are sent")
-	drain := fs.Duration("drain", 10*time.Second, "how long readers may take to catch up afterwards")
-	target := fs.String("server", "", "load this running server (`URL,…`: replicas of one cluster; loopback only) instead of starting one")
-	token := fs.String("token", "", "with --server: its ingest token")
-	pids := fs.String("pid", "", "measure the RSS and CPU of these processes (`PID,…`) as the server's: with --server, its own; otherwise in addition to those started here (a NATS cluster's nodes)")
-	replicas := fs.Int("replicas", 1, "with --nats: replicas of the server to start on the cluster")
-	natsURLs := fs.String("nats", "", "start the replicas on this NATS cluster (`URL,…`) instead of each embedding NATS")
-	inProcess := fs.Bool("in-process", false, "run the server in this process instead of a child process")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to `FILE` (with --in-process: server and clients)")
-	memProfile := fs.String("memprofile", "", "with --in-process: write a heap profile to `FILE` once the last line is acknowledged")
-	blockProfile := fs.String("blockprofile", "", "with --in-process: write a profile of where goroutines blocked (channels, selects, locks) to `FILE` at the end")
-	mutexProfile := fs.String("mutexprofile", "", "with --in-process: write a profile of contended mutexes to `FILE` at the end")
-	tag := fs.String("tag", extractor.DefaultTag, "the tag whose log sites the lines are written at")
-	cacheDir := fs.String("cache-dir", "", "without --server: copy the tag's Reading from this serve --cache-dir `DIR` when cached there (default: the user cache dir + /syncloop)")
-	journal := fs.Bool("journal", false, "send each line as a journald JSON entry (~1.2 KB, as journalctl -o json writes it and relays send it) instead of bare klog text")
-	maxP99 := fs.Duration("max-p99", 0, "fail when the p99 latency is over this (0: no limit)")
-	maxRSS := fs.Int("max-rss-mb", 0, "fail when the server's peak RSS is over this many MB (0: no limit)")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), loadtestUsage)
-		fs.PrintDefaults()
-	}
+	fs, f := newLoadtestFlags(s)
 	if err := parseFlags(fs, args, s.getenv); err != nil {
 		return err
 	}
-	switch {
-	case *rooms < 1 || *readers < 0 || *rate < 1 || *duration <= 0:
-		return usageError{errors.New("loadtest: --rooms and --rate must be 1 or more, --readers 0 or more, --duration positive")}
-	case *target != "" && *token == "":
-		return usageError{errors.New("loadtest: --server needs the server's --token")}
-	case *target != "" && *inProcess:
-		return usageError{errors.New("loadtest: give --server or --in-process, not both")}
-	case *replicas < 1 || (*replicas > 1 && *natsURLs == ""):
-		return usageError{errors.New("loadtest: --replicas above 1 need a cluster to share: give --nats")}
-	case *natsURLs != "" && (*target != "" || *inProcess):
-		return usageError{errors.New("loadtest: --nats starts replicas here: not with --server or --in-process")}
+	o, err := f.options(s.stderr)
+	if err != nil {
+		return err
 	}
-	servers := splitList(*target)
-	for _, u := range servers {
-		if err := loadtest.CheckLoopback(u); err != nil {
-			return usageError{err}
-		}
-	}
-	var measure []int
-	for _, p := range splitList(*pids) {
-		n, err := strconv.Atoi(p)
-		if err != nil || n <= 0 {
-			return usageError{fmt.Errorf("loadtest: --pid %q: want process ids", p)}
-		}
-		measure = append(measure, n)
-	}
-
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	if f.cpuProfile != "" {
+		file, err := os.Create(f.cpuProfile)
 		if err != nil {
 			return fmt.Errorf("loadtest: %w", err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		defer file.Close()
+		if err := pprof.StartCPUProfile(file); err != nil {
 			return fmt.Errorf("loadtest: %w", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-
-	if (*blockProfile != "" || *mutexProfile != "") && !*inProcess {
-		return usageError{errors.New("loadtest: --blockprofile and --mutexprofile need --in-process (the server's goroutines are in its own process otherwise)")}
-	}
-
-	o := loadtest.Options{
-		Servers: servers, Token: *token, PIDs: measure,
-		Rooms: *rooms, Readers: *readers, Rate: *rate, Duration: *duration, Drain: *drain,
-		Tag: *tag, Journal: *journal, Log: s.stderr,
-	}
-	if *memProfile != "" {
-		if !*inProcess {
-			return usageError{errors.New("loadtest: --memprofile needs --in-process (the server's heap is in its own process otherwise)")}
-		}
-		o.AfterSend = func() {
-			f, err := os.Create(*memProfile)
-			if err != nil {
-				fmt.Fprintf(s.stderr, "loadtest: %v\n", err)
-				return
-			}
-			defer f.Close()
-			if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
-				fmt.Fprintf(s.stderr, "loadtest: heap profile: %v\n", err)
-			}
-		}
-	}
-	if *target == "" {
+	if f.target == "" {
 		dir, err := os.MkdirTemp("", "syncloop-loadtest-")
 		if err != nil {
 			return fmt.Errorf("loadtest: %w", err)
 		}
 		defer os.RemoveAll(dir)
-		copyReadingFrom(*cacheDir, filepath.Join(dir, "cache"), *tag)
-		o.Token = randomToken()
-		if *inProcess {
-			url, stop, err := serveInProcess(filepath.Join(dir, "cache"), filepath.Join(dir, "data"), o.Token, *tag)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			o.Servers, o.PIDs = []string{url}, append(o.PIDs, os.Getpid())
-			fmt.Fprintf(s.stderr, "loadtest: server %s (pid %d, this process)\n", url, os.Getpid())
-		} else {
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("loadtest: %w", err)
-			}
-			for i := range *replicas {
-				url, pid, stop, err := serveChild(ctx, exe, filepath.Join(dir, "cache"), o.Token, *tag, *natsURLs,
-					filepath.Join(dir, fmt.Sprintf("serve-%d.log", i)))
-				if err != nil {
-					return err
-				}
-				defer stop()
-				o.Servers, o.PIDs = append(o.Servers, url), append(o.PIDs, pid)
-				fmt.Fprintf(s.stderr, "loadtest: server %s (pid %d, child process)\n", url, pid)
-			}
+		stop, err := f.startServers(ctx, s.stderr, dir, &o)
+		defer stop()
+		if err != nil {
+			return err
 		}
 	}
 
 	// Started once the server is: the embedded NATS server sets the block
 	// profile rate as it starts.
-	for _, p := range []struct{ file, name string }{{*blockProfile, "block"}, {*mutexProfile, "mutex"}} {
+	for _, p := range []struct{ file, name string }{{f.blockProfile, "block"}, {f.mutexProfile, "mutex"}} {
 		if p.file == "" {
 			continue
 		}
@@ -204,7 +111,160 @@ func runLoadtest(ctx context.Context, s stdio, args []string) error {
 		return err
 	}
 	res.Print(s.stdout)
-	return res.Check(*maxP99, int64(*maxRSS)<<20)
+	return res.Check(f.maxP99, int64(f.maxRSS)<<20)
+}
+
+// loadtestFlags are loadtest's flags, as parsed.
+type loadtestFlags struct {
+	rooms        int
+	readers      int
+	rate         int
+	duration     time.Duration
+	drain        time.Duration
+	target       string
+	token        string
+	pids         string
+	replicas     int
+	natsURLs     string
+	inProcess    bool
+	cpuProfile   string
+	memProfile   string
+	blockProfile string
+	mutexProfile string
+	tag          string
+	cacheDir     string
+	journal      bool
+	maxP99       time.Duration
+	maxRSS       int
+}
+
+// newLoadtestFlags defines loadtest's flags on a new flag set; parseFlags
+// fills them in.
+func newLoadtestFlags(s stdio) (*flag.FlagSet, *loadtestFlags) {
+	fs := newFlagSet("loadtest", s)
+	f := &loadtestFlags{}
+	fs.IntVar(&f.rooms, "rooms", 50, "feeds to create and load (one per room)")
+	fs.IntVar(&f.readers, "readers", 10, "browser websocket clients per feed")
+	fs.IntVar(&f.rate, "rate", 1000, "lines per second sent to each feed")
+	fs.DurationVar(&f.duration, "duration", 20*time.Second, "how long lines are sent")
+	fs.DurationVar(&f.drain, "drain", 10*time.Second, "how long readers may take to catch up afterwards")
+	fs.StringVar(&f.target, "server", "", "load this running server (`URL,…`: replicas of one cluster; loopback only) instead of starting one")
+	fs.StringVar(&f.token, "token", "", "with --server: its ingest token")
+	fs.StringVar(&f.pids, "pid", "", "measure the RSS and CPU of these processes (`PID,…`) as the server's: with --server, its own; otherwise in addition to those started here (a NATS cluster's nodes)")
+	fs.IntVar(&f.replicas, "replicas", 1, "with --nats: replicas of the server to start on the cluster")
+	fs.StringVar(&f.natsURLs, "nats", "", "start the replicas on this NATS cluster (`URL,…`) instead of each embedding NATS")
+	fs.BoolVar(&f.inProcess, "in-process", false, "run the server in this process instead of a child process")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to `FILE` (with --in-process: server and clients)")
+	fs.StringVar(&f.memProfile, "memprofile", "", "with --in-process: write a heap profile to `FILE` once the last line is acknowledged")
+	fs.StringVar(&f.blockProfile, "blockprofile", "", "with --in-process: write a profile of where goroutines blocked (channels, selects, locks) to `FILE` at the end")
+	fs.StringVar(&f.mutexProfile, "mutexprofile", "", "with --in-process: write a profile of contended mutexes to `FILE` at the end")
+	fs.StringVar(&f.tag, "tag", extractor.DefaultTag, "the tag whose log sites the lines are written at")
+	fs.StringVar(&f.cacheDir, "cache-dir", "", "without --server: copy the tag's Reading from this serve --cache-dir `DIR` when cached there (default: the user cache dir + /syncloop)")
+	fs.BoolVar(&f.journal, "journal", false, "send each line as a journald JSON entry (~1.2 KB, as journalctl -o json writes it and relays send it) instead of bare klog text")
+	fs.DurationVar(&f.maxP99, "max-p99", 0, "fail when the p99 latency is over this (0: no limit)")
+	fs.IntVar(&f.maxRSS, "max-rss-mb", 0, "fail when the server's peak RSS is over this many MB (0: no limit)")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), loadtestUsage)
+		fs.PrintDefaults()
+	}
+	return fs, f
+}
+
+// options checks the flags and makes them the load's Options, all but the
+// servers started here; a flag out of range is a usageError.
+func (f *loadtestFlags) options(stderr io.Writer) (loadtest.Options, error) {
+	switch {
+	case f.rooms < 1 || f.readers < 0 || f.rate < 1 || f.duration <= 0:
+		return loadtest.Options{}, usageError{errors.New("loadtest: --rooms and --rate must be 1 or more, --readers 0 or more, --duration positive")}
+	case f.target != "" && f.token == "":
+		return loadtest.Options{}, usageError{errors.New("loadtest: --server needs the server's --token")}
+	case f.target != "" && f.inProcess:
+		return loadtest.Options{}, usageError{errors.New("loadtest: give --server or --in-process, not both")}
+	case f.replicas < 1 || (f.replicas > 1 && f.natsURLs == ""):
+		return loadtest.Options{}, usageError{errors.New("loadtest: --replicas above 1 need a cluster to share: give --nats")}
+	case f.natsURLs != "" && (f.target != "" || f.inProcess):
+		return loadtest.Options{}, usageError{errors.New("loadtest: --nats starts replicas here: not with --server or --in-process")}
+	case (f.blockProfile != "" || f.mutexProfile != "") && !f.inProcess:
+		return loadtest.Options{}, usageError{errors.New("loadtest: --blockprofile and --mutexprofile need --in-process (the server's goroutines are in its own process otherwise)")}
+	case f.memProfile != "" && !f.inProcess:
+		return loadtest.Options{}, usageError{errors.New("loadtest: --memprofile needs --in-process (the server's heap is in its own process otherwise)")}
+	}
+	servers := splitList(f.target)
+	for _, u := range servers {
+		if err := loadtest.CheckLoopback(u); err != nil {
+			return loadtest.Options{}, usageError{err}
+		}
+	}
+	var measure []int
+	for _, p := range splitList(f.pids) {
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return loadtest.Options{}, usageError{fmt.Errorf("loadtest: --pid %q: want process ids", p)}
+		}
+		measure = append(measure, n)
+	}
+	o := loadtest.Options{
+		Servers: servers, Token: f.token, PIDs: measure,
+		Rooms: f.rooms, Readers: f.readers, Rate: f.rate, Duration: f.duration, Drain: f.drain,
+		Tag: f.tag, Journal: f.journal, Log: stderr,
+	}
+	if f.memProfile != "" {
+		o.AfterSend = func() { writeHeapProfile(f.memProfile, stderr) }
+	}
+	return o, nil
+}
+
+// writeHeapProfile writes the heap profile to file, saying on stderr when
+// it cannot: the load goes on.
+func writeHeapProfile(file string, stderr io.Writer) {
+	f, err := os.Create(file)
+	if err != nil {
+		fmt.Fprintf(stderr, "loadtest: %v\n", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		fmt.Fprintf(stderr, "loadtest: heap profile: %v\n", err)
+	}
+}
+
+// startServers starts the server to load, in this process or as --replicas
+// child processes, with a cache and data of their own in dir, and adds them
+// to o. stop stops those started, even when err says a later one failed.
+func (f *loadtestFlags) startServers(ctx context.Context, stderr io.Writer, dir string, o *loadtest.Options) (stop func(), err error) {
+	var stops []func()
+	stop = func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	copyReadingFrom(f.cacheDir, filepath.Join(dir, "cache"), f.tag)
+	o.Token = randomToken()
+	if f.inProcess {
+		url, stopOne, err := serveInProcess(filepath.Join(dir, "cache"), filepath.Join(dir, "data"), o.Token, f.tag)
+		if err != nil {
+			return stop, err
+		}
+		stops = append(stops, stopOne)
+		o.Servers, o.PIDs = []string{url}, append(o.PIDs, os.Getpid())
+		fmt.Fprintf(stderr, "loadtest: server %s (pid %d, this process)\n", url, os.Getpid())
+		return stop, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return stop, fmt.Errorf("loadtest: %w", err)
+	}
+	for i := range f.replicas {
+		url, pid, stopOne, err := serveChild(ctx, exe, filepath.Join(dir, "cache"), o.Token, f.tag, f.natsURLs,
+			filepath.Join(dir, fmt.Sprintf("serve-%d.log", i)))
+		if err != nil {
+			return stop, err
+		}
+		stops = append(stops, stopOne)
+		o.Servers, o.PIDs = append(o.Servers, url), append(o.PIDs, pid)
+		fmt.Fprintf(stderr, "loadtest: server %s (pid %d, child process)\n", url, pid)
+	}
+	return stop, nil
 }
 
 // startProfile starts recording the block or mutex profile (every event)

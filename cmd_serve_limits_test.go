@@ -130,7 +130,7 @@ func TestServeSlowBodies(t *testing.T) {
 		if resp.StatusCode != http.StatusNotFound || took >= readTimeout {
 			t.Errorf("GET a page from 127.0.0.1: %d in %v; want the 404 page before the read timeout (%v) frees 127.0.0.2's connections", resp.StatusCode, took, readTimeout)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // sleep: the GETs are spread over the time 127.0.0.2's connections are held
 	}
 	var held []net.Conn
 	refused := 0

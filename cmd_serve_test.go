@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // lockedBuffer is a bytes.Buffer the server's logger and the test can share.
@@ -92,7 +93,8 @@ func TestServe(t *testing.T) {
 		return run(ctx, []string{"syncloop", "health", "--url", base + "healthz"}, goEnv(nil), strings.NewReader(""), io.Discard, io.Discard)
 	}
 	var status int
-	for deadline := time.Now().Add(2 * time.Minute); ; {
+	var body []byte
+	loaded := testwait.UntilEvery(2*time.Minute, 200*time.Millisecond, func() bool {
 		healthErr := health()
 		if healthErr != nil && !strings.Contains(healthErr.Error(), "503: not ready: the default tag "+extractor.DefaultTag) {
 			t.Fatalf("syncloop health while loading: %v", healthErr)
@@ -101,7 +103,7 @@ func TestServe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
+		body, _ = io.ReadAll(resp.Body)
 		resp.Body.Close()
 		status = resp.StatusCode
 		if healthErr == nil && status != http.StatusOK {
@@ -111,12 +113,15 @@ func TestServe(t *testing.T) {
 			if !strings.Contains(string(body), `id="case-pleg"`) {
 				t.Fatalf("the page has no pleg case:\n%.2000s", body)
 			}
-			break
+			return true
 		}
-		if status != http.StatusAccepted || time.Now().After(deadline) {
+		if status != http.StatusAccepted {
 			t.Fatalf("GET the default tag: %d\n%.2000s\n%s", status, body, stderr.String())
 		}
-		time.Sleep(200 * time.Millisecond)
+		return false
+	})
+	if !loaded {
+		t.Fatalf("GET the default tag: still %d after 2 minutes\n%.2000s\n%s", status, body, stderr.String())
 	}
 	if err := health(); err != nil {
 		t.Errorf("syncloop health once the default tag is read: %v", err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/browsertest"
 )
 
@@ -35,16 +36,15 @@ func caseSelected(c string) string {
 func pageWait(t *testing.T, ctx context.Context, within time.Duration, what, js string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js))
-		if err == nil && ok {
-			return time.Since(start)
-		}
-		if time.Since(start) > within {
-			t.Fatalf("waiting for %s (%s): %v", what, js, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var err error
+	if !testwait.Until(within, func() bool {
+		var ok bool
+		ok, err = chromedp.Run(ctx, chromedp.Evaluate[bool](js))
+		return err == nil && ok
+	}) {
+		t.Fatalf("waiting for %s (%s): %v", what, js, err)
 	}
+	return time.Since(start)
 }
 
 func pageDo(t *testing.T, ctx context.Context, actions ...chromedp.Action[chromedp.Void]) {

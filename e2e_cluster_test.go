@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // natsServerBin builds nats-server at the version go.mod requires.
@@ -97,10 +99,10 @@ func TestE2ECluster(t *testing.T) {
 		"--token", "e2e-token", "--file", journal, "--speed", "1")
 
 	survivor := watchers[1]
-	waitFor(t, 60*time.Second, "a quarter of the journal on the second replica", func() bool { return survivor.count() >= n/4 })
+	testwait.For(t, 60*time.Second, "a quarter of the journal on the second replica", func() bool { return survivor.count() >= n/4 })
 	sigkill(t, reps[0].p) // the relay's replica
 	t.Logf("replica 0 killed at %d lines", survivor.count())
-	waitFor(t, 60*time.Second, "half of the journal on the second replica", func() bool { return survivor.count() >= n/2 })
+	testwait.For(t, 60*time.Second, "half of the journal on the second replica", func() bool { return survivor.count() >= n/2 })
 	sigkill(t, nodes[2])
 	t.Logf("nats node 2 killed at %d lines", survivor.count())
 
@@ -113,8 +115,8 @@ func TestE2ECluster(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the relay did not finish")
 	}
-	waitFor(t, 30*time.Second, "the whole journal on the second replica", func() bool { return survivor.count() >= n })
-	time.Sleep(300 * time.Millisecond) // a duplicate would arrive now
+	testwait.For(t, 30*time.Second, "the whole journal on the second replica", func() bool { return survivor.count() >= n })
+	time.Sleep(300 * time.Millisecond) // sleep: a window in which a duplicate would arrive
 	survivor.mu.Lock()
 	got := append([]int(nil), survivor.got...)
 	survivor.mu.Unlock()

@@ -27,6 +27,7 @@ import (
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // labJournal is the recorded journal of a kubelet at labJournalTag;
@@ -213,15 +214,11 @@ func TestE2EFiredFromRealJournal(t *testing.T) {
 
 	var rec firedRecord
 	var err error
-	for {
+	if !testwait.UntilDone(ctx, func() bool {
 		rec, err = getFired(base1, "lab")
-		if err == nil && rec.VersionFrom != nil && rec.ReadAt == labJournalTag && reflect.DeepEqual(firedCounts(rec), want) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("replica 1's record: %+v (%v); want read at %s from log sites, counts %v", rec, err, labJournalTag, want)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err == nil && rec.VersionFrom != nil && rec.ReadAt == labJournalTag && reflect.DeepEqual(firedCounts(rec), want)
+	}) {
+		t.Fatalf("replica 1's record: %+v (%v); want read at %s from log sites, counts %v", rec, err, labJournalTag, want)
 	}
 	if *rec.KubeletVersion != labJournalTag || *rec.VersionFrom != "log sites" {
 		t.Fatalf("kubelet version %s from %s", *rec.KubeletVersion, *rec.VersionFrom)
@@ -231,15 +228,12 @@ func TestE2EFiredFromRealJournal(t *testing.T) {
 		t.Errorf("config's first line: %+v, pods %v", c.First, c.Pods)
 	}
 	t.Logf("counts %v", want)
-	for {
-		rec2, err := getFired(base2, "lab")
-		if err == nil && reflect.DeepEqual(rec2, rec) {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("replica 2's record:\n%+v (%v)\nreplica 1's:\n%+v", rec2, err, rec)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var rec2 firedRecord
+	if !testwait.UntilDone(ctx, func() bool {
+		rec2, err = getFired(base2, "lab")
+		return err == nil && reflect.DeepEqual(rec2, rec)
+	}) {
+		t.Fatalf("replica 2's record:\n%+v (%v)\nreplica 1's:\n%+v", rec2, err, rec)
 	}
 	// Every config line, read back from the stream by sequence.
 	resp, err := http.Get(base2 + "/feeds/lab/fired/config/lines")

@@ -27,6 +27,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/loadtest"
 )
 
@@ -227,14 +228,7 @@ func (r *faultRig) ingested(feed string) int {
 
 // waitCount waits until the watcher has at least n lines; false at the deadline.
 func (r *faultRig) waitCount(n int, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for r.w.count() < n {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return true
+	return testwait.Until(within, func() bool { return r.w.count() >= n })
 }
 
 // recovered waits for the watcher to pass had lines and returns how long since from.
@@ -250,7 +244,7 @@ func (r *faultRig) recovered(had int, from time.Time, within time.Duration) time
 func (r *faultRig) finish(fault string, recover time.Duration) {
 	r.t.Helper()
 	r.waitCount(r.n, 60*time.Second)
-	time.Sleep(300 * time.Millisecond) // a duplicate would arrive now
+	time.Sleep(300 * time.Millisecond) // sleep: a window in which a duplicate would arrive
 	r.w.mu.Lock()
 	got := append([]int(nil), r.w.got...)
 	conns, skipped := r.w.conns, r.w.skipped
@@ -336,7 +330,7 @@ func TestE2EFaults(t *testing.T) {
 		sigkill(t, r.relay)
 		killed, had := time.Now(), r.w.count()
 		stored := r.ingested("faults")     // the relay is gone: nothing more is stored
-		time.Sleep(500 * time.Millisecond) // the journal grows meanwhile
+		time.Sleep(500 * time.Millisecond) // sleep: the relay stays dead while the journal grows
 		r.relay = start(t, "relay-2", bin, r.relayArgs...)
 		rec := r.recovered(had, killed, 60*time.Second)
 		if had >= n {
@@ -369,7 +363,7 @@ func TestE2EFaults(t *testing.T) {
 		}
 		r.proxy.pause()
 		paused := r.w.count()
-		time.Sleep(drop)
+		time.Sleep(drop) // sleep: how long the network is down is the fault
 		during := r.w.count() - paused
 		r.proxy.resume()
 		resumed, had := time.Now(), r.w.count()
@@ -461,7 +455,7 @@ func TestE2EStalledBrowser(t *testing.T) {
 	// A browser the server closed counts what it missed as it leaves: its
 	// handler may still be on its way out.
 	var dropped int
-	waitFor(t, 5*time.Second, "the server to count the stalled browser's lines as dropped", func() bool {
+	testwait.For(t, 5*time.Second, "the server to count the stalled browser's lines as dropped", func() bool {
 		dropped = metric(t, run.addr, `syncloop_lines_dropped_total{feed="stall"}`)
 		return dropped > 0
 	})
@@ -546,7 +540,7 @@ func stallRun(t *testing.T, bin string, stalled bool) stallResult {
 		wg.Go(func() { ws[i].run(wctx) })
 	}
 	browsers += readers
-	waitFor(t, 10*time.Second, "the browsers to connect", func() bool {
+	testwait.For(t, 10*time.Second, "the browsers to connect", func() bool {
 		return metric(t, addr, `syncloop_clients{feed="stall"}`) == browsers
 	})
 	rss0, err := loadtest.ProcRSS(srv.cmd.Process.Pid)
@@ -566,13 +560,13 @@ func stallRun(t *testing.T, bin string, stalled bool) stallResult {
 				peak = max(peak, rss)
 				mu.Unlock()
 			}
-			time.Sleep(20 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond) // sleep: the RSS is sampled at a pace
 		}
 	}()
 	began := time.Now()
 	ingestLines(t, ctx, "ws://"+addr+"/feeds/stall/ingest", stallLines, stallPad, stallRate)
 	for i, w := range ws {
-		waitFor(t, 60*time.Second, fmt.Sprintf("reader %d to get every line", i), func() bool { return w.done(stallLines) })
+		testwait.For(t, 60*time.Second, fmt.Sprintf("reader %d to get every line", i), func() bool { return w.done(stallLines) })
 	}
 	elapsed := time.Since(began)
 	scancel()
@@ -623,7 +617,7 @@ func ingestLines(t *testing.T, ctx context.Context, url string, n, pad, rate int
 	began := time.Now()
 	for i := 1; i <= n; {
 		due := began.Add(time.Duration(i-1) * time.Second / time.Duration(rate))
-		time.Sleep(time.Until(due))
+		time.Sleep(time.Until(due)) // sleep: lines are sent at rate
 		for int64(i)-acked.Load() > 20*batchSize {
 			select {
 			case <-readDone:
@@ -722,15 +716,4 @@ func metric(t *testing.T, addr, name string) int {
 		}
 	}
 	return -1
-}
-
-func waitFor(t *testing.T, within time.Duration, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/loadtest"
 )
 
@@ -210,6 +211,7 @@ func (w *watcher) run(ctx context.Context, wsBase string) {
 		w.mu.Unlock()
 		c, _, err := websocket.Dial(ctx, url, nil)
 		if err != nil {
+			// sleep: a browser's pace of reconnecting while the server is down
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
@@ -309,11 +311,8 @@ func TestE2ERelayServerKilled(t *testing.T) {
 	relay := start(t, "relay", bin, "relay", "--server", base, "--feed", "e2e", "--token", "e2e-token",
 		"--file", journal, "--speed", "1", "--state", filepath.Join(dir, "relay.state"))
 
-	for w.count() < n/4 {
-		if ctx.Err() != nil {
-			t.Fatalf("only %d lines before the kill", w.count())
-		}
-		time.Sleep(5 * time.Millisecond)
+	if !testwait.UntilDone(ctx, func() bool { return w.count() >= n/4 }) {
+		t.Fatalf("only %d lines before the kill", w.count())
 	}
 	if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -322,7 +321,7 @@ func TestE2ERelayServerKilled(t *testing.T) {
 	srv.done <- nil
 	killedAt := w.count()
 	t.Logf("killed at %v", time.Since(began).Round(time.Millisecond))
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // sleep: the server stays down a while, as a crashed one does
 	srv2 := start(t, "serve-2", bin, serveArgs...)
 	waitHealthy(t, base, srv2)
 
@@ -336,10 +335,9 @@ func TestE2ERelayServerKilled(t *testing.T) {
 		t.Fatal("the relay did not finish")
 	}
 	t.Logf("relay done at %v", time.Since(began).Round(time.Millisecond))
-	for w.count() < n && ctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // anything extra (a duplicate) would arrive now
+	testwait.UntilDone(ctx, func() bool { return w.count() >= n }) // checkExactlyOnce says what is missing
+	// sleep: a window in which anything extra (a duplicate) would arrive
+	time.Sleep(200 * time.Millisecond)
 	w.mu.Lock()
 	got := append([]int(nil), w.got...)
 	conns, skipped, cases := w.conns, w.skipped, fmt.Sprint(w.cases)
@@ -359,9 +357,7 @@ func TestE2ERelayServerKilled(t *testing.T) {
 	lctx, lcancel := context.WithTimeout(ctx, 20*time.Second)
 	defer lcancel()
 	go late.run(lctx, "ws://"+addr+"/feeds/e2e/ws")
-	for late.count() < n && lctx.Err() == nil {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.UntilDone(lctx, func() bool { return late.count() >= n }) // checkExactlyOnce says what is missing
 	late.mu.Lock()
 	lateGot := append([]int(nil), late.got...)
 	late.mu.Unlock()

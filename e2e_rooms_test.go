@@ -25,6 +25,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 func TestE2ERoomsSurviveRestart(t *testing.T) {
@@ -88,12 +89,12 @@ func TestE2ERoomsSurviveRestart(t *testing.T) {
 			}
 		}
 		// The notes: 503 while the tag's Reading loads, then the note.
-		deadline := time.Now().Add(time.Minute)
-		status, body := e2eGet(t, base+"/rooms/"+id+"/notes")
-		for status == http.StatusServiceUnavailable && time.Now().Before(deadline) {
-			time.Sleep(200 * time.Millisecond)
+		var status int
+		var body string
+		testwait.UntilEvery(time.Minute, 200*time.Millisecond, func() bool { // the check below says what came instead
 			status, body = e2eGet(t, base+"/rooms/"+id+"/notes")
-		}
+			return status != http.StatusServiceUnavailable
+		})
 		// Signed by the server: the client that wrote it gave no name in
 		// the room (the body's "author" is not read).
 		if want := `"text":"written before the restarts","author":"anonymous"`; status != 200 || !strings.Contains(body, want) {
@@ -143,7 +144,7 @@ func TestE2ERoomsSurviveRestart(t *testing.T) {
 
 	// Idle past a TTL of 1 s: the room expired, and its links say so.
 	sigkill(t, srv)
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(1500 * time.Millisecond) // sleep: the room's TTL of 1 s passes with no one in it
 	expired := func(when string) {
 		t.Helper()
 		for _, path := range []string{"/rooms/" + id, "/rooms/" + id + "?k=" + url.QueryEscape(key), "/rooms/" + id + "/pod-workers"} {
@@ -200,16 +201,13 @@ func e2eCreateRoom(t *testing.T, base string) (id, key string) {
 // the first server fetches (and verifies) the tag before it can show a room.
 func waitReading(t *testing.T, base string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		status, body := e2eGet(t, base+"/k8s/"+extractor.DefaultTag+"/")
-		if status == http.StatusOK {
-			return
-		}
-		if status != http.StatusAccepted || time.Now().After(deadline) {
-			t.Fatalf("GET /k8s/%s/: %d\n%s", extractor.DefaultTag, status, body)
-		}
-		time.Sleep(500 * time.Millisecond)
+	var status int
+	var body string
+	if !testwait.UntilEvery(3*time.Minute, 500*time.Millisecond, func() bool {
+		status, body = e2eGet(t, base+"/k8s/"+extractor.DefaultTag+"/")
+		return status != http.StatusAccepted
+	}) || status != http.StatusOK {
+		t.Fatalf("GET /k8s/%s/: %d\n%s", extractor.DefaultTag, status, body)
 	}
 }
 

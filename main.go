@@ -100,18 +100,16 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
-// newFlagSet returns a flag set that reports errors instead of exiting, with
-// every flag also readable from SYNCLOOP_<NAME> in the environment (set after
-// the flags are defined, by envDefaults).
+// newFlagSet returns a flag set that reports errors to s.stderr instead of
+// exiting. Parse it with parseFlags, which first takes each flag's default
+// from SYNCLOOP_<NAME> in the environment (so the flags must be defined by
+// then).
 func newFlagSet(name string, s stdio) *flag.FlagSet {
 	fs := flag.NewFlagSet("syncloop "+name, flag.ContinueOnError)
 	fs.SetOutput(s.stderr)
 	return fs
 }
 
-// parseFlags parses args into fs after taking each flag's default from the
-// environment variable SYNCLOOP_<NAME> (dashes become underscores), so every
-// flag can be set either way; the command line wins.
 // setUsage makes fl's usage the command's help, its flags, and the exit
 // statuses the commands that print data share.
 func setUsage(fl *flag.FlagSet, help string) {
@@ -122,6 +120,9 @@ func setUsage(fl *flag.FlagSet, help string) {
 	}
 }
 
+// parseFlags parses args into fs after taking each flag's default from the
+// environment variable SYNCLOOP_<NAME> (dashes become underscores), so every
+// flag can be set either way; the command line wins.
 func parseFlags(fs *flag.FlagSet, args []string, getenv func(string) string) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {

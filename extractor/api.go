@@ -31,23 +31,16 @@ type Options struct {
 	Logger *slog.Logger // nil means discard
 }
 
-// Load returns the Reading for opts.Tag (or opts.SourceDir): from the cache
-// when present, otherwise fetched, verified, extracted and cached.
-// Implemented in fetch.go; Cached, CachedTags and CacheDir (cache.go) answer
-// from the cache alone, and CheckTag (tag.go) says whether a tag is one
-// Load would try. Errors match ErrInvalidTag, ErrUnknownTag,
-// ErrUnsupportedTag, ErrProxyUnreachable, ErrNoProxy, ErrChecksumMismatch or
-// ErrNotKubernetes (tag.go) with errors.Is.
-var _ = Load
+// The package's two entry points, documented where they are written: Load
+// (fetch.go) returns the Reading for opts.Tag or opts.SourceDir, from the
+// cache when present, otherwise fetched, verified, extracted and cached;
+// Extract (parse.go) builds a Reading from a Kubernetes source tree. Cached,
+// CachedTags and CacheDir (cache.go) answer from the cache alone, CheckTag
+// (tag.go) says whether a tag is one Load would try, and the errors Load's
+// match with errors.Is are in tag.go.
 
-// Extract builds the Reading from fsys, a file system rooted at the top of a
-// Kubernetes source tree (a module zip's k8s.io/kubernetes@TAG/ directory or
-// a checkout). It fills everything but ModuleHash, Source and Verified.
-// Implemented in parse.go.
-var _ = Extract
-
-// compile-time shape of the two entry points, kept here so fetch.go and
-// parse.go agree.
+// The entry points' shapes, checked at compile time, so that fetch.go and
+// parse.go agree with what callers are told above.
 var (
 	_ func(context.Context, Options) (*Reading, error) = Load
 	_ func(fs.FS, string, []string) (*Reading, error)  = Extract

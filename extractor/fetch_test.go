@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,8 @@ import (
 	"golang.org/x/mod/sumdb"
 	"golang.org/x/mod/sumdb/dirhash"
 	"golang.org/x/mod/sumdb/note"
+
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // env returns a getenv over vars only, so the tests never see the
@@ -88,7 +91,7 @@ func newProxy(t testing.TB, zips map[string][]byte, options ...func(*proxy)) *pr
 	}
 	p.mux.HandleFunc("/k8s.io/kubernetes/@v/", func(w http.ResponseWriter, r *http.Request) {
 		p.zipRequests.Add(1)
-		time.Sleep(p.delay)
+		time.Sleep(p.delay) // sleep: the fake proxy is slow by p.delay
 		if p.status != 0 {
 			http.Error(w, "status forced by the test", p.status)
 			return
@@ -566,11 +569,16 @@ func TestLoadSharesOneFetch(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() { _, errs[i] = Load(t.Context(), opts) })
 	}
-	for requests.Load() == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(50 * time.Millisecond) // let every Load join the one in flight
+	// Every Load has joined the one in flight: the fetch's request is made,
+	// and each of the eight waits for its result, as their stacks say.
+	joined := testwait.Until(10*time.Second, func() bool {
+		return requests.Load() > 0 && loadsWaiting() == len(errs)
+	})
 	close(release)
+	if !joined {
+		wg.Wait()
+		t.Fatalf("%d of %d Loads waited on a fetch in flight (%d requests)", loadsWaiting(), len(errs), requests.Load())
+	}
 	wg.Wait()
 	for i, err := range errs {
 		if !errors.Is(err, ErrUnknownTag) {
@@ -768,4 +776,17 @@ func TestLoadFromModCacheMini(t *testing.T) {
 	if st, ok := readStamp(cache, tag, filepath.Join(mod, "cache", "download", "k8s.io", "kubernetes", "@v", tag+".zip")); !ok || st.Hash != hash || st.Verified != VerifiedZiphash {
 		t.Errorf("stamp = %+v, %v; want the zip stamped verified by its .ziphash", st, ok)
 	}
+}
+
+// loadsWaiting is how many goroutines wait in Load's select for a fetch.
+func loadsWaiting() int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		head, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(head, "[select") && strings.Contains(g, "/extractor.Load(") {
+			n++
+		}
+	}
+	return n
 }

@@ -34,36 +34,7 @@ func (x *extraction) twoSets() ([]SetDecl, error) {
 		return nil, x.notKubernetes("pkg", err)
 	}
 
-	// Inflating ~25 MB of source is most of Extract's time: spread it over
-	// the cores. Each worker keeps the files that mention a name.
-	srcs := make([][]byte, len(paths))
-	errs := make([]error, len(paths))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range max(1, min(runtime.GOMAXPROCS(0), 8)) {
-		wg.Go(func() {
-			// One buffer per worker: only the few files that match are
-			// copied out, which spares the collector ~25 MB per Extract.
-			var buf []byte
-			for i := range next {
-				var err error
-				buf, err = readInto(x.fsys, paths[i], buf[:0])
-				if err != nil {
-					errs[i] = err
-					continue
-				}
-				if bytes.Contains(buf, []byte("StateOfWorld")) {
-					srcs[i] = bytes.Clone(buf)
-				}
-			}
-		})
-	}
-	for i := range paths {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-
+	srcs, errs := x.readMentioning(paths, []byte("StateOfWorld"))
 	out := []SetDecl{}
 	for i, p := range paths {
 		if errs[i] != nil {
@@ -102,6 +73,43 @@ func (x *extraction) twoSets() ([]SetDecl, error) {
 		return out[i].Line < out[j].Line
 	})
 	return out, nil
+}
+
+// readMentioning reads the files at paths and keeps those that contain
+// word: srcs[i] is the file at paths[i] when it does, nil otherwise, and
+// errs[i] what reading it failed with.
+func (x *extraction) readMentioning(paths []string, word []byte) (srcs [][]byte, errs []error) {
+	// Inflating ~25 MB of source is most of Extract's time: spread it over
+	// the cores. Each worker keeps the files that mention a name.
+	srcs = make([][]byte, len(paths))
+	errs = make([]error, len(paths))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range max(1, min(runtime.GOMAXPROCS(0), 8)) {
+		wg.Go(func() {
+			// One buffer per worker: only the few files that match are
+			// copied out, which spares the collector ~25 MB per Extract.
+			var buf []byte
+			for i := range next {
+				var err error
+				buf, err = readInto(x.fsys, paths[i], buf[:0])
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				if bytes.Contains(buf, word) {
+					srcs[i] = bytes.Clone(buf)
+				}
+			}
+		})
+	}
+	for i := range paths {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+
+	return srcs, errs
 }
 
 // readInto appends the contents of name to buf.

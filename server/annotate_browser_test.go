@@ -27,6 +27,7 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/browsertest"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 )
@@ -246,12 +247,11 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 				t.Log(eval[string](t, p, `[...document.querySelectorAll('#case-config .annot-comment')].map(c => c.className + ' :: ' + c.textContent.slice(0, 300) + ' :: ' + (c.querySelector('form.annot-edit textarea')?.value || '-')).join(' ## ') + ' TOAST ' + document.getElementById('toast')?.textContent`))
 			}
 		}
-		for deadline := time.Now().Add(10 * time.Second); !eval[bool](t, driver, `(() => { const c = `+card+`; return !!c && c.querySelector('.annot-comment-body').textContent.includes('at every ADD') && !c.querySelector('form.annot-edit') })()`); {
-			if time.Now().After(deadline) {
-				diag()
-				t.Fatal("Bob's edit not on Ann's page")
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !testwait.Until(10*time.Second, func() bool {
+			return eval[bool](t, driver, `(() => { const c = `+card+`; return !!c && c.querySelector('.annot-comment-body').textContent.includes('at every ADD') && !c.querySelector('form.annot-edit') })()`)
+		}) {
+			diag()
+			t.Fatal("Bob's edit not on Ann's page")
 		}
 		for _, p := range []context.Context{driver, viewer} {
 			if !eval[bool](t, p, `(() => { const c = `+card+`, r = `+reply+`; return !c.classList.contains('annot-reply') && c.nextElementSibling === r && r.classList.contains('annot-reply') })()`) {
@@ -300,17 +300,15 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		set(viewer, "Bob: a safety net for missed PLEG events.")
 		var loser, winner context.Context
 		var loserText, winnerText, winnerName string
-		deadline := time.Now().Add(10 * time.Second)
-		for loser == nil && time.Now().Before(deadline) {
+		testwait.Until(10*time.Second, func() bool {
 			switch {
 			case eval[bool](t, driver, prompt):
 				loser, winner, loserText, winnerText, winnerName = driver, viewer, "Ann: the periodic sync re-queues every pod worker.", "Bob: a safety net for missed PLEG events.", "Bob"
 			case eval[bool](t, viewer, prompt):
 				loser, winner, loserText, winnerText, winnerName = viewer, driver, "Bob: a safety net for missed PLEG events.", "Ann: the periodic sync re-queues every pod worker.", "Ann"
-			default:
-				time.Sleep(50 * time.Millisecond)
 			}
-		}
+			return loser != nil
+		})
 		if loser == nil {
 			t.Fatalf("no merge prompt on either page; Ann's box %q, Bob's %q", box(driver), box(viewer))
 		}
@@ -338,7 +336,7 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		// the other's revision, and "Keep both" merged a stale copy).
 		eval[bool](t, loser, `(() => { const i = document.querySelector('`+field+` textarea'); i.value += ' And more.'; i.dispatchEvent(new Event('input')); i.blur(); return true })()`)
 		loserText += " And more."
-		time.Sleep(1200 * time.Millisecond) // three saves' worth
+		time.Sleep(1200 * time.Millisecond) // sleep: three saves' worth, in which an auto-save would have gone out
 		if got := serverText(); got != winnerText {
 			t.Errorf("with the prompt open, the server's text became %q, want the other's %q kept", got, winnerText)
 		}
@@ -351,10 +349,8 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		// replaced by it).
 		set(winner, winnerText+" Edited.")
 		winnerText += " Edited."
-		for deadline := time.Now().Add(5 * time.Second); serverText() != winnerText && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
-		}
-		time.Sleep(500 * time.Millisecond) // its live event reaches the other page in milliseconds
+		testwait.Until(5*time.Second, func() bool { return serverText() == winnerText }) // the checks below say what came
+		time.Sleep(500 * time.Millisecond)                                               // sleep: a window for its live event, which reaches the other page in milliseconds
 		if got := box(loser); got != loserText {
 			t.Errorf("a remote update replaced the unsaved box: %q, want %q", got, loserText)
 		}
@@ -419,17 +415,12 @@ func TestBrowserAnnotateRoom(t *testing.T) {
 		}
 		eval[bool](t, driver, `(() => { document.querySelector('[data-annot-export]').click(); return true })()`)
 		var md []byte
-		deadline := time.Now().Add(10 * time.Second)
-		for time.Now().Before(deadline) {
-			files, _ := filepath.Glob(filepath.Join(dir, "*.md"))
-			if len(files) == 1 {
+		testwait.Until(10*time.Second, func() bool { // the checks below say what is missing
+			if files, _ := filepath.Glob(filepath.Join(dir, "*.md")); len(files) == 1 {
 				md, _ = os.ReadFile(files[0])
-				if len(md) > 0 {
-					break
-				}
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return len(md) > 0
+		})
 		for _, want := range []string{"Written by: Ann, Bob, Dana", "```text\nPod specs from the sources", "(Ann, ", "the ADD log: V(2)", "kubelet.go:2423 (Bob", "Dana's own sentence."} {
 			if !strings.Contains(string(md), want) {
 				t.Errorf("the downloaded worksheet lacks %q:\n%.600s", want, md)
@@ -677,12 +668,11 @@ func TestBrowserAnnotateAlone(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.ScrollIntoView(`[data-annot-export]`), chromedp.Click(`[data-annot-export]`)); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(10 * time.Second)
 		var got []byte
-		for len(got) == 0 && time.Now().Before(deadline) {
+		testwait.Until(10*time.Second, func() bool { // the check below says what came
 			got, _ = os.ReadFile(filepath.Join(dir, "syncloop-worksheet-v1.36.0-mine.md"))
-			time.Sleep(100 * time.Millisecond)
-		}
+			return len(got) > 0
+		})
 		if !strings.Contains(string(got), "Config updates") {
 			t.Errorf("the downloaded worksheet: %q", got)
 		}
@@ -724,12 +714,8 @@ func TestBrowserAnnotateRoomEnds(t *testing.T) {
 		t.Fatalf("%d notes written, want none", n)
 	}
 	start := time.Now()
-	deadline := start.Add(15 * time.Second)
-	for !eval[bool](t, ctx, `!!document.querySelector('[data-annot-ended]')`) {
-		if time.Now().After(deadline) {
-			t.Fatal("the page of an ended room still takes notes")
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testwait.Until(15*time.Second, func() bool { return eval[bool](t, ctx, `!!document.querySelector('[data-annot-ended]')`) }) {
+		t.Fatal("the page of an ended room still takes notes")
 	}
 	t.Logf("read-only %v after the room's TTL began", time.Since(start).Round(100*time.Millisecond))
 	for _, js := range []string{
@@ -750,12 +736,12 @@ func TestBrowserAnnotateRoomEnds(t *testing.T) {
 	allowDownloads(t, ctx, dir)
 	eval[bool](t, ctx, `(() => { document.querySelector('[data-annot-export]').click(); return true })()`)
 	var md []byte
-	for deadline := time.Now().Add(10 * time.Second); len(md) == 0 && time.Now().Before(deadline); {
+	testwait.Until(10*time.Second, func() bool { // the check below says what came
 		if files, _ := filepath.Glob(filepath.Join(dir, "*.md")); len(files) == 1 {
 			md, _ = os.ReadFile(files[0])
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return len(md) > 0
+	})
 	if !strings.Contains(string(md), "# syncloop worksheet") {
 		t.Errorf("the ended room's download: %q", md)
 	}

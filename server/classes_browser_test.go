@@ -137,7 +137,7 @@ func TestBrowserClass(t *testing.T) {
 
 	t.Run("a room's demo shows, and does not count as fired", func(t *testing.T) {
 		waitFor(t, ann, "demo lines in Ann's live pane, labelled", `document.querySelectorAll('#live li.ll-demo[data-seq]').length >= 3 && !!document.querySelector('#live .is-demo, #live.is-demo')`)
-		time.Sleep(1500 * time.Millisecond) // the overview would have counted them by now
+		time.Sleep(1500 * time.Millisecond) // sleep: a window in which the overview would have counted them
 		if got := eval[string](t, instructor, row(annRoom)+`.querySelector('td[data-label="Fired"]').textContent`); got != "none yet" {
 			t.Errorf("Ann's room, demo only, shows fired %q", got)
 		}
@@ -362,7 +362,7 @@ func TestBrowserClass(t *testing.T) {
 					if over := eval[bool](t, p.ctx, `document.documentElement.scrollWidth > innerWidth + 1`); over {
 						t.Errorf("%s at %s px: the page scrolls sideways", p.name, vp.name)
 					}
-					time.Sleep(200 * time.Millisecond)
+					settle(t, p.ctx)
 					eval[bool](t, p.ctx, `(scrollTo(0, 0), true)`)
 					screenshot(t, p.ctx, p.name+"-"+vp.name+"-"+scheme+".png", false)
 					screenshot(t, p.ctx, p.name+"-"+vp.name+"-"+scheme+"-full.png", true)

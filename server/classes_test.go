@@ -25,6 +25,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/wstest"
@@ -274,16 +275,11 @@ func TestClass(t *testing.T) {
 
 	t.Run("the overview", func(t *testing.T) {
 		var o classes.Overview
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		if !testwait.Until(5*time.Second, func() bool {
 			o = overviewOf(t, ts, class, key)
-			if len(o.Rooms) == 6 && o.Rooms[1].Fired["config"] == 3 && len(o.Rooms[0].Readers) == 2 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the overview never showed the rooms as they are: %+v", o.Rooms)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return len(o.Rooms) == 6 && o.Rooms[1].Fired["config"] == 3 && len(o.Rooms[0].Readers) == 2
+		}) {
+			t.Fatalf("the overview never showed the rooms as they are: %+v", o.Rooms)
 		}
 		a, b, c := o.Rooms[0], o.Rooms[1], o.Rooms[2]
 		if a.ID != ids[0] || a.Driver != "Ann" || strings.Join(a.Readers, ",") != "Ann,Bob" || a.Tag != fixture.Tag {
@@ -483,22 +479,18 @@ func TestClassTwoReplicas(t *testing.T) {
 		return m["t"] == "state" && len(rs) == 2
 	})
 	for i, ts := range []*httptest.Server{ts1, ts2} {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			o := overviewOf(t, ts, class, key)
+		var o classes.Overview
+		if !testwait.Until(5*time.Second, func() bool {
+			o = overviewOf(t, ts, class, key)
 			var row classes.RoomRow
 			for _, r := range o.Rooms {
 				if r.ID == a {
 					row = r
 				}
 			}
-			if len(o.Rooms) == 2 && row.Driver == "Ann" && slicesEqualSet(row.Readers, "Ann", "Bob") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("replica %d's overview: %+v", i+1, o.Rooms)
-			}
-			time.Sleep(50 * time.Millisecond)
+			return len(o.Rooms) == 2 && row.Driver == "Ann" && slicesEqualSet(row.Readers, "Ann", "Bob")
+		}) {
+			t.Fatalf("replica %d's overview: %+v", i+1, o.Rooms)
 		}
 	}
 }

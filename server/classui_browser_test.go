@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
@@ -110,7 +109,7 @@ func shotsAll(t *testing.T, ctx context.Context, name string, prepare func(v vie
 			if prepare != nil {
 				prepare(v)
 			}
-			time.Sleep(200 * time.Millisecond)
+			settle(t, ctx)
 			screenshot(t, ctx, fmt.Sprintf("%s-%s-%s.png", name, v.name, themeName(dark)), false)
 		}
 	}

@@ -54,7 +54,7 @@ func TestBrowserStopsOnRefusal(t *testing.T) {
 	waitFor(t, browser, "the room says it expired", `document.querySelector('[data-room-role]').textContent === 'this room expired'`)
 	waitFor(t, browser, "the live pane says it expired", `document.querySelector('.live-conn').textContent === 'the room expired'`)
 	n := sockets.Load()
-	time.Sleep(3 * time.Second) // several backoffs' worth
+	time.Sleep(3 * time.Second) // sleep: several backoffs' worth, in which a page that retried would open a socket
 	if more := sockets.Load() - n; more != 0 {
 		t.Errorf("%d more sockets opened after the refusals", more)
 	}

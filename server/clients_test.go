@@ -18,11 +18,11 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/testclock"
-	"github.com/syncloop/syncloop/server/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 	"github.com/syncloop/syncloop/server/rooms"
@@ -173,15 +173,10 @@ func TestSocketsPerClient(t *testing.T) {
 		t.Errorf("another client: %d", code)
 	}
 	open[0].Close(websocket.StatusNormalClosure, "")
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		if _, code := dial("/feeds/default/ws", "198.51.100.1"); code == http.StatusSwitchingProtocols {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("a closed socket did not free its place")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, "a closed socket freeing its place", func() bool {
+		_, code := dial("/feeds/default/ws", "198.51.100.1")
+		return code == http.StatusSwitchingProtocols
+	})
 }
 
 // A browser that stops answering (here: stops reading, so it never sees
@@ -212,7 +207,7 @@ func TestPingClosesSilentSockets(t *testing.T) {
 	}
 	// A browser that reads answers the pings and stays.
 	go drain(ctx, dialFeed(t, ctx, ts, "default"))
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // sleep: five pings' time, in which an unanswered one would close it
 	if n := subscribers(); n != 1 {
 		t.Errorf("a reading browser: %d subscribers after five pings, want 1", n)
 	}

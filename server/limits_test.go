@@ -196,7 +196,7 @@ func TestReadTimeoutSparesStreams(t *testing.T) {
 		}
 	}()
 
-	time.Sleep(3 * readTimeout)
+	time.Sleep(3 * readTimeout) // sleep: the read timeout passes, three times over, with the streams open
 	select {
 	case err := <-streamEnded:
 		t.Errorf("the note event stream %v past the read timeout", err)

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
@@ -172,7 +173,7 @@ func testLivePane(t *testing.T, demo bool) {
 		if eval[bool](t, ctx, `document.getElementById('live').livePane.paused`) {
 			eval[bool](t, ctx, `(document.querySelector('#live .live-more').click(), true)`)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // sleep: a window in which a pane that pauses by itself would pause
 		if eval[bool](t, ctx, `document.getElementById('live').livePane.paused`) {
 			t.Fatal("the pane paused itself")
 		}
@@ -236,22 +237,19 @@ func TestBrowserReconnectCountdown(t *testing.T) {
 	eval[bool](t, ctx, `(document.getElementById('live').livePane.ws.close(), true)`)
 	// The waits grow (0.5, 1, 2, 4 s…): one of 3 s or more is counted down.
 	conn := `document.querySelector('#live .live-conn').textContent`
-	deadline := time.Now().Add(20 * time.Second)
 	var n int
-	for {
-		txt := eval[string](t, ctx, conn)
+	var txt string
+	if !testwait.Until(20*time.Second, func() bool {
+		txt = eval[string](t, ctx, conn)
 		if m := regexp.MustCompile(`reconnecting in (\d+) s`).FindStringSubmatch(txt); m != nil {
-			if n, _ = strconv.Atoi(m[1]); n >= 3 {
-				break
-			}
+			n, _ = strconv.Atoi(m[1])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no countdown of 3 s or more; the pane says %q", txt)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return n >= 3
+	}) {
+		t.Fatalf("no countdown of 3 s or more; the pane says %q", txt)
 	}
-	time.Sleep(1100 * time.Millisecond)
-	txt := eval[string](t, ctx, conn)
+	time.Sleep(1100 * time.Millisecond) // sleep: a second passes, and the countdown must follow it
+	txt = eval[string](t, ctx, conn)
 	m := regexp.MustCompile(`reconnecting in (\d+) s`).FindStringSubmatch(txt)
 	if m == nil {
 		t.Fatalf("a second later the pane says %q", txt)
@@ -263,12 +261,10 @@ func TestBrowserReconnectCountdown(t *testing.T) {
 	// a loaded machine, and the countdown ran out while it was taken.
 	screenshot(t, ctx, "reconnect-countdown.png", false)
 	refuse.Store(false)
-	deadline = time.Now().Add(20 * time.Second)
-	for eval[string](t, ctx, `document.querySelector('#live .live-conn').dataset.state`) != "up" {
-		if time.Now().After(deadline) {
-			t.Fatalf("not connected again once the server takes the socket: %q", eval[string](t, ctx, conn))
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !testwait.Until(20*time.Second, func() bool {
+		return eval[string](t, ctx, `document.querySelector('#live .live-conn').dataset.state`) == "up"
+	}) {
+		t.Fatalf("not connected again once the server takes the socket: %q", eval[string](t, ctx, conn))
 	}
 	watch.check(t)
 }
@@ -291,7 +287,7 @@ func TestBrowserPaneUpdatesAFewTimesASecond(t *testing.T) {
 			if (rows) { paneUpdates.updates++; paneUpdates.rows += rows; }
 		}).observe(document.querySelector('#live .live-lines'), {childList: true});
 		return true; })()`)
-	time.Sleep(3 * time.Second)
+	time.Sleep(3 * time.Second) // sleep: updates are counted over three seconds
 	type counts struct{ Updates, Rows int }
 	c := eval[counts](t, ctx, `window.paneUpdates`)
 	t.Logf("in 3 s: %d rows added in %d updates", c.Rows, c.Updates)

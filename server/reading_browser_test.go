@@ -105,7 +105,7 @@ func TestBrowserShots(t *testing.T) {
 			}
 			waitFor(t, ctx, "pleg lines", `document.querySelectorAll('#live li.ll[data-case="pleg"]').length >= 3`)
 			eval[bool](t, ctx, `(document.querySelector('[data-case-select="pleg"]').click(), true)`)
-			time.Sleep(300 * time.Millisecond)
+			settle(t, ctx)
 			name := fmt.Sprintf("shot-%s-%s", v.name, themeName(dark))
 			screenshot(t, ctx, name+"-pleg.png", false)
 			if sw := eval[int](t, ctx, fmt.Sprintf(`document.documentElement.scrollWidth - %d`, v.w)); sw > 0 {
@@ -114,7 +114,7 @@ func TestBrowserShots(t *testing.T) {
 			if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/"), chromedp.WaitReady("section.case")); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(300 * time.Millisecond)
+			settle(t, ctx)
 			screenshot(t, ctx, name+"-top.png", false)
 		}
 	}
@@ -163,7 +163,7 @@ const lineInView = `((li) => {
 // line several times), four looks at least; lines that never come fail it.
 func checkHeld(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
-	time.Sleep(250 * time.Millisecond) // a frame or two: the pane has placed it
+	settle(t, ctx) // the pane has placed it
 	type st struct {
 		Why    string
 		Paused bool
@@ -189,7 +189,7 @@ func checkHeld(t *testing.T, ctx context.Context, what string) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: %d lines arrived in 5 s (%d held at first): the pane held still while no line arrived, which proves nothing", what, s.Held-first.Held, first.Held)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // sleep: the pane is looked at over time, as lines arrive
 	}
 }
 
@@ -307,7 +307,7 @@ func TestBrowserPaneHoldsStill(t *testing.T) {
 			waitFor(t, ctx, "the lines on view", `document.querySelector('#live .live-lines').clientHeight > 50`)
 			// A scrollbar drag moves scrollTop and fires scroll, no wheel.
 			top := eval[float64](t, ctx, `(() => { const l = document.querySelector('#live .live-lines'); l.scrollTop = l.scrollHeight - l.clientHeight - 300; return l.scrollTop })()`)
-			time.Sleep(1500 * time.Millisecond)
+			time.Sleep(1500 * time.Millisecond) // sleep: a window in which a pane that does not hold would go back to the tail
 			type st struct {
 				Top    float64
 				Paused bool
@@ -326,7 +326,7 @@ func TestBrowserPaneHoldsStill(t *testing.T) {
 			if err := chromedp.Do(ctx, chromedp.Focus(`#live .live-lines`), chromedp.KeyEvent(kb.PageUp)); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(1500 * time.Millisecond)
+			time.Sleep(1500 * time.Millisecond) // sleep: a window in which a pane that does not hold would go back to the tail
 			if !eval[bool](t, ctx, `document.getElementById('live').livePane.paused && document.querySelector('#live .live-lines').scrollTop < document.querySelector('#live .live-lines').scrollHeight - document.querySelector('#live .live-lines').clientHeight - 50`) {
 				t.Fatal("PageUp in the pane did not hold it: it went back to the tail")
 			}
@@ -644,7 +644,7 @@ func TestBrowserSelectedCaseLinesArrive(t *testing.T) {
 				waitFor(t, ctx, fmt.Sprintf("pleg line %d after the one at selection in the pane, current", i+1),
 					fmt.Sprintf(`(() => { const ls = [...document.querySelectorAll('#live li.ll[data-case="pleg"]')]; const last = ls[ls.length - 1];
 						return Number(last.dataset.seq) > %d && last.classList.contains('cur') })()`, seen))
-				time.Sleep(100 * time.Millisecond)
+				settle(t, ctx)
 				if why := eval[string](t, ctx, lineInView+`(document.querySelector('#live li.ll.cur'))`); why != "" {
 					t.Fatalf("the new pleg line is not fully on view: %s", why)
 				}
@@ -722,7 +722,7 @@ func TestBrowserScrollTargets(t *testing.T) {
 				if eval[bool](t, ctx, fmt.Sprintf(`!!document.getElementById('L%d').closest('section.case')`, line)) {
 					t.Fatalf("liveness logs at L%d, inside a case: want a helper's line for this check", line)
 				}
-				time.Sleep(200 * time.Millisecond)
+				settle(t, ctx)
 				if why := eval[string](t, ctx, onView+fmt.Sprintf(`(document.getElementById('L%d'))`, line)); why != "" {
 					t.Errorf("L%d after clicking its log line: %s", line, why)
 				}
@@ -736,7 +736,7 @@ func TestBrowserScrollTargets(t *testing.T) {
 				screenshot(t, ctx, "helper-line-"+name+".png", false)
 				// A line inside a case (on one column, in its sticky code block).
 				line = eval[int](t, ctx, `(() => { const li = [...document.querySelectorAll('#live li.ll[data-case="pleg"][data-line]')].pop(); li.scrollIntoView({block: 'nearest'}); li.click(); return Number(li.dataset.line); })()`)
-				time.Sleep(200 * time.Millisecond)
+				settle(t, ctx)
 				if why := eval[string](t, ctx, onView+fmt.Sprintf(`(document.getElementById('L%d'))`, line)); why != "" {
 					t.Errorf("L%d (pleg) after clicking its log line: %s", line, why)
 				}
@@ -751,7 +751,7 @@ func TestBrowserScrollTargets(t *testing.T) {
 					if err := chromedp.Do(ctx, chromedp.KeyEvent("j")); err != nil {
 						t.Fatal(err)
 					}
-					time.Sleep(100 * time.Millisecond)
+					settle(t, ctx)
 					key := eval[string](t, ctx, `document.querySelector('section.case.selected')?.dataset.case || ''`)
 					if why := eval[string](t, ctx, onView+`(document.querySelector('section.case.selected > .case-head'))`); why != "" {
 						t.Errorf("j (%d) selected %q: its heading is not on view: %s", i+1, key, why)
@@ -764,14 +764,14 @@ func TestBrowserScrollTargets(t *testing.T) {
 					t.Fatal(err)
 				}
 				eval[bool](t, ctx, `(() => { const c = document.querySelector('[data-case-select="sync"]'); c.scrollIntoView({block: 'start', behavior: 'instant'}); scrollBy(0, -innerHeight * 0.75); c.click(); return true })()`)
-				time.Sleep(200 * time.Millisecond)
+				settle(t, ctx)
 				if why := eval[string](t, ctx, onView+`(document.querySelector('#case-sync > .case-head'))`); why != "" {
 					t.Errorf("the sync chip clicked low in the window: its heading is not on view: %s", why)
 				}
 				if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"#case-pleg"), chromedp.WaitReady("section.case")); err != nil {
 					t.Fatal(err)
 				}
-				time.Sleep(200 * time.Millisecond)
+				settle(t, ctx)
 				if why := eval[string](t, ctx, onView+`(document.querySelector('#case-pleg > .case-head'))`); why != "" {
 					t.Errorf("#case-pleg: its heading is not on view: %s", why)
 				}

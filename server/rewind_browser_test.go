@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
@@ -67,12 +68,9 @@ func TestBrowserPaneTakesBack(t *testing.T) {
 		// a reader would, the test resumes it. (A burst can pause it by
 		// itself: see the closing note of issue 24.)
 		count := `(() => { const b = document.querySelector('#live .live-pause'); if (b && b.textContent === 'Resume') b.click(); return document.querySelectorAll('#live li.ll[data-seq]').length; })()`
-		for deadline := time.Now().Add(15 * time.Second); eval[int](t, ctx, count) < total; {
-			if time.Now().After(deadline) {
-				t.Fatalf("the pane holds %d lines of %d, its last: %v", eval[int](t, ctx, `document.querySelectorAll('#live li.ll[data-seq]').length`), total,
-					eval[[][2]string](t, ctx, `[...document.querySelectorAll('#live li.ll[data-seq]')].map((li) => [li.dataset.seq, li.textContent.slice(0, 60)]).slice(-6)`))
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !testwait.Until(15*time.Second, func() bool { return eval[int](t, ctx, count) >= total }) {
+			t.Fatalf("the pane holds %d lines of %d, its last: %v", eval[int](t, ctx, `document.querySelectorAll('#live li.ll[data-seq]').length`), total,
+				eval[[][2]string](t, ctx, `[...document.querySelectorAll('#live li.ll[data-seq]')].map((li) => [li.dataset.seq, li.textContent.slice(0, 60)]).slice(-6)`))
 		}
 		rows := eval[[][2]string](t, ctx, `[...document.querySelectorAll('#live li.ll[data-seq]')].map((li) => [li.dataset.seq, li.textContent])`)
 		marker := regexp.MustCompile(`r\d+\.\d-\d+`)

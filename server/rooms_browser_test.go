@@ -197,7 +197,7 @@ func TestBrowserRoom(t *testing.T) {
 		v.send(t, ctx, map[string]any{"t": "take"})
 		v.until(t, ctx, "a refusal to take the wheel", func(m map[string]any) bool { return m["t"] == "error" })
 		v.c.Close(websocket.StatusNormalClosure, "")
-		time.Sleep(300 * time.Millisecond) // what a wrongly accepted message would have moved
+		time.Sleep(300 * time.Millisecond) // sleep: a window in which a wrongly accepted message would have moved the page
 		if got := eval[string](t, viewer, `document.querySelector('section.case.selected')?.dataset.case || ''`); got != "pleg" {
 			t.Errorf("the viewer's page moved to %q", got)
 		}
@@ -399,7 +399,7 @@ func TestBrowserRoom(t *testing.T) {
 		// Ann, no longer driving, moves only her own page.
 		clickCase(driver, "liveness")
 		waitFor(t, driver, "Ann reads on her own", `!document.querySelector('[data-room-paused]').hidden`)
-		time.Sleep(300 * time.Millisecond) // what a wrongly accepted position would have moved
+		time.Sleep(300 * time.Millisecond) // sleep: a window in which a wrongly accepted position would have moved the page
 		if !eval[bool](t, viewer, selected("config")+` && !`+selected("liveness")) {
 			t.Error("Ann, who handed the wheel away, moved Bob's page")
 		}
@@ -424,7 +424,7 @@ func TestBrowserRoom(t *testing.T) {
 		clickCase(driver, "sync")
 		waitFor(t, viewer, "Bob's page follows Ann's to sync", selected("sync"))
 		clickCase(viewer, "pleg")
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // sleep: a window in which a wrongly accepted click would have moved Ann's page
 		if !eval[bool](t, driver, selected("sync")+` && `+isDriving) {
 			t.Error("Bob moved Ann's page after she took the wheel back")
 		}
@@ -443,7 +443,7 @@ func TestBrowserRoom(t *testing.T) {
 		}
 		// (The bar scrolls away on a phone: the reader goes up to it.)
 		eval[bool](t, viewer, `(window.dispatchEvent(new WheelEvent('wheel', {deltaY: -400})), scrollTo(0, 0), true)`)
-		time.Sleep(300 * time.Millisecond)
+		settle(t, viewer)
 		eval[bool](t, viewer, `(scrollTo(0, 0), document.querySelector('[data-room-more]').click(), true)`)
 		waitFor(t, viewer, "the panel open", `!document.getElementById('room-panel').hidden`)
 		gap := eval[float64](t, viewer, `(() => { const m = document.querySelector('[data-room-more]').getBoundingClientRect(), p = document.getElementById('room-panel').getBoundingClientRect();

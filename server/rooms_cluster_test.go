@@ -16,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
@@ -45,11 +46,12 @@ func TestRoomImportsRoomsJSON(t *testing.T) {
 	}
 	for start := range 2 {
 		s, ts := newRoomServer(t, dir, nil)
-		status, body := httpGet(t, ts.URL+"/rooms/"+id+"?k="+key)
-		for end := time.Now().Add(10 * time.Second); status == http.StatusAccepted && time.Now().Before(end); { // its tag loading
-			time.Sleep(50 * time.Millisecond)
+		var status int
+		var body string
+		testwait.Until(10*time.Second, func() bool { // its tag loading; the check below says what came instead
 			status, body = httpGet(t, ts.URL+"/rooms/"+id+"?k="+key)
-		}
+			return status != http.StatusAccepted
+		})
 		if status != 200 || !strings.Contains(body, "v1.31.0") {
 			t.Fatalf("start %d: the imported room's driver link: %d %.200s", start, status, body)
 		}
@@ -202,11 +204,12 @@ func TestRoomAcrossReplicas(t *testing.T) {
 	// is told to load again, and replica 2 serves the room at the new tag.
 	d.send(t, ctx, map[string]any{"t": "tag", "tag": "v1.31.0"})
 	f.until(t, ctx, "a reload to v1.31.0 on replica 2", func(m map[string]any) bool { return m["t"] == "reload" && m["tag"] == "v1.31.0" })
-	status, body := httpGet(t, ts2.URL+"/rooms/"+id)
-	for end := time.Now().Add(10 * time.Second); status == http.StatusAccepted && time.Now().Before(end); { // the tag loading there
-		time.Sleep(50 * time.Millisecond)
+	var status int
+	var body string
+	testwait.Until(10*time.Second, func() bool { // the tag loading there; the check below says what came instead
 		status, body = httpGet(t, ts2.URL+"/rooms/"+id)
-	}
+		return status != http.StatusAccepted
+	})
 	if status != 200 || !strings.Contains(body, `data-tag="v1.31.0"`) {
 		t.Errorf("the room on replica 2 after the switch: %d", status)
 	}
@@ -256,7 +259,7 @@ func TestRoomWheelRaceAcrossReplicas(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(time.Until(until))
+		time.Sleep(time.Until(until)) // sleep: the drivers seen in the first second and a half count
 		mu.Lock()
 		seen := maps.Clone(drivers)
 		mu.Unlock()
@@ -366,15 +369,9 @@ func TestRoomTokenOnEveryReplica(t *testing.T) {
 
 	d.send(t, ctx, map[string]any{"t": "rotate"})
 	tok := d.until(t, ctx, "the new token", func(m map[string]any) bool { return m["t"] == "token" })["token"].(string)
-	for {
-		_, code := ingest(d.token)
-		if code == http.StatusUnauthorized {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the rotated-out token on replica 2: status %d, want 401", code)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var old int
+	if !testwait.UntilDone(ctx, func() bool { _, old = ingest(d.token); return old == http.StatusUnauthorized }) {
+		t.Fatalf("the rotated-out token on replica 2: status %d, want 401", old)
 	}
 	rl, code = ingest(tok)
 	if rl == nil {

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // cpuTime is the CPU this process has used, user and system.
@@ -43,14 +46,16 @@ func maxNote(seed int) string {
 // eventWriter is a page's end of an event stream: it counts the note
 // events it is sent.
 type eventWriter struct {
-	h     http.Header
-	notes chan struct{}
+	h      http.Header
+	notes  chan struct{}
+	writes atomic.Int64 // a stream writes its snapshot once subscribed
 }
 
 func (w *eventWriter) Header() http.Header { return w.h }
 func (w *eventWriter) WriteHeader(int)     {}
 func (w *eventWriter) Flush()              {}
 func (w *eventWriter) Write(p []byte) (int, error) {
+	w.writes.Add(1)
 	if bytes.Contains(p, []byte("event: note")) {
 		w.notes <- struct{}{}
 	}
@@ -96,7 +101,9 @@ func BenchmarkNoteWriteSubscribers(b *testing.B) {
 				wg.Go(func() { r.ServeHTTP(w, req) })
 			}
 			defer func() { cancel(); wg.Wait() }()
-			time.Sleep(200 * time.Millisecond) // the streams subscribe
+			testwait.For(b, 10*time.Second, "every stream subscribed (its snapshot written)", func() bool {
+				return !slices.ContainsFunc(pages, func(w *eventWriter) bool { return w.writes.Load() == 0 })
+			})
 			texts := []string{maxNote(1), maxNote(2)}
 			var rev uint64
 			b.ResetTimer()
@@ -221,7 +228,7 @@ func BenchmarkSnapshotCostlyRoom(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // the store's copy has them
+	testwait.For(b, 10*time.Second, "the store's copy has the 31 notes", func() bool { return len(s.Notes(room)) >= 31 })
 	// One page is already open: what is measured is each page after it.
 	for i := -1; i < b.N; i++ {
 		if i == 0 {

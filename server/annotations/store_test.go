@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/annotations/anchor"
 )
 
@@ -111,8 +113,13 @@ func TestLimitsAndCleaning(t *testing.T) {
 	var err2 error
 	for i := 0; i < MaxRoomBytes/MaxNoteBytes+2 && err2 == nil; i++ {
 		q := &anchor.Quote{Exact: "x", Start: 1, End: 1}
-		_, err2 = s.Put(ctx, room, Note{ID: "comment.c" + strings.Repeat("0", 5) + string(rune('a'+i%26)) + string(rune('a'+i/26)), Text: big, Author: "A", Quote: q}, 0)
-		time.Sleep(5 * time.Millisecond) // the copy the limit reads is the watcher's
+		id := "comment.c" + strings.Repeat("0", 5) + string(rune('a'+i%26)) + string(rune('a'+i/26))
+		if _, err2 = s.Put(ctx, room, Note{ID: id, Text: big, Author: "A", Quote: q}, 0); err2 == nil {
+			// The copy the limit reads is the watcher's.
+			testwait.For(t, 5*time.Second, "the watcher's copy has "+id, func() bool {
+				return slices.ContainsFunc(s.Notes(room), func(n Note) bool { return n.ID == id })
+			})
+		}
 	}
 	if !errors.Is(err2, ErrTooLarge) {
 		t.Errorf("filling a room: %v, want ErrTooLarge", err2)
@@ -149,10 +156,7 @@ func TestRestartAndDeleteRoom(t *testing.T) {
 	if err := s.DeleteRoom(ctx, room); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Second)
-	for len(s.Notes(room)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(time.Second, func() bool { return len(s.Notes(room)) == 0 }) // the check below says what is left
 	if n := s.Notes(room); len(n) != 0 {
 		t.Errorf("after DeleteRoom: %+v", n)
 	}

@@ -65,7 +65,7 @@ func klogEntry(h klogHeader, body string) entry {
 	if msg, kvs, ok := structured(body); ok {
 		e.message, e.kvs = msg, kvs
 		if strings.Contains(kvs, "pod") {
-			e.pods = kvPods(kvs)
+			e.podsIn = podsInKVs
 		}
 		if msg == "Kubelet version" {
 			e.version = version(kvString(kvs, "kubeletVersion"))
@@ -74,7 +74,7 @@ func klogEntry(h klogHeader, body string) entry {
 	}
 	e.message = body
 	if strings.IndexByte(body, '_') >= 0 {
-		e.pods = oldPods(body)
+		e.podsIn = podsInMessage
 	}
 	// v1.20: klog.Infof("Version: %+v", version.Get()) in cmd/kubelet/app/server.go.
 	if v, ok := strings.CutPrefix(body, "Version: "); ok {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/wstest"
@@ -68,12 +69,8 @@ func TestRoomDemo(t *testing.T) {
 	if ack := wstest.Send(t, ctx, in, lines...); ack != "2" {
 		t.Fatalf("ack %q", ack)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for l.FeedFired(feed)["pleg"] != 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("fired %v, want pleg 3", l.FeedFired(feed))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Until(5*time.Second, func() bool { return l.FeedFired(feed)["pleg"] == 3 }) {
+		t.Fatalf("fired %v, want pleg 3", l.FeedFired(feed))
 	}
 	if f := l.FeedFired(feed); len(f) != 1 {
 		t.Errorf("fired %v: demo lines counted", f)
@@ -83,7 +80,7 @@ func TestRoomDemo(t *testing.T) {
 	}
 	// The demo stopped, and a later watch does not start it again.
 	l.RoomDemo(feed)
-	time.Sleep(100 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // sleep: a window in which a demo started again would start
 	f, _ := l.existingFeed(feed)
 	f.mu.Lock()
 	source, running := f.source, f.demoStop != nil

@@ -21,6 +21,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/natstest"
@@ -678,7 +679,7 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 			t.Fatalf("visit %d: %d", i, code)
 		}
 		// The visitor has gone once its handler has detached.
-		for deadline := time.Now().Add(5 * time.Second); ; {
+		testwait.For(t, 5*time.Second, fmt.Sprintf("visit %d's end", i), func() bool {
 			l.mu.Lock()
 			f := l.feeds[name]
 			l.mu.Unlock()
@@ -688,14 +689,8 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 				relays = f.relays
 				f.mu.Unlock()
 			}
-			if relays == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("visit %d never ended", i)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return relays == 0
+		})
 	}
 	l.mu.Lock()
 	n, kept := len(l.feeds), l.feeds["kept-lines"] != nil && l.feeds["kept-reader"] != nil && l.feeds[defaultFeed] != nil
@@ -749,31 +744,21 @@ func TestLiveDemoOnePerCluster(t *testing.T) {
 		}
 		return n
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for holders() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d replicas hold the demo lease; want 1", holders())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(10*time.Second, func() bool { return holders() == 1 }) {
+		t.Fatalf("%d replicas hold the demo lease; want 1", holders())
 	}
 	for range 20 { // and it stays so
 		if n := holders(); n != 1 {
 			t.Fatalf("%d replicas hold the demo lease; want 1", n)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // sleep: the lease is watched over 200 ms
 	}
 	holder, other := l1, l2
 	if !holder.demoHeld.Load() {
 		holder, other = l2, l1
 	}
 	holder.Close()
-	deadline = time.Now().Add(demoLeaseTTL)
-	for !other.demoHeld.Load() {
-		if time.Now().After(deadline) {
-			t.Fatal("the other replica did not take the demo over")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testwait.For(t, demoLeaseTTL, "the other replica taking the demo over", other.demoHeld.Load)
 }
 
 // TestLiveTagDemo: while the server's feed is the demo, a page at another
@@ -857,13 +842,7 @@ func TestLiveTagDemo(t *testing.T) {
 		defer l.mu.Unlock()
 		return l.feeds[name] != nil
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for has("demo-v1.20.0") {
-		if time.Now().After(deadline) {
-			t.Fatal("the demo of v1.20.0 still runs with no browser watching")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the demo of v1.20.0 stopping with no browser watching", func() bool { return !has("demo-v1.20.0") })
 
 	// A relay attaches to the server's feed: a tag's demo stops, saying so.
 	c, h = open("/feeds/default/ws?tag=v1.25.0")
@@ -962,17 +941,14 @@ func TestLiveTagDemosHaveTheirOwnPool(t *testing.T) {
 
 	// The first page leaves: its demo, unwatched, makes room for the next.
 	watching[0].c.CloseNow()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, feed := open(last)
+	var got string
+	if !testwait.Until(10*time.Second, func() bool {
+		var c *feedClient
+		c, got = open(last)
 		c.c.CloseNow()
-		if feed == demoFeedPrefix+last {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a page at %s after one demo's page left got feed %q; want its demo", last, feed)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return got == demoFeedPrefix+last
+	}) {
+		t.Fatalf("a page at %s after one demo's page left got feed %q; want its demo", last, got)
 	}
 	l.mu.Lock()
 	_, first := l.feeds[demoFeedPrefix+tags[0]]

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
@@ -192,16 +193,9 @@ func TestFiredSameOnReplicas(t *testing.T) {
 		t.Fatalf("replica 1 counts %d config lines, want 20", want.Cases["config"].Count)
 	}
 	// The second replica follows the stream: wait for it to catch up.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got := getFired(t, ctx, ts2, "lab")
-		if reflect.DeepEqual(got, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica 2's record\n%+v\nreplica 1's\n%+v", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var got FiredRecord
+	if !testwait.Until(10*time.Second, func() bool { got = getFired(t, ctx, ts2, "lab"); return reflect.DeepEqual(got, want) }) {
+		t.Fatalf("replica 2's record\n%+v\nreplica 1's\n%+v", got, want)
 	}
 	s1, _ := caseLines(t, ctx, ts1, "lab", "config", "")
 	s2, _ := caseLines(t, ctx, ts2, "lab", "config", "")

@@ -68,7 +68,7 @@ func TestLiveAckWaitsForDisk(t *testing.T) {
 	}
 	// (A read cut short by its context closes the socket: read acks anew.)
 	in = dialIngest(t, ctx, ts, "disk")
-	go func() { time.Sleep(100 * time.Millisecond); release() }()
+	go func() { time.Sleep(100 * time.Millisecond); release() }() // sleep: the disk stays slow while the lines are sent
 	if ack := wstest.Send(t, ctx, in, lines("d", 5, 6)...); ack != "d6" {
 		t.Fatalf("ack %q once synced, want d6", ack)
 	}
@@ -276,9 +276,11 @@ func TestLiveTwoReplicasOneFeed(t *testing.T) {
 func TestLiveFeedStartsOutsideLock(t *testing.T) {
 	l, _ := newLiveServer(t, Config{})
 	release := make(chan struct{})
+	following := make(chan struct{}, 2)
 	follow := l.followFeed
 	l.followFeed = func(f *feed) error {
 		if f.name == "slow" {
+			following <- struct{}{}
 			<-release
 		}
 		return follow(f)
@@ -293,7 +295,7 @@ func TestLiveFeedStartsOutsideLock(t *testing.T) {
 			got <- f
 		}()
 	}
-	time.Sleep(50 * time.Millisecond)
+	<-following // "slow" is being made and followed
 	done := make(chan error, 1)
 	go func() {
 		_, err := l.feed("other")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/demo"
 	"github.com/syncloop/syncloop/server/internal/wstest"
@@ -105,16 +106,11 @@ func TestFiredVersionFromLogSites(t *testing.T) {
 	wstest.Send(t, ctx, in, ls...)
 
 	var rec FiredRecord
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testwait.Until(10*time.Second, func() bool {
 		rec = getFired(t, ctx, ts, "lab")
-		if rec.VersionFrom != nil && rec.ReadAt == "v1.31.0" && firedCounts(rec).equal(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("record %+v; want read at v1.31.0 from log sites, counts %v", rec, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return rec.VersionFrom != nil && rec.ReadAt == "v1.31.0" && firedCounts(rec).equal(want)
+	}) {
+		t.Fatalf("record %+v; want read at v1.31.0 from log sites, counts %v", rec, want)
 	}
 	if *rec.KubeletVersion != "v1.31.0" || *rec.VersionFrom != "log sites" {
 		t.Fatalf("version %v from %v", *rec.KubeletVersion, *rec.VersionFrom)
@@ -161,16 +157,12 @@ func TestFiredVersionGuessedLater(t *testing.T) {
 	l.sitesMu.Lock()
 	l.sitesAt = time.Time{} // as sitesEvery later
 	l.sitesMu.Unlock()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		rec := getFired(t, ctx, ts, "lab")
-		if rec.VersionFrom != nil && *rec.VersionFrom == "log sites" && rec.ReadAt == "v1.31.0" && firedCounts(rec).equal(want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("record %+v; want v1.31.0 from log sites, counts %v", rec, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var rec FiredRecord
+	if !testwait.Until(10*time.Second, func() bool {
+		rec = getFired(t, ctx, ts, "lab")
+		return rec.VersionFrom != nil && *rec.VersionFrom == "log sites" && rec.ReadAt == "v1.31.0" && firedCounts(rec).equal(want)
+	}) {
+		t.Fatalf("record %+v; want v1.31.0 from log sites, counts %v", rec, want)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -427,57 +428,63 @@ func TestByteLimit(t *testing.T) {
 // moves past it, and false when its context ends or the hub
 // closes first; a waiter is woken, not left to poll.
 func TestWaitNext(t *testing.T) {
-	h := New(8)
-	h.Publish(data) // 1
-	if !h.WaitNext(t.Context(), 0) {
-		t.Fatal("WaitNext(0) with entry 1 published: false")
-	}
-
-	woke := make(chan bool, 1)
-	go func() { woke <- h.WaitNext(context.Background(), 3) }()
-	select {
-	case <-woke:
-		t.Fatal("WaitNext(3) returned with only entry 1 published")
-	case <-time.After(50 * time.Millisecond):
-	}
-	h.Publish(data) // 2: not yet
-	select {
-	case <-woke:
-		t.Fatal("WaitNext(3) returned at entry 2")
-	case <-time.After(50 * time.Millisecond):
-	}
-	start := time.Now()
-	h.Publish(data) // 3
-	select {
-	case ok := <-woke:
-		if !ok {
-			t.Fatal("WaitNext(3) false after entry 3")
+	// In a bubble: the 50 ms during which a waiter must not return pass on
+	// synctest's clock once everything else waits, and synctest.Wait says
+	// when a waiter waits.
+	synctest.Test(t, func(t *testing.T) {
+		h := New(8)
+		h.Publish(data) // 1
+		if !h.WaitNext(t.Context(), 0) {
+			t.Fatal("WaitNext(0) with entry 1 published: false")
 		}
-		if d := time.Since(start); d > time.Second {
-			t.Errorf("woken %v after the entry", d)
+
+		woke := make(chan bool, 1)
+		go func() { woke <- h.WaitNext(context.Background(), 3) }()
+		select {
+		case <-woke:
+			t.Fatal("WaitNext(3) returned with only entry 1 published")
+		case <-time.After(50 * time.Millisecond):
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("WaitNext(3) not woken by entry 3")
-	}
+		h.Publish(data) // 2: not yet
+		select {
+		case <-woke:
+			t.Fatal("WaitNext(3) returned at entry 2")
+		case <-time.After(50 * time.Millisecond):
+		}
+		start := time.Now()
+		h.Publish(data) // 3
+		select {
+		case ok := <-woke:
+			if !ok {
+				t.Fatal("WaitNext(3) false after entry 3")
+			}
+			if d := time.Since(start); d > time.Second {
+				t.Errorf("woken %v after the entry", d)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("WaitNext(3) not woken by entry 3")
+		}
 
-	go func() { woke <- h.WaitNext(context.Background(), 10) }()
-	time.Sleep(20 * time.Millisecond)
-	h.SetNext(20)
-	if ok := <-woke; !ok {
-		t.Fatal("WaitNext(10) false after SetNext(20)")
-	}
+		go func() { woke <- h.WaitNext(context.Background(), 10) }()
+		synctest.Wait() // WaitNext(10) waits
+		h.SetNext(20)
+		if ok := <-woke; !ok {
+			t.Fatal("WaitNext(10) false after SetNext(20)")
+		}
 
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
-	defer cancel()
-	if h.WaitNext(ctx, 100) {
-		t.Fatal("WaitNext(100) true when its context ended")
-	}
-	go func() { woke <- h.WaitNext(context.Background(), 100) }()
-	time.Sleep(20 * time.Millisecond)
-	h.Close()
-	if ok := <-woke; ok {
-		t.Fatal("WaitNext(100) true after Close")
-	}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+		defer cancel()
+		if h.WaitNext(ctx, 100) {
+			t.Fatal("WaitNext(100) true when its context ended")
+		}
+		go func() { woke <- h.WaitNext(context.Background(), 100) }()
+		synctest.Wait() // WaitNext(100) waits
+		h.Close()
+		if ok := <-woke; ok {
+			t.Fatal("WaitNext(100) true after Close")
+		}
+
+	})
 }
 
 // TestConcurrentSubscribers: subscribers read side by side (the read lock)
@@ -518,7 +525,7 @@ func TestConcurrentSubscribers(t *testing.T) {
 					r.got++
 				}
 				if i%4 == 0 && r.got%1000 < 10 {
-					time.Sleep(time.Millisecond) // a slow one now and then: it skips
+					time.Sleep(time.Millisecond) // sleep: a slow reader now and then, so that it skips
 				}
 			}
 		})

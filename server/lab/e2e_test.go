@@ -38,8 +38,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/browsertest"
-	"github.com/syncloop/syncloop/server/internal/testwait"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -338,19 +338,18 @@ func (e *e2e) startServer() {
 		args = append(args, "--history-lines", strconv.Itoa(e.ring))
 	}
 	e.server = e.start("serve", args...)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		resp, err := http.Get(e.base + "/healthz")
-		if err == nil {
+	var err error
+	healthy := false
+	testwait.Until(60*time.Second, func() bool {
+		var resp *http.Response
+		if resp, err = http.Get(e.base + "/healthz"); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+			healthy = resp.StatusCode == http.StatusOK
 		}
-		if e.server.exited() || time.Now().After(deadline) {
-			e.t.Fatalf("the server did not answer /healthz within 60 s (exited: %v, %v); see e2e-serve.log", e.server.exited(), err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return healthy || e.server.exited()
+	})
+	if !healthy {
+		e.t.Fatalf("the server did not answer /healthz within 60 s (exited: %v, %v); see e2e-serve.log", e.server.exited(), err)
 	}
 }
 
@@ -472,17 +471,11 @@ func (e *e2e) storedAfter(after uint64) []storedLine {
 // waitStored waits until the feed's file has at least n records.
 func (e *e2e) waitStored(n int, d time.Duration) []storedLine {
 	e.t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		recs := e.stored()
-		if len(recs) >= n {
-			return recs
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("the server stored %d lines, want %d within %v; see e2e-serve.log and e2e-relay.log", len(recs), n, d)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var recs []storedLine
+	if !testwait.UntilEvery(d, 100*time.Millisecond, func() bool { recs = e.stored(); return len(recs) >= n }) {
+		e.t.Fatalf("the server stored %d lines, want %d within %v; see e2e-serve.log and e2e-relay.log", len(recs), n, d)
 	}
+	return recs
 }
 
 // message is a journal entry's MESSAGE, when it is a string.
@@ -508,20 +501,16 @@ func evalJS[T any](t *testing.T, ctx context.Context, js string) T {
 // the last value and whether ok held.
 func pollJS[T any](t *testing.T, ctx context.Context, d time.Duration, js string, ok func(T) bool) (T, bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-		if err == nil && ok(v) {
-			return v, true
-		}
-		if time.Now().After(deadline) {
-			if err != nil {
-				t.Logf("%.200s: %v", js, err)
-			}
-			return v, false
-		}
-		time.Sleep(100 * time.Millisecond)
+	var v T
+	var err error
+	held := testwait.UntilEvery(d, 100*time.Millisecond, func() bool {
+		v, err = chromedp.Run(ctx, chromedp.Evaluate[T](js))
+		return err == nil && ok(v)
+	})
+	if !held && err != nil {
+		t.Logf("%.200s: %v", js, err)
 	}
+	return v, held
 }
 
 func (e *e2e) screenshot(ctx context.Context, name string) {

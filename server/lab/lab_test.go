@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 var updateExcerpt = flag.Bool("update", false, "rewrite testdata/kubelet-journal-excerpt.json from this run's journal")
@@ -604,18 +606,18 @@ func copyFile(t *testing.T, from, to string) {
 // seen or the deadline passes; it returns the entries and the first sightings.
 func waitFor(t *testing.T, cursor string, want []sighting, d time.Duration) ([]entry, []int) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		es, err := parseJournal(journal(t, cursor, "json"))
-		if err != nil {
+	var es []entry
+	var first []int
+	// journalctl reads the whole journal after cursor: once a second.
+	testwait.UntilEvery(d, time.Second, func() bool {
+		var err error
+		if es, err = parseJournal(journal(t, cursor, "json")); err != nil {
 			t.Fatal(err)
 		}
-		first := firstSightings(es, want)
-		if !slices.Contains(first, -1) || time.Now().After(deadline) {
-			return es, first
-		}
-		time.Sleep(time.Second)
-	}
+		first = firstSightings(es, want)
+		return !slices.Contains(first, -1)
+	})
+	return es, first
 }
 
 // TestLab is the suite's one run of the real kubelet for "the cases fire": it

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 func TestResumeCommand(t *testing.T) {
@@ -301,10 +303,10 @@ func TestBackpressureInsteadOfLoss(t *testing.T) {
 			}
 		})
 	}()
-	time.Sleep(300 * time.Millisecond)
-	mu.Lock()
-	n := emitted
-	mu.Unlock()
+	emittedNow := func() int { mu.Lock(); defer mu.Unlock(); return emitted }
+	testwait.Until(10*time.Second, func() bool { return emittedNow() >= 25 }) // the check below says how many
+	time.Sleep(300 * time.Millisecond)                                        // sleep: a window in which a source not held would emit more
+	n := emittedNow()
 	if n != 25 {
 		t.Fatalf("the source emitted %d lines with nothing acknowledged; want it held at 25", n)
 	}
@@ -439,13 +441,9 @@ func TestRunCommandStopsGrandchildren(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("the command's child %d outlived the relay", pid)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testwait.Until(5*time.Second, func() bool { return !alive(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("the command's child %d outlived the relay", pid)
 	}
 }
 

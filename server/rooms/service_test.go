@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/natstest"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 )
@@ -221,11 +222,9 @@ func TestSlowWriteBlocksNoOne(t *testing.T) {
 	// Once the write is through, the record has the wheel with no one (no
 	// key holder is left).
 	g.release()
-	for rec, err := st.Get(a.ID); err != nil || rec.Driver != ""; rec, err = st.Get(a.ID) {
-		if ctx.Err() != nil {
-			t.Fatalf("room A's record after the driver left: driver %q, %v; want none", rec.Driver, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	var rec Room
+	if !testwait.UntilDone(ctx, func() bool { rec, err = st.Get(a.ID); return err == nil && rec.Driver == "" }) {
+		t.Fatalf("room A's record after the driver left: driver %q, %v; want none", rec.Driver, err)
 	}
 }
 

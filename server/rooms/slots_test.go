@@ -263,7 +263,7 @@ func TestSlotTakenBack(t *testing.T) {
 		if _, _, err := s2.Create("v1.37.2", "192.0.2.1"); time.Since(taken) < grace && !errors.Is(err, ErrFull) {
 			t.Fatalf("a room while another's Create may be under way: %v, want ErrFull", err)
 		}
-		time.Sleep(grace)
+		time.Sleep(grace) // sleep: the ghost's creation grace passes
 		r, _, err := s2.Create("v1.37.2", "192.0.2.1")
 		if err != nil {
 			t.Fatalf("a room after the grace: %v", err)

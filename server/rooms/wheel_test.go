@@ -145,11 +145,11 @@ func TestWheelGoneSettles(t *testing.T) {
 		if v.gone(time.Now()) {
 			t.Fatal("a driver not heard of yet is gone at once")
 		}
-		time.Sleep(presenceSettle - time.Millisecond)
+		time.Sleep(presenceSettle - time.Millisecond) // sleep: on synctest's clock, just short of presenceSettle
 		if v.gone(time.Now()) {
 			t.Fatal("gone before presenceSettle")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // sleep: on synctest's clock, presenceSettle reached
 		if !v.gone(time.Now()) {
 			t.Fatal("not gone after presenceSettle")
 		}
@@ -172,9 +172,9 @@ func TestPresenceTTL(t *testing.T) {
 		if got := p.readers(time.Now()); len(got) != 2 || got[0].Name != "Bob" || got[1].Name != "Ann" {
 			t.Fatalf("readers = %+v, want Bob (replica a) then Ann (replica b)", got)
 		}
-		time.Sleep(600 * time.Millisecond)
+		time.Sleep(600 * time.Millisecond) // sleep: on synctest's clock
 		p.hear("a", bob, time.Now())
-		time.Sleep(500 * time.Millisecond) // b silent for 1.1 s, a for 0.5 s
+		time.Sleep(500 * time.Millisecond) // sleep: on synctest's clock, b silent for 1.1 s, a for 0.5 s
 		if got := p.readers(time.Now()); len(got) != 1 || got[0].Name != "Bob" {
 			t.Fatalf("after b's TTL: readers = %+v, want Bob alone", got)
 		}

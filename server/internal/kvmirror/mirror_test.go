@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/broker"
 )
 
@@ -71,11 +72,8 @@ func TestMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"a=a1 initial", "b=b1 initial", "a=a2", "b deleted"}
-	for got := s.get(); len(got) < len(want); got = s.get() {
-		if ctx.Err() != nil {
-			t.Fatalf("changes: %q, want %q", got, want)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.UntilDone(ctx, func() bool { return len(s.get()) >= len(want) }) {
+		t.Fatalf("changes: %q, want %q", s.get(), want)
 	}
 	if got := s.get(); len(got) != len(want) || got[2] != want[2] || got[3] != want[3] {
 		t.Fatalf("changes: %q, want %q", got, want)
@@ -84,7 +82,7 @@ func TestMirror(t *testing.T) {
 	if _, err := kv.Put(ctx, "c", []byte("c1")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // a change after Stop would have come by now
+	time.Sleep(100 * time.Millisecond) // sleep: a window in which a change after Stop would come
 	if got := s.get(); len(got) != len(want) {
 		t.Errorf("after Stop: %q", got)
 	}

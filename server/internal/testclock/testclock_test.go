@@ -12,7 +12,7 @@ func TestClock(t *testing.T) {
 	if got := c.Now(); !got.Equal(start) {
 		t.Fatalf("Now = %v, want %v", got, start)
 	}
-	time.Sleep(time.Millisecond)
+	time.Sleep(time.Millisecond) // sleep: real time passes, and the test clock must not follow it
 	if got := c.Now(); !got.Equal(start) {
 		t.Errorf("the clock moved by itself: %v", got)
 	}

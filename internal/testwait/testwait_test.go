@@ -1,6 +1,7 @@
 package testwait
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -69,5 +70,47 @@ func TestForFailsSayingWhat(t *testing.T) {
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Errorf("For gave up after %v, before its 50ms", d)
+	}
+}
+
+func TestUntilSaysWhetherItHeld(t *testing.T) {
+	var calls atomic.Int32
+	if !Until(10*time.Second, func() bool { return calls.Add(1) >= 3 }) {
+		t.Fatal("Until reported false for a condition true on its third ask")
+	}
+	start := time.Now()
+	if Until(30*time.Millisecond, func() bool { return false }) {
+		t.Fatal("Until reported true for a condition never true")
+	}
+	if d := time.Since(start); d < 30*time.Millisecond {
+		t.Errorf("Until gave up after %v, before its 30ms", d)
+	}
+}
+
+func TestUntilEveryAsksAtItsPace(t *testing.T) {
+	var calls atomic.Int32
+	start := time.Now()
+	UntilEvery(250*time.Millisecond, 100*time.Millisecond, func() bool { calls.Add(1); return false })
+	d := time.Since(start)
+	// Asked at 0, 100, 200 and 300 ms (the first ask past the deadline),
+	// fewer when the machine is slow to tick: at 10 ms it would have asked
+	// ~25 times.
+	if n := calls.Load(); n < 2 || n > 5 {
+		t.Errorf("cond asked %d times in %v at a 100 ms pace, want 2 to 5", n, d)
+	}
+}
+
+func TestUntilDoneEndsWithItsContext(t *testing.T) {
+	var calls atomic.Int32
+	if !UntilDone(t.Context(), func() bool { return calls.Add(1) >= 3 }) {
+		t.Fatal("UntilDone reported false for a condition true on its third ask")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+	defer cancel()
+	if UntilDone(ctx, func() bool { return false }) {
+		t.Fatal("UntilDone reported true for a condition never true")
+	}
+	if ctx.Err() == nil {
+		t.Error("UntilDone returned before its context was done")
 	}
 }

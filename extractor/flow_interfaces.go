@@ -1,0 +1,171 @@
+package extractor
+
+// flow_interfaces.go is the part of the syntactic index (flow.go) that
+// tells a call through an interface where it may go: an interface's methods
+// and the module's concrete types that implement it.
+
+import (
+	"bytes"
+	"go/ast"
+	"slices"
+	"strings"
+)
+
+// isInterface reports whether t is declared as an interface, and its
+// methods' names (embedded interfaces of the module included).
+func (x *extraction) interfaceMethods(t named, depth int) ([]string, bool) {
+	specs := x.typeSpecsOf(t)
+	if len(specs) == 0 || depth > 6 {
+		return nil, false
+	}
+	it, ok := specs[0].ts.Type.(*ast.InterfaceType)
+	if !ok {
+		return nil, false
+	}
+	var names []string
+	for _, m := range it.Methods.List {
+		if len(m.Names) == 0 {
+			if emb := x.resolveType(m.Type, specs[0].f, t.dir); emb.ok() {
+				ms, _ := x.interfaceMethods(emb, depth+1)
+				names = append(names, ms...)
+			}
+			continue
+		}
+		for _, n := range m.Names {
+			names = append(names, n.Name)
+		}
+	}
+	return names, true
+}
+
+// implementations are the module's concrete types (in the interface's
+// package and in flowScope) that declare every method of interface t, test
+// doubles left out, in a stable order.
+func (x *extraction) implementations(t named) []named {
+	key := t.dir + "." + t.name
+	if impls, ok := x.impls[key]; ok {
+		return impls
+	}
+	ms, ok := x.interfaceMethods(t, 0)
+	if !ok || len(ms) == 0 {
+		x.impls[key] = nil
+		return nil
+	}
+	dirs := append([]string{t.dir}, x.scopeDirs()...)
+	seen := map[named]bool{}
+	var out []named
+	marker := ") " + ms[0] + "("
+	for _, d := range dirs {
+		if isTestDouble(d) {
+			continue
+		}
+		for _, c := range x.funcsIn(d, marker) {
+			r := recvName(c.decl)
+			n := named{d, r}
+			if r == "" || c.decl.Name.Name != ms[0] || seen[n] || isTestDoubleType(r) {
+				continue
+			}
+			seen[n] = true
+			if (d == t.dir || x.imports(d, t.dir)) && x.hasMethods(n, ms[1:]) && x.sameArity(t, n, ms) {
+				out = append(out, n)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b named) int { return strings.Compare(a.dir+"."+a.name, b.dir+"."+b.name) })
+	x.impls[key] = out
+	return out
+}
+
+// imports reports whether a file of package dir imports package of. An
+// implementation is taken to know its interface: in its package, or in one
+// that imports the interface's. Without this, every type with a Run(ctx)
+// would implement every one-method interface named Run.
+func (x *extraction) imports(dir, of string) bool {
+	p := x.pkg(dir)
+	if p == nil {
+		return false
+	}
+	q := []byte(`"` + modulePrefix + of + `"`)
+	for _, f := range p.files {
+		if bytes.Contains(f.src, q) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameArity reports whether impl's methods take and return as many values
+// as interface t's (names alone let a type with a Start and a GetCapacity
+// of its own pass for an implementation).
+func (x *extraction) sameArity(t, impl named, ms []string) bool {
+	specs := x.typeSpecsOf(t)
+	if len(specs) == 0 {
+		return false
+	}
+	it := specs[0].ts.Type.(*ast.InterfaceType)
+	for _, m := range it.Methods.List {
+		ft, ok := m.Type.(*ast.FuncType)
+		if !ok || len(m.Names) == 0 {
+			continue
+		}
+		for _, d := range x.methods(impl, m.Names[0].Name) {
+			if numParams(d.decl.Type) != numParams(ft) || numResults(d.decl.Type) != numResults(ft) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func numResults(ft *ast.FuncType) int {
+	if ft.Results == nil {
+		return 0
+	}
+	n := 0
+	for _, p := range ft.Results.List {
+		n += max(1, len(p.Names))
+	}
+	return n
+}
+
+// hasMethods reports whether t declares every method in ms, directly or
+// through an embedded field of a module type.
+func (x *extraction) hasMethods(t named, ms []string) bool {
+	for _, m := range ms {
+		if len(x.methods(t, m)) > 0 {
+			continue
+		}
+		if !x.embedsMethod(t, m, 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func (x *extraction) embedsMethod(t named, m string, depth int) bool {
+	if depth > 4 {
+		return false
+	}
+	for _, sp := range x.typeSpecsOf(t) {
+		st, ok := sp.ts.Type.(*ast.StructType)
+		if !ok {
+			continue
+		}
+		for _, fl := range st.Fields.List {
+			if len(fl.Names) > 0 {
+				continue
+			}
+			e := x.resolveType(fl.Type, sp.f, t.dir)
+			if !e.ok() {
+				return true // embeds a type we cannot read: give it the benefit
+			}
+			if len(x.methods(e, m)) > 0 || x.embedsMethod(e, m, depth+1) {
+				return true
+			}
+			if ims, ok := x.interfaceMethods(e, 0); ok && slices.Contains(ims, m) {
+				return true
+			}
+		}
+	}
+	return false
+}

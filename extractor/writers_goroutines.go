@@ -1,0 +1,225 @@
+package extractor
+
+// writers_goroutines.go is the last steps of the writer derivation
+// (writers.go): what feeds the writers one level up (a fan-in's senders, or
+// the callers of the sending function) and the go statement that runs each.
+
+import (
+	"go/ast"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// upstream is one level of what feeds the writers: for a send that
+// forwards a value received from another channel (a fan-in), the sends on
+// that channel; otherwise the calls of the function that sends.
+func (fl *flow) upstream() []Site {
+	out := []Site{}
+	seen := map[string]bool{}
+	add := func(s Site) {
+		k := s.File + ":" + itoa(s.Line)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, s)
+		}
+	}
+	for _, sa := range fl.sends {
+		if src := receivedFrom(sa); src != nil {
+			sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
+			for _, o := range sub.origins(src, sa.c, "", 0) {
+				if !o.ticker {
+					sub.forwardFrom(o, o.note)
+				}
+			}
+			sub.finishWriters()
+			for _, w := range sub.writers {
+				w.Note = joinNote("feeds the fan-in at "+path.Base(sa.site.File)+":"+itoa(sa.site.Line), w.Note)
+				add(w)
+			}
+			continue
+		}
+		if inLiteral(sa.path) {
+			continue
+		}
+		for _, cs := range fl.x.callersOf(sa.c) {
+			s := fl.x.site(cs.c, cs.call, gateOf(cs.path, cs.call))
+			s.Note = joinNote("calls "+shortFunc(sa.site.Func), s.Note)
+			add(s)
+		}
+	}
+	sortSites(out)
+	return out
+}
+
+// receivedFrom is the channel a send's value was received from, when the
+// value is a variable bound by `for v := range ch` or `v := <-ch`.
+func receivedFrom(sa sendAt) ast.Expr {
+	id, ok := sa.send.Value.(*ast.Ident)
+	if !ok {
+		return nil
+	}
+	for i := len(sa.path) - 1; i >= 0; i-- {
+		switch s := sa.path[i].(type) {
+		case *ast.RangeStmt:
+			if k, ok := s.Key.(*ast.Ident); ok && k.Name == id.Name {
+				return s.X
+			}
+		case *ast.BlockStmt:
+			for _, st := range s.List {
+				as, ok := st.(*ast.AssignStmt)
+				if !ok || len(as.Rhs) != 1 {
+					continue
+				}
+				if l, ok := as.Lhs[0].(*ast.Ident); ok && l.Name == id.Name {
+					if ch := recvChan(as.Rhs[0]); ch != nil {
+						return ch
+					}
+				}
+			}
+		case *ast.FuncLit, *ast.FuncDecl:
+			return nil
+		}
+	}
+	return nil
+}
+
+// shortFunc drops the package path: "(*podStorage).Merge".
+func shortFunc(s string) string {
+	if i := strings.LastIndex(s, "/"); i >= 0 {
+		s = s[i+1:]
+	}
+	if _, rest, ok := strings.Cut(s, "."); ok {
+		return rest
+	}
+	return s
+}
+
+// goroutines finds, for each writer, the go statement that runs it: the
+// go func(){…}() the send is in, else a go statement that calls the
+// sending function (or passes it as a value, as wait.Until(g.Relist, …)
+// does), searched up to three callers up.
+func (fl *flow) goroutines() []Site {
+	out := []Site{}
+	seen := map[string]bool{}
+	for _, sa := range fl.sends {
+		var found *Site
+		for i := len(sa.path) - 1; i >= 0 && found == nil; i-- {
+			if g, ok := sa.path[i].(*ast.GoStmt); ok {
+				s := fl.x.site(sa.c, g, "")
+				found = &s
+			}
+		}
+		if found == nil {
+			found = fl.goStmtFor(sa.c)
+		}
+		if found == nil {
+			continue
+		}
+		found.Note = joinNote("runs "+shortFunc(sa.site.Func)+" ("+path.Base(sa.site.File)+":"+itoa(sa.site.Line)+")", found.Note)
+		k := found.File + ":" + itoa(found.Line)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, *found)
+	}
+	return out
+}
+
+// goStmtFor searches breadth-first up the callers of w for a go statement
+// that starts it.
+func (fl *flow) goStmtFor(w *fnCtx) *Site {
+	level := []*fnCtx{w}
+	done := map[string]bool{}
+	for depth := 0; depth < 4 && len(level) > 0; depth++ {
+		var next []*fnCtx
+		for _, fn := range level {
+			if done[fn.id()] {
+				continue
+			}
+			done[fn.id()] = true
+			if s := fl.goStmtStarting(fn); s != nil {
+				return s
+			}
+			for _, r := range fl.refsTo(fn) {
+				next = append(next, r.c)
+			}
+		}
+		level = next
+	}
+	return nil
+}
+
+// goStmtStarting finds a go statement that calls fn, passes it as a function
+// value, or runs a literal that calls it.
+func (fl *flow) goStmtStarting(fn *fnCtx) *Site {
+	for _, r := range fl.refsTo(fn) {
+		for i := len(r.path) - 1; i >= 0; i-- {
+			if g, ok := r.path[i].(*ast.GoStmt); ok {
+				s := fl.x.site(r.c, g, "")
+				return &s
+			}
+			if _, ok := r.path[i].(*ast.FuncLit); ok {
+				// A literal counts only when a go statement runs it: go
+				// func(){…}(), or go wait.Until(func(){…}, …).
+				if i > 1 {
+					if _, ok := r.path[i-1].(*ast.CallExpr); ok {
+						if g, ok := r.path[i-2].(*ast.GoStmt); ok {
+							s := fl.x.site(r.c, g, "")
+							return &s
+						}
+					}
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// refsTo are the calls of fn and the places fn is used as a function value
+// (x.Relist passed to wait.Until), in flowScope.
+func (fl *flow) refsTo(fn *fnCtx) []callSite {
+	key := "refs:" + fn.id()
+	if cs, ok := fl.x.callers[key]; ok {
+		return cs
+	}
+	name := fn.decl.Name.Name
+	recv := recvName(fn.decl)
+	var out []callSite
+	out = append(out, fl.x.callersOf(fn)...)
+	dirs := append([]string{fn.dir}, fl.x.scopeDirs()...)
+	seenDir := map[string]bool{}
+	for _, d := range dirs {
+		if seenDir[d] {
+			continue
+		}
+		seenDir[d] = true
+		for _, c := range fl.x.funcsIn(d, name) {
+			walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != name || recv == "" || len(p) == 0 {
+					return
+				}
+				if call, ok := p[len(p)-1].(*ast.CallExpr); ok && call.Fun == sel {
+					return // a call: callersOf has it
+				}
+				rt := fl.x.typeOf(sel.X, c)
+				if rt != (named{fn.dir, recv}) {
+					if _, iface := fl.x.interfaceMethods(rt, 0); !rt.ok() || !iface || !slices.Contains(fl.x.implementations(rt), named{fn.dir, recv}) {
+						return
+					}
+				}
+				if call, ok := p[len(p)-1].(*ast.CallExpr); ok {
+					out = append(out, callSite{c: c, call: call, path: slices.Clone(p[:len(p)-1])})
+				}
+			})
+		}
+	}
+	fl.x.callers[key] = out
+	return out
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
