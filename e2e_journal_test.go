@@ -29,6 +29,7 @@ import (
 
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -130,16 +131,18 @@ func runCurl(base, feed, token string, stdin io.Reader) (int, feeds.JournalSumma
 // cases, and fails the test with both if they do not within ctx.
 func sameFired(t *testing.T, ctx context.Context, base, a, b string) firedRecord {
 	t.Helper()
-	for {
-		ra, errA := getFired(base, a)
-		rb, errB := getFired(base, b)
-		if err := errors.Join(errA, errB); err == nil && len(ra.Cases) > 0 && reflect.DeepEqual(ra.Cases, rb.Cases) {
-			return ra
-		} else if ctx.Err() != nil {
-			t.Fatalf("the records of %s and %s (%v):\n%v\n%v", a, b, err, firedCounts(ra), firedCounts(rb))
-		}
-		time.Sleep(50 * time.Millisecond)
+	var ra, rb firedRecord
+	var err error
+	if !testwait.UntilDone(ctx, func() bool {
+		var errA, errB error
+		ra, errA = getFired(base, a)
+		rb, errB = getFired(base, b)
+		err = errors.Join(errA, errB)
+		return err == nil && len(ra.Cases) > 0 && reflect.DeepEqual(ra.Cases, rb.Cases)
+	}) {
+		t.Fatalf("the records of %s and %s (%v):\n%v\n%v", a, b, err, firedCounts(ra), firedCounts(rb))
 	}
+	return ra
 }
 
 // recordedJournal is the lab's recorded journal, a line per entry, and
@@ -283,14 +286,11 @@ func TestE2EJournalCurl(t *testing.T) {
 			first <- result{st, s}
 		}()
 		storedTo := func(i int) {
-			for {
-				if st, c := getText(t, base+"/feeds/lab/cursor", "tok"); st == 200 && strings.TrimSpace(c) == cursors[i] {
-					return // stored, while curl still sends
-				}
-				if ctx.Err() != nil {
-					t.Fatalf("entry %d was not stored while the body went on", i+1)
-				}
-				time.Sleep(20 * time.Millisecond)
+			if !testwait.UntilDone(ctx, func() bool { // stored, while curl still sends
+				st, c := getText(t, base+"/feeds/lab/cursor", "tok")
+				return st == 200 && strings.TrimSpace(c) == cursors[i]
+			}) {
+				t.Fatalf("entry %d was not stored while the body went on", i+1)
 			}
 		}
 		if _, err := io.WriteString(pw, joinLines(lines[:10])); err != nil {
@@ -375,17 +375,14 @@ func TestE2EJournalCurl(t *testing.T) {
 			done <- err
 		}()
 		io.WriteString(pw, joinLines(lines[:10]))
-		for {
-			if st, c := getText(t, base+"/feeds/slow/cursor", "tok"); st == 200 && strings.TrimSpace(c) == cursors[9] {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatal("the first lines were not stored")
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !testwait.UntilDone(ctx, func() bool {
+			st, c := getText(t, base+"/feeds/slow/cursor", "tok")
+			return st == 200 && strings.TrimSpace(c) == cursors[9]
+		}) {
+			t.Fatal("the first lines were not stored")
 		}
-		// A quiet kubelet: nothing is sent for longer than the server's
-		// read timeout (the sleep is what the test measures).
+		// sleep: a quiet kubelet sends nothing for longer than the
+		// server's read timeout, which is what the test measures.
 		time.Sleep(readTimeout + time.Second)
 		io.WriteString(pw, joinLines(lines[10:20]))
 		pw.Close()

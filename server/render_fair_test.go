@@ -86,7 +86,9 @@ func TestRenderFairUnderFlood(t *testing.T) {
 		if code == http.StatusOK && took < 3*time.Second {
 			served++
 		}
-		time.Sleep(100 * time.Millisecond) // a page sends its notes 200 ms after typing stops; this is a fast typist
+		// sleep: the reader's pace is part of what is measured: a page sends
+		// its notes 200 ms after typing stops; this is a fast typist.
+		time.Sleep(100 * time.Millisecond)
 	}
 	during := flooded.Load()
 	t.Logf("the reader: %d of 20 served within 3 s (slowest %v; codes %v); the flood had %d answers", served, worst, codes, during)

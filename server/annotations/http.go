@@ -358,19 +358,7 @@ func (h *Handlers) Put() http.Handler {
 		if !ok {
 			return
 		}
-		if !h.writes.Allow(id+" "+h.cfg.ClientIP(r), time.Now()) {
-			w.Header().Set("Retry-After", "2")
-			jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("too many changes at once (at most %g a second): your text is kept, and sent again in a moment", h.cfg.WriteRate))
-			return
-		}
-		if !h.renders.Allow(h.cfg.ClientIP(r), time.Now()) {
-			w.Header().Set("Retry-After", "2")
-			jsonError(w, http.StatusTooManyRequests, "your notes have taken their share of the server's time to show: your text is kept, and sent again in a moment")
-			return
-		}
-		if p := h.storeProblem(); p != "" {
-			w.Header().Set("Retry-After", "10")
-			jsonError(w, http.StatusInsufficientStorage, "the server cannot store notes now: "+p+". Your text is kept in the page; it is sent again once the server can store it")
+		if !h.admitWrite(w, r, id) {
 			return
 		}
 		var b putBody
@@ -396,40 +384,71 @@ func (h *Handlers) Put() http.Handler {
 			return
 		}
 		n, err := h.cfg.Store.Put(r.Context(), id, Note{ID: chi.URLParam(r, "note"), Text: b.Text, Author: author, Color: b.Color, Quote: q}, b.Rev)
-		var c *ConflictError
-		switch {
-		case errors.As(err, &c):
-			writeJSON(w, http.StatusOK, map[string]any{
-				"conflict": true,
-				"error":    fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")),
-				"current":  viewAt(reading, c.Current, quiz),
-			})
-		case errors.Is(err, ErrTooLarge):
-			jsonError(w, http.StatusRequestEntityTooLarge, err.Error())
-		case errors.Is(err, ErrInvalid):
-			jsonError(w, http.StatusBadRequest, err.Error())
-		case err != nil && h.storeProblem() != "":
-			w.Header().Set("Retry-After", "10")
-			jsonError(w, http.StatusInsufficientStorage, "the server cannot store notes now: "+h.storeProblem()+". Your text is kept in the page; it is sent again once the server can store it")
-		case err != nil:
-			h.cfg.Logger.Error("annotations: put", "err", err)
-			jsonError(w, http.StatusInternalServerError, "could not save the note: your text is kept in the page; try again")
-		default:
-			// The writer is charged the note's rendering, which its page's
-			// answer and every page's event share: what a note costs to
-			// render is what its text makes it, not its size.
-			start := time.Now()
-			var v View
-			if reading != nil {
-				v = h.rendered(reading, id, n, quiz).v
-			} else {
-				v = ViewAt(nil, n)
-			}
-			now := time.Now()
-			h.renders.Charge(h.cfg.ClientIP(r), now, renderMs(now.Sub(start)))
-			writeJSON(w, http.StatusOK, v)
-		}
+		h.answerPut(w, r, id, reading, n, err, quiz)
 	})
+}
+
+// admitWrite reports whether a write to room id from r may go on: within
+// its reader's write rate and render budget, and while the store takes
+// writes; when not, it has answered why.
+func (h *Handlers) admitWrite(w http.ResponseWriter, r *http.Request, id string) bool {
+	switch {
+	case !h.writes.Allow(id+" "+h.cfg.ClientIP(r), time.Now()):
+		w.Header().Set("Retry-After", "2")
+		jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("too many changes at once (at most %g a second): your text is kept, and sent again in a moment", h.cfg.WriteRate))
+	case !h.renders.Allow(h.cfg.ClientIP(r), time.Now()):
+		w.Header().Set("Retry-After", "2")
+		jsonError(w, http.StatusTooManyRequests, "your notes have taken their share of the server's time to show: your text is kept, and sent again in a moment")
+	case h.storeProblem() != "":
+		h.cannotStore(w)
+	default:
+		return true
+	}
+	return false
+}
+
+// cannotStore answers 507: the store refuses writes (a full disk).
+func (h *Handlers) cannotStore(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "10")
+	jsonError(w, http.StatusInsufficientStorage, "the server cannot store notes now: "+h.storeProblem()+". Your text is kept in the page; it is sent again once the server can store it")
+}
+
+// answerPut answers a write of note n to room id that the store answered
+// err: the rendered note, the conflict with the text it crossed, or why it
+// was not stored.
+func (h *Handlers) answerPut(w http.ResponseWriter, r *http.Request, id string, reading *extractor.Reading, n Note, err error, quiz bool) {
+	var c *ConflictError
+	switch {
+	case errors.As(err, &c):
+		writeJSON(w, http.StatusOK, map[string]any{
+			"conflict": true,
+			"error":    fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")),
+			"current":  viewAt(reading, c.Current, quiz),
+		})
+	case errors.Is(err, ErrTooLarge):
+		jsonError(w, http.StatusRequestEntityTooLarge, err.Error())
+	case errors.Is(err, ErrInvalid):
+		jsonError(w, http.StatusBadRequest, err.Error())
+	case err != nil && h.storeProblem() != "":
+		h.cannotStore(w)
+	case err != nil:
+		h.cfg.Logger.Error("annotations: put", "err", err)
+		jsonError(w, http.StatusInternalServerError, "could not save the note: your text is kept in the page; try again")
+	default:
+		// The writer is charged the note's rendering, which its page's
+		// answer and every page's event share: what a note costs to
+		// render is what its text makes it, not its size.
+		start := time.Now()
+		var v View
+		if reading != nil {
+			v = h.rendered(reading, id, n, quiz).v
+		} else {
+			v = ViewAt(nil, n)
+		}
+		now := time.Now()
+		h.renders.Charge(h.cfg.ClientIP(r), now, renderMs(now.Sub(start)))
+		writeJSON(w, http.StatusOK, v)
+	}
 }
 
 // Delete removes a comment.

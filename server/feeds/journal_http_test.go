@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // cursorEntry is a journald JSON line with cursor number i.
@@ -72,14 +74,11 @@ func TestJournalServerCloseAnswers(t *testing.T) {
 		io.WriteString(pw, cursorEntry(i)+"\n")
 	}
 	want := cursorN(3)
-	for {
-		if st, c := cursorOf(t, ts.URL, "lab"); st == 200 && c == want {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the streamed entries were not stored")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.UntilDone(ctx, func() bool {
+		st, c := cursorOf(t, ts.URL, "lab")
+		return st == 200 && c == want
+	}) {
+		t.Fatal("the streamed entries were not stored")
 	}
 	closed := make(chan struct{})
 	go func() { l.Close(); close(closed) }() // owned: the test waits for it
