@@ -29,7 +29,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/syncloop/syncloop/server/browsertest"
-	"github.com/syncloop/syncloop/server/internal/testwait"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // newBrowser opens a tab for the test in the binary's headless Chromium

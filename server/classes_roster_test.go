@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/server/classes"
-	"github.com/syncloop/syncloop/server/internal/testwait"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 

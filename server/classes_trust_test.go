@@ -21,7 +21,7 @@ import (
 
 	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/clients"
-	"github.com/syncloop/syncloop/server/internal/testwait"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 )
 

@@ -23,7 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/syncloop/syncloop/server/classes"
-	"github.com/syncloop/syncloop/server/internal/testwait"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // gridClass starts a class of three rooms, two students each, in the

@@ -29,7 +29,7 @@ import (
 	"github.com/syncloop/syncloop/extractor/diff"
 	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/internal/fixture"
-	"github.com/syncloop/syncloop/server/internal/testwait"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // answerStrings are what the worksheet asks for at r's tag, as a page, a

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncloop/syncloop/server/internal/testwait"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // TestCostlyNotesShownAsText: notes of the shapes that make goldmark

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncloop/syncloop/server/internal/testwait"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/natstest"
 	"github.com/syncloop/syncloop/server/internal/testclock"
-	"github.com/syncloop/syncloop/server/internal/testwait"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // newClock is the expiry tests' time, moved on by the tests.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/natstest"
-	"github.com/syncloop/syncloop/server/internal/testwait"
+	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // twoStores opens two stores on one JetStream, each on its own NATS
