@@ -28,8 +28,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/syncloop/syncloop/server/browsertest"
 	"github.com/syncloop/syncloop/internal/testwait"
+	"github.com/syncloop/syncloop/server/browsertest"
 )
 
 // newBrowser opens a tab for the test in the binary's headless Chromium

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/internal/testwait"
+	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 

@@ -19,9 +19,9 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/clients"
-	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 )
 

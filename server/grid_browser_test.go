@@ -22,8 +22,8 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
-	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/internal/testwait"
+	"github.com/syncloop/syncloop/server/classes"
 )
 
 // gridClass starts a class of three rooms, two students each, in the

@@ -28,10 +28,10 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/internal/fixture"
-	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/labcheck"
 	"github.com/syncloop/syncloop/server/relay"

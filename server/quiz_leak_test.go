@@ -27,9 +27,9 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/diff"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/internal/fixture"
-	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // answerStrings are what the worksheet asks for at r's tag, as a page, a

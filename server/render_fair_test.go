@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/internal/fixture"
-	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // TestRenderFairUnderFlood: 40 client addresses (named by a trusted

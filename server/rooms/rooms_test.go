@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/natstest"
 	"github.com/syncloop/syncloop/server/internal/testclock"
-	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // newClock is the expiry tests' time, moved on by the tests.

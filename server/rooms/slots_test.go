@@ -16,9 +16,9 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/natstest"
-	"github.com/syncloop/syncloop/internal/testwait"
 )
 
 // twoStores opens two stores on one JetStream, each on its own NATS
