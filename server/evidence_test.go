@@ -58,6 +58,7 @@ func TestRoomPins(t *testing.T) {
 	_, ts := newRoomServer(t, t.TempDir(), func(c *Config) { c.DemoPeriod = 20 * time.Millisecond })
 	ctx := testCtx(t)
 	id, key := createRoom(t, ts)
+	readerIn(t, ts.URL, id, "Ann") // the browser that pins: the room knows it as Ann
 	d := dialRoom(t, ctx, ts, id, key, "Ann")
 	demo := demoSeq(t, ctx, dialFeed(t, ctx, ts, "room-"+id)) // a reader's pane starts the room's demo
 

@@ -50,8 +50,8 @@ func gridClass(t *testing.T, ctx context.Context, ts *httptest.Server) (class, k
 	putNote(t, ts, ids[0], "set.actual", "somewhere.go:1")
 	putNote(t, ts, ids[0], "set.desired", "DesiredStateOfWorld, pkg/kubelet/volumemanager/cache/desired_state_of_world.go:45")
 	putNote(t, ts, ids[0], "sentence", "The loop reconciles what is wanted with what is.")
-	putNote(t, ts, ids[0], "pin.room-"+ids[0]+"-7", "case: liveness\ntime: 08:56:01\npod: default/probe-me-lab\nSyncLoop (probe)")
 	relayJournal(t, ctx, ts, ids[1], tokens[1], wholeLabJournal(t, "", ""))
+	pinLast(t, ts, ids[1], "liveness", "Cy")
 	relayJournal(t, ctx, ts, ids[2], tokens[2], wholeLabJournal(t, "probe-me-lab", "probe-demo-vm"))
 	return class, key, ids
 }

@@ -267,7 +267,7 @@ func TestLocalNotes(t *testing.T) {
 	}
 	md, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if !strings.Contains(string(md), "\n\nMy notes\n\nSource: [") || !strings.Contains(string(md), "check: At v1.37.2 that is line 45") {
+	if !strings.Contains(string(md), "\n\nMy notes\n\nSource: [") || !strings.Contains(string(md), "check: `At v1.37.2 that is line 45") {
 		t.Errorf("local worksheet:\n%s", md)
 	}
 }

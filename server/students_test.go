@@ -182,7 +182,8 @@ func readerIn(t testing.TB, base, room, name string) *http.Client {
 	return c
 }
 
-// writerFor is the browser a note's write in the room u names acts as:
+// writerFor is the browser a note's write (or a pin's POST) in the room u
+// names acts as:
 // the class's student, or the room's reader, of the name an old test's
 // body gives as its "author" (which the server does not read).
 func writerFor(t testing.TB, method, u string, body any) *http.Client {
@@ -190,12 +191,12 @@ func writerFor(t testing.TB, method, u string, body any) *http.Client {
 	m, _ := body.(map[string]any)
 	name, _ := m["author"].(string)
 	pu, err := url.Parse(u)
-	if name == "" || err != nil || (method != "PUT" && method != "DELETE") {
+	if name == "" || err != nil || (method != "PUT" && method != "DELETE" && method != "POST") {
 		return http.DefaultClient
 	}
 	rest, ok := strings.CutPrefix(pu.Path, "/rooms/")
-	room, _, _ := strings.Cut(rest, "/")
-	if !ok || !strings.Contains(rest, "/notes/") {
+	room, what, _ := strings.Cut(rest, "/")
+	if !ok || !(strings.HasPrefix(what, "notes/") || what == "pins") {
 		return http.DefaultClient
 	}
 	base := pu.Scheme + "://" + pu.Host
