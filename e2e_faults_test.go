@@ -397,7 +397,10 @@ func TestE2EFaults(t *testing.T) {
 // wrote) and the garbage collector's headroom; neither says anything about
 // the stalled browser, and both vary from machine to machine, so an absolute
 // bound on RSS growth cannot tell a leak from a busy machine. The difference
-// between the two runs can: the stalled browser is stuck for writeTimeout
+// between the two runs' growth can (each run's peak less its RSS just
+// before the lines: two fresh servers start as much as 60 MB apart, by
+// what the garbage collector has given back of loading the Reading): the
+// stalled browser is stuck for writeTimeout
 // (10 s, 20,000 lines of 3 KB here) before the server gives it up, and a
 // server that kept those lines for it would peak at least 60 MB higher
 // (a read-ahead queue per browser, tried: +67 MB; no queue: -8 to +12 MB).
@@ -405,10 +408,10 @@ func TestE2EStalledBrowser(t *testing.T) {
 	bin := syncloopBin(t)
 	control := stallRun(t, bin, false)
 	run := stallRun(t, bin, true)
-	grew := run.peak - control.peak
-	t.Logf("server RSS peak: %d MB with a stalled browser, %d MB without (%+d MB)", run.peak>>20, control.peak>>20, grew>>20)
+	grew := run.grew - control.grew
+	t.Logf("server RSS growth under the load: %+d MB with a stalled browser, %+d MB without (%+d MB)", run.grew>>20, control.grew>>20, grew>>20)
 	if grew > 40<<20 {
-		t.Errorf("a stalled browser raised the server's RSS peak by %d MB over the same load without it: want < 40 MB (the lines sent while it is given time, 10 s, are %d MB)",
+		t.Errorf("a stalled browser raised the server's RSS growth by %d MB over the same load without it: want < 40 MB (the lines sent while it is given time, 10 s, are %d MB)",
 			grew>>20, 10*stallRate*stallPad>>20)
 	}
 
@@ -479,6 +482,7 @@ const stallLines, stallPad, stallRate = 40000, 3000, 2000
 type stallResult struct {
 	addr    string
 	peak    int64           // the server's RSS peak while the lines went through
+	grew    int64           // the peak less the RSS just before the lines began
 	stalled *websocket.Conn // the browser that never read; nil in the control run
 }
 
@@ -579,7 +583,7 @@ func stallRun(t *testing.T, bin string, stalled bool) stallResult {
 		}
 		w.mu.Unlock()
 	}
-	res.peak = peak
+	res.peak, res.grew = peak, peak-rss0
 	t.Logf("stalled browser %v: %d lines of %d bytes to %d readers in %v; server RSS %d MB before, peak %d MB",
 		stalled, stallLines, stallPad, readers, elapsed.Round(time.Millisecond), rss0>>20, peak>>20)
 	return res
