@@ -57,7 +57,12 @@ func TestAuthorIsTheServers(t *testing.T) {
 		if code, body := putAs(t, ann, ts, room, "sentence", "Mine.", "Someone Else"); code != 200 {
 			t.Fatalf("Ann's note: %d %s", code, body)
 		}
-		if a := noteAuthors(t, ts, room)["sentence"]; a != "Ann" {
+		var a string
+		testwait.For(t, 10*time.Second, "Ann's note in the room's list", func() bool {
+			a = noteAuthors(t, ts, room)["sentence"]
+			return a != ""
+		})
+		if a != "Ann" {
 			t.Errorf("a note Ann wrote with \"author\":\"Someone Else\" is signed %q, want Ann", a)
 		}
 	})
@@ -73,7 +78,11 @@ func TestAuthorIsTheServers(t *testing.T) {
 		if code, body := putAs(t, stranger, ts, room, "writer.config", "Whose?", "Bob"); code != 200 {
 			t.Fatalf("a note from a browser that gave no name: %d %s", code, body)
 		}
-		got := noteAuthors(t, ts, room)
+		var got map[string]string
+		testwait.For(t, 10*time.Second, "both notes in the room's list", func() bool { // the list is the notes' mirror, a moment behind a write
+			got = noteAuthors(t, ts, room)
+			return got["sentence"] != "" && got["writer.config"] != ""
+		})
 		if got["sentence"] != "Bob" || got["writer.config"] != "anonymous" {
 			t.Errorf("authors %v: want Bob's signed Bob, the other anonymous", got)
 		}
