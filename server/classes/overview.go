@@ -82,7 +82,7 @@ func (d Deps) overview(c Class, roster []Student) Overview {
 		}
 		o.Rooms = append(o.Rooms, row)
 	}
-	o.Students = placeStudents(o.Rooms, roster)
+	o.Students = placeStudents(o.Rooms, roster, time.Now())
 	return o
 }
 
@@ -90,8 +90,9 @@ func (d Deps) overview(c Class, roster []Student) Overview {
 // each room by name, with the room; each name given on the class page and
 // in no room now, with the rooms it wrote in. A name is matched by its
 // text (a reader's name in a room is the one given on the class page):
-// two students giving one name are told apart only by count.
-func placeStudents(rows []RoomRow, roster []Student) []StudentRow {
+// two students giving one name are told apart only by count. One in no
+// room whose class page has not said hello for GoneAfter (at now) is Gone.
+func placeStudents(rows []RoomRow, roster []Student, now time.Time) []StudentRow {
 	out := []StudentRow{}
 	wrote := map[string][]string{}
 	for _, r := range rows {
@@ -114,7 +115,8 @@ func placeStudents(rows []RoomRow, roster []Student) []StudentRow {
 	}
 	for _, g := range given {
 		for _, s := range g {
-			out = append(out, StudentRow{Name: s.Name, Seen: s.Seen, Wrote: wrote[s.Name]})
+			gone := !s.Seen.IsZero() && now.Sub(s.Seen) > GoneAfter
+			out = append(out, StudentRow{Name: s.Name, Seen: s.Seen, Gone: gone, Wrote: wrote[s.Name]})
 		}
 	}
 	for i := range out {
@@ -127,6 +129,11 @@ func placeStudents(rows []RoomRow, roster []Student) []StudentRow {
 	})
 	return out
 }
+
+// GoneAfter is how long a student in no room goes without their class
+// page's hello (one a minute while it is on view) before the roster says
+// they are gone: a closed tab, a phone put away.
+const GoneAfter = 3 * time.Minute
 
 // pairs is every room of class c as the students' page lists it.
 func (d Deps) pairs(c Class) Pairs {
