@@ -3,6 +3,8 @@ package classes
 import (
 	"testing"
 	"time"
+
+	"github.com/syncloop/syncloop/server/rooms"
 )
 
 // A student in no room whose class page has not said hello for
@@ -28,5 +30,25 @@ func TestPlaceStudentsGone(t *testing.T) {
 	}
 	if GoneAfter < 2*time.Minute || GoneAfter > 5*time.Minute {
 		t.Errorf("GoneAfter %v: want a few minutes, more than the class page's minute between hellos", GoneAfter)
+	}
+}
+
+// An ended room's last activity is its last use before it ended, not the
+// end; one ended before that was kept says its creation; an open room
+// its LastActive.
+func TestLastActivity(t *testing.T) {
+	at := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		r    rooms.Room
+		want time.Time
+	}{
+		{"open", rooms.Room{Created: at, LastActive: at.Add(time.Hour)}, at.Add(time.Hour)},
+		{"ended", rooms.Room{Created: at, LastActive: at.Add(3 * time.Hour), Ended: true, ActiveAtEnd: at.Add(time.Hour)}, at.Add(time.Hour)},
+		{"ended, an older record", rooms.Room{Created: at, LastActive: at.Add(3 * time.Hour), Ended: true}, at},
+	} {
+		if got := lastActivity(tc.r); !got.Equal(tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

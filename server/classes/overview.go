@@ -50,7 +50,7 @@ type Deps struct {
 func (d Deps) overview(c Class, roster []Student) Overview {
 	o := Overview{Class: classJSON(c), Rooms: []RoomRow{}}
 	for _, r := range d.Rooms.Store().OfClass(c.ID) {
-		row := RoomRow{ID: r.ID, Tag: r.Tag, Readers: []string{}, Authors: []string{}, Fired: map[string]int{}, Ended: r.Ended, Created: r.Created, Updated: r.LastActive}
+		row := RoomRow{ID: r.ID, Tag: r.Tag, Readers: []string{}, Authors: []string{}, Fired: map[string]int{}, Ended: r.Ended, Created: r.Created, Updated: lastActivity(r)}
 		for _, p := range d.Rooms.Present(r.ID) {
 			row.Readers = append(row.Readers, p.Name)
 			if p.Driving {
@@ -84,6 +84,21 @@ func (d Deps) overview(c Class, roster []Student) Overview {
 	}
 	o.Students = placeStudents(o.Rooms, roster, time.Now())
 	return o
+}
+
+// lastActivity is when room r was last used for real: for an ended room,
+// when it was last used before it ended (its end, and readers left on its
+// page, are not activity), else its LastActive. An ended room's record
+// from before ActiveAtEnd was kept says its creation; its notes' times
+// count on top (overview).
+func lastActivity(r rooms.Room) time.Time {
+	switch {
+	case !r.Ended:
+		return r.LastActive
+	case !r.ActiveAtEnd.IsZero():
+		return r.ActiveAtEnd
+	}
+	return r.Created
 }
 
 // placeStudents is the roster as the instructor reads it: each reader of
