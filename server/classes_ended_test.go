@@ -56,4 +56,17 @@ func TestEndedClassSettingsAndActivity(t *testing.T) {
 	if r := o.Rooms[0]; !r.Ended || r.Updated.Before(r.Created) || !r.Updated.Before(o.Class.Ended) {
 		t.Errorf("the ended room: %+v, class ended %v; want its last activity before the end, not the end", r, o.Class.Ended)
 	}
+	// The grid says the same.
+	code, body = instructorGet(t, ts, "/classes/"+class+"/progress.json", key)
+	var p struct {
+		Rooms []struct {
+			Updated time.Time `json:"updated"`
+		} `json:"rooms"`
+	}
+	if code != 200 || json.Unmarshal(body, &p) != nil || len(p.Rooms) != 1 {
+		t.Fatalf("progress.json: %d %s", code, body)
+	}
+	if !p.Rooms[0].Updated.Before(o.Class.Ended) {
+		t.Errorf("progress.json: the ended room's activity %v, class ended %v; want before the end", p.Rooms[0].Updated, o.Class.Ended)
+	}
 }

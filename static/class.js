@@ -321,8 +321,13 @@ function render(o) {
 		? `${rooms.length} room${rooms.length === 1 ? '' : 's'} (${open} open, ${rooms.length - open} ended) of ${o.class.budget} at most. Fired counts a relay's real journal lines, never the demo's.`
 		: 'No room yet: rooms appear here as your students start them.';
 	document.querySelector('[data-class-end]').hidden = classEnded;
-	// An ended class takes no settings, and no one need join a room.
-	document.querySelector('[data-class-settings]').hidden = classEnded;
+	// An ended class takes no settings (the server refuses them): they
+	// stay on view, read-only, as they were at the end.
+	const settings = document.querySelector('[data-class-settings]');
+	for (const e of settings.elements) e.disabled = classEnded;
+	settings.querySelector('button[type="submit"]').hidden = classEnded;
+	settings.classList.toggle('class-settings-ended', classEnded);
+	if (classEnded) settings.querySelector('[data-class-settings-said]').textContent = 'Kept as they were when the class ended.';
 	const banner = document.querySelector('[data-class-ended-banner]');
 	banner.hidden = !classEnded;
 	if (classEnded) {
