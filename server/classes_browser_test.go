@@ -382,6 +382,8 @@ func TestBrowserClass(t *testing.T) {
 		}
 		waitFor(t, instructor, "every room ended, the class said ended", `document.querySelectorAll('[data-class-rooms] tr.ended').length === 5 &&
 			!document.querySelector('[data-class-ended-banner]').hidden && document.querySelector('[data-class-end]').hidden`)
+		waitFor(t, instructor, "the settings on view, read-only", `(() => { const f = document.querySelector('[data-class-settings]');
+			return !f.hidden && f.offsetParent !== null && [...f.elements].every(e => e.disabled) && f.querySelector('button[type="submit"]').hidden })()`)
 		waitFor(t, bob, "the class link says the class has ended", `!document.querySelector('[data-class-ended]').hidden && !document.querySelector('[data-class-start]') && !document.querySelector('[data-class-join]')`)
 		screenshot(t, bob, "class-ended-student-390.png", true)
 		if err := chromedp.Do(cy, chromedp.Navigate(classURL), chromedp.WaitReady(`[data-class-ended]`)); err != nil {

@@ -34,6 +34,7 @@ const notes = new Map(); // id → view {id, text, rev, author, color, quote, ht
 // the other's version while the merge prompt is open.
 const editors = new Map();
 let readOnly = false;
+let readOnlyText = ''; // why, said beside each editor (sayReadOnly)
 
 // --- small helpers ---
 function me() {
@@ -77,6 +78,7 @@ function field(id, { label, multiline = true, placeholder = '', attr = null }) {
 	box.append(lab, view, paper, conflict, checks, by);
 	const ed = { input, view, paper, by, checks, conflict, box, label: span, base: 0, synced: '', timer: 0, saving: false, pending: null, theirs: null };
 	editors.set(id, ed);
+	if (readOnly) sayReadOnly(ed);
 	input.addEventListener('input', () => {
 		paper.textContent = input.value;
 		// "still empty" is stale from the first letter; the source's other
@@ -351,13 +353,15 @@ function goReadOnly(msg, keep = false) {
 	readOnly = true;
 	kept.freeze();
 	document.body.classList.add('annot-readonly');
+	const text = keep && msg ? msg : 'This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows.';
+	readOnlyText = msg && !/^this room expired/i.test(msg) ? msg : text;
 	for (const ed of editors.values()) {
 		ed.input.readOnly = true;
 		clearTimeout(ed.timer);
+		sayReadOnly(ed);
 	}
 	for (const f of document.querySelectorAll('form.annot-new')) f.remove();
 	updateBar();
-	const text = keep && msg ? msg : 'This room has ended; notes are read-only. They are gone from the server: download the worksheet to keep what this page shows.';
 	// The room's worksheet is gone with it: the download is made from
 	// what this page holds.
 	// (Only a room's notes are ever gone: those kept alone stay.)
@@ -384,6 +388,17 @@ function goReadOnly(msg, keep = false) {
 	banner.setAttribute('role', 'status');
 	document.querySelector('article.text')?.prepend(banner);
 	kept.stop();
+}
+
+// sayReadOnly says beside ed why the notes are read-only (readOnlyText):
+// on a phone the room's banner is out of view where a reader types.
+function sayReadOnly(ed) {
+	if (ed.box.querySelector(':scope > [data-annot-readonly]')) return;
+	const p = el('p', 'annot-ro', readOnlyText);
+	p.dataset.annotReadonly = '';
+	p.id = 'annot-ro-' + ed.input.dataset.noteId;
+	ed.input.setAttribute('aria-describedby', p.id);
+	ed.box.querySelector('.annot-label').after(p);
 }
 
 function status(text) {

@@ -321,8 +321,13 @@ function render(o) {
 		? `${rooms.length} room${rooms.length === 1 ? '' : 's'} (${open} open, ${rooms.length - open} ended) of ${o.class.budget} at most. Fired counts a relay's real journal lines, never the demo's.`
 		: 'No room yet: rooms appear here as your students start them.';
 	document.querySelector('[data-class-end]').hidden = classEnded;
-	// An ended class takes no settings, and no one need join a room.
-	document.querySelector('[data-class-settings]').hidden = classEnded;
+	// An ended class takes no settings (the server refuses them): they
+	// stay on view, read-only, as they were at the end.
+	const settings = document.querySelector('[data-class-settings]');
+	for (const e of settings.elements) e.disabled = classEnded;
+	settings.querySelector('button[type="submit"]').hidden = classEnded;
+	settings.classList.toggle('class-settings-ended', classEnded);
+	if (classEnded) settings.querySelector('[data-class-settings-said]').textContent = 'Kept as they were when the class ended.';
 	const banner = document.querySelector('[data-class-ended-banner]');
 	banner.hidden = !classEnded;
 	if (classEnded) {
@@ -397,16 +402,23 @@ function render(o) {
 	}
 }
 
+// GONE_AFTER_MS is the server's classes.GoneAfter.
+const GONE_AFTER_MS = 3 * 60 * 1000;
+
 // renderRoster draws the students: first who is in no room (what an
 // instructor acts on), then everyone by name with their room.
 function renderRoster(students, label, classEnded) {
 	const ul = document.querySelector('[data-class-roster]');
 	const absent = document.querySelector('[data-class-absent]');
 	const count = document.querySelector('[data-class-roster-count]');
-	const out = students.filter((st) => !st.room);
+	// Gone: in no room, their class page silent for a few minutes (the
+	// server's GoneAfter; told again here between the server's updates).
+	const gone = (st) => !st.room && (st.gone || (!!st.seen && Date.now() - Date.parse(st.seen) > GONE_AFTER_MS));
+	const out = students.filter((st) => !st.room && !gone(st));
+	const nGone = students.filter(gone).length;
 	const inRooms = new Set(students.filter((st) => st.room).map((st) => st.room));
 	count.textContent = students.length
-		? `(${students.length}: ${students.length - out.length} in ${inRooms.size} room${inRooms.size === 1 ? '' : 's'}, ${out.length} in none)`
+		? `(${students.length}: ${students.length - out.length - nGone} in ${inRooms.size} room${inRooms.size === 1 ? '' : 's'}, ${out.length} in none${nGone ? `, ${nGone} gone` : ''})`
 		: '';
 	absent.hidden = out.length === 0 || classEnded;
 	absent.replaceChildren();
@@ -425,7 +437,7 @@ function renderRoster(students, label, classEnded) {
 		return;
 	}
 	for (const st of students) {
-		const li = el('li', st.room ? 'in' : 'out');
+		const li = el('li', st.room ? 'in' : gone(st) ? 'out gone' : 'out');
 		li.dataset.student = st.name;
 		li.append(el('span', 'class-student-name', st.name));
 		if (st.room) {
@@ -435,7 +447,8 @@ function renderRoster(students, label, classEnded) {
 			li.append(where);
 		} else {
 			const wrote = (st.wrote || []).map((id) => label.get(id)).filter(Boolean);
-			li.append(el('span', 'class-student-room', wrote.length ? `no room now · wrote in ${wrote.join(', ')}` : 'no room'));
+			const where = gone(st) ? `gone (last seen ${ago(st.seen)})` : wrote.length ? 'no room now' : 'no room';
+			li.append(el('span', 'class-student-room', wrote.length ? `${where} · wrote in ${wrote.join(', ')}` : where));
 		}
 		ul.append(li);
 	}

@@ -738,7 +738,9 @@ class LivePane {
 	}
 
 	updateMore() {
-		this.more.hidden = !this.paused;
+		// Nothing new since the pause (a relay that finished, say): no
+		// button; the Pause button resumes.
+		this.more.hidden = !this.paused || this.heldCount === 0;
 		if (this.paused) {
 			const n = this.heldCount;
 			this.more.textContent = `${n} new ↓ resume`;

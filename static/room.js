@@ -76,7 +76,12 @@ const followName = 'syncloop-room-follow-' + roomID;
 let following = !/^#(case-|L\d)/.test(location.hash);
 const navType = performance.getEntriesByType('navigation')[0]?.type;
 const wasFollowing = tabStored(followName); // with no storage, the address decides
-if (wasFollowing && (navType === 'reload' || navType === 'back_forward')) following = wasFollowing === '1';
+// A follower who opened the room's other page on purpose (movedName, set
+// by the click) reads it on their own, as after a scroll.
+const movedName = 'syncloop-room-moved-' + roomID;
+const moved = tabStored(movedName) === '1';
+tabStore(movedName, '');
+if (wasFollowing && (navType === 'reload' || navType === 'back_forward' || moved)) following = wasFollowing === '1';
 function keepFollowing(on) {
 	tabStore(followName, on ? '1' : '0');
 }
@@ -501,6 +506,18 @@ document.addEventListener('keydown', (ev) => {
 document.addEventListener('click', (ev) => {
 	if (!driving() && ev.target instanceof Element && ev.target.closest('article.text')) pause();
 	if (driving()) setTimeout(reportSoon, 0); // after reader.js has handled it
+});
+// A link to the room's other page (the nav's pod_workers, say), followed
+// by a follower on purpose: following pauses, as a scroll does, and the
+// page it opens stays paused (movedName).
+document.addEventListener('click', (ev) => {
+	const a = ev.target instanceof Element && ev.target.closest('a[href]');
+	if (!a || driving() || !following) return;
+	const u = new URL(a.href, location.href);
+	const other = pageURL(page === 'pod-workers' ? 'index' : 'pod-workers');
+	if (u.origin !== location.origin || u.pathname.replace(/\/$/, '') !== other) return;
+	pause();
+	if (!following) tabStore(movedName, '1');
 });
 // A selection the reader made (not the driver's, applied here): a driver's
 // is reported, a follower stops following.

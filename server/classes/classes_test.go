@@ -136,7 +136,7 @@ func TestPlaceStudents(t *testing.T) {
 		{ID: "r2", Readers: []string{"Eve"}, Authors: []string{}},
 	}
 	roster := []Student{{ID: "a", Name: "Ann", Seen: at}, {ID: "c", Name: "Cy", Seen: at}, {ID: "b1", Name: "Bob", Seen: at}, {ID: "b2", Name: "Bob", Seen: at.Add(time.Minute)}}
-	got := placeStudents(rows, roster)
+	got := placeStudents(rows, roster, at.Add(2*time.Minute))
 	type row struct {
 		name, room string
 		driving    bool
@@ -162,7 +162,7 @@ func TestPlaceStudents(t *testing.T) {
 			t.Errorf("row %d = %+v, want %+v", i, flat[i], want[i])
 		}
 	}
-	if got := placeStudents(nil, nil); got == nil || len(got) != 0 {
+	if got := placeStudents(nil, nil, at); got == nil || len(got) != 0 {
 		t.Errorf("no rooms, no roster: %#v, want an empty list (JSON [])", got)
 	}
 }

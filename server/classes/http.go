@@ -560,7 +560,16 @@ func (h *Handlers) Settings() http.Handler {
 			jsonError(w, http.StatusBadRequest, "settings: "+err.Error())
 			return
 		}
-		c, err := h.cfg.Store.Update(r.Context(), c.ID, func(c *Class) error { return s.apply(c, h.maxBudget(*c)) })
+		c, err := h.cfg.Store.Update(r.Context(), c.ID, func(c *Class) error {
+			if !c.Ended.IsZero() { // what it was when it ended stays: its hand-ins are read by it
+				return ErrEnded
+			}
+			return s.apply(c, h.maxBudget(*c))
+		})
+		if errors.Is(err, ErrEnded) {
+			jsonError(w, http.StatusGone, ErrEnded.Error()+": its settings are kept as they were when it ended")
+			return
+		}
 		if err != nil {
 			jsonError(w, http.StatusBadRequest, err.Error())
 			return

@@ -50,7 +50,7 @@ type Deps struct {
 func (d Deps) overview(c Class, roster []Student) Overview {
 	o := Overview{Class: classJSON(c), Rooms: []RoomRow{}}
 	for _, r := range d.Rooms.Store().OfClass(c.ID) {
-		row := RoomRow{ID: r.ID, Tag: r.Tag, Readers: []string{}, Authors: []string{}, Fired: map[string]int{}, Ended: r.Ended, Created: r.Created, Updated: r.LastActive}
+		row := RoomRow{ID: r.ID, Tag: r.Tag, Readers: []string{}, Authors: []string{}, Fired: map[string]int{}, Ended: r.Ended, Created: r.Created, Updated: lastActivity(r)}
 		for _, p := range d.Rooms.Present(r.ID) {
 			row.Readers = append(row.Readers, p.Name)
 			if p.Driving {
@@ -82,16 +82,32 @@ func (d Deps) overview(c Class, roster []Student) Overview {
 		}
 		o.Rooms = append(o.Rooms, row)
 	}
-	o.Students = placeStudents(o.Rooms, roster)
+	o.Students = placeStudents(o.Rooms, roster, time.Now())
 	return o
+}
+
+// lastActivity is when room r was last used for real: for an ended room,
+// when it was last used before it ended (its end, and readers left on its
+// page, are not activity), else its LastActive. An ended room's record
+// from before ActiveAtEnd was kept says its creation; its notes' times
+// count on top (overview).
+func lastActivity(r rooms.Room) time.Time {
+	switch {
+	case !r.Ended:
+		return r.LastActive
+	case !r.ActiveAtEnd.IsZero():
+		return r.ActiveAtEnd
+	}
+	return r.Created
 }
 
 // placeStudents is the roster as the instructor reads it: each reader of
 // each room by name, with the room; each name given on the class page and
 // in no room now, with the rooms it wrote in. A name is matched by its
 // text (a reader's name in a room is the one given on the class page):
-// two students giving one name are told apart only by count.
-func placeStudents(rows []RoomRow, roster []Student) []StudentRow {
+// two students giving one name are told apart only by count. One in no
+// room whose class page has not said hello for GoneAfter (at now) is Gone.
+func placeStudents(rows []RoomRow, roster []Student, now time.Time) []StudentRow {
 	out := []StudentRow{}
 	wrote := map[string][]string{}
 	for _, r := range rows {
@@ -114,7 +130,8 @@ func placeStudents(rows []RoomRow, roster []Student) []StudentRow {
 	}
 	for _, g := range given {
 		for _, s := range g {
-			out = append(out, StudentRow{Name: s.Name, Seen: s.Seen, Wrote: wrote[s.Name]})
+			gone := !s.Seen.IsZero() && now.Sub(s.Seen) > GoneAfter
+			out = append(out, StudentRow{Name: s.Name, Seen: s.Seen, Gone: gone, Wrote: wrote[s.Name]})
 		}
 	}
 	for i := range out {
@@ -127,6 +144,11 @@ func placeStudents(rows []RoomRow, roster []Student) []StudentRow {
 	})
 	return out
 }
+
+// GoneAfter is how long a student in no room goes without their class
+// page's hello (one a minute while it is on view) before the roster says
+// they are gone: a closed tab, a phone put away.
+const GoneAfter = 3 * time.Minute
 
 // pairs is every room of class c as the students' page lists it.
 func (d Deps) pairs(c Class) Pairs {

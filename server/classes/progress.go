@@ -177,7 +177,7 @@ func (d Deps) progress(ctx context.Context, c Class) Progress {
 func (d Deps) roomProgress(ctx context.Context, c Class, n int, r rooms.Room, now time.Time) RoomProgress {
 	rp := RoomProgress{ID: r.ID, N: n, Tag: r.Tag, Readers: []string{}, Students: slices.Clone(r.Readers),
 		Cells: map[string]string{}, By: map[string]string{}, Warnings: map[string][]string{}, Pins: map[string]int{},
-		Flags: []string{}, Ended: r.Ended, Created: r.Created, Updated: r.LastActive}
+		Flags: []string{}, Ended: r.Ended, Created: r.Created, Updated: lastActivity(r)}
 	for _, x := range d.Rooms.Present(r.ID) {
 		rp.Readers = append(rp.Readers, x.Name)
 	}

@@ -74,6 +74,9 @@ type StudentRow struct {
 	// Seen is when their class page last said hello (every minute while
 	// it is open); absent for a reader who never gave a name there.
 	Seen time.Time `json:"seen,omitzero"`
+	// Gone: in no room, and their class page has not said hello for
+	// GoneAfter (the tab closed, the phone put away).
+	Gone bool `json:"gone,omitempty"`
 	// Wrote are the rooms whose worksheet has a note under this name.
 	Wrote []string `json:"wrote"`
 }

@@ -5,6 +5,7 @@ package feeds
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,13 +99,27 @@ func (f *feed) relayAttached() {
 	f.changed()
 }
 
-// relayDetached records one relay fewer on this replica. f.mu is held.
-func (f *feed) relayDetached() {
+// relayDetached records one relay fewer on this replica: finished, its
+// journal ended cleanly with the feed holding stored lines, or gone.
+// f.mu is held.
+func (f *feed) relayDetached(finished bool, stored uint64) {
 	f.relays--
 	if f.relays == 0 {
 		f.note = noteRelayGone
+		if finished {
+			f.note = "relay finished: " + thousands(stored) + " lines"
+		}
 	}
 	f.changed()
+}
+
+// thousands writes n with a comma between each three digits: 20,363.
+func thousands(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // relayElsewhere stops the demo running here because a relay's lines

@@ -46,9 +46,10 @@ func (l *Service) HandleIngest() http.Handler {
 		defer stop()
 
 		l.attach(f)
-		defer l.detach(f)
+		finished := false
+		defer func() { l.detach(f, finished) }()
 		l.log.Info("live: relay attached", "feed", f.name, "remote", r.RemoteAddr)
-		l.ingestConn(r, f, conn)
+		finished = l.ingestConn(r, f, conn)
 	})
 }
 
@@ -85,8 +86,10 @@ type ingestMsg struct {
 // as one JetStream message and acknowledged with one ack (the last
 // line's id, once JetStream has acknowledged it). A relay that sends
 // many small batches then costs one publish round trip per group, not
-// per batch.
-func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) {
+// per batch. It reports whether the relay ended cleanly: its journal
+// ended, every line acknowledged, and it closed with a normal closure
+// (relay.Client does so after a --file's last line).
+func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) bool {
 	ctx := r.Context()
 	out := clients.NewWriter(ctx, conn, clients.WriterConfig{Queue: ackQueue, Block: true, Timeout: writeTimeout})
 	defer out.Stop()
@@ -137,32 +140,32 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) {
 		if len(lines) > 0 {
 			if !l.checkToken(r) { // a room's token was rotated since, or the room expired
 				conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
-				return
+				return false
 			}
 			last, err := l.ingest(f, lines, false)
 			clear(lines)
 			if err != nil {
 				l.log.Error("live: ingest", "feed", f.name, "err", err)
 				conn.Close(websocket.StatusInternalError, "the server cannot store lines; retry later")
-				return
+				return false
 			}
 			if last != "" {
 				select {
 				case acks <- pendingAck{last, l.synced()}:
 				case <-ackerDone:
-					return
+					return false
 				}
 			}
 		}
 		switch {
 		case m.tooBig:
 			conn.Close(websocket.StatusMessageTooBig, "message over 1 MiB: send fewer lines per batch")
-			return
+			return false
 		case errors.Is(m.err, errBadBatch):
 			conn.Close(websocket.StatusUnsupportedData, "want {\"lines\":[{\"id\":…,\"raw\":…}]}")
-			return
+			return false
 		case m.err != nil:
-			return
+			return websocket.CloseStatus(m.err) == websocket.StatusNormalClosure
 		}
 	}
 }
@@ -319,10 +322,15 @@ func (l *Service) attach(f *feed) {
 	f.relayAttached()
 }
 
-func (l *Service) detach(f *feed) {
+// detach records a relay gone from f: finished, its journal ended
+// (ingestConn), or disconnected.
+func (l *Service) detach(f *feed, finished bool) {
+	f.pubMu.Lock()
+	stored := f.tail.next - 1 // the lines the feed holds
+	f.pubMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.relayDetached()
+	f.relayDetached(finished, stored)
 }
 
 // ingest stores lines in the feed's stream, skipping those stored

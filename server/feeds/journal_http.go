@@ -79,9 +79,11 @@ func (l *Service) HandleJournal() http.Handler {
 		defer stop()
 
 		l.attach(f)
-		defer l.detach(f)
+		finished := false
+		defer func() { l.detach(f, finished) }()
 		l.log.Info("live: journal attached", "feed", f.name, "remote", r.RemoteAddr)
 		sum, status := l.ingestJournal(r, f, body)
+		finished = status == http.StatusOK
 		l.log.Info("live: journal ended", "feed", f.name, "received", sum.Received, "stored", sum.Stored, "err", sum.Error)
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(status)

@@ -120,6 +120,11 @@ type Room struct {
 	// hand-in) stays until the room expires, for its class's instructor.
 	// An ended room holds no slot (Store.End lets them go).
 	Ended bool `json:"ended,omitempty"`
+	// ActiveAtEnd is LastActive as it was when the room ended: its last
+	// real use (ending it, and the readers still on its page after, move
+	// LastActive, which keeps the record for its TTL). Zero for a room not
+	// ended, or ended before it was kept.
+	ActiveAtEnd time.Time `json:"active_at_end,omitzero"`
 	// Readers are the names readers gave in the room, each once, in the
 	// order first given, at most maxReadersKept: who was in it, for a
 	// hand-in read after they left (presence ends with the sockets).
@@ -323,6 +328,14 @@ func (s *Store) End(id string) (Room, error) {
 	var held []string
 	r, err := s.update(id, func(r *Room) error {
 		held = append(held[:0], r.Slots...)
+		if !r.Ended {
+			r.ActiveAtEnd = r.LastActive
+			s.mu.Lock()
+			if t, ok := s.touched[id]; ok && t.After(r.ActiveAtEnd) {
+				r.ActiveAtEnd = t
+			}
+			s.mu.Unlock()
+		}
 		r.Ended, r.Slots = true, nil
 		return nil
 	})
