@@ -121,6 +121,7 @@ func NewHandlers(cfg Config) *Handlers {
 	}
 	cfg.AnonBudget = min(cmp.Or(cfg.AnonBudget, DefaultAnonBudget), cfg.MaxBudget)
 	cfg.PerStudent = cmp.Or(cfg.PerStudent, DefaultPerStudent)
+	cfg.Deps.handIns = cfg.Store
 	return &Handlers{cfg: cfg, done: make(chan struct{}),
 		creates: rooms.NewKeyLimiter(1.0/60, 5, 10000),
 		// A class's students start their rooms within a minute of each
@@ -139,7 +140,7 @@ func NewHandlers(cfg Config) *Handlers {
 // site's notes and answer key.
 func (h *Handlers) HideNotes(ctx context.Context, id string) bool {
 	c, err := h.cfg.Store.Get(ctx, id)
-	return err == nil && c.HideNotes
+	return err == nil && c.HideNotes && !c.released(h.cfg.Store.cfg.Now())
 }
 
 func (h *Handlers) budget(c Class) int { return min(c.Budget, h.maxBudget(c)) }
@@ -581,17 +582,9 @@ func (h *Handlers) Handins() http.Handler {
 		}
 		var buf bytes.Buffer
 		z := zip.NewWriter(&buf)
-		for i, room := range h.cfg.Deps.Rooms.Store().OfClass(c.ID) {
-			md := h.handin(r.Context(), c, i+1, room)
-			name := fmt.Sprintf("room-%d-%s.md", i+1, room.ID)
-			f, err := z.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: room.LastActive})
-			if err == nil {
-				_, err = f.Write(md)
-			}
-			if err != nil {
-				jsonError(w, http.StatusInternalServerError, err.Error())
-				return
-			}
+		if err := h.zipHandins(r.Context(), c, z); err != nil {
+			jsonError(w, http.StatusInternalServerError, err.Error())
+			return
 		}
 		if err := z.Close(); err != nil {
 			jsonError(w, http.StatusInternalServerError, err.Error())
