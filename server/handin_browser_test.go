@@ -1,0 +1,72 @@
+package server
+
+// The room page's hand-in ([data-room-handin], classes/handin.go): a
+// student confirms, the page says when and turns read-only as an ended
+// room's does, the server refuses a write after it, and a page opened
+// afterwards says so from the start.
+
+import (
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/internal/fixture"
+)
+
+func TestBrowserHandIn(t *testing.T) {
+	ctx := newBrowser(t)
+	r := realReading(t)
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
+	s, err := Open(Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }, DemoPeriod: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	class, key := createClass(t, ts, map[string][]string{"name": {"Hand-in"}})
+
+	w := watchPage(t, ctx, ts)
+	if err := chromedp.Do(ctx, enableNetwork, chromedp.Navigate(ts.URL+"/classes/"+class), chromedp.WaitReady(`[data-class-start]`)); err != nil {
+		t.Fatal(err)
+	}
+	typeInto(t, ctx, `[data-class-name]`, "Ann")
+	if err := chromedp.Do(ctx, chromedp.Click(`[data-class-start]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "Ann in a room", `location.pathname.startsWith('/rooms/') && !!document.getElementById('room')`)
+	room := eval[string](t, ctx, `document.getElementById('room').dataset.room`)
+	waitFor(t, ctx, "the hand-in button", `!document.querySelector('[data-room-handin]').hidden`)
+
+	// Cancelled at the confirmation: nothing handed in.
+	eval[bool](t, ctx, `(window.confirm = () => false, document.querySelector('[data-room-handin]').click(), true)`)
+	if p := progressOf(t, ts.URL, class, key); len(p.Rooms) != 1 || p.Rooms[0].HandedIn != nil {
+		t.Fatalf("handed in without confirming: %+v", p.Rooms)
+	}
+	eval[bool](t, ctx, `(window.confirm = () => true, document.querySelector('[data-room-handin]').click(), true)`)
+	waitFor(t, ctx, "Handed in at HH:MM, the notes read-only",
+		`/^Handed in at \d\d:\d\d$/.test(document.querySelector('[data-room-handedin]').textContent) && document.querySelector('[data-room-handin]').hidden && document.body.classList.contains('annot-readonly')`)
+	screenshot(t, ctx, "room-handed-in-1440.png", false)
+	if p := progressOf(t, ts.URL, class, key); p.Rooms[0].HandedIn == nil || time.Since(*p.Rooms[0].HandedIn) > time.Minute {
+		t.Errorf("progress.json after the hand-in: %+v", p.Rooms[0])
+	}
+	w.check(t)
+
+	// The server's word, not only the page's: a write from this browser
+	// (its class session) is refused, saying why.
+	got := eval[string](t, ctx, `fetch('/rooms/`+room+`/notes/case.config', {method: 'PUT', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({text: 'late edit', rev: 0})}).then(async (r) => r.status + ' ' + (await r.json()).error)`)
+	if !strings.HasPrefix(got, "423 ") || !strings.Contains(got, "handed in at") {
+		t.Errorf("a write after the hand-in: %s", got)
+	}
+	// A page opened afterwards says so from the start.
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the reloaded page says it was handed in",
+		`!document.querySelector('[data-room-handedin]').hidden && document.querySelector('[data-room-handin]').hidden && document.body.classList.contains('annot-readonly')`)
+}
