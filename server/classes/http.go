@@ -13,7 +13,8 @@ package classes
 //	GET  /classes/{id}/rooms.json    the instructor's overview (Authorization: Bearer KEY; 401 without)
 //	GET  /classes/{id}/events        the overview, live (same key)
 //	GET  /classes/{id}/handins.zip   one room-N-ROOM-ID.md worksheet per room (same key)
-//	POST /classes/{id}/settings      {"name","budget","hide_notes"} (same key): the class as it is now
+//	POST /classes/{id}/settings      {"name","budget","hide_notes","pod","due","extensions","release"}
+//	                                 (same key; the last three handin.go's): the class as it is now
 //	POST /classes/{id}/hello         {"name"} (same origin; per client 60 at once, then 1/s): a
 //	                                 student's name on the roster, and their session
 //	POST /classes/{id}/end           (same key) end the class: all its rooms end, it starts no more
