@@ -42,6 +42,13 @@ func TestBrowserHandIn(t *testing.T) {
 	waitFor(t, ctx, "Ann in a room", `location.pathname.startsWith('/rooms/') && !!document.getElementById('room')`)
 	room := eval[string](t, ctx, `document.getElementById('room').dataset.room`)
 	waitFor(t, ctx, "the hand-in button", `!document.querySelector('[data-room-handin]').hidden`)
+	// A second page on the room, open before the hand-in (a partner's).
+	other, cancel := chromedp.NewContext(ctx)
+	t.Cleanup(cancel)
+	if err := chromedp.Do(other, chromedp.Navigate(ts.URL+"/rooms/"+room), chromedp.WaitReady(`#room`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, other, "the other page's notes live", `document.body.classList.contains('annot-live')`)
 
 	// Cancelled at the confirmation: nothing handed in.
 	eval[bool](t, ctx, `(window.confirm = () => false, document.querySelector('[data-room-handin]').click(), true)`)
@@ -56,6 +63,12 @@ func TestBrowserHandIn(t *testing.T) {
 		t.Errorf("progress.json after the hand-in: %+v", p.Rooms[0])
 	}
 	w.check(t)
+
+	// The page open before it learns at its next write: refused, it
+	// turns read-only, saying when.
+	typeInto(t, other, `[data-annotate="config"]`, "written on the other page")
+	waitFor(t, other, "the other page read-only after its write was refused",
+		`document.body.classList.contains('annot-readonly') && /handed in at/.test(document.querySelector('[data-annot-status]')?.textContent || '')`)
 
 	// The server's word, not only the page's: a write from this browser
 	// (its class session) is refused, saying why.
