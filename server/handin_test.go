@@ -9,9 +9,11 @@ package server
 import (
 	"archive/zip"
 	"bytes"
+	"encoding/csv"
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +137,30 @@ func TestHandIn(t *testing.T) {
 		}
 		if md := zipFiles(t, ts.URL, class, key)[file(1, room)]; !strings.Contains(md, "after the reopen") {
 			t.Errorf("the zip after the second hand-in: %q", md)
+		}
+		code, b := instructorGet(t, ts, "/classes/"+class+"/rooms/"+room+"/results.json", key)
+		if code != 200 || !strings.Contains(string(b), ", late.") {
+			t.Errorf("results.json: %d %s", code, b)
+		}
+		code, b = instructorGet(t, ts, "/classes/"+class+"/grades.csv", key)
+		rows, err := csv.NewReader(bytes.NewReader(b)).ReadAll()
+		if code != 200 || err != nil || len(rows) < 3 {
+			t.Fatalf("grades.csv: %d %v %s", code, err, b)
+		}
+		head, seen := rows[0], 0
+		for _, row := range rows[1:] {
+			col := func(name string) string { return row[slices.Index(head, name)] }
+			want, inRoom := map[string]string{room: "true", other: "false"}[col("room_id")]
+			if !inRoom {
+				continue // a name on the roster in no room
+			}
+			seen++
+			if col("handed_in") == "" || col("late") != want {
+				t.Errorf("grades.csv row %v: handed_in %q late %q, want late %s", row, col("handed_in"), col("late"), want)
+			}
+		}
+		if seen < 2 {
+			t.Errorf("grades.csv has %d rows of the two rooms:\n%s", seen, b)
 		}
 	})
 

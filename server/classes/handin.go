@@ -358,3 +358,14 @@ func zipFile(z *zip.Writer, name string, mod time.Time, b []byte) error {
 	}
 	return err
 }
+
+// handedInText is what results.json's output says of rp's hand-in.
+func handedInText(rp RoomProgress) string {
+	switch {
+	case rp.HandedIn == nil:
+		return " Not handed in."
+	case rp.Late:
+		return " Handed in at " + rp.HandedIn.UTC().Format(time.RFC3339) + ", late."
+	}
+	return " Handed in at " + rp.HandedIn.UTC().Format(time.RFC3339) + "."
+}
