@@ -82,4 +82,26 @@ func TestBrowserHandIn(t *testing.T) {
 	}
 	waitFor(t, ctx, "the reloaded page says it was handed in",
 		`!document.querySelector('[data-room-handedin]').hidden && document.querySelector('[data-room-handin]').hidden && document.body.classList.contains('annot-readonly')`)
+
+	// The instructor's form sets a due time (an hour ago, as the
+	// browser's local time) and the release at it: the hand-in is late.
+	inst, cancelInst := chromedp.NewContext(ctx)
+	t.Cleanup(cancelInst)
+	if err := chromedp.Do(inst, chromedp.Navigate(ts.URL+"/classes/"+class+"?k="+key), chromedp.WaitReady(`[data-class-settings]`)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, inst, "the instructor's settings", `!document.querySelector('[data-class-instructor]').hidden`)
+	eval[bool](t, inst, `(() => { const f = document.querySelector('[data-class-settings]'); const t = new Date(Date.now() - 3600e3);
+		f.due.value = new Date(t.getTime() - t.getTimezoneOffset() * 60000).toISOString().slice(0, 16); f.release.value = 'due'; f.requestSubmit(); return true })()`)
+	waitFor(t, inst, "saved", `/^Saved: .* due /.test(document.querySelector('[data-class-settings-said]').textContent)`)
+	p := progressOf(t, ts.URL, class, key)
+	if d := time.Until(p.Class.Due); p.Class.Release != "due" || d > -59*time.Minute || d < -61*time.Minute || !p.Rooms[0].Late {
+		t.Errorf("after the form: due %v (%v from now), release %q, late %v", p.Class.Due, d, p.Class.Release, p.Rooms[0].Late)
+	}
+	if err := chromedp.Do(inst, chromedp.Reload(), chromedp.WaitReady(`[data-class-settings]`)); err != nil {
+		t.Fatal(err)
+	}
+	if v := eval[string](t, inst, `document.querySelector('[data-class-settings]').due.value`); v == "" {
+		t.Error("the reloaded form does not show the due time")
+	}
 }
