@@ -104,4 +104,18 @@ func TestBrowserHandIn(t *testing.T) {
 	if v := eval[string](t, inst, `document.querySelector('[data-class-settings]').due.value`); v == "" {
 		t.Error("the reloaded form does not show the due time")
 	}
+
+	// The grid says so, and reopens the room: its notes take writes again.
+	waitFor(t, inst, "the grid's hand-in, late",
+		`document.querySelector('[data-grid-room="`+room+`"] [data-grid-handed-in]')?.dataset.gridHandedIn === 'late'`)
+	screenshot(t, inst, "grid-handed-in-1440.png", false)
+	eval[bool](t, inst, `(window.confirm = () => true, document.querySelector('[data-grid-room="`+room+`"] [data-grid-reopen]').click(), true)`)
+	waitFor(t, inst, "reopened", `!document.querySelector('[data-grid-room="`+room+`"] [data-grid-handed-in]')`)
+	if p := progressOf(t, ts.URL, class, key); p.Rooms[0].HandedIn != nil {
+		t.Errorf("progress.json after the reopen: %+v", p.Rooms[0])
+	}
+	got = eval[string](t, ctx, `fetch('/rooms/`+room+`/notes/case.pleg', {method: 'PUT', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({text: 'after the reopen', rev: 0})}).then((r) => String(r.status))`)
+	if got != "200" {
+		t.Errorf("a write after the reopen: %s", got)
+	}
 }
