@@ -171,6 +171,18 @@ func TestHandIn(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("an ended class takes no hand-in", func(t *testing.T) {
+		if code, body := instructorPost(t, ts.URL, "/classes/"+class+"/rooms/"+room+"/reopen", key); code != 200 {
+			t.Fatalf("reopen: %d %s", code, body)
+		}
+		if code, body := instructorPost(t, ts.URL, "/classes/"+class+"/end", key); code != 200 {
+			t.Fatalf("end: %d %s", code, body)
+		}
+		if code, body := handIn(t, ann, ts.URL, room); code != http.StatusGone {
+			t.Errorf("a hand-in after the class ended: %d %s, want 410", code, body)
+		}
+	})
 }
 
 // TestHandInRelease: a class hiding the site's notes releases them at the

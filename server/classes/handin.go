@@ -171,6 +171,10 @@ func (h *Handlers) HandIn() http.Handler {
 			jsonError(w, http.StatusForbidden, NotStudentMessage(c.ID))
 			return
 		}
+		if !c.Ended.IsZero() {
+			jsonError(w, http.StatusGone, "this class has ended: its rooms are read-only, and your instructor has every room's worksheet as it stands")
+			return
+		}
 		old, rev, found, err := h.cfg.Store.HandInOf(r.Context(), c.ID, room.ID)
 		if err == nil && found && old.Frozen() {
 			jsonError(w, http.StatusConflict, handedInMessage(old))
