@@ -59,6 +59,16 @@ func TestBrowserHandIn(t *testing.T) {
 	waitFor(t, ctx, "Handed in at HH:MM, the notes read-only",
 		`/^Handed in at \d\d:\d\d$/.test(document.querySelector('[data-room-handedin]').textContent) && document.querySelector('[data-room-handin]').hidden && document.body.classList.contains('annot-readonly')`)
 	screenshot(t, ctx, "room-handed-in-1440.png", false)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+		t.Fatal(err)
+	}
+	if over := eval[bool](t, ctx, `document.documentElement.scrollWidth > innerWidth + 1 || document.querySelector('[data-room-handedin]').getBoundingClientRect().right > innerWidth`); over {
+		t.Error("at 390 px the room bar, its hand-in said, runs wider than the window")
+	}
+	screenshot(t, ctx, "room-handed-in-390.png", false)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1440, 900)); err != nil {
+		t.Fatal(err)
+	}
 	if p := progressOf(t, ts.URL, class, key); p.Rooms[0].HandedIn == nil || time.Since(*p.Rooms[0].HandedIn) > time.Minute {
 		t.Errorf("progress.json after the hand-in: %+v", p.Rooms[0])
 	}
