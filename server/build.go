@@ -240,6 +240,9 @@ func author(d *Deps, r *http.Request, id string) (string, error) {
 	if errors.Is(err, classes.ErrNoSession) {
 		return "", &annotations.ForbiddenError{Msg: classes.NotStudentMessage(room.Class)}
 	}
+	if msg := d.Classes.Locked(r.Context(), room.Class, id); err == nil && msg != "" {
+		return "", &annotations.LockedError{Msg: msg} // handed in (classes/handin.go)
+	}
 	return name, err
 }
 

@@ -69,7 +69,8 @@ const (
 //	GET /classes/{id}/handins.zip, POST /classes/{id}/settings, POST /classes/{id}/hello,
 //	POST /classes/{id}/end, POST /classes/{id}/rooms/{room}/end,
 //	GET /classes/{id}/progress.json, GET /classes/{id}/grades.csv,
-//	GET /classes/{id}/rooms/{room}/results.json, GET /classes/{id}/items/{item}.json
+//	GET /classes/{id}/rooms/{room}/results.json, GET /classes/{id}/items/{item}.json,
+//	GET|POST /rooms/{id}/handin, POST /classes/{id}/rooms/{room}/reopen (handin.go there)
 //	(progress.go, grades.go, answers.go there)
 //
 // Readers' own notes (package annotations, http.go there):
@@ -143,6 +144,9 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/classes/{id}/grades.csv", s.classes.GradesCSV())
 	r.Method("GET", "/classes/{id}/rooms/{room}/results.json", s.classes.Results())
 	r.Method("GET", "/classes/{id}/items/{item}", s.classes.ItemAnswers())
+	r.With(jsonBody(classFormBytes)).Method("POST", "/classes/{id}/rooms/{room}/reopen", s.classes.Reopen())
+	r.Method("GET", "/rooms/{id}/handin", s.classes.HandInState())
+	r.With(jsonBody(classFormBytes)).Method("POST", "/rooms/{id}/handin", s.classes.HandIn())
 
 	r.Method("GET", "/rooms/{id}/notes", s.notes.List())
 	r.Method("GET", "/rooms/{id}/notes/events", s.notes.Events())

@@ -288,14 +288,19 @@ function startInstructor(key, keyName) {
 
 	const form = document.querySelector('[data-class-settings]');
 	const said = document.querySelector('[data-class-settings-said]');
+	// The due time is the server's UTC; the field shows and takes the
+	// browser's local time (classes/handin.go).
+	const local = (t) => new Date(t.getTime() - t.getTimezoneOffset() * 60000).toISOString().slice(0, 16);
+	if (form.due.dataset.classDue) form.due.value = local(new Date(form.due.dataset.classDue));
 	form.addEventListener('submit', async (ev) => {
 		ev.preventDefault();
-		const body = { budget: Number(form.budget.value), hide_notes: form.hide_notes.checked, pod: form.pod.value.trim() };
+		const body = { budget: Number(form.budget.value), hide_notes: form.hide_notes.checked, pod: form.pod.value.trim(),
+			due: form.due.value ? new Date(form.due.value).toISOString() : '', release: form.release.value };
 		try {
 			const r = await fetch(`/classes/${classID}/settings`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
 			const j = await r.json();
 			if (!r.ok) throw new Error(j.error || r.statusText);
-			said.textContent = `Saved: ${j.budget} rooms at most; the site's notes ${j.hide_notes ? 'hidden' : 'shown'} in the rooms (from their next page load); the lab checks look for ${j.pod}.`;
+			said.textContent = `Saved: ${j.budget} rooms at most; the site's notes ${j.hide_notes ? 'hidden' : 'shown'} in the rooms (from their next page load); the lab checks look for ${j.pod}; ${j.due ? 'due ' + new Date(j.due).toLocaleString() : 'no due time'}.`;
 			grid.refresh();
 		} catch (err) {
 			said.textContent = 'Not saved: ' + err.message;

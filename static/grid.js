@@ -84,7 +84,22 @@ export function startGrid(classID, auth) {
 	table.addEventListener('click', (ev) => {
 		const b = ev.target.closest('[data-grid-item]');
 		if (b) showAnswers(classID, auth, b.dataset.gridItem);
+		const re = ev.target.closest('[data-grid-reopen]');
+		if (re && confirm('Reopen this room? Its readers can change its notes again, and its hand-in is its live worksheet until they hand it in again.')) reopen(re);
 	});
+	// reopen: a room handed in takes writes again (classes/handin.go).
+	async function reopen(b) {
+		b.disabled = true;
+		try {
+			const r = await fetch(`/classes/${classID}/rooms/${encodeURIComponent(b.dataset.gridReopen)}/reopen`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: '{}' });
+			if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error || r.statusText);
+			said.textContent = 'Reopened.';
+			refresh();
+		} catch (err) {
+			said.textContent = 'Could not reopen the room: ' + err.message;
+			b.disabled = false;
+		}
+	}
 	document.querySelector('[data-grid-answers-close]')?.addEventListener('click', () => {
 		document.querySelector('[data-grid-answers]').hidden = true;
 	});
@@ -232,6 +247,16 @@ function row(r, items) {
 	const who = (r.students || []).join(', ');
 	if (who) th.append(el('span', 'grid-who', who));
 	for (const f of r.flags || []) th.append(el('span', 'grid-flag', f));
+	if (r.handed_in) {
+		const t = new Date(r.handed_in);
+		const hi = el('span', 'grid-flag grid-handedin', `handed in ${String(t.getHours()).padStart(2, '0')}:${String(t.getMinutes()).padStart(2, '0')}${r.late ? ' · late' : ''}`);
+		hi.dataset.gridHandedIn = r.late ? 'late' : 'on time';
+		hi.title = t.toLocaleString();
+		const re = el('button', 'grid-reopen', 'Reopen');
+		re.type = 'button';
+		re.dataset.gridReopen = r.id;
+		th.append(hi, re);
+	}
 	th.append(summary(r));
 	tr.append(th);
 	for (const it of items) tr.append(cell(r, it, label));

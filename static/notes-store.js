@@ -333,6 +333,9 @@ class RoomNotes {
 		if (resp.ok && body.conflict && body.current) return { status: 'conflict', current: body.current, error: body.error, view: body };
 		if (resp.ok) return { status: 'saved', view: body };
 		if (resp.status === 410) return { status: 'gone', error: body.error };
+		// 423: the room was handed in (by a partner, from another page):
+		// the page turns read-only, saying when (classes/handin.go).
+		if (resp.status === 423) this.readOnly(body.error);
 		if (resp.status === 429 || resp.status === 503) return { status: 'busy', error: body.error || refused };
 		return { status: 'refused', error: body.error || refused };
 	}

@@ -662,6 +662,44 @@ function renderHeld() {
 }
 renderHeld();
 
+// --- handing in (a class's room: classes/handin.go) ----------------------
+
+// handedInNow turns the page read-only, as an ended room's: the room was
+// handed in at at (here, or before this page opened).
+function handedInNow(at, why) {
+	const t = new Date(at);
+	const hhmm = String(t.getHours()).padStart(2, '0') + ':' + String(t.getMinutes()).padStart(2, '0');
+	const shown = $('[data-room-handedin]');
+	shown.textContent = `Handed in at ${hhmm}`;
+	shown.title = t.toLocaleString();
+	shown.hidden = false;
+	$('[data-room-handin]').hidden = true;
+	document.body.classList.add('room-handed-in');
+	notes.readOnly(why || 'This room was handed in: its notes are read-only; your instructor can reopen it.');
+}
+
+const handinButton = $('[data-room-handin]');
+if (handinButton) {
+	fetch(`/rooms/${encodeURIComponent(roomID)}/handin`).then((r) => (r.ok ? r.json() : null)).then((s) => {
+		if (s?.handed_in) handedInNow(s.handed_in, s.message);
+		else handinButton.hidden = ended || watching;
+	}).catch(() => {});
+	handinButton.addEventListener('click', async () => {
+		if (!confirm('Hand in this room\'s worksheet now? It is frozen as it is, for your instructor, and no one in the room can change a note after it unless your instructor reopens the room.')) return;
+		handinButton.disabled = true;
+		try {
+			const r = await fetch(`/rooms/${encodeURIComponent(roomID)}/handin`, { method: 'POST' });
+			const s = await r.json().catch(() => ({}));
+			if (r.ok && s.handed_in) handedInNow(s.handed_in, s.message);
+			else showError(`Not handed in: ${s.error || 'the server answered ' + r.status}.`);
+		} catch {
+			showError('Not handed in: the server could not be reached; try again.');
+		} finally {
+			handinButton.disabled = false;
+		}
+	});
+}
+
 if (ended) endedNow();
 if (watching) {
 	following = true;

@@ -284,6 +284,12 @@ type ForbiddenError struct{ Msg string }
 
 func (e *ForbiddenError) Error() string { return e.Msg }
 
+// LockedError refuses a write to a room that handed in (423 Locked);
+// Error says when, and who may reopen it.
+type LockedError struct{ Msg string }
+
+func (e *LockedError) Error() string { return e.Msg }
+
 // author is the name a write to room id from r is signed with, or false
 // when it answered why r may not write there.
 func (h *Handlers) author(w http.ResponseWriter, r *http.Request, id string) (string, bool) {
@@ -292,9 +298,13 @@ func (h *Handlers) author(w http.ResponseWriter, r *http.Request, id string) (st
 	}
 	name, err := h.cfg.Author(r, id)
 	var f *ForbiddenError
+	var l *LockedError
 	switch {
 	case errors.As(err, &f):
 		jsonError(w, http.StatusForbidden, f.Msg)
+		return "", false
+	case errors.As(err, &l):
+		jsonError(w, http.StatusLocked, l.Msg)
 		return "", false
 	case err != nil:
 		jsonError(w, http.StatusServiceUnavailable, "could not tell who you are in this room: "+err.Error()+"; try again")

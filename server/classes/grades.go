@@ -214,6 +214,7 @@ func results(p Progress, rp RoomProgress) GradescopeResults {
 	if len(rp.Students) > 0 {
 		out.Output += " Readers: " + strings.Join(rp.Students, ", ") + "."
 	}
+	out.Output += handedInText(rp)
 	return out
 }
 

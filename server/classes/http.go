@@ -13,7 +13,8 @@ package classes
 //	GET  /classes/{id}/rooms.json    the instructor's overview (Authorization: Bearer KEY; 401 without)
 //	GET  /classes/{id}/events        the overview, live (same key)
 //	GET  /classes/{id}/handins.zip   one room-N-ROOM-ID.md worksheet per room (same key)
-//	POST /classes/{id}/settings      {"name","budget","hide_notes"} (same key): the class as it is now
+//	POST /classes/{id}/settings      {"name","budget","hide_notes","pod","due","extensions","release"}
+//	                                 (same key; the last three handin.go's): the class as it is now
 //	POST /classes/{id}/hello         {"name"} (same origin; per client 60 at once, then 1/s): a
 //	                                 student's name on the roster, and their session
 //	POST /classes/{id}/end           (same key) end the class: all its rooms end, it starts no more
@@ -121,6 +122,7 @@ func NewHandlers(cfg Config) *Handlers {
 	}
 	cfg.AnonBudget = min(cmp.Or(cfg.AnonBudget, DefaultAnonBudget), cfg.MaxBudget)
 	cfg.PerStudent = cmp.Or(cfg.PerStudent, DefaultPerStudent)
+	cfg.Deps.handIns = cfg.Store
 	return &Handlers{cfg: cfg, done: make(chan struct{}),
 		creates: rooms.NewKeyLimiter(1.0/60, 5, 10000),
 		// A class's students start their rooms within a minute of each
@@ -139,7 +141,7 @@ func NewHandlers(cfg Config) *Handlers {
 // site's notes and answer key.
 func (h *Handlers) HideNotes(ctx context.Context, id string) bool {
 	c, err := h.cfg.Store.Get(ctx, id)
-	return err == nil && c.HideNotes
+	return err == nil && c.HideNotes && !c.released(h.cfg.Store.cfg.Now())
 }
 
 func (h *Handlers) budget(c Class) int { return min(c.Budget, h.maxBudget(c)) }
@@ -590,17 +592,9 @@ func (h *Handlers) Handins() http.Handler {
 		}
 		var buf bytes.Buffer
 		z := zip.NewWriter(&buf)
-		for i, room := range h.cfg.Deps.Rooms.Store().OfClass(c.ID) {
-			md := h.handin(r.Context(), c, i+1, room)
-			name := fmt.Sprintf("room-%d-%s.md", i+1, room.ID)
-			f, err := z.CreateHeader(&zip.FileHeader{Name: name, Method: zip.Deflate, Modified: room.LastActive})
-			if err == nil {
-				_, err = f.Write(md)
-			}
-			if err != nil {
-				jsonError(w, http.StatusInternalServerError, err.Error())
-				return
-			}
+		if err := h.zipHandins(r.Context(), c, z); err != nil {
+			jsonError(w, http.StatusInternalServerError, err.Error())
+			return
 		}
 		if err := z.Close(); err != nil {
 			jsonError(w, http.StatusInternalServerError, err.Error())

@@ -43,6 +43,8 @@ type Deps struct {
 	// LabCheck is the exercise checked on a feed's journal read at tag,
 	// for pod (progress.go); nil: no checks.
 	LabCheck func(ctx context.Context, feed, tag, pod string) labcheck.Result
+	// handIns are the rooms' hand-ins (handin.go); NewHandlers sets it.
+	handIns *Store
 }
 
 // overview is every room of class c as its instructor sees it, and its
@@ -169,7 +171,8 @@ func (d Deps) pairs(c Class) Pairs {
 }
 
 func classJSON(c Class) ClassJSON {
-	return ClassJSON{ID: c.ID, Name: c.Name, Tag: c.Tag, Budget: c.Budget, HideNotes: c.HideNotes, Pod: cmp.Or(c.Pod, labcheck.DefaultPod), Ended: c.Ended}
+	return ClassJSON{ID: c.ID, Name: c.Name, Tag: c.Tag, Budget: c.Budget, HideNotes: c.HideNotes, Pod: cmp.Or(c.Pod, labcheck.DefaultPod), Ended: c.Ended,
+		Due: c.Due, Extensions: c.Extensions, Release: c.Release}
 }
 
 // progress counts a room's worksheet: the items the worksheet asks for

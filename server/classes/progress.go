@@ -228,6 +228,7 @@ func (d Deps) roomProgress(ctx context.Context, c Class, n int, r rooms.Room, no
 		rp.Checks = labcheck.Journal(c.Pod, feed, reading, nil)
 	}
 	rp.Flags = flags(rp, d.Fired != nil && len(d.Fired.Fired(feed)) > 0, now)
+	rp.HandedIn, rp.Late = d.handedIn(ctx, c, r.ID)
 	return rp
 }
 

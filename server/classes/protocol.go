@@ -55,6 +55,11 @@ type ClassJSON struct {
 	Pod       string `json:"pod"` // the exercise's pod, as the lab checks look for it
 	// Ended is when the instructor ended the class; absent while it runs.
 	Ended time.Time `json:"ended,omitzero"`
+	// Due, Extensions and Release are the class's deadline, its rooms'
+	// extra minutes and when the site's notes are released (handin.go).
+	Due        time.Time      `json:"due,omitzero"`
+	Extensions map[string]int `json:"extensions,omitempty"`
+	Release    string         `json:"release,omitempty"`
 }
 
 // Overview is every room of a class, oldest first, and its students.

@@ -88,6 +88,13 @@ type Class struct {
 	// its rooms ended with it, it starts no more, and its hand-ins stay
 	// downloadable until the class expires.
 	Ended time.Time `json:"ended,omitzero"`
+	// Due is when the class's rooms are due (zero: no deadline), and
+	// Extensions each room's extra minutes; Release when the site's
+	// notes are shown to a class that hides them: ReleaseNow, ReleaseDue
+	// or "" (not until the instructor releases them). handin.go.
+	Due        time.Time      `json:"due,omitzero"`
+	Extensions map[string]int `json:"extensions,omitempty"`
+	Release    string         `json:"release,omitempty"`
 }
 
 // Student is a name a student gave on the class page, as the roster
@@ -105,6 +112,12 @@ type Settings struct {
 	Budget    *int    `json:"budget,omitempty"`
 	HideNotes *bool   `json:"hide_notes,omitempty"`
 	Pod       *string `json:"pod,omitempty"`
+	// Due is an RFC 3339 time or "" (no deadline); Extensions replace
+	// the rooms' extensions ({room: minutes}); Release is "now", "due"
+	// or "" (handin.go).
+	Due        *string        `json:"due,omitempty"`
+	Extensions map[string]int `json:"extensions,omitempty"`
+	Release    *string        `json:"release,omitempty"`
 }
 
 // apply checks s and applies it to c; maxBudget is the server's cap on
@@ -136,7 +149,7 @@ func (s Settings) apply(c *Class, maxBudget int) error {
 		}
 		c.Pod = p
 	}
-	return nil
+	return s.applyDeadline(c)
 }
 
 // CleanName is a class's name as shown: names.Clean's (NFC, no
