@@ -20,18 +20,29 @@ import (
 	"github.com/syncloop/syncloop/server/relay"
 )
 
+// enterIngest is the feed a relay's request r may write to: it has the
+// feed's token, the feed exists, and the service takes work (the caller
+// then defers l.wg.Done()); nil when not, and r has been answered why.
+func (l *Service) enterIngest(w http.ResponseWriter, r *http.Request) *feed {
+	if !l.authorizeIngest(w, r) {
+		return nil
+	}
+	f := l.feedOr404(w, r)
+	if f == nil {
+		return nil
+	}
+	if !l.enter() {
+		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+		return nil
+	}
+	return f
+}
+
 // HandleIngest is GET /feeds/{feed}/ingest: a relay's websocket.
 func (l *Service) HandleIngest() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !l.authorizeIngest(w, r) {
-			return
-		}
-		f := l.feedOr404(w, r)
+		f := l.enterIngest(w, r)
 		if f == nil {
-			return
-		}
-		if !l.enter() {
-			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
 		}
 		defer l.wg.Done()

@@ -62,15 +62,8 @@ var (
 // journal, with the token the feed's relay takes.
 func (l *Service) HandleJournal() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !l.authorizeIngest(w, r) {
-			return
-		}
-		f := l.feedOr404(w, r)
+		f := l.enterIngest(w, r)
 		if f == nil {
-			return
-		}
-		if !l.enter() {
-			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
 		}
 		defer l.wg.Done()
