@@ -357,6 +357,21 @@ func TestQuizGivesNothingAway(t *testing.T) {
 	if code, _ := httpGet(t, quiz.URL+"/k8s/"+r.Tag+"/answer-key.md"); code != http.StatusForbidden {
 		t.Errorf("in quiz mode the answer key answers %d", code)
 	}
+	// A peek does not look the sets' declarations up by name in quiz mode
+	// (it would answer their file:line); without quiz mode it does.
+	setSyms := setDeclSyms(r)
+	if len(setSyms) == 0 {
+		t.Fatal("no definition in the index declares a set: nothing to test /def with")
+	}
+	for _, sym := range setSyms {
+		u := "/k8s/" + r.Tag + "/def?sym=" + url.QueryEscape(sym)
+		if code, body := getUntil200(t, quiz.URL+u); code != http.StatusForbidden || len(leaks(answers, body, sym)) > 0 {
+			t.Errorf("in quiz mode %s answers %d %.200s, want 403 and no answer", u, code, body)
+		}
+		if code, _ := getUntil200(t, plain.URL+u); code != http.StatusOK {
+			t.Errorf("without quiz mode %s answers %d, want the definition", u, code)
+		}
+	}
 
 	// A student of that class, on the same plain server, gets every page
 	// of the site in quiz mode, not only the class's rooms; a browser
@@ -381,6 +396,24 @@ func TestQuizGivesNothingAway(t *testing.T) {
 	if _, body := getUntil200(t, plain.URL+"/k8s/"+r.Tag+"/reading.json"); len(leaks(answers, withoutSource(t, body), "")) == 0 {
 		t.Error("without the class's session, reading.json holds none of the answers: the search above proves nothing")
 	}
+}
+
+// setDeclSyms are the symbols of the definitions index whose declaration
+// is one of the two sets' (the worksheet's answer).
+func setDeclSyms(r *extractor.Reading) []string {
+	var syms []string
+	if r.Defs == nil {
+		return nil
+	}
+	for sym, d := range r.Defs.Decls {
+		for _, set := range r.TwoSets {
+			if set.File == d.File && d.Start <= set.Line && set.Line <= d.End {
+				syms = append(syms, sym)
+				break
+			}
+		}
+	}
+	return syms
 }
 
 // getAs GETs u with browser c until it is no longer a page that says the

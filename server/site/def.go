@@ -78,12 +78,35 @@ func (s *Site) Def() http.Handler {
 			defError(w, http.StatusNotFound, st.err.Error())
 			return
 		}
+		if s.quiz(r) && declaresASet(st.reading, sym) {
+			defError(w, http.StatusForbidden, "in quiz mode the two sets' declarations are yours to find: read the source the page shows, and write each set's file:line in the worksheet")
+			return
+		}
 		body, status := s.defBody(st, sym)
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-cache")
 		w.WriteHeader(status)
 		w.Write(body)
 	})
+}
+
+// declaresASet reports whether sym's definition is one of the two sets'
+// declarations the worksheet asks for (Reading.TwoSets): the answer a
+// quiz's reader is to find, not to look up by name.
+func declaresASet(r *extractor.Reading, sym string) bool {
+	if r.Defs == nil {
+		return false
+	}
+	d, ok := r.Defs.Decls[sym]
+	if !ok {
+		return false
+	}
+	for _, set := range r.TwoSets {
+		if set.File == d.File && d.Start <= set.Line && set.Line <= d.End {
+			return true
+		}
+	}
+	return false
 }
 
 // defBody renders sym's definition at st's tag once and keeps it.
