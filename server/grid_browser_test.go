@@ -238,4 +238,33 @@ func TestBrowserClassGrid(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("a room shows its readers the checks the grid shows", func(t *testing.T) {
+		tab, cancel := chromedp.NewContext(browser)
+		defer cancel()
+		if err := chromedp.Do(tab, chromedp.EmulateViewport(390, 844), chromedp.Navigate(ts.URL+"/rooms/"+ids[1]), chromedp.WaitReady("#room")); err != nil {
+			t.Fatal(err)
+		}
+		checks := p.Rooms[1].Checks
+		done := checks.Done()
+		waitFor(t, tab, "the room's checklist drawn", `(() => { const b = document.querySelector('[data-room-checks]'); return b && !b.hidden && b.querySelectorAll('li').length === 4 })()`)
+		eval[bool](t, tab, `(() => { document.querySelector('[data-room-checks]').open = true; return true })()`)
+		got := eval[map[string]string](t, tab, `Object.fromEntries([...document.querySelectorAll('[data-room-checks] li')].map(li => [li.dataset.check, li.dataset.ok]))`)
+		for name, c := range map[string]bool{"added": checks.Added.OK, "liveness_failed": checks.LivenessFailed.OK, "deleted": checks.Deleted.OK, "verbosity": checks.Verbosity.OK} {
+			if got[name] != fmt.Sprint(c) {
+				t.Errorf("the room's %s check shows ok=%s, the grid's %v", name, got[name], c)
+			}
+		}
+		if sum := eval[string](t, tab, `document.querySelector('[data-room-checks-sum]').textContent`); sum != fmt.Sprintf("%d/4", done) || done == 0 {
+			t.Errorf("the checklist's sum reads %q, want %d/4 (and the journal to pass some)", sum, done)
+		}
+		href := eval[string](t, tab, `document.querySelector('[data-room-checks] li[data-check="added"] a')?.getAttribute('href') || ''`)
+		if href != checks.Added.At.Link {
+			t.Errorf("the room's added check links %q, want %q", href, checks.Added.At.Link)
+		}
+		screenshot(t, tab, "room-checklist-390.png", false)
+		if wide := eval[[]string](t, tab, overflowing); len(wide) > 0 {
+			t.Errorf("the room with its checklist scrolls sideways at 390: %v", wide)
+		}
+	})
 }

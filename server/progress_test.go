@@ -233,6 +233,22 @@ func TestClassProgress(t *testing.T) {
 		}
 	})
 
+	t.Run("checks.json: the room's readers see the grid's checks", func(t *testing.T) {
+		p := progressOf(t, ts.URL, class, key)
+		for i, id := range ids[:3] {
+			var got labcheck.Result
+			getJSON(t, ts.URL+"/rooms/"+id+"/checks.json", &got)
+			a, _ := json.Marshal(got)
+			b, _ := json.Marshal(p.Rooms[i].Checks)
+			if string(a) != string(b) {
+				t.Errorf("room %d's checks.json:\n%s\nthe grid's:\n%s", i+1, a, b)
+			}
+		}
+		if code, _ := httpGet(t, ts.URL+"/rooms/AAAAAAAAAAAAAAAAAAAAAA/checks.json"); code != http.StatusNotFound {
+			t.Errorf("checks.json of no room: %d, want 404", code)
+		}
+	})
+
 	t.Run("grades.csv", func(t *testing.T) {
 		code, b := instructorGetURL(t, ts.URL+"/classes/"+class+"/grades.csv", key)
 		if code != 200 {

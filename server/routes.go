@@ -61,6 +61,7 @@ const (
 //	GET /rooms/{id}               the room: the reading at its tag, presence, the wheel, its feed
 //	GET /rooms/{id}/pod-workers   the room's pod_workers page
 //	GET /rooms/{id}/ws            the room's websocket: presence, following, steering
+//	GET /rooms/{id}/checks.json   the exercise checked on the room's journal (package classes, checklist.go)
 //
 // Classes (package classes, http.go there; wired in classes.go):
 //
@@ -155,6 +156,7 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/rooms/{id}/notes/{note}/history", s.notes.History())
 	r.Method("GET", "/rooms/{id}/worksheet.md", s.notes.RoomWorksheet())
 	r.With(jsonBody(noteBodyBytes)).Method("POST", "/rooms/{id}/pins", s.notes.Pin())
+	r.Method("GET", "/rooms/{id}/checks.json", s.classes.Checklist())
 	r.Method("GET", "/rooms/{id}/worksheet.json", s.notes.RoomPaper())
 	r.Method("GET", "/k8s/{tag}/quote", s.notes.Quote())
 	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/notes", s.notes.LocalViews())
