@@ -115,6 +115,36 @@ func TestBrowserClassGrid(t *testing.T) {
 		}
 	})
 
+	t.Run("a row per student beneath a room, on demand", func(t *testing.T) {
+		r := p.Rooms[0]
+		if len(r.Students) == 0 {
+			t.Fatalf("room 1 lists no student: %+v", r)
+		}
+		eval[bool](t, browser, `(() => { document.querySelector('[data-grid-students="`+r.ID+`"]').click(); return true })()`)
+		waitFor(t, browser, "room 1's students' rows", fmt.Sprintf(`document.querySelectorAll('tr[data-grid-student^="%s:"]').length === %d`, r.ID, len(r.Students)))
+		got := eval[map[string]string](t, browser, `Object.fromEntries([...document.querySelectorAll('[data-student-cell^="`+r.ID+`:"]')].map(td => [td.dataset.studentCell, td.dataset.state]))`)
+		wrote := 0
+		for _, name := range r.Students {
+			for _, it := range p.Items {
+				want := "empty"
+				if r.By[it.ID] == name {
+					want, wrote = r.Cells[it.ID], wrote+1
+				}
+				if k := r.ID + ":" + name + ":" + it.ID; got[k] != want {
+					t.Errorf("%s's cell %s: %q, want %q", name, it.ID, got[k], want)
+				}
+			}
+		}
+		if wrote == 0 {
+			t.Errorf("no answer of room 1 is by one of its students %v (by: %v): the rows show nothing", r.Students, r.By)
+		}
+		if n := eval[int](t, browser, `document.querySelectorAll('[data-grid] [data-cell]').length`); n != len(want) {
+			t.Errorf("with the students shown the grid has %d room cells, want %d", n, len(want))
+		}
+		eval[bool](t, browser, `(() => { document.querySelector('[data-grid-students="`+r.ID+`"]').click(); return true })()`)
+		waitFor(t, browser, "room 1's students' rows hidden again", `document.querySelectorAll('tr[data-grid-student]').length === 0`)
+	})
+
 	t.Run("the lab checks link their lines", func(t *testing.T) {
 		row := `[data-grid-room="` + ids[1] + `"]`
 		href := eval[string](t, browser, `document.querySelector('`+row+` [data-check="added"]')?.getAttribute('href') || ''`)

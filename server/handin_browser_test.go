@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/internal/testwait"
 	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
@@ -128,4 +129,16 @@ func TestBrowserHandIn(t *testing.T) {
 	if got != "200" {
 		t.Errorf("a write after the reopen: %s", got)
 	}
+
+	// An extension from the grid: the room's minutes past the due time,
+	// asked for in a prompt; a prompt answered with no number changes none.
+	ext := `document.querySelector('[data-grid-room="` + room + `"] [data-grid-extend]')`
+	waitFor(t, inst, "the room's extend button", ext+` !== null`)
+	eval[bool](t, inst, `(window.prompt = () => 'soon', `+ext+`.click(), true)`)
+	waitFor(t, inst, "a refused extension said so", `/whole number of minutes/.test(document.querySelector('[data-grid-said]').textContent)`)
+	eval[bool](t, inst, `(window.prompt = () => '90', `+ext+`.click(), true)`)
+	testwait.For(t, 10*time.Second, "the room's 90 minutes in the class's settings", func() bool {
+		return progressOf(t, ts.URL, class, key).Class.Extensions[room] == 90
+	})
+	waitFor(t, inst, "the grid shows the extension", ext+`?.textContent.startsWith('+90 min')`)
 }

@@ -28,6 +28,7 @@ export function startGrid(classID, auth) {
 	const said = document.querySelector('[data-grid-said]');
 	let sortBy = 'n';
 	let shown = null;
+	const open = new Set(); // the rooms shown a row per student beneath
 	let inFlight = false;
 	let again = false;
 
@@ -42,7 +43,7 @@ export function startGrid(classID, auth) {
 			const j = await r.json().catch(() => ({}));
 			if (!r.ok) throw new Error(j.error || r.statusText);
 			shown = j;
-			draw(table, shown, sortBy);
+			draw(table, shown, sortBy, open);
 			said.textContent = '';
 		} catch (err) {
 			said.textContent = `Progress not read (${err.message}); trying again.`;
@@ -58,7 +59,7 @@ export function startGrid(classID, auth) {
 		b.addEventListener('click', () => {
 			sortBy = b.dataset.gridSort;
 			for (const o of document.querySelectorAll('[data-grid-sort]')) o.setAttribute('aria-pressed', String(o === b));
-			if (shown) draw(table, shown, sortBy);
+			if (shown) draw(table, shown, sortBy, open);
 		});
 	}
 	document.querySelector('[data-grid-grades]')?.addEventListener('click', async (ev) => {
@@ -84,9 +85,44 @@ export function startGrid(classID, auth) {
 	table.addEventListener('click', (ev) => {
 		const b = ev.target.closest('[data-grid-item]');
 		if (b) showAnswers(classID, auth, b.dataset.gridItem);
+		const st = ev.target.closest('[data-grid-students]');
+		if (st && shown) {
+			const id = st.dataset.gridStudents;
+			if (!open.delete(id)) open.add(id);
+			draw(table, shown, sortBy, open);
+			table.querySelector(`[data-grid-students="${CSS.escape(id)}"]`)?.focus();
+		}
+		const ex = ev.target.closest('[data-grid-extend]');
+		if (ex && shown) extend(ex);
 		const re = ev.target.closest('[data-grid-reopen]');
 		if (re && confirm('Reopen this room? Its readers can change its notes again, and its hand-in is its live worksheet until they hand it in again.')) reopen(re);
 	});
+	// extend gives one room more time past the class's due time: the
+	// settings' extensions, a room's minutes, replace the whole map, so the
+	// others are sent as they are (classes/handin.go).
+	async function extend(b) {
+		const room = b.dataset.gridExtend;
+		const now = shown.class?.extensions || {};
+		const asked = prompt(`Minutes of extension for ${b.dataset.gridLabel} (0 for none):`, String(now[room] || 30));
+		if (asked === null) return;
+		const minutes = Number(asked.trim());
+		if (!Number.isInteger(minutes) || minutes < 0) {
+			said.textContent = `An extension is a whole number of minutes, not “${asked}”.`;
+			return;
+		}
+		b.disabled = true;
+		try {
+			const body = { extensions: { ...now, [room]: minutes } };
+			const r = await fetch(`/classes/${classID}/settings`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+			if (!r.ok) throw new Error((await r.json().catch(() => ({}))).error || r.statusText);
+			said.textContent = minutes ? `${b.dataset.gridLabel} has ${minutes} minutes more.` : `${b.dataset.gridLabel} has no extension.`;
+			refresh();
+		} catch (err) {
+			said.textContent = 'Could not set the extension: ' + err.message;
+		} finally {
+			b.disabled = false;
+		}
+	}
 	// reopen: a room handed in takes writes again (classes/handin.go).
 	async function reopen(b) {
 		b.disabled = true;
@@ -125,8 +161,9 @@ function sorted(rooms, by) {
 	return out;
 }
 
-// draw renders p, its rooms in the order by.
-function draw(table, p, by) {
+// draw renders p, its rooms in the order by, a row per student beneath
+// each room of open.
+function draw(table, p, by, open) {
 	const items = p.items || [];
 	const rooms = sorted(p.rooms || [], by);
 	document.querySelector('[data-grid-count]').textContent = rooms.length ? `(${rooms.length} room${rooms.length === 1 ? '' : 's'}, ${items.length} items)` : '';
@@ -143,7 +180,37 @@ function draw(table, p, by) {
 		body.append(tr);
 		return;
 	}
-	for (const r of rooms) body.append(row(r, items));
+	const due = Boolean(p.class?.due);
+	for (const r of rooms) {
+		body.append(row(r, items, open.has(r.id), due ? p.class.extensions?.[r.id] || 0 : null));
+		if (open.has(r.id)) for (const name of r.students || []) body.append(studentRow(r, name, items));
+	}
+}
+
+// studentRow is what one reader of room r wrote: each item they were the
+// last to write, in its room's state; the rest empty.
+function studentRow(r, name, items) {
+	const tr = el('tr', 'grid-student');
+	tr.dataset.gridStudent = `${r.id}:${name}`;
+	const th = el('th', 'grid-room grid-student-name');
+	th.scope = 'row';
+	const mine = items.filter((it) => r.by?.[it.id] === name);
+	th.append(el('span', '', name), el('span', 'grid-summary', `wrote ${mine.length} of ${items.length}`));
+	tr.append(th);
+	for (const it of items) {
+		const state = r.by?.[it.id] === name ? r.cells?.[it.id] || 'empty' : 'empty';
+		const td = el('td', 'grid-cell', marks[state] || '?');
+		td.dataset.studentCell = `${r.id}:${name}:${it.id}`;
+		td.dataset.state = state;
+		const text = `${name}, ${it.label}: ${state === 'empty' ? 'not written by them' : states[state] || state}`;
+		td.title = text;
+		td.setAttribute('aria-label', text);
+		tr.append(td);
+	}
+	const rest = el('td', 'grid-student-n', `wrote ${mine.length} of ${items.length}`);
+	rest.colSpan = 3;
+	tr.append(rest);
+	return tr;
 }
 
 // head is the two header rows: the cases (each its note, writer and
@@ -233,7 +300,9 @@ async function showAnswers(classID, auth, id) {
 }
 
 // row is one room.
-function row(r, items) {
+// extra is the room's extension in minutes when the class has a due time,
+// null when it has none.
+function row(r, items, studentsShown, extra) {
 	const label = `Room ${r.n}`;
 	const tr = el('tr', r.ended ? 'ended' : '');
 	tr.dataset.gridRoom = r.id;
@@ -245,7 +314,15 @@ function row(r, items) {
 	a.rel = 'noopener';
 	th.append(a);
 	const who = (r.students || []).join(', ');
-	if (who) th.append(el('span', 'grid-who', who));
+	if (who) {
+		th.append(el('span', 'grid-who', who));
+		const b = el('button', 'grid-students', studentsShown ? 'hide students' : 'by student');
+		b.type = 'button';
+		b.dataset.gridStudents = r.id;
+		b.setAttribute('aria-expanded', String(studentsShown));
+		b.setAttribute('aria-label', `${label}: ${studentsShown ? 'hide the row per student' : 'a row per student: what each wrote'}`);
+		th.append(b);
+	}
 	for (const f of r.flags || []) th.append(el('span', 'grid-flag', f));
 	if (r.handed_in) {
 		const t = new Date(r.handed_in);
@@ -256,6 +333,14 @@ function row(r, items) {
 		re.type = 'button';
 		re.dataset.gridReopen = r.id;
 		th.append(hi, re);
+	}
+	if (extra !== null && !r.ended) {
+		const b = el('button', 'grid-students', extra ? `+${extra} min · extend…` : 'extend…');
+		b.type = 'button';
+		b.dataset.gridExtend = r.id;
+		b.dataset.gridLabel = label;
+		b.setAttribute('aria-label', `${label}: ${extra ? `${extra} minutes past the due time; change` : 'give more time past the due time'}`);
+		th.append(b);
 	}
 	th.append(summary(r));
 	tr.append(th);
