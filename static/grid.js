@@ -316,11 +316,13 @@ function row(r, items, studentsShown, extra) {
 	const who = (r.students || []).join(', ');
 	if (who) {
 		th.append(el('span', 'grid-who', who));
-		const b = el('button', 'grid-students', studentsShown ? 'hide students' : 'by student');
+		const text = studentsShown ? 'hide students' : 'by student';
+		const b = el('button', 'grid-students', text);
 		b.type = 'button';
 		b.dataset.gridStudents = r.id;
 		b.setAttribute('aria-expanded', String(studentsShown));
-		b.setAttribute('aria-label', `${label}: ${studentsShown ? 'hide the row per student' : 'a row per student: what each wrote'}`);
+		// The name a screen reader says begins with the text shown.
+		b.setAttribute('aria-label', `${text}: ${label}, a row per student, what each wrote`);
 		th.append(b);
 	}
 	for (const f of r.flags || []) th.append(el('span', 'grid-flag', f));
@@ -335,11 +337,12 @@ function row(r, items, studentsShown, extra) {
 		th.append(hi, re);
 	}
 	if (extra !== null && !r.ended) {
-		const b = el('button', 'grid-students', extra ? `+${extra} min · extend…` : 'extend…');
+		const text = extra ? `+${extra} min · extend…` : 'extend…';
+		const b = el('button', 'grid-students', text);
 		b.type = 'button';
 		b.dataset.gridExtend = r.id;
 		b.dataset.gridLabel = label;
-		b.setAttribute('aria-label', `${label}: ${extra ? `${extra} minutes past the due time; change` : 'give more time past the due time'}`);
+		b.setAttribute('aria-label', `${text} ${label}: minutes past the due time`);
 		th.append(b);
 	}
 	th.append(summary(r));
