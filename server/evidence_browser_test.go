@@ -45,17 +45,7 @@ func TestBrowserCaseLinesAndPins(t *testing.T) {
 	t.Parallel()
 	ctx := newBrowser(t)
 	r := realReading(t)
-	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
-	cfg := Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, IngestToken: "tok",
-		Getenv: func(string) string { return "" }, DemoPeriod: -1}
-	s, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	waitLoaded(t, s, r.Tag)
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
+	ts := serveReal(t, r, func(c *Config) { c.IngestToken, c.DemoPeriod = "tok", -1 })
 
 	add := siteOf(t, r, "config", "SyncLoop ADD")
 	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,8 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
-	"github.com/syncloop/syncloop/extractor"
-	"github.com/syncloop/syncloop/server/internal/fixture"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -26,17 +23,7 @@ func TestBrowserRelayFinished(t *testing.T) {
 	t.Parallel()
 	ctx := newBrowser(t)
 	r := realReading(t)
-	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
-	cfg := Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, IngestToken: "tok",
-		Getenv: func(string) string { return "" }, DemoPeriod: -1}
-	s, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	waitLoaded(t, s, r.Tag)
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
+	ts := serveReal(t, r, func(c *Config) { c.IngestToken, c.DemoPeriod = "tok", -1 })
 
 	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

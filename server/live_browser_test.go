@@ -62,20 +62,12 @@ func siteJournal(t *testing.T, r *extractor.Reading) string {
 func testLivePane(t *testing.T, demo bool) {
 	ctx := newBrowser(t)
 	r := realReading(t)
-	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
-	cfg := Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load,
-		Getenv: func(string) string { return "" }, DemoPeriod: 25 * time.Millisecond}
-	if !demo {
-		cfg.JournalFile = siteJournal(t, r)
-	}
-	s, err := Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	waitLoaded(t, s, r.Tag)
-	ts := httptest.NewServer(s)
-	t.Cleanup(ts.Close)
+	ts := serveReal(t, r, func(c *Config) {
+		c.DemoPeriod = 25 * time.Millisecond
+		if !demo {
+			c.JournalFile = siteJournal(t, r)
+		}
+	})
 	watch := watchPage(t, ctx, ts)
 	if _, err := chromedp.Run(ctx, chromedp.Navigate(ts.URL+"/k8s/"+r.Tag+"/")); err != nil {
 		t.Fatal(err)

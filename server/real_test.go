@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,6 +19,26 @@ func realReading(t testing.TB) *extractor.Reading {
 	t.Helper()
 	extractortest.NeedNetwork(t)
 	return extractortest.Reading(t, extractor.DefaultTag, content.Symbols())
+}
+
+// serveReal serves Reading r over HTTP from a server tuned by tune (nil:
+// the defaults), once r's tag has loaded.
+func serveReal(t testing.TB, r *extractor.Reading, tune func(*Config)) *httptest.Server {
+	t.Helper()
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{r.Tag: r}}
+	cfg := Config{DefaultTag: r.Tag, CacheDir: t.TempDir(), Load: fl.Load, Getenv: func(string) string { return "" }}
+	if tune != nil {
+		tune(&cfg)
+	}
+	s, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	waitLoaded(t, s, r.Tag)
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return ts
 }
 
 // newRealServer serves the real Reading of the default tag.
