@@ -24,6 +24,7 @@ import (
 	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
+	"github.com/syncloop/syncloop/server/internal/wake"
 	"github.com/syncloop/syncloop/server/rooms"
 	"github.com/syncloop/syncloop/server/site"
 )
@@ -115,7 +116,7 @@ func (p *Plan) Build() (Deps, error) {
 		}
 	}
 	reg := prometheus.NewRegistry()
-	d := &Deps{Config: cfg, Metrics: reg, Close: stop}
+	d := &Deps{Config: cfg, Metrics: reg, Close: stop, Changed: new(wake.Signal)}
 	if err := p.open(ctx, d, reg, &undo); err != nil {
 		stop()
 		return Deps{}, err
@@ -149,7 +150,7 @@ func (p *Plan) open(ctx context.Context, d *Deps, reg *prometheus.Registry, undo
 		return err
 	}
 	fc := p.Feeds
-	fc.Sockets, fc.Space, fc.Metrics = d.Sockets, b.Space, reg
+	fc.Sockets, fc.Space, fc.Metrics, fc.Changed = d.Sockets, b.Space, reg, d.Changed
 	fc.KnownReadings, fc.LoadTag = d.Site.KnownReadings, d.Site.Load
 	if d.Feeds, err = feeds.New(fc, b, d.Site.Reading); err != nil {
 		return err
@@ -183,7 +184,7 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 	var st *annotations.Store
 	err := broker.Retry(ctx, time.Minute, func(ctx context.Context) error {
 		var err error
-		st, err = annotations.Open(ctx, annotations.Config{JS: b.JS, Memory: b.Memory, Replicas: b.Replicas, Sync: b.Sync, Logger: p.Config.Logger})
+		st, err = annotations.Open(ctx, annotations.Config{JS: b.JS, Memory: b.Memory, Replicas: b.Replicas, Sync: b.Sync, Logger: p.Config.Logger, Changed: d.Changed})
 		return err
 	})
 	if err != nil {

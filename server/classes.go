@@ -31,6 +31,9 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 	}
 	cc := p.Classes
 	cc.Store = st
+	if cc.Changed == nil { // a test's own signal stands for none
+		cc.Changed = d.Changed
+	}
 	cc.Deps = classes.Deps{
 		Rooms:          d.Rooms,
 		Notes:          notes.Notes,

@@ -24,7 +24,7 @@ import (
 func (p *Plan) openRooms(ctx context.Context, d *Deps, reg prometheus.Registerer) (*rooms.Service, error) {
 	b, log := d.Broker, p.Config.Logger
 	sc := p.RoomStore
-	sc.JS, sc.Memory, sc.Replicas, sc.Sync = b.JS, b.Memory, b.Replicas, b.Sync
+	sc.JS, sc.Memory, sc.Replicas, sc.Sync, sc.Changed = b.JS, b.Memory, b.Replicas, b.Sync, d.Changed
 	// A cluster that just started times out JetStream requests until it
 	// has a leader: retry as the feeds' stream does.
 	var st *rooms.Store

@@ -27,6 +27,7 @@ import (
 	"github.com/syncloop/syncloop/server/classes"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
+	"github.com/syncloop/syncloop/server/internal/wake"
 	"github.com/syncloop/syncloop/server/rooms"
 	"github.com/syncloop/syncloop/server/site"
 )
@@ -122,6 +123,9 @@ type Deps struct {
 	// Metrics is what GET /metrics serves: the registry the parts
 	// registered their collectors with.
 	Metrics prometheus.Gatherer
+	// Changed is told by the feeds, the notes and the rooms of each change
+	// an instructor's live overview shows; the classes' streams wait on it.
+	Changed *wake.Signal
 	// Close stops the parts and waits for them; Server.Close calls it once.
 	Close func()
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/syncloop/syncloop/server/internal/kvmirror"
 
 	"github.com/syncloop/syncloop/server/annotations/anchor"
+	"github.com/syncloop/syncloop/server/internal/wake"
 )
 
 // Note is one thing a reader wrote. Its ID says what it is:
@@ -107,14 +108,18 @@ type Config struct {
 	// (broker.Sync): a write is answered once it would outlive a host crash.
 	Sync   func(ctx context.Context) error
 	Logger *slog.Logger
+	// Changed, when set, is told of each note written or deleted, here or
+	// on another replica.
+	Changed *wake.Signal
 }
 
 // Store is the rooms' notes: the bucket, and a copy of it kept current by
 // one watcher per process, from which reads and live events are served.
 type Store struct {
-	kv   jetstream.KeyValue
-	sync func(ctx context.Context) error
-	log  *slog.Logger
+	kv      jetstream.KeyValue
+	sync    func(ctx context.Context) error
+	log     *slog.Logger
+	changed *wake.Signal
 
 	mirror *kvmirror.Mirror // keeps the copy (rooms) current
 
@@ -148,7 +153,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("annotations: bucket %s: %w", cfg.Bucket, err)
 	}
-	s := &Store{kv: kv, sync: cfg.Sync, log: cfg.Logger,
+	s := &Store{kv: kv, sync: cfg.Sync, log: cfg.Logger, changed: cfg.Changed,
 		rooms: map[string]map[string]Note{}, subs: map[string]map[chan Note]struct{}{}}
 	if s.mirror, err = kvmirror.Start(ctx, kv, s.mirrored); err != nil {
 		return nil, fmt.Errorf("annotations: %w", err)
@@ -175,6 +180,7 @@ func (s *Store) mirrored(e kvmirror.Entry) {
 	}
 	n.ID, n.Rev = id, e.Revision()
 	s.apply(room, n)
+	s.changed.Notify()
 }
 
 func (s *Store) apply(room string, n Note) {

@@ -42,6 +42,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
+	"github.com/syncloop/syncloop/server/internal/wake"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -88,8 +89,12 @@ type Config struct {
 	// means DefaultPerStudent.
 	PerStudent int
 	// Tick is how often an instructor's stream looks for a change; 0 means a second.
-	Tick   time.Duration
-	Logger *slog.Logger
+	Tick time.Duration
+	// Changed, when set, wakes an instructor's stream at once when a
+	// room, a note or a room's record of what fired changes, instead of at
+	// its next Tick.
+	Changed *wake.Signal
+	Logger  *slog.Logger
 }
 
 // Handlers serve the routes above.
@@ -433,6 +438,9 @@ func (h *Handlers) Events() http.Handler {
 		var roster []Student
 		lastWrite, lastWatch, lastRoster := time.Now(), time.Time{}, time.Time{}
 		for {
+			// Taken before the overview is read: a change while it is
+			// read or sent wakes the wait below.
+			changed := h.cfg.Changed.C()
 			now := time.Now()
 			if now.Sub(lastRoster) >= rosterEvery {
 				// The class as it is now (its settings changed, it ended:
@@ -470,18 +478,42 @@ func (h *Handlers) Events() http.Handler {
 				_, werr = fmt.Fprintf(w, ": keepalive\n\n")
 				lastWrite = now
 			}
-			if werr != nil || rc.Flush() != nil {
+			if werr != nil || rc.Flush() != nil || !h.wait(r.Context(), tick.C, changed, now) {
 				return
-			}
-			select {
-			case <-r.Context().Done():
-				return
-			case <-h.done:
-				return
-			case <-tick.C:
 			}
 		}
 	})
+}
+
+// changeGap is how soon after an overview a change makes the next one: a
+// busy class's lines and notes coalesce into at most one overview per gap.
+const changeGap = 100 * time.Millisecond
+
+// wait blocks until the next tick, or the next change (no sooner than
+// changeGap after the overview read at last), and reports false once the
+// stream must end.
+func (h *Handlers) wait(ctx context.Context, tick <-chan time.Time, changed <-chan struct{}, last time.Time) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-h.done:
+		return false
+	case <-tick:
+		return true
+	case <-changed:
+	}
+	if d := changeGap - time.Since(last); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-h.done:
+			return false
+		case <-t.C:
+		}
+	}
+	return true
 }
 
 // rosterEvery is how often an instructor's stream reads the class and its

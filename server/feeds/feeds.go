@@ -98,6 +98,7 @@ import (
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/hub"
+	"github.com/syncloop/syncloop/server/internal/wake"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -176,6 +177,9 @@ type Config struct {
 	// Metrics, when set, is where the feeds register their series
 	// (metrics.go); nil registers nothing.
 	Metrics prometheus.Registerer
+	// Changed, when set, is told of each journal line recorded as fired
+	// (what an instructor's live overview counts).
+	Changed *wake.Signal
 }
 
 // Service owns the feeds: per-feed hubs, ingest from relays, the demo feed.

@@ -127,6 +127,7 @@ func (l *Service) recordLocked(f *feed, seq, msg uint64, line *classify.Line, ra
 	if r.refire != nil {
 		r.refire.add(seq, msg, line, raw)
 	}
+	l.cfg.Changed.Notify()
 }
 
 // merge appends the lines of later (all after r's) to r.

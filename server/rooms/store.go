@@ -19,6 +19,7 @@ import (
 
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/internal/kvmirror"
+	"github.com/syncloop/syncloop/server/internal/wake"
 )
 
 // Defaults for Config's zero values.
@@ -59,6 +60,9 @@ type Config struct {
 	// Sync, when set, waits until what JetStream acknowledged is on disk
 	// (broker.Sync): a room is handed out once it would outlive a host crash.
 	Sync func(ctx context.Context) error
+	// Changed, when set, is told of each change to a room's record (here
+	// or on another replica) and to who is in a room here.
+	Changed *wake.Signal
 
 	// creationGrace: how old a slot naming no room must be to be taken
 	// back (slots.go); 0 means defaultCreationGrace. Tests shorten it.
@@ -157,6 +161,7 @@ func (s *Store) OnChange(f func(id string)) {
 // mirrored applies an entry of the bucket to the copy, and tells of a
 // change made since the copy began (kvmirror).
 func (s *Store) mirrored(e kvmirror.Entry) {
+	defer s.cfg.Changed.Notify()
 	id := e.Key()
 	if !e.Put() {
 		s.mu.Lock()

@@ -55,6 +55,7 @@ func (rs *Service) publish(rl *roomLive, kind string, m wireMsg) {
 
 // announce tells the other replicas who is here. rl.mu is held.
 func (rs *Service) announce(rl *roomLive) {
+	rs.store.cfg.Changed.Notify()
 	m := wireMsg{Readers: make([]wireReader, 0, len(rl.readers))}
 	for _, r := range rl.readers {
 		m.Readers = append(m.Readers, wireReader{readerJSON{ID: r.id, Name: r.name, Color: r.color, Key: r.key, Following: r.following, Unlisted: r.unlisted(rl.rec)}, r.wheelHash != ""})
