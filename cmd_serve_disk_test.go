@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -38,21 +37,7 @@ func TestServeExitsForRestartOnceDiskFrees(t *testing.T) {
 	go func() {
 		done <- run(ctx, args, goEnv(map[string]string{"GOPROXY": "off"}), strings.NewReader(""), io.Discard, &stderr)
 	}()
-	var base string
-	urlRE := regexp.MustCompile(`"url":"http://(127\.0\.0\.1:\d+)/"`)
-	for base == "" {
-		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned early: %v\n%s", err, stderr.String())
-		case <-ctx.Done():
-			t.Fatalf("no 'serving' line:\n%s", stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	base := servingAt(t, &stderr, done, time.Minute)
 	c, _, err := websocket.Dial(ctx, "ws://"+base+"/feeds/lab/ingest", &websocket.DialOptions{HTTPHeader: http.Header{"Authorization": {"Bearer T0KEN"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -37,20 +36,7 @@ func serveForTest(t *testing.T, args ...string) string {
 			t.Error("serve did not stop within 15s")
 		}
 	})
-	urlRE := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+)/"`)
-	for deadline := time.Now().Add(20 * time.Second); ; {
-		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
-			return m[1]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no 'serving' line in 20s:\n%s", stderr.String())
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned early: %v\n%s", err, stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return "http://" + servingAt(t, &stderr, done, 20*time.Second)
 }
 
 // clientFrom is an HTTP client whose connections come from the loopback

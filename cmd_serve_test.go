@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -63,21 +62,7 @@ func TestServe(t *testing.T) {
 		done <- run(ctx, []string{"syncloop", "serve", "--addr", "127.0.0.1:0", "--cache-dir", t.TempDir(), "--data-dir", dataDir},
 			goEnv(nil), strings.NewReader(""), io.Discard, &stderr)
 	}()
-	// stderr is no terminal, so the log is JSON lines.
-	urlRE := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+/)"`)
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == ""; {
-		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no 'serving' line in 10s:\n%s", stderr.String())
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned early: %v\n%s", err, stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	base := "http://" + servingAt(t, &stderr, done, 10*time.Second) + "/"
 	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := client.Get(base)
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,21 +54,7 @@ func serveRun(t *testing.T, args ...string) string {
 			t.Logf("serve's log (tail):\n%s", tail(stderr.String(), 4000))
 		}
 	})
-	urlRE := regexp.MustCompile(`"url":"(http://127\.0\.0\.1:\d+)/"`)
-	var base string
-	for deadline := time.Now().Add(30 * time.Second); base == ""; {
-		if m := urlRE.FindStringSubmatch(stderr.String()); m != nil {
-			base = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no 'serving' line in 30s:\n%s", stderr.String())
-		}
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("serve returned early: %v\n%s", err, stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	base := "http://" + servingAt(t, &stderr, done, 30*time.Second)
 	hctx, hcancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer hcancel()
 	if err := waitHealthz(hctx, base, done); err != nil {
