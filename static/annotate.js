@@ -15,6 +15,7 @@
 // The selection a comment is on is the page's one selection (selection.js).
 
 import { announce, el, lineEl, store, stored } from './dom.js';
+import { colorClass, readerColor, readerName, setReaderName } from './identity.js';
 import { downloadWorksheet, openNotes } from './notes-store.js';
 import { refreshPaper } from './print.js';
 import { current, onSelect } from './selection.js';
@@ -23,7 +24,6 @@ const live = document.getElementById('live');
 const tag = live?.dataset.tag || '';
 const kept = openNotes(tag); // where the notes are kept
 const caseEls = [...document.querySelectorAll('section.case[data-case]')];
-const COLORS = 8;
 const SAVE_DELAY = 350; // ms after the last keystroke; a peer sees it well within a second
 
 const notes = new Map(); // id → view {id, text, rev, author, color, quote, html, checks, anchor, prev}
@@ -39,8 +39,8 @@ let readOnlyText = ''; // why, said beside each editor (sayReadOnly)
 // --- small helpers ---
 function me() {
 	return {
-		author: stored('syncloop-name', '') || kept.words.author,
-		color: Number(stored('syncloop-color', '0')) % COLORS || 0,
+		author: readerName() || kept.words.author,
+		color: readerColor(),
 	};
 }
 function unsaved(ed) {
@@ -286,7 +286,7 @@ function conflict(id, theirs, msg) {
 	const c = ed.conflict;
 	c.replaceChildren();
 	c.hidden = false;
-	const who = () => el('strong', 'annot-author rc-' + ((theirs.color || 0) % COLORS), theirs.author || 'someone');
+	const who = () => el('strong', 'annot-author ' + colorClass(theirs.color), theirs.author || 'someone');
 	const head = el('p', 'annot-conflict-head');
 	head.append('Changed by ', who(), ' meanwhile — merge. Nothing is saved until you choose.');
 	const cols = el('div', 'annot-conflict-texts');
@@ -673,7 +673,7 @@ function editComment(card, id) {
 function editChanged(form, cur) {
 	form.dataset.rev = cur.rev || 0;
 	const msg = form.querySelector('.annot-form-msg');
-	msg.replaceChildren('Changed by ', el('strong', 'annot-author rc-' + ((cur.color || 0) % COLORS), cur.author || 'someone'), ' meanwhile: their text is above, yours stays here. Save to replace theirs with yours.');
+	msg.replaceChildren('Changed by ', el('strong', 'annot-author ' + colorClass(cur.color), cur.author || 'someone'), ' meanwhile: their text is above, yours stays here. Save to replace theirs with yours.');
 	msg.hidden = false;
 }
 
@@ -954,13 +954,10 @@ function build() {
 	const nameIn = el('input');
 	nameIn.type = 'text';
 	nameIn.maxLength = 32;
-	nameIn.value = stored('syncloop-name', '');
+	nameIn.value = readerName();
 	nameIn.placeholder = 'shown with what you write';
 	nameIn.autocomplete = 'nickname';
-	nameIn.addEventListener('change', () => {
-		const n = nameIn.value.trim().slice(0, 32);
-		if (n) store('syncloop-name', n);
-	});
+	nameIn.addEventListener('change', () => setReaderName(nameIn.value));
 	name.append(nameIn);
 	const quiz = el('label', 'annot-quiz-toggle');
 	const quizIn = el('input');

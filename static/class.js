@@ -8,7 +8,8 @@
 // hand-in in one zip, the class's settings. Names and everything else the
 // server sends reach the page as text (textContent), never as HTML.
 
-import { el, copyText, Backoff, stored, store, linkKey, unlink, tabStore } from './dom.js';
+import { el, copyText, Backoff, linkKey, unlink, tabStore } from './dom.js';
+import { readerName, setReaderName } from './identity.js';
 import { heldRooms, driverLink } from './held.js';
 import { startGrid } from './grid.js';
 
@@ -33,12 +34,8 @@ if (classID) {
 function startStudents(instructing) {
 	// (an ended class's page has no form: a name stands in for it)
 	const name = document.querySelector('[data-class-name]') || el('input');
-	name.value = stored('syncloop-name', '');
-	const keepName = () => {
-		const n = name.value.trim().slice(0, 32);
-		if (n) store('syncloop-name', n);
-		return n;
-	};
+	name.value = readerName();
+	const keepName = () => setReaderName(name.value);
 	name.addEventListener('change', () => {
 		keepName();
 		hello();

@@ -18,7 +18,8 @@
 //
 // Log text is untrusted: it only ever reaches the page through textContent.
 
-import { announce, el, lineEl, stored } from './dom.js';
+import { announce, el, lineEl } from './dom.js';
+import { readerColor, readerName } from './identity.js';
 import { openNotes } from './notes-store.js';
 import { FEED_GONE, ROOM_GONE } from './codes.js';
 import { Socket } from './socket.js';
@@ -975,7 +976,7 @@ class LivePane {
 			`feed: ${this.served || this.feed}, line ${m.seq}`,
 			`line: ${own}`,
 		].join('\n');
-		const who = { author: stored('syncloop-name', ''), color: Number(stored('syncloop-color', '0')) || 0 };
+		const who = { author: readerName(), color: readerColor() };
 		const r = await this.notes.pin(id, text, who, m.seq);
 		if (r.status === 'offline') {
 			announce('Not pinned: the server did not answer');

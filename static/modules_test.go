@@ -130,3 +130,23 @@ func TestWrittenOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestReaderIdentityInOneModule (issue 40): the reader's name and colour
+// are read and written in identity.js alone, with one default colour and
+// one count of colours; no other module names their storage keys, nor
+// counts the colours itself.
+func TestReaderIdentityInOneModule(t *testing.T) {
+	code := modules(t)
+	if !strings.Contains(code["identity.js"], "'syncloop-name'") || !strings.Contains(code["identity.js"], "'syncloop-color'") {
+		t.Fatal("identity.js does not keep the reader's name and colour: the test looks at the wrong module")
+	}
+	keys := regexp.MustCompile(`'syncloop-(name|color)'|const COLORS\s*=`)
+	for f, src := range code {
+		if f == "identity.js" {
+			continue
+		}
+		for _, at := range keys.FindAllStringIndex(src, -1) {
+			t.Errorf("%s:%d: %s: the reader's identity belongs to identity.js", f, lineOf(src, at[0]), src[at[0]:at[1]])
+		}
+	}
+}

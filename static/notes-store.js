@@ -25,8 +25,8 @@
 // are gone from it.
 
 import { announce, el, stored, store } from './dom.js';
+import { colorClass } from './identity.js';
 
-const COLORS = 8;
 const STORE_KEY = 'syncloop-notes-v1'; // alone: every note, by id
 const DRAFTS_KEY = 'syncloop-drafts-v1'; // in a room: unsaved text, by room and id
 
@@ -45,7 +45,7 @@ function when(iso) {
 }
 
 function chip(tagName, v) {
-	return el(tagName, 'annot-author rc-' + ((v.color || 0) % COLORS), v.author);
+	return el(tagName, 'annot-author ' + colorClass(v.color), v.author);
 }
 
 // downloadWorksheet downloads the worksheet of notes the page holds (the

@@ -17,7 +17,8 @@
 // server says when it stops working. Names are text only: they reach the
 // page through textContent.
 
-import { el, copyText, store, stored, tabStore, tabStored, visible, linkKey, unlink, lineEl } from './dom.js';
+import { el, copyText, tabStore, tabStored, visible, linkKey, unlink, lineEl } from './dom.js';
+import { COLORS, colorClass, readerColor, readerName, setReaderColor, setReaderName } from './identity.js';
 import { ROOM_GONE, ROOM_FULL } from './codes.js';
 import { Socket } from './socket.js';
 import { heldRooms, holdRoom, driverLink } from './held.js';
@@ -29,7 +30,6 @@ const roomID = bar.dataset.room;
 const feed = bar.dataset.feed;
 const tag = bar.dataset.tag;
 const page = bar.dataset.page || 'index'; // this page: "index" or "pod-workers"
-const COLORS = 8;
 const notes = openNotes(tag); // the room's notes, which annotate.js writes
 const $ = (sel) => bar.querySelector(sel);
 
@@ -58,9 +58,8 @@ function setWheel(ticket) {
 }
 
 
-let myName = watching ? 'instructor (watching)' : stored('syncloop-name', '');
-let myColor = Number(stored('syncloop-color', String(Math.floor(Math.random() * COLORS)))) % COLORS;
-store('syncloop-color', String(myColor));
+let myName = watching ? 'instructor (watching)' : readerName();
+let myColor = readerColor();
 
 let me = ''; // my reader id
 let holdsKey = false; // the server accepted my driver key
@@ -216,7 +215,7 @@ function render() {
 	const people = $('[data-room-people]');
 	people.replaceChildren();
 	for (const r of state.readers) {
-		const li = el('li', 'rc-' + (r.color % COLORS));
+		const li = el('li', colorClass(r.color));
 		li.append(el('span', 'dot'), el('span', 'who', visible(r.name) + (r.id === me ? ' (you)' : '')));
 		let what = 'reads on their own';
 		if (r.driving) what = 'drives';
@@ -250,7 +249,7 @@ function render() {
 }
 
 function nameChip(r) {
-	const s = el('span', 'name rc-' + (r.color % COLORS));
+	const s = el('span', 'name ' + colorClass(r.color));
 	s.append(el('span', 'dot'), visible(r.name));
 	return s;
 }
@@ -298,7 +297,7 @@ function renderWhere(drv) {
 	const c = at.case || caseAt(at.lo || at.first);
 	if (c) {
 		const sec = document.getElementById('case-' + c);
-		sec?.classList.add('driver-here', 'rc-' + (drv.color % COLORS));
+		sec?.classList.add('driver-here', colorClass(drv.color));
 	}
 	if (following) return;
 	let where = at.lo ? `lines ${at.lo}–${at.hi || at.lo}` : at.case ? `case ${at.case}` : at.first ? `lines ${at.first}–${at.last}` : at.where || 'the top';
@@ -589,10 +588,9 @@ const nameInput = $('[data-room-name]');
 nameInput.value = myName;
 nameInput.placeholder = 'a name the others see';
 nameInput.addEventListener('change', () => {
-	const n = nameInput.value.trim().slice(0, 32);
+	const n = setReaderName(nameInput.value);
 	if (!n) return;
 	myName = n;
-	store('syncloop-name', n);
 	send({ t: 'name', name: n, color: myColor });
 	if (askedName) showPanel(false);
 });
@@ -606,7 +604,7 @@ for (let i = 0; i < COLORS; i++) {
 	b.setAttribute('aria-checked', String(i === myColor));
 	b.addEventListener('click', () => {
 		myColor = i;
-		store('syncloop-color', String(i));
+		setReaderColor(i);
 		for (const s of colors.children) s.setAttribute('aria-checked', String(s === b));
 		send({ t: 'name', name: myName || reader(me)?.name || 'reader', color: i });
 	});
