@@ -19,6 +19,8 @@
 // Log text is untrusted: it only ever reaches the page through textContent.
 
 import { announce, el, lineEl } from './dom.js';
+import { FiredCounts, Pins } from './evidence.js';
+import { body, clean, clock, jsonLines, versionLink, versionSource } from './logline.js';
 import { readerColor, readerName } from './identity.js';
 import { openNotes } from './notes-store.js';
 import { FEED_GONE, ROOM_GONE } from './codes.js';
@@ -30,67 +32,6 @@ const SHOW_CHARS = 2000; // characters of a message shown before a cut marker
 const AT_BOTTOM = 8; // px from the bottom that still count as at the bottom
 const RENDER_EVERY = 100; // ms between two updates of the list at most
 const drawerMode = window.matchMedia('(max-width: 1199.98px)');
-
-// versionLink is the reading of the kubelet's own version, when it is a
-// tag other than the page's. versionTag is the server's answer (the
-// feed's status says version_tag: "v1.31.0+abc" reads at v1.31.0,
-// "v1.38.0-beta.0" at itself): the one test of a version's shape is the
-// server's (classify.VersionTag).
-function versionLink(versionTag, tag) {
-	return versionTag && versionTag !== tag ? `/k8s/${versionTag}/` : '';
-}
-
-// versionSource says where the feed's kubelet version came from: "from its
-// start-up line", "from its log sites: v1.38.0-beta.0 (or v1.38.0-rc.0)".
-function versionSource(s) {
-	if (s.version_from === 'log sites') {
-		const also = (s.version_also || []).join(', ');
-		return `from its log sites: ${s.kubelet_version}${also ? ` (or ${also})` : ''}`;
-	}
-	return s.version_from ? `from its ${s.version_from}` : '';
-}
-
-// clean removes ANSI escape sequences and control characters but tab.
-function clean(s) {
-	return String(s ?? '')
-		.replace(/\x1b\[[0-?]*[ -/]*[@-~]/g, '')
-		.replace(/\x1b[@-_]/g, '')
-		.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, '');
-}
-
-// jsonLines are the JSON values of text's lines (the feed's messages, one a
-// line); a line that is not JSON is skipped.
-function* jsonLines(text) {
-	for (const part of String(text).split('\n')) {
-		if (!part) continue;
-		try {
-			yield JSON.parse(part);
-		} catch {
-			// not a message: skipped
-		}
-	}
-}
-
-// clock is the time of day of an RFC 3339 stamp, as written (no zone change).
-function clock(t) {
-	if (typeof t !== 'string' || t.startsWith('0001-')) return '';
-	const m = /T(\d\d:\d\d:\d\d(?:\.\d{1,3})?)/.exec(t);
-	return m ? m[1] : '';
-}
-
-// klogHead is a klog header: what precedes the message and its key=values.
-const klogHead = /[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ [^\s\]]+\] /;
-
-// body is what a line says: the klog message with its key=value pairs when
-// the kubelet's own line has them (the classifier's message is the message
-// alone), else the message, else the line. The kubelet's own line is text
-// when the journal wraps it (a journald JSON entry comes with text only).
-function body(l) {
-	const own = String(l.text || l.raw || '');
-	if (l.format === 'raw' || !l.message) return own;
-	const m = klogHead.exec(own);
-	return m ? own.slice(m.index + m[0].length) : l.message;
-}
 
 class LivePane {
 	constructor(root) {
@@ -110,11 +51,10 @@ class LivePane {
 		this.version = '';
 		this.versionTag = ''; // the tag the kubelet's version reads at (server's)
 		this.node = ''; // the journal's host, as its lines say
-		this.fired = new Map(); // case → the session's count (GET /feeds/{feed}/fired)
-		this.firedAt = 0; // when fired was last asked for
+		this.fired = new FiredCounts(); // each case's count in the session (GET /feeds/{feed}/fired)
 		this.lineOf = new WeakMap(); // li → the line message it shows
 		this.notes = openNotes(this.tag); // where a pin is kept: a note, which the worksheet hands in
-		this.pins = this.notes.pinned(); // ids of this reader's own pins
+		this.pins = new Pins(this.notes, () => this.served || this.feed); // this reader's pins of the feed's lines
 		this.selected = '';
 		this.curSeq = 0; // the log line the reader stepped to, or clicked
 		this.paused = false;
@@ -697,7 +637,7 @@ class LivePane {
 			li.lastChild.title = why;
 		}
 		if (key && !m.demo) {
-			const pinned = this.pins.has(this.pinID(m.seq));
+			const pinned = this.pins.has(m.seq);
 			const b = el('button', 'll-pin', pinned ? 'pinned' : 'pin');
 			b.type = 'button';
 			b.dataset.pin = '';
@@ -778,7 +718,7 @@ class LivePane {
 			const inPane = counts.get(span.dataset.caseCount) || 0;
 			// The session's count (the feed's record) unless a pod filter
 			// narrows the pane, whose lines are all the filter can see.
-			const n = this.podFilter ? inPane : Math.max(inPane, this.fired.get(span.dataset.caseCount) || 0);
+			const n = this.podFilter ? inPane : Math.max(inPane, this.fired.get(span.dataset.caseCount));
 			if (span.textContent !== String(n)) span.textContent = String(n);
 			const title = this.podFilter
 				? `${n} line${n === 1 ? '' : 's'} of this case in the live pane naming ${this.podFilter}`
@@ -800,7 +740,7 @@ class LivePane {
 		for (const li of this.list.querySelectorAll('li.cur')) if (Number(li.dataset.seq) !== this.curSeq) li.classList.remove('cur');
 		const n = lines.length;
 		let text;
-		const all = this.podFilter ? 0 : this.fired.get(this.selected) || 0;
+		const all = this.podFilter ? 0 : this.fired.get(this.selected);
 		if (!n && all) text = `${this.selected}: ${all} line${all === 1 ? '' : 's'} in the journal; bringing them back…`;
 		else if (!n) text = `${this.selected}: no line of this case in the pane${this.podFilter ? ' for ' + this.podFilter : ''} yet`;
 		else if (i >= 0) text = `${this.selected}: line ${i + 1} of ${n}`;
@@ -893,23 +833,13 @@ class LivePane {
 		return `/feeds/${encodeURIComponent(this.served || this.feed)}${path}`;
 	}
 
-	// loadFired asks for the feed's record of what fired (at most every
-	// 3 s unless forced): the session's count of each case, which the
-	// pane's tail cannot say.
+	// loadFired asks for the feed's record of what fired (evidence.js) and
+	// brings the counts, and the selected case's lines that left the pane,
+	// up to it.
 	async loadFired(force) {
-		if (!force && Date.now() - this.firedAt < 3000) return;
-		this.firedAt = Date.now();
-		let rec;
-		try {
-			const r = await fetch(this.feedURL('/fired'), { cache: 'no-store' });
-			if (!r.ok) return;
-			rec = await r.json();
-		} catch {
-			return; // the socket's reconnect says the server is away
-		}
-		this.fired = new Map(Object.entries(rec.cases || {}).map(([k, c]) => [k, Number(c.count) || 0]));
+		if (!(await this.fired.load(this.feedURL('/fired'), force))) return;
 		this.refresh();
-		if (this.selected && (this.fired.get(this.selected) || 0) > this.caseLines(true).length) this.fetchCase(this.selected);
+		if (this.selected && this.fired.get(this.selected) > this.caseLines(true).length) this.fetchCase(this.selected);
 	}
 
 	// fetchCase brings back the selected case's lines that left the pane
@@ -951,45 +881,16 @@ class LivePane {
 		announce(`${key}: ${rows.length} earlier line${rows.length === 1 ? '' : 's'} brought back from the journal`);
 	}
 
-	// pinID is the note id of a pin of the feed's line seq.
-	pinID(seq) {
-		return `pin.${(this.served || this.feed).replace(/[^A-Za-z0-9_-]/g, '_')}-${seq}`;
-	}
-
-	// pin keeps a classified line as evidence, verbatim, among the notes
-	// (notes-store.js: the reader's own alone, the room's in a room), with
-	// the reader's name. The worksheet hands pins in ("Fired").
+	// pin keeps a classified line as evidence (evidence.js), with the
+	// reader's name.
 	async pin(li, btn) {
 		const m = li && this.lineOf.get(li);
 		if (!m) return;
-		const l = m.line;
-		const id = this.pinID(m.seq);
-		let own = clean(l.text || l.raw || l.message);
-		if (own.length > 4000) own = own.slice(0, 4000) + ' [cut]';
-		const text = [
-			`case: ${l.case}`,
-			`time: ${l.time && !String(l.time).startsWith('0001-') ? l.time : '(none)'}`,
-			`pod: ${(l.pods || []).map(clean).join(', ') || '(none)'}`,
-			`node: ${clean(l.host || this.node) || '(not said)'}`,
-			`kubelet: ${this.version || '(not known)'}${this.versionFrom ? ` (${this.versionFrom})` : ''}`,
-			`cursor: ${clean(l.cursor) || '(none)'}`,
-			`feed: ${this.served || this.feed}, line ${m.seq}`,
-			`line: ${own}`,
-		].join('\n');
-		const who = { author: readerName(), color: readerColor() };
-		const r = await this.notes.pin(id, text, who, m.seq);
-		if (r.status === 'offline') {
-			announce('Not pinned: the server did not answer');
-			return;
-		}
-		if (r.status !== 'saved') {
-			announce(`Not pinned: ${r.error}`);
-			return;
-		}
-		this.pins.add(id);
+		const said = await this.pins.pin(m, { version: this.version, versionFrom: this.versionFrom, node: this.node }, { author: readerName(), color: readerColor() });
+		announce(said.text);
+		if (!said.ok) return;
 		btn.textContent = 'pinned';
 		btn.disabled = true;
-		announce(`Pinned: ${l.case} line at ${clock(l.time) || 'no time'}`);
 	}
 
 	// uncover scrolls the page so that the drawer, just opened, does not
