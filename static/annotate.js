@@ -14,10 +14,11 @@
 //
 // The selection a comment is on is the page's one selection (selection.js).
 
-import { announce, el, lineEl, store, stored } from './dom.js';
+import { announce, el, lineEl } from './dom.js';
 import { colorClass, readerColor, readerName, setReaderName } from './identity.js';
 import { downloadWorksheet, openNotes } from './notes-store.js';
 import { refreshPaper } from './print.js';
+import { quizMode } from './quiz.js';
 import { current, onSelect } from './selection.js';
 
 const live = document.getElementById('live');
@@ -806,97 +807,14 @@ async function addComment(id, text, s) {
 	return false;
 }
 
-// --- quiz mode: the site's notes hidden until the reader wrote theirs ------------
+// --- quiz mode (quiz.js) ------------------------------------------------------------
 
-function quizOn() {
-	return document.body.classList.contains('annot-quiz');
-}
-function revealed() {
-	try {
-		return new Set(JSON.parse(stored('syncloop-revealed', '[]')));
-	} catch {
-		return new Set();
-	}
-}
-function quizState(key) {
-	const sec = caseEls.find((c) => c.dataset.case === key);
-	if (!sec) return;
-	const ed = editors.get('case.' + key);
-	const written = !!ed?.input.value.trim();
-	const shown = revealed().has(tag + ' ' + key);
-	sec.classList.toggle('annot-revealed', shown);
-	alignSoon();
-	const btn = sec.querySelector('[data-annot-reveal]');
-	if (btn) {
-		btn.disabled = !written;
-		btn.hidden = shown || !quizOn();
-		btn.textContent = written ? "Compare with the site's note" : "Write yours first to see the site's note";
-	}
-}
-// The page's other answers: the two sets (#two-sets), revealed once both
-// are written, and the introduction, which says the sentence, once the
-// sentence is.
-const SHEET_QUIZ = [
-	{ key: 'two-sets', ids: ['set.desired', 'set.actual'], what: 'the two sets' },
-	{ key: 'intro', ids: ['sentence'], what: 'the sentence' },
-	// on the pod_workers page (quiz-early.js reads what is revealed there)
-	{ key: 'pod-workers', ids: ['podworkers'], what: 'your answer' },
-];
-// The exercise's pod_workers question (annotations.PodWorkersQuestion).
-const PW_QUESTION = 'What guarantees that two goroutines never sync the same pod at once?';
-// The set fields' labels: the page's (#two-sets data-label-*, which in
-// quiz mode name no set, so that no script carries the sets' names), and
-// the neutral ones this page's own quiz mode shows until they are revealed.
-const setsSec = document.getElementById('two-sets');
-const serverHidesSets = setsSec?.dataset.hidden !== undefined;
-const SET_LABELS = {
-	'set.desired': [setsSec?.dataset.labelDesired || 'One set: its type and file:line', 'One set: its type and file:line'],
-	'set.actual': [setsSec?.dataset.labelActual || 'The other set: its type and file:line', 'The other set: its type and file:line'],
-};
-function sheetQuizState() {
-	const r = revealed();
-	for (const q of SHEET_QUIZ) {
-		const sec = document.getElementById({ 'two-sets': 'two-sets', intro: 'intro', 'pod-workers': 'annot-podworkers' }[q.key]);
-		if (!sec) continue;
-		const written = q.ids.every((id) => editors.get(id)?.input.value.trim());
-		const shown = r.has(tag + ' ' + q.key);
-		sec.classList.toggle('annot-revealed', shown);
-		const btn = sec.querySelector('[data-annot-reveal]');
-		if (btn) {
-			btn.disabled = !written;
-			btn.textContent = written ? "Compare with the site's answer" : `Write ${q.what} in your worksheet first`;
-		}
-	}
-	const hide = serverHidesSets || (quizOn() && !r.has(tag + ' two-sets'));
-	for (const [id, [plain, quiz]] of Object.entries(SET_LABELS)) {
-		const ed = editors.get(id);
-		if (!ed) continue;
-		ed.label.textContent = hide ? quiz : plain;
-		ed.input.placeholder = hide ? 'TypeName, file.go:line' : 'file.go:line';
-	}
-}
-function quizPlaceholder(key, head, text) {
-	const box = el('div', 'annot-quiz-hidden');
-	if (head) box.append(el('h2', '', head));
-	box.append(el('p', '', text));
-	const b = el('button', 'annot-reveal');
-	b.type = 'button';
-	b.dataset.annotReveal = key;
-	b.addEventListener('click', () => {
-		const r = revealed();
-		r.add(tag + ' ' + key);
-		store('syncloop-revealed', JSON.stringify([...r]));
-		sheetQuizState();
-	});
-	box.append(b);
-	return box;
-}
-function setQuiz(on) {
-	document.body.classList.toggle('annot-quiz', on);
-	store('syncloop-quiz', on ? '1' : '');
-	for (const c of caseEls) quizState(c.dataset.case);
-	sheetQuizState();
-}
+const { quizWanted, reveal: revealNote, quizState, sheetQuizState, quizPlaceholder, setQuiz, PW_QUESTION, SET_LABELS } = quizMode({
+	tag,
+	caseEls,
+	editors,
+	alignSoon: () => alignSoon(),
+});
 
 // --- hand-in ------------------------------------------------------------------------
 
@@ -930,9 +848,7 @@ function build() {
 		reveal.dataset.annotReveal = key;
 		reveal.hidden = true;
 		reveal.addEventListener('click', () => {
-			const r = revealed();
-			r.add(tag + ' ' + key);
-			store('syncloop-revealed', JSON.stringify([...r]));
+			revealNote(key);
 			quizState(key);
 		});
 		box.append(reveal);
@@ -963,7 +879,7 @@ function build() {
 	const quizIn = el('input');
 	quizIn.type = 'checkbox';
 	quizIn.dataset.annotQuiz = '';
-	quizIn.checked = stored('syncloop-quiz', '') === '1';
+	quizIn.checked = quizWanted();
 	quizIn.addEventListener('change', () => setQuiz(quizIn.checked));
 	quiz.append(quizIn, " Quiz mode: hide the site's notes until I have written mine");
 	const dl = kept.download();
