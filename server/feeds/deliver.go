@@ -9,16 +9,14 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/nats-io/nats.go"
-
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
 // deliver gives the feed's hub the lines of a stored message it does not
 // have yet: another replica's, or the history.
-func (l *Service) deliver(f *feed, msg uint64, h nats.Header, data []byte, unz *[]byte) {
-	sh, err := readHead(h)
+func (l *Service) deliver(f *feed, m *streamMsg) {
+	sh, err := m.head()
 	if err != nil {
 		l.log.Warn("live: "+err.Error(), "feed", f.name)
 		return
@@ -33,7 +31,7 @@ func (l *Service) deliver(f *feed, msg uint64, h nats.Header, data []byte, unz *
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.tentQ) > 0 && (sh.lines < 0 || end > f.tentative) {
-		if l.confirmLocked(f, h.Get(hdrOrigin), sh.first, msg, sh.demo) {
+		if l.confirmLocked(f, m.header.Get(hdrOrigin), sh.first, m.seq, sh.demo) {
 			// The lines shown, stored: recorded now, before the messages
 			// after them (the PubAck may come later).
 			return
@@ -45,17 +43,12 @@ func (l *Service) deliver(f *feed, msg uint64, h nats.Header, data []byte, unz *
 	if sh.lines >= 0 && end <= f.hub.Next() {
 		return // delivered already: this replica stored it
 	}
-	lines, err := decodeStored(h, data, f.decoded[:0], unz)
+	lines, err := m.lines()
 	if err != nil {
 		l.log.Warn("live: a stored message that cannot be read", "feed", f.name, "err", err)
 		return
 	}
-	l.deliverLocked(f, sh.first, msg, lines, sh.demo)
-	clear(lines)
-	f.decoded = lines[:0]
-	if cap(*unz) > 2*msgBytes {
-		*unz = nil
-	}
+	l.deliverLocked(f, sh.first, m.seq, lines, sh.demo)
 }
 
 // A line's delivery has two steps: shown (classified and published to

@@ -46,11 +46,10 @@ func TestTentativeLines(t *testing.T) {
 			{ID: who + "-" + string(rune('1'+first)), Raw: klogAdd(first+1, "default/"+who)},
 		}
 	}
-	var unz []byte
 	consume := func(streamSeq, first uint64, lines []relay.Line, origin string) {
 		m, _, _ := storedMsg(f.subject, first, lines, false, nil, nil)
 		m.Header.Set(hdrOrigin, origin)
-		l.deliver(f, streamSeq, m.Header, m.Data, &unz)
+		l.deliver(f, &streamMsg{it: new(storedIter), seq: streamSeq, header: m.Header, data: m.Data})
 	}
 	show := func(pub string, first uint64, lines []relay.Line) {
 		t.Helper()

@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/server/broker"
-	"github.com/syncloop/syncloop/server/relay"
 )
 
 // HandleExport streams the feed's stored lines as NDJSON (see the top of
@@ -62,7 +61,7 @@ func (l *Service) exportFeed(ctx context.Context, f *feed, after uint64, w func(
 	// While a cluster elects a stream leader (a node just died) requests
 	// time out: the export starts again after the last message it wrote,
 	// rather than end a reader's download short.
-	var end, done uint64 // the last message to write; the last one written
+	var end uint64 // the last message to write
 	err := broker.Retry(ctx, followWithin, func(ctx context.Context) error {
 		m, err := f.stream.GetLastMsgForSubject(ctx, f.subject)
 		switch {
@@ -76,79 +75,38 @@ func (l *Service) exportFeed(ctx context.Context, f *feed, after uint64, w func(
 	if err != nil || end == 0 {
 		return err
 	}
-	for stuck := 0; ; {
-		var msgs jetstream.MessagesContext
-		err := broker.Retry(ctx, followWithin, func(actx context.Context) error {
-			var cfg jetstream.OrderedConsumerConfig
-			if done > 0 {
-				cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, done+1
-			}
-			cons, err := l.b.Lane(f.name).OrderedConsumer(actx, feedStreamName(f.name), cfg)
-			if err != nil {
-				return err
-			}
-			msgs, err = cons.Messages()
-			return err
-		})
-		if err != nil {
-			return err
-		}
-		was := done
-		finished, err := l.exportMsgs(ctx, msgs, after, end, &done, w)
-		msgs.Stop()
-		if finished || ctx.Err() != nil || errors.Is(err, errExportWrite) {
-			return err
-		}
-		if stuck = stuck + 1; done > was {
-			stuck = 0
-		}
-		if stuck >= 5 {
-			return err
-		}
-		l.log.Warn("live: export interrupted; resuming", "feed", f.name, "after", done, "err", err)
+	sr := l.feedStream(f.name)
+	sr.resumes = 4 // five failures in a row, nothing read between them, end it
+	sr.onResume = func(after uint64, err error) {
+		l.log.Warn("live: export interrupted; resuming", "feed", f.name, "after", after, "err", err)
 	}
-}
-
-// errExportWrite wraps an error of the export's writer: the reader left.
-var errExportWrite = errors.New("export: write")
-
-// exportMsgs writes what msgs delivers up to stream sequence end, and
-// reports whether the export is over (it got there, or cannot go on);
-// otherwise err says why msgs stopped. *done is the last message written.
-func (l *Service) exportMsgs(ctx context.Context, msgs jetstream.MessagesContext, after, end uint64, done *uint64, w func(raw string) error) (bool, error) {
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
-	var lines []relay.Line
-	var unz []byte
-	for {
-		m, err := msgs.Next()
+	it := sr.reader(ctx, 0)
+	defer it.close()
+	for it.next() {
+		m := it.msg()
+		sh, err := m.head()
 		if err != nil {
-			return false, err
+			return fmt.Errorf("stored message %d: %w", m.seq, err) // it will not read better later
 		}
-		md, err := m.Metadata()
-		if err != nil {
-			return false, err
-		}
-		sh, err := readHead(m.Headers())
-		if err != nil {
-			return true, fmt.Errorf("stored message %d: %w", md.Sequence.Stream, err) // it will not read better later
-		}
-		first := sh.first
-		if !sh.demo && (sh.lines < 0 || first+uint64(sh.lines) > after+1) {
-			if lines, err = decodeStored(m.Headers(), m.Data(), lines[:0], &unz); err != nil {
-				return true, fmt.Errorf("stored message %d: %w", md.Sequence.Stream, err)
+		if !sh.demo && (sh.lines < 0 || sh.first+uint64(sh.lines) > after+1) {
+			lines, err := m.lines()
+			if err != nil {
+				return fmt.Errorf("stored message %d: %w", m.seq, err)
 			}
 			for i, in := range lines {
-				if first+uint64(i) > after {
+				if sh.first+uint64(i) > after {
 					if err := w(in.Raw); err != nil {
-						return false, fmt.Errorf("%w: %w", errExportWrite, err)
+						return err
 					}
 				}
 			}
 		}
-		*done = md.Sequence.Stream
-		if *done >= end {
-			return true, nil
+		if m.seq >= end {
+			return nil
 		}
 	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }

@@ -233,7 +233,7 @@ type feed struct {
 	// Scratch space of delivery, reused from message to message.
 	shown    []shownLine
 	arriving []relay.Line
-	decoded  []relay.Line
+
 	entries  [][]byte
 	scratch  []byte
 	arena    []byte // the block ring entries are being cut from

@@ -211,40 +211,27 @@ func (l *Service) scanStored(ctx context.Context, f *feed, upto uint64, fn func(
 	if upto == 0 {
 		return nil
 	}
-	cons, err := l.b.Lane(f.name).OrderedConsumer(ctx, feedStreamName(f.name), jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		return err
-	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer msgs.Stop()
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
-	var lines []relay.Line
-	var unz []byte
-	for {
-		m, err := msgs.Next()
+	it := l.feedStream(f.name).reader(ctx, 0)
+	defer it.close()
+	for it.next() {
+		m := it.msg()
+		sh, err := m.head()
 		if err != nil {
 			return err
 		}
-		md, err := m.Metadata()
+		lines, err := m.lines()
 		if err != nil {
 			return err
 		}
-		sh, err := readHead(m.Headers())
-		if err != nil {
-			return err
-		}
-		if lines, err = decodeStored(m.Headers(), m.Data(), lines[:0], &unz); err != nil {
-			return err
-		}
-		fn(md.Sequence.Stream, sh, lines)
-		if sh.first+uint64(len(lines)) > upto || md.NumPending == 0 {
+		fn(m.seq, sh, lines)
+		if sh.first+uint64(len(lines)) > upto || m.pending == 0 {
 			return nil
 		}
 	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // add records a classified line: the feed's line seq, stored in stream

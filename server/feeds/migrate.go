@@ -85,40 +85,23 @@ func (l *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name st
 	} else if err != nil {
 		return err
 	}
-	cons, err := old.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{from}})
-	if err != nil {
-		return err
-	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer msgs.Stop()
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
 	if err := l.loadTail(ctx, f); err != nil {
 		return err
 	}
-	var unz []byte
-	for {
-		m, err := msgs.Next()
-		if err != nil {
-			return err
-		}
-		md, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		if sh, err := readHead(m.Headers()); err == nil && sh.first >= f.tail.next {
+	it := streamRead{js: l.b.JS, stream: legacyStream, filter: from}.reader(ctx, 0)
+	defer it.close()
+	for it.next() {
+		m := it.msg()
+		if sh, err := m.head(); err == nil && sh.first >= f.tail.next {
 			lines := sh.lines
 			if lines < 0 {
-				decoded, err := decodeStored(m.Headers(), m.Data(), nil, &unz)
+				decoded, err := m.lines()
 				if err != nil {
-					return fmt.Errorf("message %d: %w", md.Sequence.Stream, err)
+					return fmt.Errorf("message %d: %w", m.seq, err)
 				}
 				lines = len(decoded)
 			}
-			msg := &nats.Msg{Subject: f.subject, Header: m.Headers(), Data: m.Data()}
+			msg := &nats.Msg{Subject: f.subject, Header: m.header, Data: m.data}
 			ack, err := l.b.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq))
 			switch {
 			case broker.LostRace(err): // another replica is copying it too: go on after what it copied
@@ -131,8 +114,12 @@ func (l *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name st
 				f.tail.streamSeq, f.tail.next = ack.Sequence, sh.first+uint64(lines)
 			}
 		}
-		if md.Sequence.Stream >= last.Sequence {
+		if m.seq >= last.Sequence {
 			return nil
 		}
 	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }

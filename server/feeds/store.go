@@ -375,62 +375,67 @@ func (l *Service) chunkMsg(f *feed, first uint64, chunk []relay.Line, demo bool)
 }
 
 // follow creates the feed's stream (or updates its limits) and starts the
-// replica's ordered consumer of it: it replays the stored lines into the
-// feed's hub, then the live tail. f.ready is closed once the lines stored
-// before it started are in the hub.
+// replica's reading of it (stream.go): it replays the stored lines into
+// the feed's hub, then the live tail. f.ready is closed once the lines
+// stored before it started are in the hub.
 func (l *Service) follow(f *feed) error {
 	// A cluster that just started (or lost a node) may still be electing
 	// the stream's leader: its first requests time out, later ones answer.
 	var end uint64
-	var cons jetstream.Consumer
-	js := l.b.Lane(f.name)
-	err := broker.Retry(l.ctx, followWithin, func(ctx context.Context) error {
+	ctx, stop := context.WithCancel(l.ctx)
+	sr := l.feedStream(f.name)
+	sr.resumes = -1 // until the feed is let go
+	sr.onResume = func(after uint64, err error) {
+		l.log.Debug("live: feed consumer", "feed", f.name, "after", after, "err", err)
+	}
+	it := sr.reader(ctx, 0)
+	err := broker.Retry(l.ctx, followWithin, func(actx context.Context) error {
 		if f.stream == nil {
-			s, err := js.CreateOrUpdateStream(ctx, l.streamConfig(f.name))
+			s, err := l.b.Lane(f.name).CreateOrUpdateStream(actx, l.streamConfig(f.name))
 			if err != nil {
 				return fmt.Errorf("feed %s: stream: %w", f.name, err)
 			}
 			f.stream = s
 		}
 		f.pubMu.Lock()
-		err := l.loadTail(ctx, f)
+		err := l.loadTail(actx, f)
 		end = f.tail.streamSeq
 		f.pubMu.Unlock()
 		if err != nil {
 			return err
 		}
-		cons, err = js.OrderedConsumer(ctx, feedStreamName(f.name), jetstream.OrderedConsumerConfig{})
-		if err != nil {
+		if err := it.open(actx); err != nil {
 			return fmt.Errorf("feed %s: consumer: %w", f.name, err)
 		}
 		return nil
 	})
+	if err == nil && !l.enter() {
+		err = errStorage
+	}
 	if err != nil {
+		it.close()
+		stop()
 		return err
 	}
 	if end == 0 {
 		f.markReady()
 	}
-	var unz []byte // the consumer's decompression buffer
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		md, err := m.Metadata()
-		if err != nil {
-			return
+	go func() { // owned: ends when the feed is let go (stop) or the service closes
+		defer l.wg.Done()
+		defer it.close()
+		for it.next() {
+			m := it.msg()
+			l.deliver(f, m)
+			if m.seq >= end {
+				f.markReady()
+			}
 		}
-		l.deliver(f, md.Sequence.Stream, m.Headers(), m.Data(), &unz)
-		if md.Sequence.Stream >= end {
-			f.markReady()
+		if err := it.Err(); err != nil {
+			l.log.Warn("live: feed no longer followed", "feed", f.name, "err", err)
 		}
-	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if l.ctx.Err() == nil && !errors.Is(err, jetstream.ErrConsumerDeleted) {
-			l.log.Debug("live: feed consumer", "feed", f.name, "err", err)
-		}
-	}))
-	if err != nil {
-		return fmt.Errorf("feed %s: consume: %w", f.name, err)
-	}
+	}()
 	f.pubMu.Lock()
-	f.stopFollow = cc.Stop
+	f.stopFollow = stop
 	f.pubMu.Unlock()
 	return nil
 }
