@@ -234,9 +234,9 @@ type feed struct {
 	shown    []shownLine
 	arriving []relay.Line
 
-	entries  [][]byte
-	scratch  []byte
-	arena    []byte // the block ring entries are being cut from
+	entries [][]byte
+	scratch []byte
+	arena   []byte // the block ring entries are being cut from
 }
 
 // stop stops the feed's consumer.

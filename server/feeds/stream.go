@@ -47,7 +47,7 @@ type storedIter struct {
 	stuck int         // failures since a message was last read
 	cur   streamMsg
 	ended bool
-	err   error // why it ended, when not by its context or close
+	err   error  // why it ended, when not by its context or close
 	unz   []byte // the decompression buffer
 	lines []relay.Line
 }
