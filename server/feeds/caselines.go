@@ -61,7 +61,7 @@ func (l *Service) HandleCaseLines() http.Handler {
 			at, earlier = slices.Clone(c.at[start:end]), start > 0
 		}
 		reading := l.reading(f.tag)
-		version := f.version
+		version := f.kubelet.version
 		f.mu.Unlock()
 		cls := classify.New(reading).Stream()
 		cls.SetVersion(version)

@@ -47,7 +47,7 @@ func TestTentativeLines(t *testing.T) {
 		}
 	}
 	consume := func(streamSeq, first uint64, lines []relay.Line, origin string) {
-		m, _, _ := storedMsg(f.subject, first, lines, false, nil, nil)
+		m, _, _ := storedMsg(f.pub.subject, first, lines, false, nil, nil)
 		m.Header.Set(hdrOrigin, origin)
 		l.deliver(f, &streamMsg{it: new(storedIter), seq: streamSeq, header: m.Header, data: m.Data})
 	}

@@ -114,7 +114,7 @@ func (l *Service) defaultIsDemo() bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.source == sourceDemo
+	return f.src.kind == sourceDemo
 }
 
 // tagDemo is the demo feed of tag, started if it is not running: what a
@@ -238,7 +238,7 @@ func (l *Service) RoomDemo(name string) {
 			return
 		}
 		f.mu.Lock()
-		start := f.relays == 0 && f.real == 0 && !f.gone.Load() && f.claimDemo()
+		start := f.src.relays == 0 && f.counts.real == 0 && !f.gone.Load() && f.claimDemo()
 		f.mu.Unlock()
 		if start {
 			l.startDemo(f)
@@ -252,7 +252,7 @@ func (l *Service) RoomDemo(name string) {
 func (l *Service) stopRoomDemo(f *feed, ctx context.Context) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if ctx.Err() != nil || f.source != sourceDemo {
+	if ctx.Err() != nil || f.src.kind != sourceDemo {
 		return true
 	}
 	f.stopDemo(noteRoomNoJournal)

@@ -63,7 +63,7 @@ func (l *Service) exportFeed(ctx context.Context, f *feed, after uint64, w func(
 	// rather than end a reader's download short.
 	var end uint64 // the last message to write
 	err := broker.Retry(ctx, followWithin, func(ctx context.Context) error {
-		m, err := f.stream.GetLastMsgForSubject(ctx, f.subject)
+		m, err := f.stream.GetLastMsgForSubject(ctx, f.pub.subject)
 		switch {
 		case errors.Is(err, jetstream.ErrMsgNotFound): // nothing stored: end stays 0
 			return nil

@@ -390,8 +390,8 @@ func (l *Service) feed(name string) (*feed, error) {
 		tag:     l.cfg.DefaultTag,
 		hub:     hub.New(l.cfg.RingSize),
 		asked:   time.Now(),
-		byCase:  make(map[string]uint64),
-		subject: feedSubject(name),
+		counts:  feedCounts{byCase: make(map[string]uint64)},
+		pub:     publisher{name: name, subject: feedSubject(name)},
 		started: make(chan struct{}),
 		ready:   make(chan struct{}),
 	}
@@ -400,7 +400,7 @@ func (l *Service) feed(name string) (*feed, error) {
 	}
 	f.newClassifier()
 	// Nothing stored yet: the hub has every line stored.
-	f.storedTo.Store(f.hub.Next())
+	f.queue.storedTo.Store(f.hub.Next())
 	l.feeds[name] = f // a placeholder until started: it counts, and a second caller waits for it
 	l.shareHistory()
 	l.mu.Unlock()
@@ -488,7 +488,7 @@ func (l *Service) evictVacantLocked() bool {
 		}
 		f.mu.Lock()
 		// A relay gone without sending a line leaves sourceRelay and nothing else.
-		busy := f.relays > 0 || f.ingested > 0 || (f.source != sourceNone && f.source != sourceRelay)
+		busy := f.src.relays > 0 || f.counts.ingested > 0 || (f.src.kind != sourceNone && f.src.kind != sourceRelay)
 		f.mu.Unlock()
 		if !busy && (oldest == nil || f.asked.Before(oldest.asked)) {
 			oldest = f

@@ -686,7 +686,7 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 			relays := 0
 			if f != nil {
 				f.mu.Lock()
-				relays = f.relays
+				relays = f.src.relays
 				f.mu.Unlock()
 			}
 			return relays == 0

@@ -166,9 +166,9 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 	r.refireGen++
 	// Up to the last line recorded: the lines shown but not yet stored
 	// (deliver.go) are recorded into r.refire as they are.
-	gen, upto := r.refireGen, f.storedTo.Load()-1
+	gen, upto := r.refireGen, f.queue.storedTo.Load()-1
 	r.refire = &firedRecord{}
-	reading, version := f.cls.Reading(), f.version
+	reading, version := f.cls.Reading(), f.kubelet.version
 	go func() {
 		defer l.bg.Done()
 		cls := classify.New(reading).Stream()
@@ -311,8 +311,8 @@ type FiredRecord struct {
 // fired is the feed's record as served. f.mu is held.
 func (f *feed) firedLocked() FiredRecord {
 	out := FiredRecord{ReadAt: f.tag, Cases: make(map[string]FiredCase, len(f.fired.cases))}
-	if f.version != "" {
-		v, from := f.version, f.versionFrom
+	if f.kubelet.version != "" {
+		v, from := f.kubelet.version, f.kubelet.from
 		out.KubeletVersion = &v
 		if from != "" {
 			out.VersionFrom = &from

@@ -316,11 +316,11 @@ func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *cli
 }
 
 // takeBackUnstored takes back the feed's lines shown but not stored, once
-// ingest ends without publishing them (deliver.go). With f.pubMu held,
+// ingest ends without publishing them (deliver.go). With f.pub.mu held,
 // none is being published.
 func (l *Service) takeBackUnstored(f *feed) {
-	f.pubMu.Lock()
-	defer f.pubMu.Unlock()
+	f.pub.mu.Lock()
+	defer f.pub.mu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	l.takeBackLocked(f)
@@ -336,9 +336,7 @@ func (l *Service) attach(f *feed) {
 // detach records a relay gone from f: finished, its journal ended
 // (ingestConn), or disconnected.
 func (l *Service) detach(f *feed, finished bool) {
-	f.pubMu.Lock()
-	stored := f.tail.next - 1 // the lines the feed holds
-	f.pubMu.Unlock()
+	stored := f.pub.storedLines() // the lines the feed holds
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.relayDetached(finished, stored)
@@ -372,5 +370,5 @@ func (l *Service) FeedRelayed(name string) bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.relays > 0 || (!f.lastReal.IsZero() && time.Since(f.lastReal) < 2*time.Minute)
+	return f.src.relays > 0 || (!f.counts.lastReal.IsZero() && time.Since(f.counts.lastReal) < 2*time.Minute)
 }

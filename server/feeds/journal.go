@@ -25,7 +25,7 @@ func (l *Service) startJournal(f *feed, what string, run func(ctx context.Contex
 			return
 		}
 		f.mu.Lock()
-		after := f.lastCursor
+		after := f.counts.lastCursor
 		f.mu.Unlock()
 		err := run(l.ctx, after, func(line relay.Line) error {
 			_, err := l.ingest(f, []relay.Line{line}, false)

@@ -274,7 +274,7 @@ func (l *Service) HandleCursor() http.Handler {
 			return
 		}
 		f.mu.Lock()
-		cursor := f.lastCursor
+		cursor := f.counts.lastCursor
 		f.mu.Unlock()
 		w.Header().Set("Cache-Control", "no-store")
 		if cursor == "" {

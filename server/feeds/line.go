@@ -77,7 +77,7 @@ func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine
 			break
 		}
 	}
-	reading, version, from := l.reading(f.tag), f.version, f.versionFrom
+	reading, version, from := l.reading(f.tag), f.kubelet.version, f.kubelet.from
 	f.mu.Unlock()
 	if !found {
 		return StoredLine{}, l.whyNotFired(ctx, f, seq)

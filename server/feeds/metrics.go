@@ -52,7 +52,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		f.mu.Lock()
-		ingested, byCase := f.ingested, maps.Clone(f.byCase)
+		ingested, byCase := f.counts.ingested, maps.Clone(f.counts.byCase)
 		f.mu.Unlock()
 		st := f.hub.Stats()
 		ch <- prometheus.MustNewConstMetric(ingestedDesc, prometheus.CounterValue, float64(ingested), f.name)

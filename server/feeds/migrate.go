@@ -72,27 +72,26 @@ func (l *Service) migrateLegacy(ctx context.Context) error {
 
 // migrateFeed copies one feed's messages from old into the feed's stream.
 func (l *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name string) error {
-	f := &feed{name: name, subject: feedSubject(name)}
+	p := &publisher{name: name, subject: feedSubject(name)}
 	s, err := l.b.JS.CreateOrUpdateStream(ctx, l.streamConfig(name))
 	if err != nil {
 		return err
 	}
-	f.stream = s
-	from := legacySubjectPrefix + strings.TrimPrefix(f.subject, feedSubjectPrefix)
+	from := legacySubjectPrefix + strings.TrimPrefix(p.subject, feedSubjectPrefix)
 	last, err := old.GetLastMsgForSubject(ctx, from)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil // expired since the stream's info was read
 	} else if err != nil {
 		return err
 	}
-	if err := l.loadTail(ctx, f); err != nil {
+	if err := p.loadTail(ctx, s); err != nil {
 		return err
 	}
 	it := streamRead{js: l.b.JS, stream: legacyStream, filter: from}.reader(ctx, 0)
 	defer it.close()
 	for it.next() {
 		m := it.msg()
-		if sh, err := m.head(); err == nil && sh.first >= f.tail.next {
+		if sh, err := m.head(); err == nil && sh.first >= p.tail.next {
 			lines := sh.lines
 			if lines < 0 {
 				decoded, err := m.lines()
@@ -101,17 +100,17 @@ func (l *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name st
 				}
 				lines = len(decoded)
 			}
-			msg := &nats.Msg{Subject: f.subject, Header: m.header, Data: m.data}
-			ack, err := l.b.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq))
+			msg := &nats.Msg{Subject: p.subject, Header: m.header, Data: m.data}
+			ack, err := l.b.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(p.tail.streamSeq))
 			switch {
 			case broker.LostRace(err): // another replica is copying it too: go on after what it copied
-				if err := l.loadTail(ctx, f); err != nil {
+				if err := p.loadTail(ctx, s); err != nil {
 					return err
 				}
 			case err != nil:
 				return err
 			default:
-				f.tail.streamSeq, f.tail.next = ack.Sequence, sh.first+uint64(lines)
+				p.tail.streamSeq, p.tail.next = ack.Sequence, sh.first+uint64(lines)
 			}
 		}
 		if m.seq >= last.Sequence {

@@ -40,7 +40,7 @@ func (l *Service) RecordedLines(ctx context.Context, name, key string, after, be
 		at = slices.Clone(c.at[i:min(end, i+limit)])
 		more = i+limit < end
 	}
-	reading, version := l.reading(f.tag), f.version
+	reading, version := l.reading(f.tag), f.kubelet.version
 	f.mu.Unlock()
 	if len(at) == 0 {
 		return after, false, nil

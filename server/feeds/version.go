@@ -18,6 +18,20 @@ import (
 	"github.com/syncloop/syncloop/server/relay"
 )
 
+// kubeletVersion is what a feed knows of its kubelet's version; the
+// feed's mu guards it.
+type kubeletVersion struct {
+	version string
+	// from says how version was learned: fromStartup, fromLogSites; also
+	// names the other tags whose log sites fit its lines.
+	from       string
+	also       []string
+	guess      *classify.Guess // the version from log sites
+	guessSites *classify.Sites // the index guess narrows
+	reguessing bool            // a guess from the stored lines is under way
+	reguessed  *classify.Sites // the index the last one used
+}
+
 // sitesEvery is how often the index of log sites looks for Readings the
 // site loaded since.
 const sitesEvery = 5 * time.Second
@@ -71,31 +85,31 @@ func sameTags(tags []string, rs []*extractor.Reading) bool {
 // at its kubelet's version, while no start-up line has named it; sites is
 // l.logSites(), asked once per group. f.mu is held.
 func (l *Service) observeLocked(f *feed, line *classify.Line, sites *classify.Sites) {
-	if f.versionFrom == fromStartup || line.Caller == "" || sites == nil {
+	if f.kubelet.from == fromStartup || line.Caller == "" || sites == nil {
 		return
 	}
-	if f.guess == nil || f.guessSites != sites {
-		f.guess, f.guessSites = sites.NewGuess(), sites
+	if f.kubelet.guess == nil || f.kubelet.guessSites != sites {
+		f.kubelet.guess, f.kubelet.guessSites = sites.NewGuess(), sites
 	}
-	f.guess.Observe(line)
+	f.kubelet.guess.Observe(line)
 }
 
 // settleVersionLocked names the kubelet's version from its log sites when
 // no start-up line did, and makes the feed read its lines at the
 // kubelet's tag. f.mu is held.
 func (l *Service) settleVersionLocked(f *feed) {
-	if f.versionFrom != fromStartup && f.guess != nil {
-		if tag, ok := f.guess.Tag(f.tag); ok {
-			also := slices.DeleteFunc(f.guess.Candidates(), func(t string) bool { return t == tag })
-			if tag != f.version || !slices.Equal(also, f.versionAlso) {
-				f.version, f.versionFrom, f.versionAlso = tag, fromLogSites, also
+	if f.kubelet.from != fromStartup && f.kubelet.guess != nil {
+		if tag, ok := f.kubelet.guess.Tag(f.tag); ok {
+			also := slices.DeleteFunc(f.kubelet.guess.Candidates(), func(t string) bool { return t == tag })
+			if tag != f.kubelet.version || !slices.Equal(also, f.kubelet.also) {
+				f.kubelet.version, f.kubelet.from, f.kubelet.also = tag, fromLogSites, also
 				f.cls.SetVersion(tag)
 				f.changed()
 			}
 		}
 	}
-	tag := classify.VersionTag(f.version)
-	if tag == "" || tag == f.tag || f.pinned || isTagDemo(f.name) || f.source == sourceDemo {
+	tag := classify.VersionTag(f.kubelet.version)
+	if tag == "" || tag == f.tag || f.pinned || isTagDemo(f.name) || f.src.kind == sourceDemo {
 		return
 	}
 	f.tag = tag
@@ -116,18 +130,18 @@ const reguessLines = 50000
 // were there, left nothing to guess by) and no start-up line named it.
 // It runs in the background, once per index. f.mu is held.
 func (l *Service) reguessPerhapsLocked(f *feed) {
-	if f.versionFrom == fromStartup || f.reguessing || !f.isReady() || f.hub.Next() <= 1 || f.source == sourceDemo || isTagDemo(f.name) {
+	if f.kubelet.from == fromStartup || f.kubelet.reguessing || !f.isReady() || f.hub.Next() <= 1 || f.src.kind == sourceDemo || isTagDemo(f.name) {
 		return
 	}
 	sites := l.logSites()
-	if sites == nil || sites == f.guessSites || sites == f.reguessed {
+	if sites == nil || sites == f.kubelet.guessSites || sites == f.kubelet.reguessed {
 		return
 	}
 	if !l.enterBG() {
 		return
 	}
-	f.reguessing, f.reguessed = true, sites
-	upto := min(f.storedTo.Load()-1, reguessLines) // the lines stored, not those only shown
+	f.kubelet.reguessing, f.kubelet.reguessed = true, sites
+	upto := min(f.queue.storedTo.Load()-1, reguessLines) // the lines stored, not those only shown
 	go func() {
 		defer l.bg.Done()
 		g := sites.NewGuess()
@@ -146,12 +160,12 @@ func (l *Service) reguessPerhapsLocked(f *feed) {
 		})
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.reguessing = false
-		if err != nil || f.versionFrom == fromStartup {
+		f.kubelet.reguessing = false
+		if err != nil || f.kubelet.from == fromStartup {
 			return
 		}
-		if f.guessSites != sites || f.guess == nil || f.guess.Lines() < g.Lines() {
-			f.guess, f.guessSites = g, sites
+		if f.kubelet.guessSites != sites || f.kubelet.guess == nil || f.kubelet.guess.Lines() < g.Lines() {
+			f.kubelet.guess, f.kubelet.guessSites = g, sites
 		}
 		l.settleVersionLocked(f)
 		l.refirePerhapsLocked(f)
