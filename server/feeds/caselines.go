@@ -49,7 +49,7 @@ func (l *Service) HandleCaseLines() http.Handler {
 		if f == nil {
 			return
 		}
-		f.mu.Lock()
+		f.fired.mu.Lock()
 		var at []firedAt
 		var earlier bool // the record has lines of the case before at's
 		if c := f.fired.cases[key]; c != nil {
@@ -60,6 +60,8 @@ func (l *Service) HandleCaseLines() http.Handler {
 			start := max(0, end-limit)
 			at, earlier = slices.Clone(c.at[start:end]), start > 0
 		}
+		f.fired.mu.Unlock()
+		f.mu.Lock()
 		reading := l.reading(f.tag)
 		version := f.kubelet.version
 		f.mu.Unlock()

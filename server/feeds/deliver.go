@@ -266,6 +266,7 @@ func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLin
 	if !demo && f.kubelet.from != fromStartup {
 		sites = l.logSites()
 	}
+	f.fired.mu.Lock()
 	for i := range shown {
 		line, in := &shown[i].line, shown[i].in
 		f.queue.storedIDs.note(in.ID)
@@ -284,6 +285,7 @@ func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLin
 		}
 		f.counts.byCase[line.Case]++
 	}
+	f.fired.mu.Unlock()
 	// Every line up to these is recorded (and stored): what classifying the
 	// record anew reads from the stream (refirePerhapsLocked), and what the
 	// consumer skips without the lock (deliver).

@@ -190,7 +190,7 @@ type feed struct {
 	kubelet    kubeletVersion   // its kubelet's version (version.go)
 	queue      shownQueue       // the lines shown before they are stored (deliver.go)
 	counts     feedCounts
-	fired      firedRecord // what fired (fired.go)
+	fired      firedLog // what fired (fired.go), under its own lock
 	buf        deliveryScratch
 }
 
@@ -285,7 +285,8 @@ func (f *feed) classify(raw string) (classify.Line, bool) {
 	return classifyForDisplay(f.cls, raw)
 }
 
-// changed tells the feed's browsers that its status changed. f.mu is held.
+// changed tells the feed's browsers that its status changed: after a
+// change under f.mu, or of the record under f.fired.mu.
 func (f *feed) changed() {
 	f.status.Add(1)
 	f.hub.Poke()

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -96,7 +97,16 @@ type firedCase struct {
 	at          []firedAt // every line's place, in order
 }
 
-// firedRecord is a feed's record of what fired. Its owner's mu guards it.
+// firedLog is a feed's record of what fired, under a lock of its own: a
+// leaf, taken under the feed's mu by the shown side that records, or
+// alone by the record's readers (FeedFired, RecordedLines, the case's
+// lines), who so never wait for delivery.
+type firedLog struct {
+	mu sync.Mutex
+	firedRecord
+}
+
+// firedRecord is what a firedLog holds (and a rescan builds anew).
 type firedRecord struct {
 	cases    map[string]*firedCase
 	sincePr  int  // lines recorded since the last prune
@@ -114,9 +124,10 @@ type firedRecord struct {
 	refireGen int
 }
 
-// recordLocked records a delivered non-demo line. f.mu is held.
+// recordLocked records a delivered non-demo line. f.mu and f.fired.mu
+// are held.
 func (l *Service) recordLocked(f *feed, seq, msg uint64, line *classify.Line, raw string) {
-	r := &f.fired
+	r := &f.fired.firedRecord
 	if by := f.cls.Reading(); by != r.by {
 		if len(r.cases) > 0 {
 			r.stale = true
@@ -156,7 +167,9 @@ func (r *firedRecord) merge(later *firedRecord) {
 // first lines). It waits for the Reading, and for the stored history to
 // be delivered. f.mu is held.
 func (l *Service) refirePerhapsLocked(f *feed) {
-	r := &f.fired
+	f.fired.mu.Lock()
+	defer f.fired.mu.Unlock()
+	r := &f.fired.firedRecord
 	if len(r.cases) > 0 && r.by != f.cls.Reading() {
 		r.stale = true
 	}
@@ -184,8 +197,8 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 				}
 			}
 		})
-		f.mu.Lock()
-		defer f.mu.Unlock()
+		f.fired.mu.Lock()
+		defer f.fired.mu.Unlock()
 		if r.refireGen != gen {
 			return
 		}
@@ -308,8 +321,10 @@ type FiredRecord struct {
 	Cases          map[string]FiredCase `json:"cases"`
 }
 
-// fired is the feed's record as served. f.mu is held.
+// firedLocked is the feed's record as served. f.mu is held.
 func (f *feed) firedLocked() FiredRecord {
+	f.fired.mu.Lock()
+	defer f.fired.mu.Unlock()
 	out := FiredRecord{ReadAt: f.tag, Cases: make(map[string]FiredCase, len(f.fired.cases))}
 	if f.kubelet.version != "" {
 		v, from := f.kubelet.version, f.kubelet.from
@@ -353,6 +368,8 @@ func (l *Service) closeBG() {
 // prunePerhapsLocked starts a prune of the feed's record when enough
 // lines were recorded since the last. f.mu is held.
 func (l *Service) prunePerhapsLocked(f *feed) {
+	f.fired.mu.Lock()
+	defer f.fired.mu.Unlock()
 	if f.fired.sincePr >= pruneEvery && !f.fired.pruning {
 		f.fired.pruning, f.fired.sincePr = true, 0
 		if l.enterBG() {
@@ -395,17 +412,17 @@ func (l *Service) firstStored(ctx context.Context, f *feed) (uint64, error) {
 // (its limits evicted them), and reads back each case's new first line.
 func (l *Service) pruneFired(ctx context.Context, f *feed) error {
 	defer func() {
-		f.mu.Lock()
+		f.fired.mu.Lock()
 		f.fired.pruning = false
-		f.mu.Unlock()
+		f.fired.mu.Unlock()
 	}()
 	first, err := l.firstStored(ctx, f)
 	if err != nil || first == 0 {
 		return err
 	}
-	f.mu.Lock()
+	f.fired.mu.Lock()
 	refirst := f.fired.dropBefore(first)
-	f.mu.Unlock()
+	f.fired.mu.Unlock()
 	for key, at := range refirst {
 		var e firedLine
 		err := l.readLines(ctx, f, []firedAt{at}, func(seq uint64, in relay.Line) error {
@@ -419,11 +436,11 @@ func (l *Service) pruneFired(ctx context.Context, f *feed) error {
 		if err != nil {
 			return err
 		}
-		f.mu.Lock()
+		f.fired.mu.Lock()
 		if c := f.fired.cases[key]; c != nil && len(c.at) > 0 && c.at[0] == at {
 			c.first = e
 		}
-		f.mu.Unlock()
+		f.fired.mu.Unlock()
 	}
 	return nil
 }
@@ -544,8 +561,8 @@ func (l *Service) FeedFired(name string) map[string]int {
 	if f == nil || !f.isStarted() || f.startErr != nil {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.fired.mu.Lock()
+	defer f.fired.mu.Unlock()
 	if len(f.fired.cases) == 0 {
 		return nil
 	}

@@ -69,7 +69,7 @@ func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine
 	case <-time.After(followWithin):
 		return StoredLine{}, fmt.Errorf("feed %s: its stored lines are still being read; retry later", name)
 	}
-	f.mu.Lock()
+	f.fired.mu.Lock()
 	key, at, found := "", firedAt{}, false
 	for k, c := range f.fired.cases {
 		if i, ok := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) }); ok {
@@ -77,6 +77,8 @@ func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine
 			break
 		}
 	}
+	f.fired.mu.Unlock()
+	f.mu.Lock()
 	reading, version, from := l.reading(f.tag), f.kubelet.version, f.kubelet.from
 	f.mu.Unlock()
 	if !found {

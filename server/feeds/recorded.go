@@ -27,7 +27,7 @@ func (l *Service) RecordedLines(ctx context.Context, name, key string, after, be
 	if f == nil || !f.isStarted() || f.startErr != nil {
 		return after, false, nil
 	}
-	f.mu.Lock()
+	f.fired.mu.Lock()
 	var at []firedAt
 	if c := f.fired.cases[key]; c != nil {
 		bySeq := func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) }
@@ -40,6 +40,8 @@ func (l *Service) RecordedLines(ctx context.Context, name, key string, after, be
 		at = slices.Clone(c.at[i:min(end, i+limit)])
 		more = i+limit < end
 	}
+	f.fired.mu.Unlock()
+	f.mu.Lock()
 	reading, version := l.reading(f.tag), f.kubelet.version
 	f.mu.Unlock()
 	if len(at) == 0 {
