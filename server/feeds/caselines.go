@@ -74,7 +74,7 @@ func (l *Service) HandleCaseLines() http.Handler {
 		var page [][]byte
 		var first uint64
 		size := 0
-		err := l.readLines(r.Context(), f, at, func(seq uint64, in relay.Line) error {
+		err := f.readLines(r.Context(), at, func(seq uint64, in relay.Line) error {
 			line, cut := classifyForDisplay(cls, in.Raw)
 			line.Case = key // as recorded (the record's classifier saw the lines in order)
 			b := append(appendEntry(nil, seq, &line, false, cut), '\n')

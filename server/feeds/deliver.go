@@ -16,10 +16,10 @@ import (
 
 // deliver gives the feed's hub the lines of a stored message it does not
 // have yet: another replica's, or the history.
-func (l *Service) deliver(f *feed, m *streamMsg) {
+func (f *feed) deliver(m *streamMsg) {
 	sh, err := m.head()
 	if err != nil {
-		l.log.Warn("live: "+err.Error(), "feed", f.name)
+		f.svc.log.Warn("live: "+err.Error(), "feed", f.name)
 		return
 	}
 	// Most messages this replica stored itself and gave its hub already:
@@ -32,24 +32,24 @@ func (l *Service) deliver(f *feed, m *streamMsg) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.queue.lines) > 0 && (sh.lines < 0 || end > f.queue.first) {
-		if l.confirmLocked(f, m.header.Get(hdrOrigin), sh.first, m.seq, sh.demo) {
+		if f.confirmLocked(m.header.Get(hdrOrigin), sh.first, m.seq, sh.demo) {
 			// The lines shown, stored: recorded now, before the messages
 			// after them (the PubAck may come later).
 			return
 		}
 		// Another replica stored this message where lines shown here were
 		// to go: they will be refused, and stored again after it.
-		l.takeBackLocked(f)
+		f.takeBackLocked()
 	}
 	if sh.lines >= 0 && end <= f.hub.Next() {
 		return // delivered already: this replica stored it
 	}
 	lines, err := m.lines()
 	if err != nil {
-		l.log.Warn("live: a stored message that cannot be read", "feed", f.name, "err", err)
+		f.svc.log.Warn("live: a stored message that cannot be read", "feed", f.name, "err", err)
 		return
 	}
-	l.deliverLocked(f, sh.first, m.seq, lines, sh.demo)
+	f.deliverLocked(sh.first, m.seq, lines, sh.demo)
 }
 
 // A line's delivery has two steps: shown (classified and published to
@@ -95,11 +95,11 @@ type shownQueue struct {
 
 // deliverLocked shows and records lines, the first of which is the feed's
 // line first, stored in stream message msg. f.mu is held.
-func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, demo bool) {
-	l.takeBackLocked(f) // none are tentative here but lines refused
-	skip, shown := l.showLocked(f, first, lines, demo, f.buf.shown[:0])
+func (f *feed) deliverLocked(first, msg uint64, lines []relay.Line, demo bool) {
+	f.takeBackLocked() // none are tentative here but lines refused
+	skip, shown := f.showLocked(first, lines, demo, f.buf.shown[:0])
 	if len(shown) > 0 {
-		l.recordShownLocked(f, first+uint64(skip), msg, shown, demo)
+		f.recordShownLocked(first+uint64(skip), msg, shown, demo)
 	}
 	clear(shown)
 	f.buf.shown = shown[:0]
@@ -111,19 +111,19 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 // publishing makes lines, about to be published from the feed's line
 // first in the message whose Syncloop-Origin is pub, tentative, and
 // reports whether they are (showTentativeLocked).
-func (l *Service) publishing(f *feed, pub string, first uint64, lines []relay.Line, demo bool) bool {
+func (f *feed) publishing(pub string, first uint64, lines []relay.Line, demo bool) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return l.showTentativeLocked(f, pub, first, lines, demo)
+	return f.showTentativeLocked(pub, first, lines, demo)
 }
 
 // refused takes back the lines shown for the message pub, which the
 // store refused, unless they were taken back meanwhile.
-func (l *Service) refused(f *feed, pub string) {
+func (f *feed) refused(pub string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.queue.pub == pub {
-		l.takeBackLocked(f)
+		f.takeBackLocked()
 	}
 }
 
@@ -131,14 +131,14 @@ func (l *Service) refused(f *feed, pub string) {
 // message msg, published as pub: shown already (the PubAck records
 // them), or shown now if the hub has every line before them; otherwise
 // the follower delivers them.
-func (l *Service) published(f *feed, pub string, first, msg uint64, lines []relay.Line, demo bool) {
+func (f *feed) published(pub string, first, msg uint64, lines []relay.Line, demo bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// Counted as stored here, where it is stored: the metric is this
 	// replica's, and up to date once the relay has its ack.
 	f.counts.ingested += uint64(len(lines))
-	if !l.confirmLocked(f, pub, first, msg, demo) && f.hub.Next() == first {
-		l.deliverLocked(f, first, msg, lines, demo)
+	if !f.confirmLocked(pub, first, msg, demo) && f.hub.Next() == first {
+		f.deliverLocked(first, msg, lines, demo)
 	}
 }
 
@@ -147,7 +147,7 @@ func (l *Service) published(f *feed, pub string, first, msg uint64, lines []rela
 // shown before them): numbered from the hub's next, they are what ingest
 // publishes next. Lines known to be stored already are left out, as
 // ingest leaves them out. f.mu is held.
-func (l *Service) showArrivingLocked(f *feed, lines []relay.Line) {
+func (f *feed) showArrivingLocked(lines []relay.Line) {
 	next := f.hub.Next()
 	if len(f.queue.lines) == 0 && (next != f.queue.storedTo.Load() || !f.isReady()) {
 		return // the consumer is catching up: ingest shows them once stored
@@ -163,7 +163,7 @@ func (l *Service) showArrivingLocked(f *feed, lines []relay.Line) {
 		if len(f.queue.lines) == 0 {
 			f.queue.first = next
 		}
-		_, f.queue.lines = l.showLocked(f, next, keep, false, f.queue.lines)
+		_, f.queue.lines = f.showLocked(next, keep, false, f.queue.lines)
 	}
 	clear(keep)
 	f.buf.arriving = keep[:0]
@@ -175,17 +175,17 @@ func (l *Service) showArrivingLocked(f *feed, lines []relay.Line) {
 // are what is published; or, when nothing is tentative and the hub has
 // every line before them, shown now. Lines tentative but not these are
 // taken back. f.mu is held.
-func (l *Service) showTentativeLocked(f *feed, pub string, first uint64, lines []relay.Line, demo bool) bool {
+func (f *feed) showTentativeLocked(pub string, first uint64, lines []relay.Line, demo bool) bool {
 	if len(f.queue.lines) > 0 && f.queue.pub == "" && f.queue.first == first && len(f.queue.lines) >= len(lines) && sameLines(f.queue.lines, lines) {
 		f.queue.pub, f.queue.pubN = pub, len(lines)
 		return true
 	}
-	l.takeBackLocked(f)
+	f.takeBackLocked()
 	if f.hub.Next() != first || len(lines) == 0 {
 		return false
 	}
 	f.queue.first, f.queue.pub, f.queue.pubN = first, pub, len(lines)
-	_, f.queue.lines = l.showLocked(f, first, lines, demo, f.queue.lines)
+	_, f.queue.lines = f.showLocked(first, lines, demo, f.queue.lines)
 	return true
 }
 
@@ -204,13 +204,13 @@ func sameLines(shown []shownLine, lines []relay.Line) bool {
 // stream message msg, and reports whether they were tentative still (not
 // recorded or taken back since): from the PubAck, or from the consumer
 // when it has the message first. f.mu is held.
-func (l *Service) confirmLocked(f *feed, pub string, first, msg uint64, demo bool) bool {
+func (f *feed) confirmLocked(pub string, first, msg uint64, demo bool) bool {
 	if pub == "" || f.queue.pub != pub || f.queue.first != first {
 		return false
 	}
 	n := f.queue.pubN
 	f.queue.pub, f.queue.pubN = "", 0
-	l.recordShownLocked(f, first, msg, f.queue.lines[:n], demo)
+	f.recordShownLocked(first, msg, f.queue.lines[:n], demo)
 	// The lines shown since stay, moved to the front: the queue keeps its
 	// array (sliced from the front, it would be copied anew as it grew).
 	k := copy(f.queue.lines, f.queue.lines[n:])
@@ -225,7 +225,7 @@ func (l *Service) confirmLocked(f *feed, pub string, first, msg uint64, demo boo
 // takeBackLocked takes back the tentative lines, if any: out of the hub,
 // whose browsers are told, and out of what the classifier and the id
 // filter have seen (they start anew from what is stored). f.mu is held.
-func (l *Service) takeBackLocked(f *feed) {
+func (f *feed) takeBackLocked() {
 	if len(f.queue.lines) == 0 {
 		return
 	}
@@ -234,15 +234,15 @@ func (l *Service) takeBackLocked(f *feed) {
 	f.queue.lines, f.queue.first, f.queue.pub, f.queue.pubN = f.queue.lines[:0], 0, "", 0
 	f.queue.seen = f.queue.storedIDs.clone()
 	f.newClassifier()
-	f.refreshClassifier(l.reading)
+	f.refreshClassifier(f.svc.reading)
 }
 
 // showLocked classifies the lines the hub does not have yet, the first of
 // lines being the feed's line first, publishes them to the hub under
 // their sequence numbers, and appends them to dst. It returns how many it
 // skipped (the hub had them). f.mu is held.
-func (l *Service) showLocked(f *feed, first uint64, lines []relay.Line, demo bool, dst []shownLine) (skip int, shown []shownLine) {
-	f.refreshClassifier(l.reading)
+func (f *feed) showLocked(first uint64, lines []relay.Line, demo bool, dst []shownLine) (skip int, shown []shownLine) {
+	f.refreshClassifier(f.svc.reading)
 	f.hub.SetNext(first)
 	if next := f.hub.Next(); next > first {
 		skip = int(min(next-first, uint64(len(lines))))
@@ -260,11 +260,11 @@ func (l *Service) showLocked(f *feed, first uint64, lines []relay.Line, demo boo
 // stored in stream message msg: what fired (fired.go), the ids stored,
 // where a journal resumes, the kubelet's version, the counters. f.mu is
 // held.
-func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLine, demo bool) {
+func (f *feed) recordShownLocked(first, msg uint64, shown []shownLine, demo bool) {
 	version, startup := f.kubelet.version, false
 	var sites *classify.Sites // the log sites the version is told by, while it is not known
 	if !demo && f.kubelet.from != fromStartup {
-		sites = l.logSites()
+		sites = f.svc.logSites()
 	}
 	f.fired.mu.Lock()
 	for i := range shown {
@@ -280,8 +280,8 @@ func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLin
 			version, startup = line.Version, true
 		}
 		if !demo {
-			l.recordLocked(f, first+uint64(i), msg, line, in.Raw)
-			l.observeLocked(f, line, sites)
+			f.recordLocked(first+uint64(i), msg, line, in.Raw)
+			f.observeLocked(line, sites)
 		}
 		f.counts.byCase[line.Case]++
 	}
@@ -290,7 +290,7 @@ func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLin
 	// record anew reads from the stream (refirePerhapsLocked), and what the
 	// consumer skips without the lock (deliver).
 	f.queue.storedTo.Store(first + uint64(len(shown)))
-	l.prunePerhapsLocked(f)
+	f.prunePerhapsLocked()
 	if !demo && f.src.demoStop != nil && f.isReady() {
 		f.relayElsewhere()
 	}
@@ -303,10 +303,10 @@ func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLin
 		f.changed()
 	}
 	if !demo {
-		l.settleVersionLocked(f)
-		l.reguessPerhapsLocked(f)
+		f.settleVersionLocked()
+		f.reguessPerhapsLocked()
 	}
-	l.refirePerhapsLocked(f)
+	f.refirePerhapsLocked()
 }
 
 func cutUTF8(s string, n int) string {

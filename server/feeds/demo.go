@@ -53,7 +53,7 @@ func (l *Service) startDemo(f *feed) {
 		for {
 			line, wait := d.Next(time.Now())
 			if len(line) > 0 && held.Load() {
-				if _, err := l.ingest(f, []relay.Line{{Raw: string(line)}}, true); err != nil {
+				if _, err := f.ingest([]relay.Line{{Raw: string(line)}}, true); err != nil {
 					l.log.Error("live: demo feed", "feed", f.name, "err", err)
 				}
 			}

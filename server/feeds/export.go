@@ -40,7 +40,7 @@ func (l *Service) HandleExport() http.Handler {
 		w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+f.name+`.ndjson"`)
 		bw := bufio.NewWriterSize(w, 64<<10)
-		err = l.exportFeed(r.Context(), f, after, func(raw string) error {
+		err = f.exportFeed(r.Context(), after, func(raw string) error {
 			bw.WriteString(raw)
 			return bw.WriteByte('\n')
 		})
@@ -57,7 +57,7 @@ func (l *Service) HandleExport() http.Handler {
 
 // exportFeed writes the feed's stored lines after seq, in order, one per
 // line as the relay sent it, up to the last one stored when it began.
-func (l *Service) exportFeed(ctx context.Context, f *feed, after uint64, w func(raw string) error) error {
+func (f *feed) exportFeed(ctx context.Context, after uint64, w func(raw string) error) error {
 	// While a cluster elects a stream leader (a node just died) requests
 	// time out: the export starts again after the last message it wrote,
 	// rather than end a reader's download short.
@@ -75,10 +75,10 @@ func (l *Service) exportFeed(ctx context.Context, f *feed, after uint64, w func(
 	if err != nil || end == 0 {
 		return err
 	}
-	sr := l.feedStream(f.name)
+	sr := f.svc.feedStream(f.name)
 	sr.resumes = 4 // five failures in a row, nothing read between them, end it
 	sr.onResume = func(after uint64, err error) {
-		l.log.Warn("live: export interrupted; resuming", "feed", f.name, "after", after, "err", err)
+		f.svc.log.Warn("live: export interrupted; resuming", "feed", f.name, "after", after, "err", err)
 	}
 	it := sr.reader(ctx, 0)
 	defer it.close()

@@ -164,6 +164,7 @@ func (f *feed) roomWaiting(stored bool) {
 // publisher), mu (the shown side: everything below it), fired.mu (the
 // record of what fired, a leaf).
 type feed struct {
+	svc    *Service // what it belongs to: the Readings, the log sites, the logger, the goroutines
 	name   string
 	hub    *hub.Hub
 	stream jetstream.Stream // its JetStream stream; set before started is closed

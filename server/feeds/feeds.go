@@ -386,6 +386,7 @@ func (l *Service) feed(name string) (*feed, error) {
 		}
 	}
 	f := &feed{
+		svc:     l,
 		name:    name,
 		tag:     l.cfg.DefaultTag,
 		hub:     hub.New(l.cfg.RingSize),

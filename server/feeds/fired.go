@@ -126,7 +126,7 @@ type firedRecord struct {
 
 // recordLocked records a delivered non-demo line. f.mu and f.fired.mu
 // are held.
-func (l *Service) recordLocked(f *feed, seq, msg uint64, line *classify.Line, raw string) {
+func (f *feed) recordLocked(seq, msg uint64, line *classify.Line, raw string) {
 	r := &f.fired.firedRecord
 	if by := f.cls.Reading(); by != r.by {
 		if len(r.cases) > 0 {
@@ -166,14 +166,14 @@ func (r *firedRecord) merge(later *firedRecord) {
 // (its tag changed to its kubelet's, or the Reading arrived after the
 // first lines). It waits for the Reading, and for the stored history to
 // be delivered. f.mu is held.
-func (l *Service) refirePerhapsLocked(f *feed) {
+func (f *feed) refirePerhapsLocked() {
 	f.fired.mu.Lock()
 	defer f.fired.mu.Unlock()
 	r := &f.fired.firedRecord
 	if len(r.cases) > 0 && r.by != f.cls.Reading() {
 		r.stale = true
 	}
-	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !l.enterBG() {
+	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !f.svc.enterBG() {
 		return
 	}
 	r.refireGen++
@@ -183,13 +183,13 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 	r.refire = &firedRecord{}
 	reading, version := f.cls.Reading(), f.kubelet.version
 	go func() {
-		defer l.bg.Done()
+		defer f.svc.bg.Done()
 		cls := classify.New(reading).Stream()
 		cls.SetVersion(version)
 		next := firedRecord{by: reading}
-		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
+		ctx, cancel := context.WithTimeout(f.svc.ctx, 5*time.Minute)
 		defer cancel()
-		err := l.scanStored(ctx, f, upto, func(msg uint64, sh storedHead, lines []relay.Line) {
+		err := f.scanStored(ctx, upto, func(msg uint64, sh storedHead, lines []relay.Line) {
 			for i, in := range lines {
 				if seq := sh.first + uint64(i); seq <= upto && !sh.demo {
 					line := cls.ClassifyString(in.Raw)
@@ -204,8 +204,8 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 		}
 		if err != nil {
 			r.refire = nil // tried again with the next line
-			if l.ctx.Err() == nil {
-				l.log.Warn("live: classifying the record of what fired anew", "feed", f.name, "err", err)
+			if f.svc.ctx.Err() == nil {
+				f.svc.log.Warn("live: classifying the record of what fired anew", "feed", f.name, "err", err)
 			}
 			return
 		}
@@ -220,11 +220,11 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 
 // scanStored gives fn each stored message of the feed in order, decoded,
 // up to the one holding the feed's line upto.
-func (l *Service) scanStored(ctx context.Context, f *feed, upto uint64, fn func(msg uint64, sh storedHead, lines []relay.Line)) error {
+func (f *feed) scanStored(ctx context.Context, upto uint64, fn func(msg uint64, sh storedHead, lines []relay.Line)) error {
 	if upto == 0 {
 		return nil
 	}
-	it := l.feedStream(f.name).reader(ctx, 0)
+	it := f.svc.feedStream(f.name).reader(ctx, 0)
 	defer it.close()
 	for it.next() {
 		m := it.msg()
@@ -367,18 +367,18 @@ func (l *Service) closeBG() {
 
 // prunePerhapsLocked starts a prune of the feed's record when enough
 // lines were recorded since the last. f.mu is held.
-func (l *Service) prunePerhapsLocked(f *feed) {
+func (f *feed) prunePerhapsLocked() {
 	f.fired.mu.Lock()
 	defer f.fired.mu.Unlock()
 	if f.fired.sincePr >= pruneEvery && !f.fired.pruning {
 		f.fired.pruning, f.fired.sincePr = true, 0
-		if l.enterBG() {
+		if f.svc.enterBG() {
 			go func() {
-				defer l.bg.Done()
-				ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+				defer f.svc.bg.Done()
+				ctx, cancel := context.WithTimeout(f.svc.ctx, publishTimeout)
 				defer cancel()
-				if err := l.pruneFired(ctx, f); err != nil && l.ctx.Err() == nil {
-					l.log.Warn("live: pruning the record of what fired", "feed", f.name, "err", err)
+				if err := f.pruneFired(ctx); err != nil && f.svc.ctx.Err() == nil {
+					f.svc.log.Warn("live: pruning the record of what fired", "feed", f.name, "err", err)
 				}
 			}()
 		} else {
@@ -389,7 +389,7 @@ func (l *Service) prunePerhapsLocked(f *feed) {
 
 // firstStored is the feed's sequence number of its first stored line (0:
 // nothing stored).
-func (l *Service) firstStored(ctx context.Context, f *feed) (uint64, error) {
+func (f *feed) firstStored(ctx context.Context) (uint64, error) {
 	info, err := f.stream.Info(ctx)
 	if err != nil {
 		return 0, err
@@ -410,13 +410,13 @@ func (l *Service) firstStored(ctx context.Context, f *feed) (uint64, error) {
 
 // pruneFired drops from the record the lines the stream no longer holds
 // (its limits evicted them), and reads back each case's new first line.
-func (l *Service) pruneFired(ctx context.Context, f *feed) error {
+func (f *feed) pruneFired(ctx context.Context) error {
 	defer func() {
 		f.fired.mu.Lock()
 		f.fired.pruning = false
 		f.fired.mu.Unlock()
 	}()
-	first, err := l.firstStored(ctx, f)
+	first, err := f.firstStored(ctx)
 	if err != nil || first == 0 {
 		return err
 	}
@@ -425,7 +425,7 @@ func (l *Service) pruneFired(ctx context.Context, f *feed) error {
 	f.fired.mu.Unlock()
 	for key, at := range refirst {
 		var e firedLine
-		err := l.readLines(ctx, f, []firedAt{at}, func(seq uint64, in relay.Line) error {
+		err := f.readLines(ctx, []firedAt{at}, func(seq uint64, in relay.Line) error {
 			line := classify.New(nil).ClassifyString(in.Raw)
 			e = firedLine{seq: seq, time: line.Time, raw: in.Raw, cursor: line.Cursor}
 			if len(e.raw) > displayLimit {
@@ -447,7 +447,7 @@ func (l *Service) pruneFired(ctx context.Context, f *feed) error {
 
 // readLines reads the lines at the places given (in order) back from the
 // feed's stream, one stream message at a time, and gives each to fn.
-func (l *Service) readLines(ctx context.Context, f *feed, at []firedAt, fn func(seq uint64, in relay.Line) error) error {
+func (f *feed) readLines(ctx context.Context, at []firedAt, fn func(seq uint64, in relay.Line) error) error {
 	var (
 		lines []relay.Line
 		unz   []byte
@@ -498,8 +498,8 @@ func (l *Service) HandleFired() http.Handler {
 		}
 		f.mu.Lock()
 		f.refreshClassifier(l.reading)
-		l.reguessPerhapsLocked(f)
-		l.refirePerhapsLocked(f)
+		f.reguessPerhapsLocked()
+		f.refirePerhapsLocked()
 		rec := f.firedLocked()
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")

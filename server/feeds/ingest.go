@@ -56,9 +56,9 @@ func (l *Service) HandleIngest() http.Handler {
 		stop := context.AfterFunc(l.ctx, func() { conn.Close(websocket.StatusGoingAway, "server shutting down") })
 		defer stop()
 
-		l.attach(f)
+		f.attach()
 		finished := false
-		defer func() { l.detach(f, finished) }()
+		defer func() { f.detach(finished) }()
 		l.log.Info("live: relay attached", "feed", f.name, "remote", r.RemoteAddr)
 		finished = l.ingestConn(r, f, conn)
 	})
@@ -112,7 +112,7 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) boo
 	show := func(lines []relay.Line) {
 		if l.checkToken(r) {
 			f.mu.Lock()
-			l.showArrivingLocked(f, lines)
+			f.showArrivingLocked(lines)
 			f.mu.Unlock()
 		}
 	}
@@ -120,7 +120,7 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) boo
 		defer close(readerDone)
 		l.readRelay(conn, msgs, done, show)
 	}()
-	defer func() { close(done); conn.CloseNow(); <-readerDone; l.takeBackUnstored(f) }()
+	defer func() { close(done); conn.CloseNow(); <-readerDone; f.takeBackUnstored() }()
 	// Acks go out in order from their own goroutine, each once what it
 	// acknowledges is on disk (broker.Synced): the next group is read
 	// and stored meanwhile.
@@ -153,7 +153,7 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) boo
 				conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
 				return false
 			}
-			last, err := l.ingest(f, lines, false)
+			last, err := f.ingest(lines, false)
 			clear(lines)
 			if err != nil {
 				l.log.Error("live: ingest", "feed", f.name, "err", err)
@@ -318,16 +318,16 @@ func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *cli
 // takeBackUnstored takes back the feed's lines shown but not stored, once
 // ingest ends without publishing them (deliver.go). With f.pub.mu held,
 // none is being published.
-func (l *Service) takeBackUnstored(f *feed) {
+func (f *feed) takeBackUnstored() {
 	f.pub.mu.Lock()
 	defer f.pub.mu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l.takeBackLocked(f)
+	f.takeBackLocked()
 }
 
 // attach records a relay on f; the demo stops for good on the first one.
-func (l *Service) attach(f *feed) {
+func (f *feed) attach() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.relayAttached()
@@ -335,7 +335,7 @@ func (l *Service) attach(f *feed) {
 
 // detach records a relay gone from f: finished, its journal ended
 // (ingestConn), or disconnected.
-func (l *Service) detach(f *feed, finished bool) {
+func (f *feed) detach(finished bool) {
 	stored := f.pub.storedLines() // the lines the feed holds
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -345,14 +345,14 @@ func (l *Service) detach(f *feed, finished bool) {
 // ingest stores lines in the feed's stream, skipping those stored
 // already, and returns the id to acknowledge (the batch's last) once
 // JetStream has them. Browsers get them through the feed's consumer.
-func (l *Service) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) {
+func (f *feed) ingest(lines []relay.Line, isDemo bool) (string, error) {
 	var last string
 	for _, in := range lines {
 		if in.ID != "" {
 			last = in.ID
 		}
 	}
-	if err := l.store(f, lines, isDemo); err != nil {
+	if err := f.store(lines, isDemo); err != nil {
 		return "", err
 	}
 	return last, nil

@@ -28,7 +28,7 @@ func (l *Service) startJournal(f *feed, what string, run func(ctx context.Contex
 		after := f.counts.lastCursor
 		f.mu.Unlock()
 		err := run(l.ctx, after, func(line relay.Line) error {
-			_, err := l.ingest(f, []relay.Line{line}, false)
+			_, err := f.ingest([]relay.Line{line}, false)
 			return err
 		})
 		if err != nil && l.ctx.Err() == nil {

@@ -71,9 +71,9 @@ func (l *Service) HandleJournal() http.Handler {
 		stop := context.AfterFunc(l.ctx, body.stop)
 		defer stop()
 
-		l.attach(f)
+		f.attach()
 		finished := false
-		defer func() { l.detach(f, finished) }()
+		defer func() { f.detach(finished) }()
 		l.log.Info("live: journal attached", "feed", f.name, "remote", r.RemoteAddr)
 		sum, status := l.ingestJournal(r, f, body)
 		finished = status == http.StatusOK
@@ -127,9 +127,9 @@ func (l *Service) ingestJournal(r *http.Request, f *feed, body *streamBody) (Jou
 		}
 		sum.Received += len(group)
 		f.mu.Lock()
-		l.showArrivingLocked(f, group)
+		f.showArrivingLocked(group)
 		f.mu.Unlock()
-		n, err := l.storeCounted(f, group, false)
+		n, err := f.storeCounted(group, false)
 		sum.Stored += n
 		if err != nil {
 			sum.Received -= len(group) - n // not stored: neither duplicates

@@ -82,11 +82,11 @@ func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine
 	reading, version, from := l.reading(f.tag), f.kubelet.version, f.kubelet.from
 	f.mu.Unlock()
 	if !found {
-		return StoredLine{}, l.whyNotFired(ctx, f, seq)
+		return StoredLine{}, f.whyNotFired(ctx, seq)
 	}
 	var raw string
 	got := false
-	if err := l.readLines(ctx, f, []firedAt{at}, func(_ uint64, in relay.Line) error {
+	if err := f.readLines(ctx, []firedAt{at}, func(_ uint64, in relay.Line) error {
 		raw, got = in.Raw, true
 		return nil
 	}); err != nil {
@@ -106,7 +106,7 @@ func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine
 // fired: not stored, the demo's, or it matched no case. It finds the
 // stream message holding the line by bisection: stream sequence and feed
 // sequence grow together.
-func (l *Service) whyNotFired(ctx context.Context, f *feed, seq uint64) error {
+func (f *feed) whyNotFired(ctx context.Context, seq uint64) error {
 	var info *jetstream.StreamInfo
 	err := broker.Retry(ctx, followWithin, func(ctx context.Context) error {
 		var err error

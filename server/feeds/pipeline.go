@@ -17,21 +17,21 @@ import (
 
 // store publishes the lines of lines not stored yet, and returns once
 // JetStream has acknowledged them.
-func (l *Service) store(f *feed, lines []relay.Line, demo bool) error {
-	_, err := l.storeCounted(f, lines, demo)
+func (f *feed) store(lines []relay.Line, demo bool) error {
+	_, err := f.storeCounted(lines, demo)
 	return err
 }
 
 // storeCounted is store, and how many of lines it published (the others
 // were stored already).
-func (l *Service) storeCounted(f *feed, lines []relay.Line, demo bool) (int, error) {
-	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+func (f *feed) storeCounted(lines []relay.Line, demo bool) (int, error) {
+	ctx, cancel := context.WithTimeout(f.svc.ctx, publishTimeout)
 	defer cancel()
 	f.pub.mu.Lock()
 	defer f.pub.mu.Unlock()
 	stored := 0
 	for attempt := 0; ; attempt++ {
-		n, err := l.publishShown(ctx, f, lines, demo)
+		n, err := f.publishShown(ctx, lines, demo)
 		stored += n
 		if err == nil {
 			return stored, nil
@@ -46,7 +46,7 @@ func (l *Service) storeCounted(f *feed, lines []relay.Line, demo bool) (int, err
 // publishShown publishes the lines not stored yet, in messages of bounded
 // size, each shown to browsers while JetStream stores it, and returns how
 // many lines it published. f.pub.mu is held.
-func (l *Service) publishShown(ctx context.Context, f *feed, lines []relay.Line, demo bool) (stored int, err error) {
+func (f *feed) publishShown(ctx context.Context, lines []relay.Line, demo bool) (stored int, err error) {
 	p := &f.pub
 	if !p.tail.loaded {
 		if err := p.loadTail(ctx, f.stream); err != nil {
@@ -59,12 +59,12 @@ func (l *Service) publishShown(ctx context.Context, f *feed, lines []relay.Line,
 		var chunk []relay.Line
 		chunk, rest = cutChunk(rest)
 		first := p.tail.next
-		pub := l.origin + "-" + strconv.FormatUint(l.pubs.Add(1), 10)
+		pub := f.svc.origin + "-" + strconv.FormatUint(f.svc.pubs.Add(1), 10)
 		msg, opts := p.message(first, chunk, demo, pub)
-		shown := l.publishing(f, pub, first, chunk, demo)
-		ack, err := l.b.Lane(f.name).PublishMsg(ctx, msg, opts...)
+		shown := f.publishing(pub, first, chunk, demo)
+		ack, err := f.svc.b.Lane(f.name).PublishMsg(ctx, msg, opts...)
 		if shown && (err != nil || ack.Duplicate) {
-			l.refused(f, pub)
+			f.refused(pub)
 		}
 		if err != nil {
 			return stored, fmt.Errorf("feed %s: publish: %w", f.name, err)
@@ -77,7 +77,7 @@ func (l *Service) publishShown(ctx context.Context, f *feed, lines []relay.Line,
 		}
 		p.published(chunk, ack.Sequence)
 		stored += len(chunk)
-		l.published(f, pub, first, ack.Sequence, chunk, demo)
+		f.published(pub, first, ack.Sequence, chunk, demo)
 	}
 	return stored, nil
 }

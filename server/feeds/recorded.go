@@ -49,7 +49,7 @@ func (l *Service) RecordedLines(ctx context.Context, name, key string, after, be
 	}
 	cls := classify.New(reading).Stream()
 	cls.SetVersion(version)
-	err = l.readLines(ctx, f, at, func(seq uint64, in relay.Line) error {
+	err = f.readLines(ctx, at, func(seq uint64, in relay.Line) error {
 		line := cls.ClassifyString(in.Raw)
 		line.Case = key // as recorded (the record's classifier saw the lines in order)
 		fn(seq, &line)

@@ -188,7 +188,7 @@ func (l *Service) follow(f *feed) error {
 		defer it.close()
 		for it.next() {
 			m := it.msg()
-			l.deliver(f, m)
+			f.deliver(m)
 			if m.seq >= end {
 				f.markReady()
 			}

@@ -84,7 +84,7 @@ func sameTags(tags []string, rs []*extractor.Reading) bool {
 // observeLocked takes a delivered (non-demo) line into the feed's guess
 // at its kubelet's version, while no start-up line has named it; sites is
 // l.logSites(), asked once per group. f.mu is held.
-func (l *Service) observeLocked(f *feed, line *classify.Line, sites *classify.Sites) {
+func (f *feed) observeLocked(line *classify.Line, sites *classify.Sites) {
 	if f.kubelet.from == fromStartup || line.Caller == "" || sites == nil {
 		return
 	}
@@ -97,7 +97,7 @@ func (l *Service) observeLocked(f *feed, line *classify.Line, sites *classify.Si
 // settleVersionLocked names the kubelet's version from its log sites when
 // no start-up line did, and makes the feed read its lines at the
 // kubelet's tag. f.mu is held.
-func (l *Service) settleVersionLocked(f *feed) {
+func (f *feed) settleVersionLocked() {
 	if f.kubelet.from != fromStartup && f.kubelet.guess != nil {
 		if tag, ok := f.kubelet.guess.Tag(f.tag); ok {
 			also := slices.DeleteFunc(f.kubelet.guess.Candidates(), func(t string) bool { return t == tag })
@@ -114,10 +114,10 @@ func (l *Service) settleVersionLocked(f *feed) {
 	}
 	f.tag = tag
 	f.newClassifier()
-	if l.cfg.LoadTag != nil {
-		l.cfg.LoadTag(tag)
+	if f.svc.cfg.LoadTag != nil {
+		f.svc.cfg.LoadTag(tag)
 	}
-	f.refreshClassifier(l.reading)
+	f.refreshClassifier(f.svc.reading)
 	f.changed()
 }
 
@@ -129,26 +129,26 @@ const reguessLines = 50000
 // (the site loaded Readings meanwhile: a journal sent at once, before they
 // were there, left nothing to guess by) and no start-up line named it.
 // It runs in the background, once per index. f.mu is held.
-func (l *Service) reguessPerhapsLocked(f *feed) {
+func (f *feed) reguessPerhapsLocked() {
 	if f.kubelet.from == fromStartup || f.kubelet.reguessing || !f.isReady() || f.hub.Next() <= 1 || f.src.kind == sourceDemo || isTagDemo(f.name) {
 		return
 	}
-	sites := l.logSites()
+	sites := f.svc.logSites()
 	if sites == nil || sites == f.kubelet.guessSites || sites == f.kubelet.reguessed {
 		return
 	}
-	if !l.enterBG() {
+	if !f.svc.enterBG() {
 		return
 	}
 	f.kubelet.reguessing, f.kubelet.reguessed = true, sites
 	upto := min(f.queue.storedTo.Load()-1, reguessLines) // the lines stored, not those only shown
 	go func() {
-		defer l.bg.Done()
+		defer f.svc.bg.Done()
 		g := sites.NewGuess()
 		c := classify.New(nil) // callers and messages need no Reading
-		ctx, cancel := context.WithTimeout(l.ctx, time.Minute)
+		ctx, cancel := context.WithTimeout(f.svc.ctx, time.Minute)
 		defer cancel()
-		err := l.scanStored(ctx, f, upto, func(_ uint64, sh storedHead, lines []relay.Line) {
+		err := f.scanStored(ctx, upto, func(_ uint64, sh storedHead, lines []relay.Line) {
 			for i, in := range lines {
 				if sh.first+uint64(i) <= upto && !sh.demo {
 					line := c.ClassifyString(in.Raw)
@@ -167,7 +167,7 @@ func (l *Service) reguessPerhapsLocked(f *feed) {
 		if f.kubelet.guessSites != sites || f.kubelet.guess == nil || f.kubelet.guess.Lines() < g.Lines() {
 			f.kubelet.guess, f.kubelet.guessSites = g, sites
 		}
-		l.settleVersionLocked(f)
-		l.refirePerhapsLocked(f)
+		f.settleVersionLocked()
+		f.refirePerhapsLocked()
 	}()
 }
