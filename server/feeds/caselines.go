@@ -38,14 +38,14 @@ const (
 // back from the stream and classified as the feed is, one feed-socket line
 // message per line (NDJSON), oldest first. When earlier lines remain, a
 // Link header (rel="next") is the address of the page before this one.
-func (l *Service) HandleCaseLines() http.Handler {
+func (s *Service) HandleCaseLines() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := chi.URLParam(r, "case")
 		before, limit, ok := caseLinesQuery(w, r)
 		if !ok {
 			return
 		}
-		f := l.storedFeedOr404(w, r)
+		f := s.storedFeedOr404(w, r)
 		if f == nil {
 			return
 		}
@@ -55,14 +55,14 @@ func (l *Service) HandleCaseLines() http.Handler {
 		if c := f.fired.cases[key]; c != nil {
 			end := len(c.at)
 			if before > 0 {
-				end, _ = slices.BinarySearchFunc(c.at, before, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
+				end, _ = slices.BinarySearchFunc(c.at, before, func(a firedAt, want uint64) int { return cmp.Compare(a.seq, want) })
 			}
 			start := max(0, end-limit)
 			at, earlier = slices.Clone(c.at[start:end]), start > 0
 		}
 		f.fired.mu.Unlock()
 		f.mu.Lock()
-		reading := l.reading(f.tag)
+		reading := s.reading(f.tag)
 		version := f.kubelet.version
 		f.mu.Unlock()
 		cls := classify.New(reading).Stream()
@@ -90,7 +90,7 @@ func (l *Service) HandleCaseLines() http.Handler {
 		}
 		if err != nil {
 			if r.Context().Err() == nil {
-				l.log.Warn("live: a case's lines not read", "feed", f.name, "case", key, "err", err)
+				s.log.Warn("feeds: a case's lines not read", "feed", f.name, "case", key, "err", err)
 				http.Error(w, "the case's lines could not be read from the feed's stream; retry later", http.StatusServiceUnavailable)
 			}
 			return

@@ -19,7 +19,7 @@ import (
 func (f *feed) deliver(m *streamMsg) {
 	sh, err := m.head()
 	if err != nil {
-		f.svc.log.Warn("live: "+err.Error(), "feed", f.name)
+		f.svc.log.Warn("feeds: "+err.Error(), "feed", f.name)
 		return
 	}
 	// Most messages this replica stored itself and gave its hub already:
@@ -46,7 +46,7 @@ func (f *feed) deliver(m *streamMsg) {
 	}
 	lines, err := m.lines()
 	if err != nil {
-		f.svc.log.Warn("live: a stored message that cannot be read", "feed", f.name, "err", err)
+		f.svc.log.Warn("feeds: a stored message that cannot be read", "feed", f.name, "err", err)
 		return
 	}
 	f.deliverLocked(sh.first, m.seq, lines, sh.demo)

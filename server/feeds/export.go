@@ -18,17 +18,17 @@ import (
 
 // HandleExport streams the feed's stored lines as NDJSON (see the top of
 // this file).
-func (l *Service) HandleExport() http.Handler {
+func (s *Service) HandleExport() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var after uint64
-		if s := r.URL.Query().Get("after"); s != "" {
+		if q := r.URL.Query().Get("after"); q != "" {
 			var err error
-			if after, err = strconv.ParseUint(s, 10, 64); err != nil {
+			if after, err = strconv.ParseUint(q, 10, 64); err != nil {
 				http.Error(w, "after: want a sequence number", http.StatusBadRequest)
 				return
 			}
 		}
-		f, err := l.existingFeed(chi.URLParam(r, "feed"))
+		f, err := s.existingFeed(chi.URLParam(r, "feed"))
 		switch {
 		case err != nil:
 			http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
@@ -48,7 +48,7 @@ func (l *Service) HandleExport() http.Handler {
 			err = bw.Flush()
 		}
 		if err != nil && r.Context().Err() == nil {
-			l.log.Warn("live: export cut short", "feed", f.name, "err", err)
+			s.log.Warn("feeds: export cut short", "feed", f.name, "err", err)
 			// The body has begun: a reader sees a cut, not a 500.
 			panic(http.ErrAbortHandler)
 		}
@@ -78,7 +78,7 @@ func (f *feed) exportFeed(ctx context.Context, after uint64, w func(raw string) 
 	sr := f.svc.feedStream(f.name)
 	sr.resumes = 4 // five failures in a row, nothing read between them, end it
 	sr.onResume = func(after uint64, err error) {
-		f.svc.log.Warn("live: export interrupted; resuming", "feed", f.name, "after", after, "err", err)
+		f.svc.log.Warn("feeds: export interrupted; resuming", "feed", f.name, "after", after, "err", err)
 	}
 	it := sr.reader(ctx, 0)
 	defer it.close()

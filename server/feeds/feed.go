@@ -327,10 +327,10 @@ func (f *feed) statusMsg() statusMsg {
 
 // SetFeedTag makes the named feed classify by tag from its next line on,
 // creating the feed if needed.
-func (l *Service) SetFeedTag(name, tag string) {
-	f, err := l.feed(name)
+func (s *Service) SetFeedTag(name, tag string) {
+	f, err := s.feed(name)
 	if err != nil {
-		l.log.Warn("rooms: feed", "feed", name, "err", err)
+		s.log.Warn("rooms: feed", "feed", name, "err", err)
 		return
 	}
 	// Whether the feed has stored lines is known once it is followed (its
@@ -345,16 +345,16 @@ func (l *Service) SetFeedTag(name, tag string) {
 	}
 	f.tag = tag
 	f.newClassifier()
-	f.refreshClassifier(l.reading)
+	f.refreshClassifier(s.reading)
 	f.changed()
 }
 
 // FeedVersion is the kubelet version the named feed's journal reported,
 // "" when it has not (or there is no such feed).
-func (l *Service) FeedVersion(name string) string {
-	l.mu.Lock()
-	f := l.feeds[name]
-	l.mu.Unlock()
+func (s *Service) FeedVersion(name string) string {
+	s.mu.Lock()
+	f := s.feeds[name]
+	s.mu.Unlock()
 	if f == nil {
 		return ""
 	}

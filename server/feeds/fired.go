@@ -76,11 +76,11 @@ type firedLine struct {
 	raw, cursor string
 }
 
-// entry is l as served.
-func (l firedLine) entry() firedEntry {
-	e := firedEntry{Seq: l.seq, Raw: l.raw, Cursor: l.cursor}
-	if !l.time.IsZero() {
-		t := l.time
+// entry is fl as served.
+func (fl firedLine) entry() firedEntry {
+	e := firedEntry{Seq: fl.seq, Raw: fl.raw, Cursor: fl.cursor}
+	if !fl.time.IsZero() {
+		t := fl.time
 		e.Time = &t
 	}
 	return e
@@ -205,7 +205,7 @@ func (f *feed) refirePerhapsLocked() {
 		if err != nil {
 			r.refire = nil // tried again with the next line
 			if f.svc.ctx.Err() == nil {
-				f.svc.log.Warn("live: classifying the record of what fired anew", "feed", f.name, "err", err)
+				f.svc.log.Warn("feeds: classifying the record of what fired anew", "feed", f.name, "err", err)
 			}
 			return
 		}
@@ -345,24 +345,24 @@ func (f *feed) firedLocked() FiredRecord {
 }
 
 // enterBG registers a goroutine the record starts while f.mu is held:
-// l.enter would take l.mu, which is taken before a feed's mu elsewhere.
+// s.enter would take s.mu, which is taken before a feed's mu elsewhere.
 // bgMu is a leaf lock. False once the service closes.
-func (l *Service) enterBG() bool {
-	l.bgMu.Lock()
-	defer l.bgMu.Unlock()
-	if l.bgClosed {
+func (s *Service) enterBG() bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed {
 		return false
 	}
-	l.bg.Add(1)
+	s.bg.Add(1)
 	return true
 }
 
-// closeBG waits for the record's goroutines (l.ctx is done: they end).
-func (l *Service) closeBG() {
-	l.bgMu.Lock()
-	l.bgClosed = true
-	l.bgMu.Unlock()
-	l.bg.Wait()
+// closeBG waits for the record's goroutines (s.ctx is done: they end).
+func (s *Service) closeBG() {
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
+	s.bg.Wait()
 }
 
 // prunePerhapsLocked starts a prune of the feed's record when enough
@@ -378,7 +378,7 @@ func (f *feed) prunePerhapsLocked() {
 				ctx, cancel := context.WithTimeout(f.svc.ctx, publishTimeout)
 				defer cancel()
 				if err := f.pruneFired(ctx); err != nil && f.svc.ctx.Err() == nil {
-					f.svc.log.Warn("live: pruning the record of what fired", "feed", f.name, "err", err)
+					f.svc.log.Warn("feeds: pruning the record of what fired", "feed", f.name, "err", err)
 				}
 			}()
 		} else {
@@ -490,14 +490,14 @@ func (f *feed) readLines(ctx context.Context, at []firedAt, fn func(seq uint64, 
 
 // HandleFired answers GET /feeds/{feed}/fired: the feed's record of what
 // fired.
-func (l *Service) HandleFired() http.Handler {
+func (s *Service) HandleFired() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := l.storedFeedOr404(w, r)
+		f := s.storedFeedOr404(w, r)
 		if f == nil {
 			return
 		}
 		f.mu.Lock()
-		f.refreshClassifier(l.reading)
+		f.refreshClassifier(s.reading)
 		f.reguessPerhapsLocked()
 		f.refirePerhapsLocked()
 		rec := f.firedLocked()
@@ -510,8 +510,8 @@ func (l *Service) HandleFired() http.Handler {
 
 // storedFeedOr404 is the request's feed if the server has it; otherwise
 // it answers 404 (or 503) and returns nil.
-func (l *Service) storedFeedOr404(w http.ResponseWriter, r *http.Request) *feed {
-	f, err := l.existingFeed(chi.URLParam(r, "feed"))
+func (s *Service) storedFeedOr404(w http.ResponseWriter, r *http.Request) *feed {
+	f, err := s.existingFeed(chi.URLParam(r, "feed"))
 	switch {
 	case err != nil:
 		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
@@ -554,10 +554,10 @@ func classifyForDisplay(cls *classify.Stream, raw string) (classify.Line, bool) 
 
 // FeedFired is how many lines of each case a journal (never the demo)
 // fired in the named feed, from its record (fired.go), nil when none did.
-func (l *Service) FeedFired(name string) map[string]int {
-	l.mu.Lock()
-	f := l.feeds[name]
-	l.mu.Unlock()
+func (s *Service) FeedFired(name string) map[string]int {
+	s.mu.Lock()
+	f := s.feeds[name]
+	s.mu.Unlock()
 	if f == nil || !f.isStarted() || f.startErr != nil {
 		return nil
 	}

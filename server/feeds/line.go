@@ -54,8 +54,8 @@ type StoredLine struct {
 // Line looks up the named feed's line seq in its stream. It returns
 // ErrNoLine, ErrDemoLine or ErrNoCase (wrapped) for a line that does not
 // count, another error when the stream cannot be read now.
-func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine, error) {
-	f, err := l.existingFeed(name)
+func (s *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine, error) {
+	f, err := s.existingFeed(name)
 	switch {
 	case err != nil:
 		return StoredLine{}, err
@@ -72,14 +72,14 @@ func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine
 	f.fired.mu.Lock()
 	key, at, found := "", firedAt{}, false
 	for k, c := range f.fired.cases {
-		if i, ok := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) }); ok {
+		if i, ok := slices.BinarySearchFunc(c.at, seq, func(a firedAt, want uint64) int { return cmp.Compare(a.seq, want) }); ok {
 			key, at, found = k, c.at[i], true
 			break
 		}
 	}
 	f.fired.mu.Unlock()
 	f.mu.Lock()
-	reading, version, from := l.reading(f.tag), f.kubelet.version, f.kubelet.from
+	reading, version, from := s.reading(f.tag), f.kubelet.version, f.kubelet.from
 	f.mu.Unlock()
 	if !found {
 		return StoredLine{}, f.whyNotFired(ctx, seq)

@@ -27,14 +27,14 @@ import (
 
 // migrateLegacy moves the feeds of legacyStream, if there is one, into
 // streams of their own, and deletes it.
-func (l *Service) migrateLegacy(ctx context.Context) error {
+func (s *Service) migrateLegacy(ctx context.Context) error {
 	var old jetstream.Stream
 	err := broker.Retry(ctx, time.Minute, func(ctx context.Context) error {
-		s, err := l.b.JS.Stream(ctx, legacyStream)
+		st, err := s.b.JS.Stream(ctx, legacyStream)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil
 		}
-		old = s
+		old = st
 		return err
 	})
 	if err != nil {
@@ -51,29 +51,29 @@ func (l *Service) migrateLegacy(ctx context.Context) error {
 	for subject, n := range info.State.Subjects {
 		name := strings.ReplaceAll(strings.TrimPrefix(subject, legacySubjectPrefix), "%2E", ".")
 		if !feedNameRE.MatchString(name) {
-			l.log.Warn("feeds: an older version's subject that names no feed is left behind", "subject", subject)
+			s.log.Warn("feeds: an older version's subject that names no feed is left behind", "subject", subject)
 			continue
 		}
-		if err := l.migrateFeed(ctx, old, name); err != nil {
+		if err := s.migrateFeed(ctx, old, name); err != nil {
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
 				return nil // another replica finished the move and deleted it
 			}
 			return fmt.Errorf("feeds: moving feed %s out of the older version's stream %s (kept; start again to resume): %w", name, legacyStream, err)
 		}
 		moved++
-		l.log.Info("feeds: feed moved into its own stream", "feed", name, "messages", n)
+		s.log.Info("feeds: feed moved into its own stream", "feed", name, "messages", n)
 	}
-	if err := l.b.JS.DeleteStream(ctx, legacyStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	if err := s.b.JS.DeleteStream(ctx, legacyStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("feeds: deleting the older version's stream %s: %w", legacyStream, err)
 	}
-	l.log.Info("feeds: an older version's feeds have streams of their own now", "feeds", moved, "from", legacyStream)
+	s.log.Info("feeds: an older version's feeds have streams of their own now", "feeds", moved, "from", legacyStream)
 	return nil
 }
 
 // migrateFeed copies one feed's messages from old into the feed's stream.
-func (l *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name string) error {
+func (s *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name string) error {
 	p := &publisher{name: name, subject: feedSubject(name)}
-	s, err := l.b.JS.CreateOrUpdateStream(ctx, l.streamConfig(name))
+	stream, err := s.b.JS.CreateOrUpdateStream(ctx, s.streamConfig(name))
 	if err != nil {
 		return err
 	}
@@ -84,10 +84,10 @@ func (l *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name st
 	} else if err != nil {
 		return err
 	}
-	if err := p.loadTail(ctx, s); err != nil {
+	if err := p.loadTail(ctx, stream); err != nil {
 		return err
 	}
-	it := streamRead{js: l.b.JS, stream: legacyStream, filter: from}.reader(ctx, 0)
+	it := streamRead{js: s.b.JS, stream: legacyStream, filter: from}.reader(ctx, 0)
 	defer it.close()
 	for it.next() {
 		m := it.msg()
@@ -101,10 +101,10 @@ func (l *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name st
 				lines = len(decoded)
 			}
 			msg := &nats.Msg{Subject: p.subject, Header: m.header, Data: m.data}
-			ack, err := l.b.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(p.tail.streamSeq))
+			ack, err := s.b.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(p.tail.streamSeq))
 			switch {
 			case broker.LostRace(err): // another replica is copying it too: go on after what it copied
-				if err := p.loadTail(ctx, s); err != nil {
+				if err := p.loadTail(ctx, stream); err != nil {
 					return err
 				}
 			case err != nil:

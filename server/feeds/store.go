@@ -113,8 +113,8 @@ func MaxStoredBytes(feedBytes int64) int64 {
 }
 
 // streamConfig is the named feed's stream.
-func (l *Service) streamConfig(name string) jetstream.StreamConfig {
-	limit := l.cfg.FeedBytes
+func (s *Service) streamConfig(name string) jetstream.StreamConfig {
+	limit := s.cfg.FeedBytes
 	if limit <= 0 {
 		limit = DefaultFeedBytes
 	}
@@ -126,8 +126,8 @@ func (l *Service) streamConfig(name string) jetstream.StreamConfig {
 		Name:        feedStreamName(name),
 		Description: "syncloop feed " + name + ": a message per group of a relay's lines",
 		Subjects:    []string{feedSubject(name)},
-		Storage:     broker.Storage(l.b.Memory),
-		Replicas:    l.b.Replicas,
+		Storage:     broker.Storage(s.b.Memory),
+		Replicas:    s.b.Replicas,
 		MaxMsgs:     feedMsgsKept,
 		MaxBytes:    limit,
 		MaxAge:      age,
@@ -141,24 +141,24 @@ func (l *Service) streamConfig(name string) jetstream.StreamConfig {
 // replica's reading of it (stream.go): it replays the stored lines into
 // the feed's hub, then the live tail. f.ready is closed once the lines
 // stored before it started are in the hub.
-func (l *Service) follow(f *feed) error {
+func (s *Service) follow(f *feed) error {
 	// A cluster that just started (or lost a node) may still be electing
 	// the stream's leader: its first requests time out, later ones answer.
 	var end uint64
-	ctx, stop := context.WithCancel(l.ctx)
-	sr := l.feedStream(f.name)
+	ctx, stop := context.WithCancel(s.ctx)
+	sr := s.feedStream(f.name)
 	sr.resumes = -1 // until the feed is let go
 	sr.onResume = func(after uint64, err error) {
-		l.log.Debug("live: feed consumer", "feed", f.name, "after", after, "err", err)
+		s.log.Debug("feeds: feed consumer", "feed", f.name, "after", after, "err", err)
 	}
 	it := sr.reader(ctx, 0)
-	err := broker.Retry(l.ctx, followWithin, func(actx context.Context) error {
+	err := broker.Retry(s.ctx, followWithin, func(actx context.Context) error {
 		if f.stream == nil {
-			s, err := l.b.Lane(f.name).CreateOrUpdateStream(actx, l.streamConfig(f.name))
+			stream, err := s.b.Lane(f.name).CreateOrUpdateStream(actx, s.streamConfig(f.name))
 			if err != nil {
 				return fmt.Errorf("feed %s: stream: %w", f.name, err)
 			}
-			f.stream = s
+			f.stream = stream
 		}
 		f.pub.mu.Lock()
 		err := f.pub.loadTail(actx, f.stream)
@@ -172,7 +172,7 @@ func (l *Service) follow(f *feed) error {
 		}
 		return nil
 	})
-	if err == nil && !l.enter() {
+	if err == nil && !s.enter() {
 		err = errStorage
 	}
 	if err != nil {
@@ -184,7 +184,7 @@ func (l *Service) follow(f *feed) error {
 		f.markReady()
 	}
 	go func() { // owned: ends when the feed is let go (stop) or the service closes
-		defer l.wg.Done()
+		defer s.wg.Done()
 		defer it.close()
 		for it.next() {
 			m := it.msg()
@@ -194,7 +194,7 @@ func (l *Service) follow(f *feed) error {
 			}
 		}
 		if err := it.Err(); err != nil {
-			l.log.Warn("live: feed no longer followed", "feed", f.name, "err", err)
+			s.log.Warn("feeds: feed no longer followed", "feed", f.name, "err", err)
 		}
 	}()
 	f.pub.mu.Lock()
@@ -204,17 +204,17 @@ func (l *Service) follow(f *feed) error {
 }
 
 // hasStored reports whether the named feed has lines stored.
-func (l *Service) hasStored(name string) (bool, error) {
-	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+func (s *Service) hasStored(name string) (bool, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
 	defer cancel()
-	s, err := l.b.Lane(name).Stream(ctx, feedStreamName(name))
+	st, err := s.b.Lane(name).Stream(ctx, feedStreamName(name))
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
-	return s.CachedInfo().State.Msgs > 0, nil
+	return st.CachedInfo().State.Msgs > 0, nil
 }
 
 // sweepDemoStreams deletes the streams of the tags' demos that no replica
@@ -223,8 +223,8 @@ func (l *Service) hasStored(name string) (bool, error) {
 // watches it, writing a line every few hundred milliseconds, and lets the
 // feed go demoIdle after the last browser: a stream idle this long is no
 // replica's.) A relay's feed keeps its stream, a room's goes with the room.
-func (l *Service) sweepDemoStreams(ctx context.Context) {
-	streams := l.b.JS.ListStreams(ctx, jetstream.WithStreamListSubject(feedSubjectPrefix+"*"))
+func (s *Service) sweepDemoStreams(ctx context.Context) {
+	streams := s.b.JS.ListStreams(ctx, jetstream.WithStreamListSubject(feedSubjectPrefix+"*"))
 	var idle []string
 	for info := range streams.Info() {
 		name := strings.ReplaceAll(strings.TrimPrefix(info.Config.Name, feedStreamPrefix), "%2E", ".")
@@ -232,20 +232,20 @@ func (l *Service) sweepDemoStreams(ctx context.Context) {
 		if info.Created.After(last) {
 			last = info.Created
 		}
-		if isTagDemo(name) && time.Since(last) > l.demoStreamIdle {
+		if isTagDemo(name) && time.Since(last) > s.demoStreamIdle {
 			idle = append(idle, name)
 		}
 	}
 	if err := streams.Err(); err != nil && ctx.Err() == nil {
-		l.log.Warn("live: listing the feeds' streams", "err", err)
+		s.log.Warn("feeds: listing the feeds' streams", "err", err)
 	}
 	for _, name := range idle {
-		l.mu.Lock()
-		_, held := l.feeds[name]
-		l.mu.Unlock()
+		s.mu.Lock()
+		_, held := s.feeds[name]
+		s.mu.Unlock()
 		if !held {
-			l.purgeFeed(name)
-			l.log.Info("live: an idle tag demo's stream deleted", "feed", name)
+			s.purgeFeed(name)
+			s.log.Info("feeds: an idle tag demo's stream deleted", "feed", name)
 		}
 	}
 }
@@ -254,33 +254,33 @@ func (l *Service) sweepDemoStreams(ctx context.Context) {
 const sweepEvery = 10 * time.Minute
 
 // sweep runs sweepDemoStreams until the service closes.
-func (l *Service) sweep() {
-	if !l.enter() {
+func (s *Service) sweep() {
+	if !s.enter() {
 		return
 	}
 	go func() {
-		defer l.wg.Done()
+		defer s.wg.Done()
 		t := time.NewTicker(sweepEvery)
 		defer t.Stop()
 		for {
 			select {
-			case <-l.ctx.Done():
+			case <-s.ctx.Done():
 				return
 			case <-t.C:
 			}
-			ctx, cancel := context.WithTimeout(l.ctx, time.Minute)
-			l.sweepDemoStreams(ctx)
+			ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+			s.sweepDemoStreams(ctx)
 			cancel()
 		}
 	}()
 }
 
 // purgeFeed deletes the feed's stream and its stored lines.
-func (l *Service) purgeFeed(name string) {
-	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+func (s *Service) purgeFeed(name string) {
+	ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
 	defer cancel()
-	err := l.b.Lane(name).DeleteStream(ctx, feedStreamName(name))
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && l.ctx.Err() == nil {
-		l.log.Warn("live: feed not deleted", "feed", name, "err", err)
+	err := s.b.Lane(name).DeleteStream(ctx, feedStreamName(name))
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && s.ctx.Err() == nil {
+		s.log.Warn("feeds: feed not deleted", "feed", name, "err", err)
 	}
 }

@@ -30,8 +30,8 @@ type streamRead struct {
 }
 
 // feedStream is the named feed's own stream, read once through.
-func (l *Service) feedStream(name string) streamRead {
-	return streamRead{js: l.b.Lane(name), stream: feedStreamName(name)}
+func (s *Service) feedStream(name string) streamRead {
+	return streamRead{js: s.b.Lane(name), stream: feedStreamName(name)}
 }
 
 // storedIter is a reading of a stream under way: next moves it to the

@@ -38,32 +38,32 @@ const sitesEvery = 5 * time.Second
 
 // logSites is the index of the log sites of the Readings the site knows
 // (nil when it knows none, or the service was not told how to ask).
-func (l *Service) logSites() *classify.Sites {
-	if l.cfg.KnownReadings == nil {
+func (s *Service) logSites() *classify.Sites {
+	if s.cfg.KnownReadings == nil {
 		return nil
 	}
 	// Every feed asks for every group of lines it delivers, under its own
 	// lock: they share the index without waiting for each other.
-	l.sitesMu.RLock()
-	sites, fresh := l.sites, l.sites != nil && time.Since(l.sitesAt) < sitesEvery
-	l.sitesMu.RUnlock()
+	s.sitesMu.RLock()
+	sites, fresh := s.sites, s.sites != nil && time.Since(s.sitesAt) < sitesEvery
+	s.sitesMu.RUnlock()
 	if fresh {
 		return sites
 	}
-	l.sitesMu.Lock()
-	defer l.sitesMu.Unlock()
-	if l.sites != nil && time.Since(l.sitesAt) < sitesEvery {
-		return l.sites
+	s.sitesMu.Lock()
+	defer s.sitesMu.Unlock()
+	if s.sites != nil && time.Since(s.sitesAt) < sitesEvery {
+		return s.sites
 	}
-	l.sitesAt = time.Now()
-	rs := l.cfg.KnownReadings()
+	s.sitesAt = time.Now()
+	rs := s.cfg.KnownReadings()
 	if len(rs) == 0 {
-		return l.sites
+		return s.sites
 	}
-	if l.sites == nil || !sameTags(l.sites.Tags(), rs) {
-		l.sites = classify.NewSites(rs)
+	if s.sites == nil || !sameTags(s.sites.Tags(), rs) {
+		s.sites = classify.NewSites(rs)
 	}
-	return l.sites
+	return s.sites
 }
 
 // sameTags reports whether the Readings rs are of the tags an index was
@@ -83,7 +83,7 @@ func sameTags(tags []string, rs []*extractor.Reading) bool {
 
 // observeLocked takes a delivered (non-demo) line into the feed's guess
 // at its kubelet's version, while no start-up line has named it; sites is
-// l.logSites(), asked once per group. f.mu is held.
+// s.logSites(), asked once per group. f.mu is held.
 func (f *feed) observeLocked(line *classify.Line, sites *classify.Sites) {
 	if f.kubelet.from == fromStartup || line.Caller == "" || sites == nil {
 		return
