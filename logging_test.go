@@ -61,7 +61,7 @@ func TestLoggerRedacts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		log.Info("live: relay attached", "feed", "room-"+id, "remote", "127.0.0.1:5555")
+		log.Info("feeds: relay attached", "feed", "room-"+id, "remote", "127.0.0.1:5555")
 		log.Debug("request", "path", "/rooms/"+id+"/ws")
 		log.Warn("link /rooms/"+id+"?k=driverKEYdriverKEY12 shared", "n", 3)
 		log.Error("nats: disconnected", "err", errors.New("dial nats://u:hunter2@10.0.0.9:4222: refused"))

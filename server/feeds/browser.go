@@ -22,27 +22,27 @@ import (
 )
 
 // HandleFeedSocket is GET /feeds/{feed}/ws: a browser's websocket.
-func (l *Service) HandleFeedSocket() http.Handler {
+func (s *Service) HandleFeedSocket() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f, after, reset := l.browserFeed(w, r)
+		f, after, reset := s.browserFeed(w, r)
 		if f == nil {
 			return
 		}
-		client := clients.AddrPrefix(r, l.cfg.TrustedProxies, l.cfg.IPv6Prefix)
-		if !l.sockets.Acquire(w, client) {
+		client := clients.AddrPrefix(r, s.cfg.TrustedProxies, s.cfg.IPv6Prefix)
+		if !s.sockets.Acquire(w, client) {
 			return
 		}
-		defer l.sockets.Release(client)
-		if !l.enter() {
+		defer s.sockets.Release(client)
+		if !s.enter() {
 			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 			return
 		}
-		defer l.wg.Done()
+		defer s.wg.Done()
 		// The default AcceptOptions refuse an Origin other than the request's
 		// host: another site's page cannot read this feed through a reader's browser.
 		conn, err := websocket.Accept(writeBuffered{w}, r, nil)
 		if err != nil {
-			l.log.Info("live: browser websocket refused", "feed", f.name, "err", err)
+			s.log.Info("feeds: browser websocket refused", "feed", f.name, "err", err)
 			return
 		}
 		defer conn.CloseNow()
@@ -50,22 +50,22 @@ func (l *Service) HandleFeedSocket() http.Handler {
 		// this handler through the hub (Next returns ErrClosed), not through
 		// ctx: a cancelled ctx would drop the connection without a close frame.
 		ctx := conn.CloseRead(r.Context())
-		defer l.sockets.KeepAlive(conn)()
-		l.serveBrowser(ctx, conn, f, after, reset)
+		defer s.sockets.KeepAlive(conn)()
+		s.serveBrowser(ctx, conn, f, after, reset)
 	})
 }
 
 // browserFeed is the feed a browser's request asks for, and the line it
 // has (?after=; reset: it takes the history anew). A request it cannot
 // serve is answered (the feed is nil).
-func (l *Service) browserFeed(w http.ResponseWriter, r *http.Request) (f *feed, after uint64, reset bool) {
-	f, err := l.existingFeed(chi.URLParam(r, "feed"))
+func (s *Service) browserFeed(w http.ResponseWriter, r *http.Request) (f *feed, after uint64, reset bool) {
+	f, err := s.existingFeed(chi.URLParam(r, "feed"))
 	// A page at another tag than the default's asks for the server's
 	// feed with ?tag=: while that feed is the demo (a simulated kubelet
 	// at the default tag), it gets the demo of its own tag instead, so
 	// that its lines are that tag's log sites and cases.
-	if tag := r.URL.Query().Get("tag"); err == nil && f != nil && f.name == defaultFeed && tag != f.tag && l.defaultIsDemo() {
-		if td, tdErr := l.tagDemo(tag); tdErr != nil || td != nil {
+	if tag := r.URL.Query().Get("tag"); err == nil && f != nil && f.name == defaultFeed && tag != f.tag && s.defaultIsDemo() {
+		if td, tdErr := s.tagDemo(tag); tdErr != nil || td != nil {
 			f, err = td, tdErr
 		}
 	}
@@ -84,8 +84,8 @@ func (l *Service) browserFeed(w http.ResponseWriter, r *http.Request) (f *feed, 
 		http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
 		return nil, 0, false
 	}
-	if s := r.URL.Query().Get("after"); s != "" {
-		if after, err = strconv.ParseUint(s, 10, 64); err != nil {
+	if q := r.URL.Query().Get("after"); q != "" {
+		if after, err = strconv.ParseUint(q, 10, 64); err != nil {
 			http.Error(w, "after: want the last sequence number seen", http.StatusBadRequest)
 			return nil, 0, false
 		}
@@ -101,7 +101,7 @@ func (l *Service) browserFeed(w http.ResponseWriter, r *http.Request) (f *feed, 
 
 // serveBrowser sends the browser on conn its hello, then f's lines after
 // after, until the browser leaves or the feed closes.
-func (l *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *feed, after uint64, reset bool) {
+func (s *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *feed, after uint64, reset bool) {
 	// The feed's stored lines reach the hub first, so after= means the
 	// same here as on any replica.
 	select {
@@ -132,12 +132,12 @@ func (l *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *fee
 	defer sub.Close()
 	// The loop writes its frames itself (a direct writer): the browser's
 	// pace holds it, and the hub tells a slow browser what it skipped.
-	out := clients.NewWriter(ctx, conn, clients.WriterConfig{Direct: true, Timeout: writeTimeout, Sent: l.putFrame})
+	out := clients.NewWriter(ctx, conn, clients.WriterConfig{Direct: true, Timeout: writeTimeout, Sent: s.putFrame})
 	defer out.Stop()
 	if err := out.Send(mustJSON(map[string]any{"hello": hello})); err != nil {
 		return
 	}
-	err := l.sendLines(ctx, f, sub, gen, out)
+	err := s.sendLines(ctx, f, sub, gen, out)
 	if !errors.Is(err, hub.ErrClosed) || out.Flush() != nil {
 		return
 	}
@@ -151,23 +151,23 @@ func (l *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *fee
 // getFrame is a buffer for a browser message, from a pool shared by the
 // feed's browsers: most wait between batches, and a buffer each would
 // hold frameLimit apiece.
-func (l *Service) getFrame() []byte {
-	return (*l.frames.Get().(*[]byte))[:0]
+func (s *Service) getFrame() []byte {
+	return (*s.frames.Get().(*[]byte))[:0]
 }
 
 // putFrame gives a written message's buffer back to the pool, if it is
 // one (a hello is not).
-func (l *Service) putFrame(b []byte) {
+func (s *Service) putFrame(b []byte) {
 	if cap(b) >= frameMin {
 		b = b[:0]
-		l.frames.Put(&b)
+		s.frames.Put(&b)
 	}
 }
 
 // sendLines writes what sub delivers to the browser, each batch with a
 // skipped marker and the feed's status when they changed, until sub or
 // a write fails (gen is the status the browser has).
-func (l *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription, gen uint64, out *clients.Writer) error {
+func (s *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription, gen uint64, out *clients.Writer) error {
 	pause := time.NewTimer(0)
 	defer pause.Stop()
 	for {
@@ -175,7 +175,7 @@ func (l *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription,
 		if err != nil {
 			return err
 		}
-		frame := l.getFrame()
+		frame := s.getFrame()
 		if b.Rewind != 0 {
 			frame = appendMsg(frame, []byte(`{"rewind":`+strconv.FormatUint(b.Rewind, 10)+`}`))
 		}
@@ -191,12 +191,12 @@ func (l *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription,
 				if err := out.Send(frame); err != nil {
 					return err
 				}
-				frame = l.getFrame()
+				frame = s.getFrame()
 			}
 			frame = appendMsg(frame, e.Data)
 		}
 		if len(frame) == 0 {
-			l.putFrame(frame)
+			s.putFrame(frame)
 		} else if err := out.Send(frame); err != nil { // out gives it back to the pool
 			return err
 		}

@@ -38,30 +38,32 @@ const (
 // back from the stream and classified as the feed is, one feed-socket line
 // message per line (NDJSON), oldest first. When earlier lines remain, a
 // Link header (rel="next") is the address of the page before this one.
-func (l *Service) HandleCaseLines() http.Handler {
+func (s *Service) HandleCaseLines() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := chi.URLParam(r, "case")
 		before, limit, ok := caseLinesQuery(w, r)
 		if !ok {
 			return
 		}
-		f := l.storedFeedOr404(w, r)
+		f := s.storedFeedOr404(w, r)
 		if f == nil {
 			return
 		}
-		f.mu.Lock()
+		f.fired.mu.Lock()
 		var at []firedAt
 		var earlier bool // the record has lines of the case before at's
 		if c := f.fired.cases[key]; c != nil {
 			end := len(c.at)
 			if before > 0 {
-				end, _ = slices.BinarySearchFunc(c.at, before, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
+				end, _ = slices.BinarySearchFunc(c.at, before, func(a firedAt, want uint64) int { return cmp.Compare(a.seq, want) })
 			}
 			start := max(0, end-limit)
 			at, earlier = slices.Clone(c.at[start:end]), start > 0
 		}
-		reading := l.reading(f.tag)
-		version := f.version
+		f.fired.mu.Unlock()
+		f.mu.Lock()
+		reading := s.reading(f.tag)
+		version := f.kubelet.version
 		f.mu.Unlock()
 		cls := classify.New(reading).Stream()
 		cls.SetVersion(version)
@@ -72,7 +74,7 @@ func (l *Service) HandleCaseLines() http.Handler {
 		var page [][]byte
 		var first uint64
 		size := 0
-		err := l.readLines(r.Context(), f, at, func(seq uint64, in relay.Line) error {
+		err := f.readLines(r.Context(), at, func(seq uint64, in relay.Line) error {
 			line, cut := classifyForDisplay(cls, in.Raw)
 			line.Case = key // as recorded (the record's classifier saw the lines in order)
 			b := append(appendEntry(nil, seq, &line, false, cut), '\n')
@@ -88,7 +90,7 @@ func (l *Service) HandleCaseLines() http.Handler {
 		}
 		if err != nil {
 			if r.Context().Err() == nil {
-				l.log.Warn("live: a case's lines not read", "feed", f.name, "case", key, "err", err)
+				s.log.Warn("feeds: a case's lines not read", "feed", f.name, "case", key, "err", err)
 				http.Error(w, "the case's lines could not be read from the feed's stream; retry later", http.StatusServiceUnavailable)
 			}
 			return

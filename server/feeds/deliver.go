@@ -6,10 +6,9 @@ package feeds
 import (
 	"bytes"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
-
-	"github.com/nats-io/nats.go"
 
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/relay"
@@ -17,45 +16,40 @@ import (
 
 // deliver gives the feed's hub the lines of a stored message it does not
 // have yet: another replica's, or the history.
-func (l *Service) deliver(f *feed, msg uint64, h nats.Header, data []byte, unz *[]byte) {
-	sh, err := readHead(h)
+func (f *feed) deliver(m *streamMsg) {
+	sh, err := m.head()
 	if err != nil {
-		l.log.Warn("live: "+err.Error(), "feed", f.name)
+		f.svc.log.Warn("feeds: "+err.Error(), "feed", f.name)
 		return
 	}
 	// Most messages this replica stored itself and gave its hub already:
 	// told by the hub alone, without waiting for the feed's lock, which
 	// ingest holds while it delivers them.
 	end := sh.first + uint64(sh.lines)
-	if sh.lines >= 0 && end <= f.storedTo.Load() {
+	if sh.lines >= 0 && end <= f.queue.storedTo.Load() {
 		return
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.tentQ) > 0 && (sh.lines < 0 || end > f.tentative) {
-		if l.confirmLocked(f, h.Get(hdrOrigin), sh.first, msg, sh.demo) {
+	if len(f.queue.lines) > 0 && (sh.lines < 0 || end > f.queue.first) {
+		if f.confirmLocked(m.header.Get(hdrOrigin), sh.first, m.seq, sh.demo) {
 			// The lines shown, stored: recorded now, before the messages
 			// after them (the PubAck may come later).
 			return
 		}
 		// Another replica stored this message where lines shown here were
 		// to go: they will be refused, and stored again after it.
-		l.takeBackLocked(f)
+		f.takeBackLocked()
 	}
 	if sh.lines >= 0 && end <= f.hub.Next() {
 		return // delivered already: this replica stored it
 	}
-	lines, err := decodeStored(h, data, f.decoded[:0], unz)
+	lines, err := m.lines()
 	if err != nil {
-		l.log.Warn("live: a stored message that cannot be read", "feed", f.name, "err", err)
+		f.svc.log.Warn("feeds: a stored message that cannot be read", "feed", f.name, "err", err)
 		return
 	}
-	l.deliverLocked(f, sh.first, msg, lines, sh.demo)
-	clear(lines)
-	f.decoded = lines[:0]
-	if cap(*unz) > 2*msgBytes {
-		*unz = nil
-	}
+	f.deliverLocked(sh.first, m.seq, lines, sh.demo)
 }
 
 // A line's delivery has two steps: shown (classified and published to
@@ -80,19 +74,72 @@ type shownLine struct {
 	cut  bool
 }
 
+// shownQueue is the lines shown to browsers before they are stored, in
+// the order ingest publishes them; f.mu guards it.
+type shownQueue struct {
+	first uint64      // the feed's sequence number of lines[0]; 0 while there are none
+	lines []shownLine // shown, not recorded
+	// pub is the Syncloop-Origin of the message being published with the
+	// first pubN lines: the one whose PubAck or copy from the follower
+	// records them. "": none is.
+	pub  string
+	pubN int
+	// storedTo is the hub's next sequence number as of the last line it
+	// was given that is stored: every line before it is. Read without
+	// the lock.
+	storedTo atomic.Uint64
+	// storedIDs is the ids of the lines stored, as the hub has them (as
+	// feedTail keeps them); seen adds those shown before they are stored.
+	storedIDs, seen feedTail
+}
+
 // deliverLocked shows and records lines, the first of which is the feed's
 // line first, stored in stream message msg. f.mu is held.
-func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, demo bool) {
-	l.takeBackLocked(f) // none are tentative here but lines refused
-	skip, shown := l.showLocked(f, first, lines, demo, f.shown[:0])
+func (f *feed) deliverLocked(first, msg uint64, lines []relay.Line, demo bool) {
+	f.takeBackLocked() // none are tentative here but lines refused
+	skip, shown := f.showLocked(first, lines, demo, f.buf.shown[:0])
 	if len(shown) > 0 {
-		l.recordShownLocked(f, first+uint64(skip), msg, shown, demo)
+		f.recordShownLocked(first+uint64(skip), msg, shown, demo)
 	}
 	clear(shown)
-	f.shown = shown[:0]
+	f.buf.shown = shown[:0]
 	// A stored message may move the hub past lines it never had (SetNext):
 	// none of those is waited for either.
-	f.storedTo.Store(f.hub.Next())
+	f.queue.storedTo.Store(f.hub.Next())
+}
+
+// publishing makes lines, about to be published from the feed's line
+// first in the message whose Syncloop-Origin is pub, tentative, and
+// reports whether they are (showTentativeLocked).
+func (f *feed) publishing(pub string, first uint64, lines []relay.Line, demo bool) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.showTentativeLocked(pub, first, lines, demo)
+}
+
+// refused takes back the lines shown for the message pub, which the
+// store refused, unless they were taken back meanwhile.
+func (f *feed) refused(pub string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.queue.pub == pub {
+		f.takeBackLocked()
+	}
+}
+
+// published records lines stored from the feed's line first in stream
+// message msg, published as pub: shown already (the PubAck records
+// them), or shown now if the hub has every line before them; otherwise
+// the follower delivers them.
+func (f *feed) published(pub string, first, msg uint64, lines []relay.Line, demo bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// Counted as stored here, where it is stored: the metric is this
+	// replica's, and up to date once the relay has its ack.
+	f.counts.ingested += uint64(len(lines))
+	if !f.confirmLocked(pub, first, msg, demo) && f.hub.Next() == first {
+		f.deliverLocked(first, msg, lines, demo)
+	}
 }
 
 // showArrivingLocked shows a relay's lines as they arrive, before they
@@ -100,26 +147,26 @@ func (l *Service) deliverLocked(f *feed, first, msg uint64, lines []relay.Line, 
 // shown before them): numbered from the hub's next, they are what ingest
 // publishes next. Lines known to be stored already are left out, as
 // ingest leaves them out. f.mu is held.
-func (l *Service) showArrivingLocked(f *feed, lines []relay.Line) {
+func (f *feed) showArrivingLocked(lines []relay.Line) {
 	next := f.hub.Next()
-	if len(f.tentQ) == 0 && (next != f.storedTo.Load() || !f.isReady()) {
+	if len(f.queue.lines) == 0 && (next != f.queue.storedTo.Load() || !f.isReady()) {
 		return // the consumer is catching up: ingest shows them once stored
 	}
-	keep := f.arriving[:0]
+	keep := f.buf.arriving[:0]
 	for _, in := range lines {
-		if !f.seen.stored(in.ID) {
+		if !f.queue.seen.stored(in.ID) {
 			keep = append(keep, in)
-			f.seen.note(in.ID)
+			f.queue.seen.note(in.ID)
 		}
 	}
 	if len(keep) > 0 {
-		if len(f.tentQ) == 0 {
-			f.tentative = next
+		if len(f.queue.lines) == 0 {
+			f.queue.first = next
 		}
-		_, f.tentQ = l.showLocked(f, next, keep, false, f.tentQ)
+		_, f.queue.lines = f.showLocked(next, keep, false, f.queue.lines)
 	}
 	clear(keep)
-	f.arriving = keep[:0]
+	f.buf.arriving = keep[:0]
 }
 
 // showTentativeLocked makes lines, about to be published from the feed's
@@ -128,17 +175,17 @@ func (l *Service) showArrivingLocked(f *feed, lines []relay.Line) {
 // are what is published; or, when nothing is tentative and the hub has
 // every line before them, shown now. Lines tentative but not these are
 // taken back. f.mu is held.
-func (l *Service) showTentativeLocked(f *feed, pub string, first uint64, lines []relay.Line, demo bool) bool {
-	if len(f.tentQ) > 0 && f.tentPub == "" && f.tentative == first && len(f.tentQ) >= len(lines) && sameLines(f.tentQ, lines) {
-		f.tentPub, f.tentPubN = pub, len(lines)
+func (f *feed) showTentativeLocked(pub string, first uint64, lines []relay.Line, demo bool) bool {
+	if len(f.queue.lines) > 0 && f.queue.pub == "" && f.queue.first == first && len(f.queue.lines) >= len(lines) && sameLines(f.queue.lines, lines) {
+		f.queue.pub, f.queue.pubN = pub, len(lines)
 		return true
 	}
-	l.takeBackLocked(f)
+	f.takeBackLocked()
 	if f.hub.Next() != first || len(lines) == 0 {
 		return false
 	}
-	f.tentative, f.tentPub, f.tentPubN = first, pub, len(lines)
-	_, f.tentQ = l.showLocked(f, first, lines, demo, f.tentQ)
+	f.queue.first, f.queue.pub, f.queue.pubN = first, pub, len(lines)
+	_, f.queue.lines = f.showLocked(first, lines, demo, f.queue.lines)
 	return true
 }
 
@@ -157,20 +204,20 @@ func sameLines(shown []shownLine, lines []relay.Line) bool {
 // stream message msg, and reports whether they were tentative still (not
 // recorded or taken back since): from the PubAck, or from the consumer
 // when it has the message first. f.mu is held.
-func (l *Service) confirmLocked(f *feed, pub string, first, msg uint64, demo bool) bool {
-	if pub == "" || f.tentPub != pub || f.tentative != first {
+func (f *feed) confirmLocked(pub string, first, msg uint64, demo bool) bool {
+	if pub == "" || f.queue.pub != pub || f.queue.first != first {
 		return false
 	}
-	n := f.tentPubN
-	f.tentPub, f.tentPubN = "", 0
-	l.recordShownLocked(f, first, msg, f.tentQ[:n], demo)
+	n := f.queue.pubN
+	f.queue.pub, f.queue.pubN = "", 0
+	f.recordShownLocked(first, msg, f.queue.lines[:n], demo)
 	// The lines shown since stay, moved to the front: the queue keeps its
 	// array (sliced from the front, it would be copied anew as it grew).
-	k := copy(f.tentQ, f.tentQ[n:])
-	clear(f.tentQ[k:])
-	f.tentQ, f.tentative = f.tentQ[:k], first+uint64(n)
+	k := copy(f.queue.lines, f.queue.lines[n:])
+	clear(f.queue.lines[k:])
+	f.queue.lines, f.queue.first = f.queue.lines[:k], first+uint64(n)
 	if k == 0 {
-		f.tentative = 0
+		f.queue.first = 0
 	}
 	return true
 }
@@ -178,24 +225,24 @@ func (l *Service) confirmLocked(f *feed, pub string, first, msg uint64, demo boo
 // takeBackLocked takes back the tentative lines, if any: out of the hub,
 // whose browsers are told, and out of what the classifier and the id
 // filter have seen (they start anew from what is stored). f.mu is held.
-func (l *Service) takeBackLocked(f *feed) {
-	if len(f.tentQ) == 0 {
+func (f *feed) takeBackLocked() {
+	if len(f.queue.lines) == 0 {
 		return
 	}
-	f.hub.Rewind(f.tentative)
-	clear(f.tentQ)
-	f.tentQ, f.tentative, f.tentPub, f.tentPubN = f.tentQ[:0], 0, "", 0
-	f.seen = f.storedIDs.clone()
+	f.hub.Rewind(f.queue.first)
+	clear(f.queue.lines)
+	f.queue.lines, f.queue.first, f.queue.pub, f.queue.pubN = f.queue.lines[:0], 0, "", 0
+	f.queue.seen = f.queue.storedIDs.clone()
 	f.newClassifier()
-	f.refreshClassifier(l.reading)
+	f.refreshClassifier(f.svc.reading)
 }
 
 // showLocked classifies the lines the hub does not have yet, the first of
 // lines being the feed's line first, publishes them to the hub under
 // their sequence numbers, and appends them to dst. It returns how many it
 // skipped (the hub had them). f.mu is held.
-func (l *Service) showLocked(f *feed, first uint64, lines []relay.Line, demo bool, dst []shownLine) (skip int, shown []shownLine) {
-	f.refreshClassifier(l.reading)
+func (f *feed) showLocked(first uint64, lines []relay.Line, demo bool, dst []shownLine) (skip int, shown []shownLine) {
+	f.refreshClassifier(f.svc.reading)
 	f.hub.SetNext(first)
 	if next := f.hub.Next(); next > first {
 		skip = int(min(next-first, uint64(len(lines))))
@@ -213,51 +260,53 @@ func (l *Service) showLocked(f *feed, first uint64, lines []relay.Line, demo boo
 // stored in stream message msg: what fired (fired.go), the ids stored,
 // where a journal resumes, the kubelet's version, the counters. f.mu is
 // held.
-func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLine, demo bool) {
-	version, startup := f.version, false
+func (f *feed) recordShownLocked(first, msg uint64, shown []shownLine, demo bool) {
+	version, startup := f.kubelet.version, false
 	var sites *classify.Sites // the log sites the version is told by, while it is not known
-	if !demo && f.versionFrom != fromStartup {
-		sites = l.logSites()
+	if !demo && f.kubelet.from != fromStartup {
+		sites = f.svc.logSites()
 	}
+	f.fired.mu.Lock()
 	for i := range shown {
 		line, in := &shown[i].line, shown[i].in
-		f.storedIDs.note(in.ID)
-		f.seen.note(in.ID)
+		f.queue.storedIDs.note(in.ID)
+		f.queue.seen.note(in.ID)
 		// The classifier has parsed the entry already: an id that is the
 		// entry's own journald cursor is where a journal command resumes.
 		if line.Cursor != "" && line.Cursor == in.ID {
-			f.lastCursor = in.ID
+			f.counts.lastCursor = in.ID
 		}
 		if line.Version != "" {
 			version, startup = line.Version, true
 		}
 		if !demo {
-			l.recordLocked(f, first+uint64(i), msg, line, in.Raw)
-			l.observeLocked(f, line, sites)
+			f.recordLocked(first+uint64(i), msg, line, in.Raw)
+			f.observeLocked(line, sites)
 		}
-		f.byCase[line.Case]++
+		f.counts.byCase[line.Case]++
 	}
+	f.fired.mu.Unlock()
 	// Every line up to these is recorded (and stored): what classifying the
 	// record anew reads from the stream (refirePerhapsLocked), and what the
 	// consumer skips without the lock (deliver).
-	f.storedTo.Store(first + uint64(len(shown)))
-	l.prunePerhapsLocked(f)
-	if !demo && f.demoStop != nil && f.isReady() {
+	f.queue.storedTo.Store(first + uint64(len(shown)))
+	f.prunePerhapsLocked()
+	if !demo && f.src.demoStop != nil && f.isReady() {
 		f.relayElsewhere()
 	}
 	if !demo && len(shown) > 0 {
-		f.real += uint64(len(shown))
-		f.lastReal = time.Now()
+		f.counts.real += uint64(len(shown))
+		f.counts.lastReal = time.Now()
 	}
-	if startup && (version != f.version || f.versionFrom != fromStartup) {
-		f.version, f.versionFrom, f.versionAlso = version, fromStartup, nil
+	if startup && (version != f.kubelet.version || f.kubelet.from != fromStartup) {
+		f.kubelet.version, f.kubelet.from, f.kubelet.also = version, fromStartup, nil
 		f.changed()
 	}
 	if !demo {
-		l.settleVersionLocked(f)
-		l.reguessPerhapsLocked(f)
+		f.settleVersionLocked()
+		f.reguessPerhapsLocked()
 	}
-	l.refirePerhapsLocked(f)
+	f.refirePerhapsLocked()
 }
 
 func cutUTF8(s string, n int) string {
@@ -299,12 +348,12 @@ func (f *feed) keep(b []byte) []byte {
 	if len(b) > arenaSize/8 {
 		return bytes.Clone(b)
 	}
-	if len(f.arena)+len(b) > cap(f.arena) {
-		f.arena = make([]byte, 0, arenaSize)
+	if len(f.buf.arena)+len(b) > cap(f.buf.arena) {
+		f.buf.arena = make([]byte, 0, arenaSize)
 	}
-	i := len(f.arena)
-	f.arena = append(f.arena, b...)
-	return f.arena[i:len(f.arena):len(f.arena)]
+	i := len(f.buf.arena)
+	f.buf.arena = append(f.buf.arena, b...)
+	return f.buf.arena[i:len(f.buf.arena):len(f.buf.arena)]
 }
 
 // publishToHub encodes lines for browsers and publishes them to the feed's
@@ -313,13 +362,13 @@ func (f *feed) keep(b []byte) []byte {
 // assigns are known before it does.
 func (f *feed) publishToHub(lines []shownLine, demo bool) {
 	first := f.hub.Next()
-	data := f.entries[:0]
+	data := f.buf.entries[:0]
 	for i := range lines {
-		f.scratch = appendEntry(f.scratch[:0], first+uint64(i), &lines[i].line, demo, lines[i].cut)
-		data = append(data, f.keep(f.scratch))
+		f.buf.scratch = appendEntry(f.buf.scratch[:0], first+uint64(i), &lines[i].line, demo, lines[i].cut)
+		data = append(data, f.keep(f.buf.scratch))
 	}
-	if cap(f.scratch) > 4*arenaSize {
-		f.scratch = nil
+	if cap(f.buf.scratch) > 4*arenaSize {
+		f.buf.scratch = nil
 	}
 	f.hub.PublishN(len(data), func(i int, seq uint64) []byte {
 		if seq != first+uint64(i) { // cannot happen while ingest is the only publisher
@@ -328,5 +377,5 @@ func (f *feed) publishToHub(lines []shownLine, demo bool) {
 		return data[i]
 	})
 	clear(data)
-	f.entries = data[:0]
+	f.buf.entries = data[:0]
 }

@@ -46,24 +46,23 @@ func TestTentativeLines(t *testing.T) {
 			{ID: who + "-" + string(rune('1'+first)), Raw: klogAdd(first+1, "default/"+who)},
 		}
 	}
-	var unz []byte
 	consume := func(streamSeq, first uint64, lines []relay.Line, origin string) {
-		m, _, _ := storedMsg(f.subject, first, lines, false, nil, nil)
+		m, _, _ := storedMsg(f.pub.subject, first, lines, false, nil, nil)
 		m.Header.Set(hdrOrigin, origin)
-		l.deliver(f, streamSeq, m.Header, m.Data, &unz)
+		f.deliver(&streamMsg{it: new(storedIter), seq: streamSeq, header: m.Header, data: m.Data})
 	}
 	show := func(pub string, first uint64, lines []relay.Line) {
 		t.Helper()
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		if !l.showTentativeLocked(f, pub, first, lines, false) {
+		if !f.showTentativeLocked(pub, first, lines, false) {
 			t.Fatalf("lines from #%d not shown", first)
 		}
 	}
 	confirm := func(pub string, first, streamSeq uint64) bool {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return l.confirmLocked(f, pub, first, streamSeq, false)
+		return f.confirmLocked(pub, first, streamSeq, false)
 	}
 	fired := func() int { return l.FeedFired("tentative")["config"] }
 
@@ -121,7 +120,7 @@ func TestTentativeLines(t *testing.T) {
 	// stored ones take their place.
 	arrived, stored := batch("arrived", 7), batch("stored", 7)
 	f.mu.Lock()
-	l.showArrivingLocked(f, arrived)
+	f.showArrivingLocked(arrived)
 	f.mu.Unlock()
 	if _, raws := read(2); !strings.Contains(raws[0], "default/arrived") {
 		t.Fatalf("lines arriving not shown: %q", raws)

@@ -19,13 +19,13 @@ import (
 )
 
 // startDemo runs the demo feed into f until a relay attaches. A tag's own
-// demo (tagDemo) also stops once no browser has watched it for l.demoIdle,
+// demo (tagDemo) also stops once no browser has watched it for s.demoIdle,
 // or once the server's feed is no longer a demo, and is then let go.
-func (l *Service) startDemo(f *feed) {
-	if !l.enter() {
+func (s *Service) startDemo(f *feed) {
+	if !s.enter() {
 		return
 	}
-	ctx, stop := context.WithCancel(l.ctx)
+	ctx, stop := context.WithCancel(s.ctx)
 	f.mu.Lock()
 	f.startedDemo(stop)
 	tag := f.tag
@@ -33,32 +33,32 @@ func (l *Service) startDemo(f *feed) {
 	ofTag := isTagDemo(f.name)
 	ofRoom := f.name != defaultFeed && !ofTag
 	go func() {
-		defer l.wg.Done()
+		defer s.wg.Done()
 		defer stop()
 		var r *extractor.Reading
 		for r == nil {
-			if r = l.reading(tag); r == nil && relay.Sleep(ctx, 500*time.Millisecond) != nil {
+			if r = s.reading(tag); r == nil && relay.Sleep(ctx, 500*time.Millisecond) != nil {
 				return
 			}
 		}
 		d := demo.New(r, time.Now().UnixNano())
 		// One replica per cluster runs a demo: the default one's lease is
 		// "demo", a tag's is its feed's name.
-		lease, held := "demo", &l.demoHeld
+		lease, held := "demo", &s.demoHeld
 		if ofTag || ofRoom {
 			lease, held = f.name, new(atomic.Bool)
 		}
-		held = l.demoLease(ctx, lease, held)
+		held = s.demoLease(ctx, lease, held)
 		idleSince := time.Now()
 		for {
 			line, wait := d.Next(time.Now())
 			if len(line) > 0 && held.Load() {
-				if _, err := l.ingest(f, []relay.Line{{Raw: string(line)}}, true); err != nil {
-					l.log.Error("live: demo feed", "feed", f.name, "err", err)
+				if _, err := f.ingest([]relay.Line{{Raw: string(line)}}, true); err != nil {
+					s.log.Error("feeds: demo feed", "feed", f.name, "err", err)
 				}
 			}
-			if l.cfg.DemoPeriod > 0 {
-				wait = l.cfg.DemoPeriod
+			if s.cfg.DemoPeriod > 0 {
+				wait = s.cfg.DemoPeriod
 			}
 			if relay.Sleep(ctx, max(wait, 10*time.Millisecond)) != nil {
 				return
@@ -68,13 +68,13 @@ func (l *Service) startDemo(f *feed) {
 				f.mu.Lock()
 				cur := f.tag
 				f.mu.Unlock()
-				if nr := l.reading(cur); cur != tag && nr != nil {
+				if nr := s.reading(cur); cur != tag && nr != nil {
 					tag, d = cur, demo.New(nr, time.Now().UnixNano())
 				}
 				if f.hub.Stats().Subscribers > 0 {
 					idleSince = time.Now()
 				}
-				if time.Since(idleSince) >= l.demoIdle && l.stopRoomDemo(f, ctx) {
+				if time.Since(idleSince) >= s.demoIdle && s.stopRoomDemo(f, ctx) {
 					return
 				}
 				continue
@@ -85,10 +85,10 @@ func (l *Service) startDemo(f *feed) {
 			if f.hub.Stats().Subscribers > 0 {
 				idleSince = time.Now()
 			}
-			if time.Since(idleSince) >= l.demoIdle && l.dropIdleDemo(f) {
+			if time.Since(idleSince) >= s.demoIdle && s.dropIdleDemo(f) {
 				return
 			}
-			if !l.defaultIsDemo() {
+			if !s.defaultIsDemo() {
 				f.mu.Lock()
 				f.stopDemo(noteJournalNow)
 				f.mu.Unlock()
@@ -105,29 +105,29 @@ const demoIdle = 2 * time.Minute
 const demoFeedPrefix = "demo-"
 
 // defaultIsDemo reports whether the server's own feed is the demo.
-func (l *Service) defaultIsDemo() bool {
-	l.mu.Lock()
-	f := l.feeds[defaultFeed]
-	l.mu.Unlock()
+func (s *Service) defaultIsDemo() bool {
+	s.mu.Lock()
+	f := s.feeds[defaultFeed]
+	s.mu.Unlock()
 	if f == nil {
 		return false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.source == sourceDemo
+	return f.src.kind == sourceDemo
 }
 
 // tagDemo is the demo feed of tag, started if it is not running: what a
 // page at a tag other than the default's shows while the server's own feed
 // is the demo (which simulates the default tag's kubelet). It is nil when
 // tag's Reading is not loaded.
-func (l *Service) tagDemo(tag string) (*feed, error) {
-	if l.reading(tag) == nil {
+func (s *Service) tagDemo(tag string) (*feed, error) {
+	if s.reading(tag) == nil {
 		return nil, nil
 	}
-	f, err := l.feed(demoFeedPrefix + tag)
+	f, err := s.feed(demoFeedPrefix + tag)
 	if errors.Is(err, errTooManyDemos) {
-		l.log.Warn("live: every tag demo is watched; this page gets the server's demo", "tag", tag, "max", maxTagDemos)
+		s.log.Warn("feeds: every tag demo is watched; this page gets the server's demo", "tag", tag, "max", maxTagDemos)
 		return nil, nil
 	}
 	if err != nil {
@@ -137,21 +137,21 @@ func (l *Service) tagDemo(tag string) (*feed, error) {
 	start := f.claimDemo()
 	f.mu.Unlock()
 	if start {
-		l.startDemo(f)
+		s.startDemo(f)
 	}
 	return f, nil
 }
 
 // dropIdleDemo lets go of a tag's demo feed no browser asked for since
-// l.demoIdle, and reports whether it did. Its stored lines stay (bounded
+// s.demoIdle, and reports whether it did. Its stored lines stay (bounded
 // as every feed's): another replica may still be running it.
-func (l *Service) dropIdleDemo(f *feed) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.feeds[f.name] != f || time.Since(f.asked) < l.demoIdle || f.hub.Stats().Subscribers > 0 {
+func (s *Service) dropIdleDemo(f *feed) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.feeds[f.name] != f || time.Since(f.asked) < s.demoIdle || f.hub.Stats().Subscribers > 0 {
 		return false
 	}
-	l.letGoLocked(f, "idle demo feed let go")
+	s.letGoLocked(f, "idle demo feed let go")
 	return true
 }
 
@@ -163,35 +163,35 @@ const demoLeaseTTL = 15 * time.Second
 // whose entries expire after demoLeaseTTL) until ctx ends: one replica per
 // cluster runs a demo feed, not one each. The flag says whether this
 // replica holds it.
-func (l *Service) demoLease(ctx context.Context, key string, held *atomic.Bool) *atomic.Bool {
-	if !l.enter() {
+func (s *Service) demoLease(ctx context.Context, key string, held *atomic.Bool) *atomic.Bool {
+	if !s.enter() {
 		return held
 	}
 	go func() {
-		defer l.wg.Done()
+		defer s.wg.Done()
 		var kv jetstream.KeyValue
 		var rev uint64
 		for {
 			var err error
 			switch {
 			case kv == nil:
-				kv, err = l.b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-					Bucket: "syncloop_leases", TTL: demoLeaseTTL, Storage: broker.Storage(l.b.Memory), Replicas: l.b.Replicas,
+				kv, err = s.b.JS.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+					Bucket: "syncloop_leases", TTL: demoLeaseTTL, Storage: broker.Storage(s.b.Memory), Replicas: s.b.Replicas,
 				})
 				if err != nil {
 					kv = nil
 				}
 			case held.Load():
-				if rev, err = kv.Update(ctx, key, []byte(l.cfg.NATSName), rev); err != nil {
+				if rev, err = kv.Update(ctx, key, []byte(s.cfg.NATSName), rev); err != nil {
 					held.Store(false) // someone else's now, or JetStream is away
 				}
 			default:
-				if rev, err = kv.Create(ctx, key, []byte(l.cfg.NATSName)); err == nil {
+				if rev, err = kv.Create(ctx, key, []byte(s.cfg.NATSName)); err == nil {
 					held.Store(true)
 				}
 			}
 			if err != nil && kv == nil && ctx.Err() == nil {
-				l.log.Warn("live: demo lease", "err", err)
+				s.log.Warn("feeds: demo lease", "err", err)
 			}
 			if !held.Load() && kv != nil && err == nil {
 				continue // the bucket was just made: try for the lease at once
@@ -221,38 +221,38 @@ func (l *Service) demoLease(ctx context.Context, key string, held *atomic.Bool) 
 // until no browser watched it for a while (a later call starts it again).
 // Its lines are marked demo: they light cases but are never counted as
 // fired (FeedFired). A feed that ever had a real line gets no demo.
-func (l *Service) RoomDemo(name string) {
-	if l.cfg.DemoPeriod < 0 { // the demo is off (tests)
+func (s *Service) RoomDemo(name string) {
+	if s.cfg.DemoPeriod < 0 { // the demo is off (tests)
 		return
 	}
-	f, err := l.feed(name)
-	if err != nil || !l.enter() {
+	f, err := s.feed(name)
+	if err != nil || !s.enter() {
 		return
 	}
 	go func() {
-		defer l.wg.Done()
+		defer s.wg.Done()
 		// Whether a journal ever fed it is known once its history is here.
 		select {
 		case <-f.ready:
-		case <-l.ctx.Done():
+		case <-s.ctx.Done():
 			return
 		}
 		f.mu.Lock()
-		start := f.relays == 0 && f.real == 0 && !f.gone.Load() && f.claimDemo()
+		start := f.src.relays == 0 && f.counts.real == 0 && !f.gone.Load() && f.claimDemo()
 		f.mu.Unlock()
 		if start {
-			l.startDemo(f)
+			s.startDemo(f)
 		}
 	}()
 }
 
 // stopRoomDemo stops the demo of a room's feed that no browser watched for
-// l.demoIdle, keeping the feed; it reports whether it stopped it (ctx is
+// s.demoIdle, keeping the feed; it reports whether it stopped it (ctx is
 // the demo's own: a demo a relay stopped in between is left to it).
-func (l *Service) stopRoomDemo(f *feed, ctx context.Context) bool {
+func (s *Service) stopRoomDemo(f *feed, ctx context.Context) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if ctx.Err() != nil || f.source != sourceDemo {
+	if ctx.Err() != nil || f.src.kind != sourceDemo {
 		return true
 	}
 	f.stopDemo(noteRoomNoJournal)

@@ -83,7 +83,7 @@ func TestRoomDemo(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // sleep: a window in which a demo started again would start
 	f, _ := l.existingFeed(feed)
 	f.mu.Lock()
-	source, running := f.source, f.demoStop != nil
+	source, running := f.src.kind, f.src.demoStop != nil
 	f.mu.Unlock()
 	if source != sourceRelay || running {
 		t.Errorf("after a relay: source %q, demo running %v", source, running)

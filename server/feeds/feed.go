@@ -62,40 +62,40 @@ const (
 // it did: of two browsers that ask at once, one starts the demo
 // (startedDemo follows). f.mu is held.
 func (f *feed) claimDemo() bool {
-	if f.source != sourceNone {
+	if f.src.kind != sourceNone {
 		return false
 	}
-	f.source = sourceDemo
+	f.src.kind = sourceDemo
 	return true
 }
 
 // startedDemo records the demo running into f, stopped by stop. f.mu is held.
 func (f *feed) startedDemo(stop context.CancelFunc) {
-	f.source, f.demoStop, f.note = sourceDemo, stop, noteDemo
+	f.src.kind, f.src.demoStop, f.src.note = sourceDemo, stop, noteDemo
 	f.changed()
 }
 
 // stopDemo stops the feed's demo, if it runs here, and leaves the feed
 // to nothing, with note saying why. f.mu is held.
 func (f *feed) stopDemo(note string) {
-	if f.demoStop != nil {
-		f.demoStop()
+	if f.src.demoStop != nil {
+		f.src.demoStop()
 	}
-	f.source, f.demoStop, f.note = sourceNone, nil, note
+	f.src.kind, f.src.demoStop, f.src.note = sourceNone, nil, note
 	f.changed()
 }
 
 // relayAttached records one more relay on this replica; the demo stops
 // for good on the first. f.mu is held.
 func (f *feed) relayAttached() {
-	f.relays++
-	f.note = ""
-	if f.demoStop != nil {
-		f.demoStop()
-		f.demoStop = nil
-		f.note = noteRelayAttached
+	f.src.relays++
+	f.src.note = ""
+	if f.src.demoStop != nil {
+		f.src.demoStop()
+		f.src.demoStop = nil
+		f.src.note = noteRelayAttached
 	}
-	f.source = sourceRelay
+	f.src.kind = sourceRelay
 	f.changed()
 }
 
@@ -103,11 +103,11 @@ func (f *feed) relayAttached() {
 // journal ended cleanly with the feed holding stored lines, or gone.
 // f.mu is held.
 func (f *feed) relayDetached(finished bool, stored uint64) {
-	f.relays--
-	if f.relays == 0 {
-		f.note = noteRelayGone
+	f.src.relays--
+	if f.src.relays == 0 {
+		f.src.note = noteRelayGone
 		if finished {
-			f.note = "relay finished: " + thousands(stored) + " lines"
+			f.src.note = "relay finished: " + thousands(stored) + " lines"
 		}
 	}
 	f.changed()
@@ -125,21 +125,21 @@ func thousands(n uint64) string {
 // relayElsewhere stops the demo running here because a relay's lines
 // reached the feed through another replica. f.mu is held.
 func (f *feed) relayElsewhere() {
-	f.demoStop()
-	f.source, f.demoStop, f.note = sourceRelay, nil, noteRelayAttached
+	f.src.demoStop()
+	f.src.kind, f.src.demoStop, f.src.note = sourceRelay, nil, noteRelayAttached
 	f.changed()
 }
 
 // startedJournal records the server's own journal (what: "journal
 // command", "journal file") feeding f. f.mu is held.
 func (f *feed) startedJournal(what string) {
-	f.source, f.note = sourceJournal, "fed by the server's "+what
+	f.src.kind, f.src.note = sourceJournal, "fed by the server's "+what
 	f.changed()
 }
 
 // journalReplayed records that the journal file was read to its end. f.mu is held.
 func (f *feed) journalReplayed() {
-	f.note = noteFileReplayed
+	f.src.note = noteFileReplayed
 	f.changed()
 }
 
@@ -147,27 +147,30 @@ func (f *feed) journalReplayed() {
 // what the room waits for; stored: the feed has lines from before. f.mu
 // is held.
 func (f *feed) roomWaiting(stored bool) {
-	if f.source != sourceNone || f.note != "" {
+	if f.src.kind != sourceNone || f.src.note != "" {
 		return
 	}
-	f.note = noteRoomNoJournal
+	f.src.note = noteRoomNoJournal
 	if stored {
 		// The feed's history came back from its file after a restart.
-		f.note = noteRoomHistory
+		f.src.note = noteRoomHistory
 	}
 	f.changed()
 }
 
-// feed is one named stream of lines.
+// feed is one named stream of lines: its stream, this replica's writer
+// of it (pub), its hub, and what the shown side knows of it, each part
+// a type of its own. Locks, in the order they are taken: pub.mu (the
+// publisher), mu (the shown side: everything below it), fired.mu (the
+// record of what fired, a leaf).
 type feed struct {
-	name, tag string
-	hub       *hub.Hub
-	gone      atomic.Bool   // let go by DropFeed: its browsers are told so
-	status    atomic.Uint64 // bumped when statusMsg would change
-	asked     time.Time     // when live.feed last returned it; guarded by live.mu
-
-	subject string           // its JetStream subject
-	stream  jetstream.Stream // its JetStream stream; set before started is closed
+	svc    *Service // what it belongs to: the Readings, the log sites, the logger, the goroutines
+	name   string
+	hub    *hub.Hub
+	stream jetstream.Stream // its JetStream stream; set before started is closed
+	gone   atomic.Bool      // let go by DropFeed: its browsers are told so
+	status atomic.Uint64    // bumped when statusMsg would change
+	asked  time.Time        // when Service.feed last returned it; guarded by Service.mu
 	// started is closed once the feed's stream is followed (or could not
 	// be: startErr); until then the feed is a placeholder in Service.feeds,
 	// which holds its name while JetStream is asked, outside Service.mu.
@@ -175,65 +178,48 @@ type feed struct {
 	startErr   error
 	ready      chan struct{} // closed once the lines stored before this replica followed it are in the hub
 	readyOnce  sync.Once
-	stopFollow func() // stops the consumer; nil until follow succeeds
+	stopFollow func() // stops the follower; nil until follow succeeds; guarded by pub.mu
 
-	// pubMu serializes this replica's publishing to the feed; it guards
-	// tail and the publishing scratch space.
-	pubMu  sync.Mutex
-	tail   feedTail
-	kept   []relay.Line
-	msgBuf []byte // a stored message's data (compressed)
-	recBuf []byte // its records before compression
+	pub publisher // this replica's writer of the stream (publish.go)
 
 	mu         sync.Mutex       // serializes delivery to the hub; guards the fields below
+	tag        string           // the tag its lines are read at
+	pinned     bool             // its owner set its tag (SetFeedTag): the version does not move it
 	cls        *classify.Stream // per feed: it follows the kubelet's version
 	clsReading bool             // cls was built with a Reading
-	lastCursor string
-	// What feeds it, and what its browsers are told of that: written only
-	// by the transitions below (a test holds them to it).
-	source   source
+	src        feedSource       // what feeds it (the transitions above)
+	kubelet    kubeletVersion   // its kubelet's version (version.go)
+	queue      shownQueue       // the lines shown before they are stored (deliver.go)
+	counts     feedCounts
+	fired      firedLog // what fired (fired.go), under its own lock
+	buf        deliveryScratch
+}
+
+// feedSource is what feeds a feed, and what its browsers are told of
+// that: written only by the transitions above (a test holds them to it).
+type feedSource struct {
+	kind     source
 	relays   int                // relays attached on this replica
-	demoStop context.CancelFunc // stops the demo while source is sourceDemo and it runs here
+	demoStop context.CancelFunc // stops the demo while kind is sourceDemo and it runs here
 	note     string
-	version  string
-	ingested uint64
-	byCase   map[string]uint64
-	fired    firedRecord // what fired (fired.go)
-	// versionFrom says how version was learned: fromStartup, fromLogSites;
-	// versionAlso names the other tags whose log sites fit its lines.
-	versionFrom string
-	versionAlso []string
-	guess       *classify.Guess // the version from log sites (version.go)
-	guessSites  *classify.Sites // the index guess narrows
-	pinned      bool            // a room's feed: it reads the room's tag (SetFeedTag)
-	reguessing  bool            // a guess from the stored lines is under way (version.go)
-	reguessed   *classify.Sites // the index the last one used
+}
+
+// feedCounts is what the feed's lines are counted as.
+type feedCounts struct {
+	ingested uint64            // stored by this replica
+	byCase   map[string]uint64 // delivered here, per case
 	// real counts the lines a journal, not the demo, delivered here, and
 	// lastReal is when the last one came (FeedRelayed).
-	real     uint64
-	lastReal time.Time
+	real       uint64
+	lastReal   time.Time
+	lastCursor string // the last journald cursor stored: where a journal resumes
+}
 
-	// tentQ is the lines shown before they were stored, numbered from
-	// tentative (0 while there are none), in the order ingest publishes
-	// them (deliver.go).
-	tentative uint64
-	tentQ     []shownLine
-	// tentPub is the Syncloop-Origin of the message being published with
-	// the first tentPubN lines of tentQ: the one whose PubAck or copy from
-	// the consumer records them. "": none is.
-	tentPub  string
-	tentPubN int
-	// storedTo is the hub's next sequence number as of the last line it
-	// was given that is stored: every line before it is. Read without mu.
-	storedTo atomic.Uint64
-	// storedIDs is the ids of the lines stored, as the hub has them (as
-	// feedTail keeps them); seen adds those shown before they are stored.
-	storedIDs, seen feedTail
-
-	// Scratch space of delivery, reused from message to message.
+// deliveryScratch is the shown side's scratch space, reused from message
+// to message.
+type deliveryScratch struct {
 	shown    []shownLine
 	arriving []relay.Line
-	decoded  []relay.Line
 	entries  [][]byte
 	scratch  []byte
 	arena    []byte // the block ring entries are being cut from
@@ -241,10 +227,10 @@ type feed struct {
 
 // stop stops the feed's consumer.
 func (f *feed) stop() {
-	f.pubMu.Lock()
+	f.pub.mu.Lock()
 	stop := f.stopFollow
 	f.stopFollow = nil
-	f.pubMu.Unlock()
+	f.pub.mu.Unlock()
 	if stop != nil {
 		stop()
 	}
@@ -280,7 +266,7 @@ func isClosed(ch <-chan struct{}) bool {
 // version and no Reading until refreshClassifier finds its tag's.
 func (f *feed) newClassifier() {
 	f.cls, f.clsReading = classify.New(nil).Stream(), false
-	f.cls.SetVersion(f.version)
+	f.cls.SetVersion(f.kubelet.version)
 }
 
 func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
@@ -291,7 +277,7 @@ func (f *feed) refreshClassifier(reading func(string) *extractor.Reading) {
 		f.cls, f.clsReading = classify.New(r).Stream(), true
 		// The new stream has not seen the start-up line: a kubelet of
 		// another version is still matched by message.
-		f.cls.SetVersion(f.version)
+		f.cls.SetVersion(f.kubelet.version)
 	}
 }
 
@@ -300,7 +286,8 @@ func (f *feed) classify(raw string) (classify.Line, bool) {
 	return classifyForDisplay(f.cls, raw)
 }
 
-// changed tells the feed's browsers that its status changed. f.mu is held.
+// changed tells the feed's browsers that its status changed: after a
+// change under f.mu, or of the record under f.fired.mu.
 func (f *feed) changed() {
 	f.status.Add(1)
 	f.hub.Poke()
@@ -330,8 +317,8 @@ type statusMsg struct {
 func (f *feed) statusMsg() statusMsg {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.version, Source: f.source.String(), Demo: f.source == sourceDemo, Relays: f.relays, Note: f.note,
-		VersionTag: classify.VersionTag(f.version), VersionFrom: f.versionFrom, VersionAlso: f.versionAlso}
+	s := statusMsg{Feed: f.name, Tag: f.tag, KubeletVersion: f.kubelet.version, Source: f.src.kind.String(), Demo: f.src.kind == sourceDemo, Relays: f.src.relays, Note: f.src.note,
+		VersionTag: classify.VersionTag(f.kubelet.version), VersionFrom: f.kubelet.from, VersionAlso: f.kubelet.also}
 	if s.VersionTag != "" {
 		s.VersionLink = "/k8s/" + s.VersionTag + "/" // a page at another tag offers it
 	}
@@ -340,17 +327,15 @@ func (f *feed) statusMsg() statusMsg {
 
 // SetFeedTag makes the named feed classify by tag from its next line on,
 // creating the feed if needed.
-func (l *Service) SetFeedTag(name, tag string) {
-	f, err := l.feed(name)
+func (s *Service) SetFeedTag(name, tag string) {
+	f, err := s.feed(name)
 	if err != nil {
-		l.log.Warn("rooms: feed", "feed", name, "err", err)
+		s.log.Warn("rooms: feed", "feed", name, "err", err)
 		return
 	}
 	// Whether the feed has stored lines is known once it is followed (its
 	// tail is read then); its hub gets them a little later.
-	f.pubMu.Lock()
-	stored := f.tail.next > 1
-	f.pubMu.Unlock()
+	stored := f.pub.storedLines() > 0
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.roomWaiting(stored || f.hub.Next() > 1)
@@ -360,20 +345,20 @@ func (l *Service) SetFeedTag(name, tag string) {
 	}
 	f.tag = tag
 	f.newClassifier()
-	f.refreshClassifier(l.reading)
+	f.refreshClassifier(s.reading)
 	f.changed()
 }
 
 // FeedVersion is the kubelet version the named feed's journal reported,
 // "" when it has not (or there is no such feed).
-func (l *Service) FeedVersion(name string) string {
-	l.mu.Lock()
-	f := l.feeds[name]
-	l.mu.Unlock()
+func (s *Service) FeedVersion(name string) string {
+	s.mu.Lock()
+	f := s.feeds[name]
+	s.mu.Unlock()
 	if f == nil {
 		return ""
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.version
+	return f.kubelet.version
 }

@@ -241,82 +241,82 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 	if cfg.DemoIdle <= 0 {
 		cfg.DemoIdle = demoIdle
 	}
-	l := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), tokens: make(map[string]string), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
+	s := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), tokens: make(map[string]string), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
 		sockets: cfg.Sockets, synced: b.Synced, origin: rand.Text()}
-	l.followFeed = l.follow
-	if l.log == nil {
-		l.log = slog.New(slog.DiscardHandler)
+	s.followFeed = s.follow
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
 	}
-	l.frames.New = func() any { b := make([]byte, 0, frameMin); return &b }
-	l.ingestBufs.New = func() any { return new(bytes.Buffer) }
-	l.ctx, l.cancel = context.WithCancel(context.Background())
-	if err := l.migrateLegacy(l.ctx); err != nil {
-		l.cancel()
+	s.frames.New = func() any { b := make([]byte, 0, frameMin); return &b }
+	s.ingestBufs.New = func() any { return new(bytes.Buffer) }
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.migrateLegacy(s.ctx); err != nil {
+		s.cancel()
 		return nil, err
 	}
 	if cfg.Metrics != nil {
-		if err := cfg.Metrics.Register(l.Collector()); err != nil {
-			l.cancel()
+		if err := cfg.Metrics.Register(s.Collector()); err != nil {
+			s.cancel()
 			return nil, fmt.Errorf("feeds: metrics: %w", err)
 		}
 	}
 
-	f, err := l.feed(defaultFeed)
+	f, err := s.feed(defaultFeed)
 	if err != nil {
-		l.Close()
+		s.Close()
 		return nil, err
 	}
-	l.sweep()
-	l.logSites() // the site starts loading the Readings it has cached: their log sites tell versions
+	s.sweep()
+	s.logSites() // the site starts loading the Readings it has cached: their log sites tell versions
 	switch {
 	case cfg.JournalCmd != "":
-		l.startJournal(f, "journal command", func(ctx context.Context, after string, emit relay.Emit) error {
-			return relay.RunCommand(ctx, cfg.JournalCmd, after, emit, l.log)
+		s.startJournal(f, "journal command", func(ctx context.Context, after string, emit relay.Emit) error {
+			return relay.RunCommand(ctx, cfg.JournalCmd, after, emit, s.log)
 		})
 	case cfg.JournalFile != "":
-		l.startJournal(f, "journal file", func(ctx context.Context, after string, emit relay.Emit) error {
+		s.startJournal(f, "journal file", func(ctx context.Context, after string, emit relay.Emit) error {
 			return relay.ReplayFile(ctx, cfg.JournalFile, 0, after, emit)
 		})
 	case cfg.DemoPeriod >= 0: // a negative period turns the demo off (tests)
-		l.startDemo(f)
+		s.startDemo(f)
 	}
-	return l, nil
+	return s, nil
 }
 
 // Close stops every feed goroutine and closes websockets with a proper code.
-func (l *Service) Close() {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+func (s *Service) Close() {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
 		return
 	}
-	l.closed = true
-	feeds := slices.Collect(maps.Values(l.feeds))
-	l.mu.Unlock()
-	l.cancel()
+	s.closed = true
+	feeds := slices.Collect(maps.Values(s.feeds))
+	s.mu.Unlock()
+	s.cancel()
 	for _, f := range feeds {
-		<-f.started // its follow ends soon: l.ctx is done
+		<-f.started // its follow ends soon: s.ctx is done
 		f.stop()
 		f.hub.Close()
 	}
-	l.wg.Wait()
-	l.closeBG()
-	if l.cfg.Metrics != nil {
-		l.cfg.Metrics.Unregister(l.Collector())
+	s.wg.Wait()
+	s.closeBG()
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.Unregister(s.Collector())
 	}
-	if l.closeBroker {
-		l.b.Close()
+	if s.closeBroker {
+		s.b.Close()
 	}
 }
 
 // enter registers a handler or goroutine with the live side; false once closed.
-func (l *Service) enter() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
+func (s *Service) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return false
 	}
-	l.wg.Add(1)
+	s.wg.Add(1)
 	return true
 }
 
@@ -332,70 +332,71 @@ var (
 // before the server restarted, or through another replica) is had, and
 // opened. Browsers never create feeds, so made-up names cannot fill the
 // server's feeds and shut out a room's relay.
-func (l *Service) existingFeed(name string) (*feed, error) {
-	l.mu.Lock()
-	f := l.feeds[name]
+func (s *Service) existingFeed(name string) (*feed, error) {
+	s.mu.Lock()
+	f := s.feeds[name]
 	if f != nil {
 		f.asked = time.Now()
 	}
-	l.mu.Unlock()
+	s.mu.Unlock()
 	if f != nil {
 		return f.waitStarted()
 	}
 	if !feedNameRE.MatchString(name) {
 		return nil, nil
 	}
-	if stored, err := l.hasStored(name); err != nil {
+	if stored, err := s.hasStored(name); err != nil {
 		return nil, errStorage
 	} else if !stored {
 		return nil, nil
 	}
-	return l.feed(name)
+	return s.feed(name)
 }
 
 // feed returns the named feed, creating it (with its stored history) on
 // first use: the server's own feeds (the default, rooms') and those a relay
 // with a valid token sends to. Its stream is made and followed outside
-// l.mu: while JetStream elects a leader (up to followWithin), other feeds
+// s.mu: while JetStream elects a leader (up to followWithin), other feeds
 // are looked up as usual.
-func (l *Service) feed(name string) (*feed, error) {
+func (s *Service) feed(name string) (*feed, error) {
 	if !feedNameRE.MatchString(name) {
 		return nil, fmt.Errorf("feed name %q: use letters, digits, '.', '_' or '-' (at most 64)", name)
 	}
-	l.mu.Lock()
-	if f, ok := l.feeds[name]; ok {
+	s.mu.Lock()
+	if f, ok := s.feeds[name]; ok {
 		f.asked = time.Now()
-		l.mu.Unlock()
+		s.mu.Unlock()
 		return f.waitStarted()
 	}
-	if l.closed {
-		l.mu.Unlock()
+	if s.closed {
+		s.mu.Unlock()
 		return nil, errStorage
 	}
 	tagDemo := isTagDemo(name)
 	if tagDemo {
-		if l.countLocked(true) >= maxTagDemos && !l.evictDemoLocked() {
-			l.mu.Unlock()
+		if s.countLocked(true) >= maxTagDemos && !s.evictDemoLocked() {
+			s.mu.Unlock()
 			return nil, errTooManyDemos
 		}
-	} else if l.countLocked(false) >= MaxFeeds && !l.evictVacantLocked() {
-		l.mu.Unlock()
+	} else if s.countLocked(false) >= MaxFeeds && !s.evictVacantLocked() {
+		s.mu.Unlock()
 		return nil, errTooManyFeeds
 	}
-	if l.cfg.Space != nil {
+	if s.cfg.Space != nil {
 		// A nearly full disk takes no new journal; the feeds there go on.
-		if err := l.cfg.Space(); err != nil {
-			l.mu.Unlock()
+		if err := s.cfg.Space(); err != nil {
+			s.mu.Unlock()
 			return nil, err
 		}
 	}
 	f := &feed{
+		svc:     s,
 		name:    name,
-		tag:     l.cfg.DefaultTag,
-		hub:     hub.New(l.cfg.RingSize),
+		tag:     s.cfg.DefaultTag,
+		hub:     hub.New(s.cfg.RingSize),
 		asked:   time.Now(),
-		byCase:  make(map[string]uint64),
-		subject: feedSubject(name),
+		counts:  feedCounts{byCase: make(map[string]uint64)},
+		pub:     publisher{name: name, subject: feedSubject(name)},
 		started: make(chan struct{}),
 		ready:   make(chan struct{}),
 	}
@@ -404,19 +405,19 @@ func (l *Service) feed(name string) (*feed, error) {
 	}
 	f.newClassifier()
 	// Nothing stored yet: the hub has every line stored.
-	f.storedTo.Store(f.hub.Next())
-	l.feeds[name] = f // a placeholder until started: it counts, and a second caller waits for it
-	l.shareHistory()
-	l.mu.Unlock()
+	f.queue.storedTo.Store(f.hub.Next())
+	s.feeds[name] = f // a placeholder until started: it counts, and a second caller waits for it
+	s.shareHistory()
+	s.mu.Unlock()
 
-	if err := l.followFeed(f); err != nil {
-		l.log.Error("live: feed not followed", "feed", name, "err", err)
-		l.mu.Lock()
-		if l.feeds[name] == f {
-			delete(l.feeds, name)
-			l.shareHistory()
+	if err := s.followFeed(f); err != nil {
+		s.log.Error("feeds: feed not followed", "feed", name, "err", err)
+		s.mu.Lock()
+		if s.feeds[name] == f {
+			delete(s.feeds, name)
+			s.shareHistory()
 		}
-		l.mu.Unlock()
+		s.mu.Unlock()
 		f.hub.Close()
 		f.startErr = errStorage
 	}
@@ -432,10 +433,10 @@ func isTagDemo(name string) bool {
 
 // countLocked counts the tags' demo feeds (demos) or the other feeds. The
 // two have separate caps (maxTagDemos, MaxFeeds), so that pages opened at
-// many tags cannot take the feeds relays and rooms need. l.mu is held.
-func (l *Service) countLocked(demos bool) int {
+// many tags cannot take the feeds relays and rooms need. s.mu is held.
+func (s *Service) countLocked(demos bool) int {
 	n := 0
-	for name := range l.feeds {
+	for name := range s.feeds {
 		if isTagDemo(name) == demos {
 			n++
 		}
@@ -444,11 +445,11 @@ func (l *Service) countLocked(demos bool) int {
 }
 
 // evictDemoLocked lets go of the tag demo no browser watches that was
-// asked for least recently, if any, and reports whether it did. l.mu is
+// asked for least recently, if any, and reports whether it did. s.mu is
 // held.
-func (l *Service) evictDemoLocked() bool {
+func (s *Service) evictDemoLocked() bool {
 	var oldest *feed
-	for name, f := range l.feeds {
+	for name, f := range s.feeds {
 		if isTagDemo(name) && f.isStarted() && f.hub.Stats().Subscribers == 0 && (oldest == nil || f.asked.Before(oldest.asked)) {
 			oldest = f
 		}
@@ -459,18 +460,18 @@ func (l *Service) evictDemoLocked() bool {
 	oldest.mu.Lock()
 	oldest.stopDemo(noteDemoLetGo)
 	oldest.mu.Unlock()
-	l.letGoLocked(oldest, noteDemoLetGo)
+	s.letGoLocked(oldest, noteDemoLetGo)
 	return true
 }
 
 // letGoLocked forgets f on this replica: its consumer stops, its hub
-// closes (its browsers are told). Its stored lines stay. l.mu is held.
-func (l *Service) letGoLocked(f *feed, why string) {
-	delete(l.feeds, f.name)
-	l.shareHistory()
+// closes (its browsers are told). Its stored lines stay. s.mu is held.
+func (s *Service) letGoLocked(f *feed, why string) {
+	delete(s.feeds, f.name)
+	s.shareHistory()
 	f.stop()
 	f.hub.Close()
-	l.log.Info("live: "+why, "feed", f.name)
+	s.log.Info("feeds: "+why, "feed", f.name)
 }
 
 // vacantAfter is how long a feed must have gone unasked-for before it may
@@ -480,11 +481,11 @@ const vacantAfter = 10 * time.Second
 // evictVacantLocked lets go of the vacant feed asked for least recently, if
 // any: one with no lines, no browser, no relay and no source (a relay that
 // connected and sent nothing, a room's feed no one used). It reports
-// whether a feed was let go. l.mu is held.
-func (l *Service) evictVacantLocked() bool {
+// whether a feed was let go. s.mu is held.
+func (s *Service) evictVacantLocked() bool {
 	var oldest *feed
-	for name, f := range l.feeds {
-		if name == defaultFeed || isTagDemo(name) || time.Since(f.asked) < l.vacantAfter || !f.isStarted() {
+	for name, f := range s.feeds {
+		if name == defaultFeed || isTagDemo(name) || time.Since(f.asked) < s.vacantAfter || !f.isStarted() {
 			continue
 		}
 		if st := f.hub.Stats(); st.Stored > 0 || st.Subscribers > 0 {
@@ -492,7 +493,7 @@ func (l *Service) evictVacantLocked() bool {
 		}
 		f.mu.Lock()
 		// A relay gone without sending a line leaves sourceRelay and nothing else.
-		busy := f.relays > 0 || f.ingested > 0 || (f.source != sourceNone && f.source != sourceRelay)
+		busy := f.src.relays > 0 || f.counts.ingested > 0 || (f.src.kind != sourceNone && f.src.kind != sourceRelay)
 		f.mu.Unlock()
 		if !busy && (oldest == nil || f.asked.Before(oldest.asked)) {
 			oldest = f
@@ -501,7 +502,7 @@ func (l *Service) evictVacantLocked() bool {
 	if oldest == nil {
 		return false
 	}
-	l.letGoLocked(oldest, "vacant feed let go to make room for another")
+	s.letGoLocked(oldest, "vacant feed let go to make room for another")
 	return true
 }
 
@@ -511,19 +512,19 @@ const DefaultHistoryBytes = 64 << 20
 // shareHistory gives each feed an equal share of Config.HistoryBytes as
 // its ring's byte limit. Lines are bounded in number (RingSize) and in
 // size (64 KiB shown), but not what 64 feeds times 5,000 lines of any size
-// may hold: this is what bounds the server's memory. l.mu is held.
-func (l *Service) shareHistory() {
-	if len(l.feeds) == 0 {
+// may hold: this is what bounds the server's memory. s.mu is held.
+func (s *Service) shareHistory() {
+	if len(s.feeds) == 0 {
 		return
 	}
-	share := l.cfg.HistoryBytes / len(l.feeds)
-	for _, f := range l.feeds {
+	share := s.cfg.HistoryBytes / len(s.feeds)
+	for _, f := range s.feeds {
 		f.hub.SetByteLimit(share)
 	}
 }
 
-func (l *Service) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
-	f, err := l.feed(chi.URLParam(r, "feed"))
+func (s *Service) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
+	f, err := s.feed(chi.URLParam(r, "feed"))
 	switch {
 	case errors.Is(err, errTooManyFeeds):
 		http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
@@ -544,17 +545,17 @@ func (l *Service) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 
 // DropFeed forgets the named feed and deletes its stream (its stored lines): its
 // browsers are disconnected, a relay still attached feeds nothing that is kept.
-func (l *Service) DropFeed(name string) {
-	l.mu.Lock()
-	f := l.feeds[name]
-	delete(l.feeds, name)
-	l.shareHistory()
-	l.mu.Unlock()
+func (s *Service) DropFeed(name string) {
+	s.mu.Lock()
+	f := s.feeds[name]
+	delete(s.feeds, name)
+	s.shareHistory()
+	s.mu.Unlock()
 	if f != nil {
 		<-f.started // then its consumer, if any, is there to stop
 		f.gone.Store(true)
 		f.stop()
 		f.hub.Close()
 	}
-	l.purgeFeed(name)
+	s.purgeFeed(name)
 }

@@ -686,7 +686,7 @@ func TestLiveVacantFeedsMakeRoom(t *testing.T) {
 			relays := 0
 			if f != nil {
 				f.mu.Lock()
-				relays = f.relays
+				relays = f.src.relays
 				f.mu.Unlock()
 			}
 			return relays == 0
@@ -993,7 +993,7 @@ func TestLiveRoomFeedNoteAfterRestart(t *testing.T) {
 	for i := range 230 {
 		lines = append(lines, relay.Line{ID: fmt.Sprint("run-", i+1), Raw: fmt.Sprint("line ", i+1)})
 	}
-	if _, err := l.ingest(f, lines, false); err != nil {
+	if _, err := f.ingest(lines, false); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -75,11 +76,11 @@ type firedLine struct {
 	raw, cursor string
 }
 
-// entry is l as served.
-func (l firedLine) entry() firedEntry {
-	e := firedEntry{Seq: l.seq, Raw: l.raw, Cursor: l.cursor}
-	if !l.time.IsZero() {
-		t := l.time
+// entry is fl as served.
+func (fl firedLine) entry() firedEntry {
+	e := firedEntry{Seq: fl.seq, Raw: fl.raw, Cursor: fl.cursor}
+	if !fl.time.IsZero() {
+		t := fl.time
 		e.Time = &t
 	}
 	return e
@@ -96,7 +97,16 @@ type firedCase struct {
 	at          []firedAt // every line's place, in order
 }
 
-// firedRecord is a feed's record of what fired. Its owner's mu guards it.
+// firedLog is a feed's record of what fired, under a lock of its own: a
+// leaf, taken under the feed's mu by the shown side that records, or
+// alone by the record's readers (FeedFired, RecordedLines, the case's
+// lines), who so never wait for delivery.
+type firedLog struct {
+	mu sync.Mutex
+	firedRecord
+}
+
+// firedRecord is what a firedLog holds (and a rescan builds anew).
 type firedRecord struct {
 	cases    map[string]*firedCase
 	sincePr  int  // lines recorded since the last prune
@@ -114,9 +124,10 @@ type firedRecord struct {
 	refireGen int
 }
 
-// recordLocked records a delivered non-demo line. f.mu is held.
-func (l *Service) recordLocked(f *feed, seq, msg uint64, line *classify.Line, raw string) {
-	r := &f.fired
+// recordLocked records a delivered non-demo line. f.mu and f.fired.mu
+// are held.
+func (f *feed) recordLocked(seq, msg uint64, line *classify.Line, raw string) {
+	r := &f.fired.firedRecord
 	if by := f.cls.Reading(); by != r.by {
 		if len(r.cases) > 0 {
 			r.stale = true
@@ -156,28 +167,30 @@ func (r *firedRecord) merge(later *firedRecord) {
 // (its tag changed to its kubelet's, or the Reading arrived after the
 // first lines). It waits for the Reading, and for the stored history to
 // be delivered. f.mu is held.
-func (l *Service) refirePerhapsLocked(f *feed) {
-	r := &f.fired
+func (f *feed) refirePerhapsLocked() {
+	f.fired.mu.Lock()
+	defer f.fired.mu.Unlock()
+	r := &f.fired.firedRecord
 	if len(r.cases) > 0 && r.by != f.cls.Reading() {
 		r.stale = true
 	}
-	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !l.enterBG() {
+	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !f.svc.enterBG() {
 		return
 	}
 	r.refireGen++
 	// Up to the last line recorded: the lines shown but not yet stored
 	// (deliver.go) are recorded into r.refire as they are.
-	gen, upto := r.refireGen, f.storedTo.Load()-1
+	gen, upto := r.refireGen, f.queue.storedTo.Load()-1
 	r.refire = &firedRecord{}
-	reading, version := f.cls.Reading(), f.version
+	reading, version := f.cls.Reading(), f.kubelet.version
 	go func() {
-		defer l.bg.Done()
+		defer f.svc.bg.Done()
 		cls := classify.New(reading).Stream()
 		cls.SetVersion(version)
 		next := firedRecord{by: reading}
-		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
+		ctx, cancel := context.WithTimeout(f.svc.ctx, 5*time.Minute)
 		defer cancel()
-		err := l.scanStored(ctx, f, upto, func(msg uint64, sh storedHead, lines []relay.Line) {
+		err := f.scanStored(ctx, upto, func(msg uint64, sh storedHead, lines []relay.Line) {
 			for i, in := range lines {
 				if seq := sh.first + uint64(i); seq <= upto && !sh.demo {
 					line := cls.ClassifyString(in.Raw)
@@ -185,15 +198,15 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 				}
 			}
 		})
-		f.mu.Lock()
-		defer f.mu.Unlock()
+		f.fired.mu.Lock()
+		defer f.fired.mu.Unlock()
 		if r.refireGen != gen {
 			return
 		}
 		if err != nil {
 			r.refire = nil // tried again with the next line
-			if l.ctx.Err() == nil {
-				l.log.Warn("live: classifying the record of what fired anew", "feed", f.name, "err", err)
+			if f.svc.ctx.Err() == nil {
+				f.svc.log.Warn("feeds: classifying the record of what fired anew", "feed", f.name, "err", err)
 			}
 			return
 		}
@@ -208,44 +221,31 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 
 // scanStored gives fn each stored message of the feed in order, decoded,
 // up to the one holding the feed's line upto.
-func (l *Service) scanStored(ctx context.Context, f *feed, upto uint64, fn func(msg uint64, sh storedHead, lines []relay.Line)) error {
+func (f *feed) scanStored(ctx context.Context, upto uint64, fn func(msg uint64, sh storedHead, lines []relay.Line)) error {
 	if upto == 0 {
 		return nil
 	}
-	cons, err := l.b.Lane(f.name).OrderedConsumer(ctx, feedStreamName(f.name), jetstream.OrderedConsumerConfig{})
-	if err != nil {
-		return err
-	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer msgs.Stop()
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
-	var lines []relay.Line
-	var unz []byte
-	for {
-		m, err := msgs.Next()
+	it := f.svc.feedStream(f.name).reader(ctx, 0)
+	defer it.close()
+	for it.next() {
+		m := it.msg()
+		sh, err := m.head()
 		if err != nil {
 			return err
 		}
-		md, err := m.Metadata()
+		lines, err := m.lines()
 		if err != nil {
 			return err
 		}
-		sh, err := readHead(m.Headers())
-		if err != nil {
-			return err
-		}
-		if lines, err = decodeStored(m.Headers(), m.Data(), lines[:0], &unz); err != nil {
-			return err
-		}
-		fn(md.Sequence.Stream, sh, lines)
-		if sh.first+uint64(len(lines)) > upto || md.NumPending == 0 {
+		fn(m.seq, sh, lines)
+		if sh.first+uint64(len(lines)) > upto || m.pending == 0 {
 			return nil
 		}
 	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
 
 // add records a classified line: the feed's line seq, stored in stream
@@ -322,11 +322,13 @@ type FiredRecord struct {
 	Cases          map[string]FiredCase `json:"cases"`
 }
 
-// fired is the feed's record as served. f.mu is held.
+// firedLocked is the feed's record as served. f.mu is held.
 func (f *feed) firedLocked() FiredRecord {
+	f.fired.mu.Lock()
+	defer f.fired.mu.Unlock()
 	out := FiredRecord{ReadAt: f.tag, Cases: make(map[string]FiredCase, len(f.fired.cases))}
-	if f.version != "" {
-		v, from := f.version, f.versionFrom
+	if f.kubelet.version != "" {
+		v, from := f.kubelet.version, f.kubelet.from
 		out.KubeletVersion = &v
 		if from != "" {
 			out.VersionFrom = &from
@@ -344,38 +346,40 @@ func (f *feed) firedLocked() FiredRecord {
 }
 
 // enterBG registers a goroutine the record starts while f.mu is held:
-// l.enter would take l.mu, which is taken before a feed's mu elsewhere.
+// s.enter would take s.mu, which is taken before a feed's mu elsewhere.
 // bgMu is a leaf lock. False once the service closes.
-func (l *Service) enterBG() bool {
-	l.bgMu.Lock()
-	defer l.bgMu.Unlock()
-	if l.bgClosed {
+func (s *Service) enterBG() bool {
+	s.bgMu.Lock()
+	defer s.bgMu.Unlock()
+	if s.bgClosed {
 		return false
 	}
-	l.bg.Add(1)
+	s.bg.Add(1)
 	return true
 }
 
-// closeBG waits for the record's goroutines (l.ctx is done: they end).
-func (l *Service) closeBG() {
-	l.bgMu.Lock()
-	l.bgClosed = true
-	l.bgMu.Unlock()
-	l.bg.Wait()
+// closeBG waits for the record's goroutines (s.ctx is done: they end).
+func (s *Service) closeBG() {
+	s.bgMu.Lock()
+	s.bgClosed = true
+	s.bgMu.Unlock()
+	s.bg.Wait()
 }
 
 // prunePerhapsLocked starts a prune of the feed's record when enough
 // lines were recorded since the last. f.mu is held.
-func (l *Service) prunePerhapsLocked(f *feed) {
+func (f *feed) prunePerhapsLocked() {
+	f.fired.mu.Lock()
+	defer f.fired.mu.Unlock()
 	if f.fired.sincePr >= pruneEvery && !f.fired.pruning {
 		f.fired.pruning, f.fired.sincePr = true, 0
-		if l.enterBG() {
+		if f.svc.enterBG() {
 			go func() {
-				defer l.bg.Done()
-				ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+				defer f.svc.bg.Done()
+				ctx, cancel := context.WithTimeout(f.svc.ctx, publishTimeout)
 				defer cancel()
-				if err := l.pruneFired(ctx, f); err != nil && l.ctx.Err() == nil {
-					l.log.Warn("live: pruning the record of what fired", "feed", f.name, "err", err)
+				if err := f.pruneFired(ctx); err != nil && f.svc.ctx.Err() == nil {
+					f.svc.log.Warn("feeds: pruning the record of what fired", "feed", f.name, "err", err)
 				}
 			}()
 		} else {
@@ -386,7 +390,7 @@ func (l *Service) prunePerhapsLocked(f *feed) {
 
 // firstStored is the feed's sequence number of its first stored line (0:
 // nothing stored).
-func (l *Service) firstStored(ctx context.Context, f *feed) (uint64, error) {
+func (f *feed) firstStored(ctx context.Context) (uint64, error) {
 	info, err := f.stream.Info(ctx)
 	if err != nil {
 		return 0, err
@@ -407,22 +411,22 @@ func (l *Service) firstStored(ctx context.Context, f *feed) (uint64, error) {
 
 // pruneFired drops from the record the lines the stream no longer holds
 // (its limits evicted them), and reads back each case's new first line.
-func (l *Service) pruneFired(ctx context.Context, f *feed) error {
+func (f *feed) pruneFired(ctx context.Context) error {
 	defer func() {
-		f.mu.Lock()
+		f.fired.mu.Lock()
 		f.fired.pruning = false
-		f.mu.Unlock()
+		f.fired.mu.Unlock()
 	}()
-	first, err := l.firstStored(ctx, f)
+	first, err := f.firstStored(ctx)
 	if err != nil || first == 0 {
 		return err
 	}
-	f.mu.Lock()
+	f.fired.mu.Lock()
 	refirst := f.fired.dropBefore(first)
-	f.mu.Unlock()
+	f.fired.mu.Unlock()
 	for key, at := range refirst {
 		var e firedLine
-		err := l.readLines(ctx, f, []firedAt{at}, func(seq uint64, in relay.Line) error {
+		err := f.readLines(ctx, []firedAt{at}, func(seq uint64, in relay.Line) error {
 			line := classify.New(nil).ClassifyString(in.Raw)
 			e = firedLine{seq: seq, time: line.Time, raw: in.Raw, cursor: line.Cursor}
 			if len(e.raw) > displayLimit {
@@ -433,18 +437,18 @@ func (l *Service) pruneFired(ctx context.Context, f *feed) error {
 		if err != nil {
 			return err
 		}
-		f.mu.Lock()
+		f.fired.mu.Lock()
 		if c := f.fired.cases[key]; c != nil && len(c.at) > 0 && c.at[0] == at {
 			c.first = e
 		}
-		f.mu.Unlock()
+		f.fired.mu.Unlock()
 	}
 	return nil
 }
 
 // readLines reads the lines at the places given (in order) back from the
 // feed's stream, one stream message at a time, and gives each to fn.
-func (l *Service) readLines(ctx context.Context, f *feed, at []firedAt, fn func(seq uint64, in relay.Line) error) error {
+func (f *feed) readLines(ctx context.Context, at []firedAt, fn func(seq uint64, in relay.Line) error) error {
 	var (
 		lines []relay.Line
 		unz   []byte
@@ -487,16 +491,16 @@ func (l *Service) readLines(ctx context.Context, f *feed, at []firedAt, fn func(
 
 // HandleFired answers GET /feeds/{feed}/fired: the feed's record of what
 // fired.
-func (l *Service) HandleFired() http.Handler {
+func (s *Service) HandleFired() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := l.storedFeedOr404(w, r)
+		f := s.storedFeedOr404(w, r)
 		if f == nil {
 			return
 		}
 		f.mu.Lock()
-		f.refreshClassifier(l.reading)
-		l.reguessPerhapsLocked(f)
-		l.refirePerhapsLocked(f)
+		f.refreshClassifier(s.reading)
+		f.reguessPerhapsLocked()
+		f.refirePerhapsLocked()
 		rec := f.firedLocked()
 		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -507,8 +511,8 @@ func (l *Service) HandleFired() http.Handler {
 
 // storedFeedOr404 is the request's feed if the server has it; otherwise
 // it answers 404 (or 503) and returns nil.
-func (l *Service) storedFeedOr404(w http.ResponseWriter, r *http.Request) *feed {
-	f, err := l.existingFeed(chi.URLParam(r, "feed"))
+func (s *Service) storedFeedOr404(w http.ResponseWriter, r *http.Request) *feed {
+	f, err := s.existingFeed(chi.URLParam(r, "feed"))
 	switch {
 	case err != nil:
 		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
@@ -551,15 +555,15 @@ func classifyForDisplay(cls *classify.Stream, raw string) (classify.Line, bool) 
 
 // FeedFired is how many lines of each case a journal (never the demo)
 // fired in the named feed, from its record (fired.go), nil when none did.
-func (l *Service) FeedFired(name string) map[string]int {
-	l.mu.Lock()
-	f := l.feeds[name]
-	l.mu.Unlock()
+func (s *Service) FeedFired(name string) map[string]int {
+	s.mu.Lock()
+	f := s.feeds[name]
+	s.mu.Unlock()
 	if f == nil || !f.isStarted() || f.startErr != nil {
 		return nil
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.fired.mu.Lock()
+	defer f.fired.mu.Unlock()
 	if len(f.fired.cases) == 0 {
 		return nil
 	}

@@ -50,7 +50,7 @@ func BenchmarkDeliver(b *testing.B) {
 	seq := uint64(1)
 	for range b.N {
 		f.mu.Lock()
-		l.deliverLocked(f, seq, seq, lines, false)
+		f.deliverLocked(seq, seq, lines, false)
 		f.mu.Unlock()
 		seq += uint64(len(lines))
 	}

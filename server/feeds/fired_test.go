@@ -120,7 +120,7 @@ func TestFiredRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l1.ingest(f, []relay.Line{{Raw: klogAdd(9, "default/demo")}}, true); err != nil {
+	if _, err := f.ingest([]relay.Line{{Raw: klogAdd(9, "default/demo")}}, true); err != nil {
 		t.Fatal(err)
 	}
 

@@ -22,16 +22,16 @@ import (
 
 // enterIngest is the feed a relay's request r may write to: it has the
 // feed's token, the feed exists, and the service takes work (the caller
-// then defers l.wg.Done()); nil when not, and r has been answered why.
-func (l *Service) enterIngest(w http.ResponseWriter, r *http.Request) *feed {
-	if !l.authorizeIngest(w, r) {
+// then defers s.wg.Done()); nil when not, and r has been answered why.
+func (s *Service) enterIngest(w http.ResponseWriter, r *http.Request) *feed {
+	if !s.authorizeIngest(w, r) {
 		return nil
 	}
-	f := l.feedOr404(w, r)
+	f := s.feedOr404(w, r)
 	if f == nil {
 		return nil
 	}
-	if !l.enter() {
+	if !s.enter() {
 		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
 		return nil
 	}
@@ -39,40 +39,40 @@ func (l *Service) enterIngest(w http.ResponseWriter, r *http.Request) *feed {
 }
 
 // HandleIngest is GET /feeds/{feed}/ingest: a relay's websocket.
-func (l *Service) HandleIngest() http.Handler {
+func (s *Service) HandleIngest() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := l.enterIngest(w, r)
+		f := s.enterIngest(w, r)
 		if f == nil {
 			return
 		}
-		defer l.wg.Done()
+		defer s.wg.Done()
 		conn, err := websocket.Accept(w, r, nil)
 		if err != nil {
-			l.log.Info("live: relay websocket refused", "feed", f.name, "err", err)
+			s.log.Info("feeds: relay websocket refused", "feed", f.name, "err", err)
 			return
 		}
 		defer conn.CloseNow()
 		conn.SetReadLimit(-1) // enforced by readRelay, to close with a reason a person can act on
-		stop := context.AfterFunc(l.ctx, func() { conn.Close(websocket.StatusGoingAway, "server shutting down") })
+		stop := context.AfterFunc(s.ctx, func() { conn.Close(websocket.StatusGoingAway, "server shutting down") })
 		defer stop()
 
-		l.attach(f)
+		f.attach()
 		finished := false
-		defer func() { l.detach(f, finished) }()
-		l.log.Info("live: relay attached", "feed", f.name, "remote", r.RemoteAddr)
-		finished = l.ingestConn(r, f, conn)
+		defer func() { f.detach(finished) }()
+		s.log.Info("feeds: relay attached", "feed", f.name, "remote", r.RemoteAddr)
+		finished = s.ingestConn(r, f, conn)
 	})
 }
 
 // authorizeIngest answers a request without the token the feed takes
 // (403 when ingest is off, 401 otherwise) and reports whether it has it.
-func (l *Service) authorizeIngest(w http.ResponseWriter, r *http.Request) bool {
-	_, ownToken := l.feedToken(chi.URLParam(r, "feed"))
-	if l.cfg.IngestToken == "" && !ownToken {
+func (s *Service) authorizeIngest(w http.ResponseWriter, r *http.Request) bool {
+	_, ownToken := s.feedToken(chi.URLParam(r, "feed"))
+	if s.cfg.IngestToken == "" && !ownToken {
 		http.Error(w, "ingest is disabled on this server: start it with syncloop serve --token T", http.StatusForbidden)
 		return false
 	}
-	if !l.checkToken(r) {
+	if !s.checkToken(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="syncloop ingest"`)
 		msg := "missing or wrong token: send Authorization: Bearer <the token given to syncloop serve --token>"
 		if ownToken {
@@ -100,7 +100,7 @@ type ingestMsg struct {
 // per batch. It reports whether the relay ended cleanly: its journal
 // ended, every line acknowledged, and it closed with a normal closure
 // (relay.Client does so after a --file's last line).
-func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) bool {
+func (s *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) bool {
 	ctx := r.Context()
 	out := clients.NewWriter(ctx, conn, clients.WriterConfig{Queue: ackQueue, Block: true, Timeout: writeTimeout})
 	defer out.Stop()
@@ -110,17 +110,17 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) boo
 	// Browsers get each message's lines as it arrives (deliver.go), while
 	// what came before is being stored.
 	show := func(lines []relay.Line) {
-		if l.checkToken(r) {
+		if s.checkToken(r) {
 			f.mu.Lock()
-			l.showArrivingLocked(f, lines)
+			f.showArrivingLocked(lines)
 			f.mu.Unlock()
 		}
 	}
 	go func() { // owned: ends when conn closes or the handler returns
 		defer close(readerDone)
-		l.readRelay(conn, msgs, done, show)
+		s.readRelay(conn, msgs, done, show)
 	}()
-	defer func() { close(done); conn.CloseNow(); <-readerDone; l.takeBackUnstored(f) }()
+	defer func() { close(done); conn.CloseNow(); <-readerDone; f.takeBackUnstored() }()
 	// Acks go out in order from their own goroutine, each once what it
 	// acknowledges is on disk (broker.Synced): the next group is read
 	// and stored meanwhile.
@@ -129,7 +129,7 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) boo
 	go func() { // owned: ends when acks is closed, or the connection fails
 		defer close(ackerDone)
 		// The acks sent are written before the handler goes on.
-		if l.sendAcks(ctx, acks, out) != nil || out.Flush() != nil {
+		if s.sendAcks(ctx, acks, out) != nil || out.Flush() != nil {
 			conn.CloseNow() // the reader notices, and the handler ends
 		}
 	}()
@@ -149,20 +149,20 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) boo
 		}
 		lines, pending = groupLines(m, msgs, lines[:0], linger)
 		if len(lines) > 0 {
-			if !l.checkToken(r) { // a room's token was rotated since, or the room expired
+			if !s.checkToken(r) { // a room's token was rotated since, or the room expired
 				conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
 				return false
 			}
-			last, err := l.ingest(f, lines, false)
+			last, err := f.ingest(lines, false)
 			clear(lines)
 			if err != nil {
-				l.log.Error("live: ingest", "feed", f.name, "err", err)
+				s.log.Error("feeds: ingest", "feed", f.name, "err", err)
 				conn.Close(websocket.StatusInternalError, "the server cannot store lines; retry later")
 				return false
 			}
 			if last != "" {
 				select {
-				case acks <- pendingAck{last, l.synced()}:
+				case acks <- pendingAck{last, s.synced()}:
 				case <-ackerDone:
 					return false
 				}
@@ -186,14 +186,14 @@ func (l *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) boo
 // taken, or done is closed. Message buffers come from a pool shared by
 // the relays (a relay's batch is up to ~512 KiB, held only while
 // decoded).
-func (l *Service) readRelay(conn *websocket.Conn, msgs chan<- ingestMsg, done <-chan struct{}, show func([]relay.Line)) {
+func (s *Service) readRelay(conn *websocket.Conn, msgs chan<- ingestMsg, done <-chan struct{}, show func([]relay.Line)) {
 	for {
 		// No context per read (see clients.Writer): the request's end
 		// closes the connection, which ends the read.
 		var m ingestMsg
 		_, rd, err := conn.Reader(context.Background())
 		if err == nil {
-			buf := l.ingestBufs.Get().(*bytes.Buffer)
+			buf := s.ingestBufs.Get().(*bytes.Buffer)
 			buf.Reset()
 			_, err = buf.ReadFrom(io.LimitReader(rd, ingestLimit+1))
 			m.tooBig = buf.Len() > ingestLimit
@@ -205,7 +205,7 @@ func (l *Service) readRelay(conn *websocket.Conn, msgs chan<- ingestMsg, done <-
 					show(m.lines)
 				}
 			}
-			l.ingestBufs.Put(buf)
+			s.ingestBufs.Put(buf)
 		}
 		m.err = err
 		select {
@@ -274,7 +274,7 @@ type pendingAck struct {
 // sendAcks writes each ack once its lines are on disk, in order, until
 // acks is closed; acks whose lines reached the disk together go as one
 // (the last), and one that is ready never waits for a later one.
-func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *clients.Writer) error {
+func (s *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *clients.Writer) error {
 	var next *pendingAck // taken from acks, not on disk yet
 	for {
 		a, ok := pendingAck{}, true
@@ -287,8 +287,8 @@ func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *cli
 		case <-a.synced:
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-l.ctx.Done():
-			return l.ctx.Err()
+		case <-s.ctx.Done():
+			return s.ctx.Err()
 		}
 	later:
 		for {
@@ -316,18 +316,18 @@ func (l *Service) sendAcks(ctx context.Context, acks <-chan pendingAck, out *cli
 }
 
 // takeBackUnstored takes back the feed's lines shown but not stored, once
-// ingest ends without publishing them (deliver.go). With f.pubMu held,
+// ingest ends without publishing them (deliver.go). With f.pub.mu held,
 // none is being published.
-func (l *Service) takeBackUnstored(f *feed) {
-	f.pubMu.Lock()
-	defer f.pubMu.Unlock()
+func (f *feed) takeBackUnstored() {
+	f.pub.mu.Lock()
+	defer f.pub.mu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	l.takeBackLocked(f)
+	f.takeBackLocked()
 }
 
 // attach records a relay on f; the demo stops for good on the first one.
-func (l *Service) attach(f *feed) {
+func (f *feed) attach() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.relayAttached()
@@ -335,10 +335,8 @@ func (l *Service) attach(f *feed) {
 
 // detach records a relay gone from f: finished, its journal ended
 // (ingestConn), or disconnected.
-func (l *Service) detach(f *feed, finished bool) {
-	f.pubMu.Lock()
-	stored := f.tail.next - 1 // the lines the feed holds
-	f.pubMu.Unlock()
+func (f *feed) detach(finished bool) {
+	stored := f.pub.storedLines() // the lines the feed holds
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.relayDetached(finished, stored)
@@ -347,14 +345,14 @@ func (l *Service) detach(f *feed, finished bool) {
 // ingest stores lines in the feed's stream, skipping those stored
 // already, and returns the id to acknowledge (the batch's last) once
 // JetStream has them. Browsers get them through the feed's consumer.
-func (l *Service) ingest(f *feed, lines []relay.Line, isDemo bool) (string, error) {
+func (f *feed) ingest(lines []relay.Line, isDemo bool) (string, error) {
 	var last string
 	for _, in := range lines {
 		if in.ID != "" {
 			last = in.ID
 		}
 	}
-	if err := l.store(f, lines, isDemo); err != nil {
+	if err := f.store(lines, isDemo); err != nil {
 		return "", err
 	}
 	return last, nil
@@ -363,14 +361,14 @@ func (l *Service) ingest(f *feed, lines []relay.Line, isDemo bool) (string, erro
 // FeedRelayed reports whether a relay feeds the named feed: one is
 // attached to this replica, or a journal's line arrived (through any
 // replica) within the last two minutes.
-func (l *Service) FeedRelayed(name string) bool {
-	l.mu.Lock()
-	f := l.feeds[name]
-	l.mu.Unlock()
+func (s *Service) FeedRelayed(name string) bool {
+	s.mu.Lock()
+	f := s.feeds[name]
+	s.mu.Unlock()
 	if f == nil || !f.isStarted() || f.startErr != nil {
 		return false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.relays > 0 || (!f.lastReal.IsZero() && time.Since(f.lastReal) < 2*time.Minute)
+	return f.src.relays > 0 || (!f.counts.lastReal.IsZero() && time.Since(f.counts.lastReal) < 2*time.Minute)
 }

@@ -60,24 +60,24 @@ var (
 
 // HandleJournal is PUT and POST /feeds/{feed}/journal: a streamed
 // journal, with the token the feed's relay takes.
-func (l *Service) HandleJournal() http.Handler {
+func (s *Service) HandleJournal() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := l.enterIngest(w, r)
+		f := s.enterIngest(w, r)
 		if f == nil {
 			return
 		}
-		defer l.wg.Done()
+		defer s.wg.Done()
 		body := &streamBody{r: r.Body, rc: http.NewResponseController(w)}
-		stop := context.AfterFunc(l.ctx, body.stop)
+		stop := context.AfterFunc(s.ctx, body.stop)
 		defer stop()
 
-		l.attach(f)
+		f.attach()
 		finished := false
-		defer func() { l.detach(f, finished) }()
-		l.log.Info("live: journal attached", "feed", f.name, "remote", r.RemoteAddr)
-		sum, status := l.ingestJournal(r, f, body)
+		defer func() { f.detach(finished) }()
+		s.log.Info("feeds: journal attached", "feed", f.name, "remote", r.RemoteAddr)
+		sum, status := s.ingestJournal(r, f, body)
 		finished = status == http.StatusOK
-		l.log.Info("live: journal ended", "feed", f.name, "received", sum.Received, "stored", sum.Stored, "err", sum.Error)
+		s.log.Info("feeds: journal ended", "feed", f.name, "received", sum.Received, "stored", sum.Stored, "err", sum.Error)
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(status)
 		b, _ := json.Marshal(sum)
@@ -87,7 +87,7 @@ func (l *Service) HandleJournal() http.Handler {
 
 // ingestJournal stores the lines of body in f until it ends, and
 // answers the summary and the status to respond with.
-func (l *Service) ingestJournal(r *http.Request, f *feed, body *streamBody) (JournalSummary, int) {
+func (s *Service) ingestJournal(r *http.Request, f *feed, body *streamBody) (JournalSummary, int) {
 	var sum JournalSummary
 	lines := make(chan relay.Line, journalQueue)
 	done := make(chan struct{})
@@ -120,21 +120,21 @@ func (l *Service) ingestJournal(r *http.Request, f *feed, body *streamBody) (Jou
 				sum.Cut++ // at the cap: the relay's sources cut it there
 			}
 		}
-		if !l.checkToken(r) { // a room's token was rotated since, or the room expired
+		if !s.checkToken(r) { // a room's token was rotated since, or the room expired
 			finish()
 			sum.Error = "this token no longer opens the feed (rotated?): copy the new command from the room's page"
 			return sum.counted(), http.StatusUnauthorized
 		}
 		sum.Received += len(group)
 		f.mu.Lock()
-		l.showArrivingLocked(f, group)
+		f.showArrivingLocked(group)
 		f.mu.Unlock()
-		n, err := l.storeCounted(f, group, false)
+		n, err := f.storeCounted(group, false)
 		sum.Stored += n
 		if err != nil {
 			sum.Received -= len(group) - n // not stored: neither duplicates
 			finish()
-			l.log.Error("live: journal", "feed", f.name, "err", err)
+			s.log.Error("feeds: journal", "feed", f.name, "err", err)
 			sum.Error = "the server cannot store lines: run the same command again later; what was stored is kept"
 			return sum.counted(), http.StatusServiceUnavailable
 		}
@@ -143,7 +143,7 @@ func (l *Service) ingestJournal(r *http.Request, f *feed, body *streamBody) (Jou
 				sum.LastCursor = g.ID
 			}
 		}
-		synced = l.synced()
+		synced = s.synced()
 		clear(group)
 	}
 	var status int
@@ -151,7 +151,7 @@ func (l *Service) ingestJournal(r *http.Request, f *feed, body *streamBody) (Jou
 	if synced != nil && !isClosed(synced) {
 		select {
 		case <-synced:
-		case <-l.ctx.Done():
+		case <-s.ctx.Done():
 			sum.Error, status = "the server stopped before the last lines were on disk: run the same command again", http.StatusServiceUnavailable
 		case <-r.Context().Done():
 		}
@@ -249,12 +249,12 @@ func (b *streamBody) isStopped() bool {
 // stored, as text, for `journalctl --after-cursor`; 204 when the feed has
 // stored none. It takes the feed's ingest token: a cursor says where a
 // journal is.
-func (l *Service) HandleCursor() http.Handler {
+func (s *Service) HandleCursor() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !l.authorizeIngest(w, r) {
+		if !s.authorizeIngest(w, r) {
 			return
 		}
-		f, err := l.existingFeed(chi.URLParam(r, "feed"))
+		f, err := s.existingFeed(chi.URLParam(r, "feed"))
 		switch {
 		case err != nil:
 			http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
@@ -274,7 +274,7 @@ func (l *Service) HandleCursor() http.Handler {
 			return
 		}
 		f.mu.Lock()
-		cursor := f.lastCursor
+		cursor := f.counts.lastCursor
 		f.mu.Unlock()
 		w.Header().Set("Cache-Control", "no-store")
 		if cursor == "" {

@@ -54,8 +54,8 @@ type StoredLine struct {
 // Line looks up the named feed's line seq in its stream. It returns
 // ErrNoLine, ErrDemoLine or ErrNoCase (wrapped) for a line that does not
 // count, another error when the stream cannot be read now.
-func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine, error) {
-	f, err := l.existingFeed(name)
+func (s *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine, error) {
+	f, err := s.existingFeed(name)
 	switch {
 	case err != nil:
 		return StoredLine{}, err
@@ -69,22 +69,24 @@ func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine
 	case <-time.After(followWithin):
 		return StoredLine{}, fmt.Errorf("feed %s: its stored lines are still being read; retry later", name)
 	}
-	f.mu.Lock()
+	f.fired.mu.Lock()
 	key, at, found := "", firedAt{}, false
 	for k, c := range f.fired.cases {
-		if i, ok := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) }); ok {
+		if i, ok := slices.BinarySearchFunc(c.at, seq, func(a firedAt, want uint64) int { return cmp.Compare(a.seq, want) }); ok {
 			key, at, found = k, c.at[i], true
 			break
 		}
 	}
-	reading, version, from := l.reading(f.tag), f.version, f.versionFrom
+	f.fired.mu.Unlock()
+	f.mu.Lock()
+	reading, version, from := s.reading(f.tag), f.kubelet.version, f.kubelet.from
 	f.mu.Unlock()
 	if !found {
-		return StoredLine{}, l.whyNotFired(ctx, f, seq)
+		return StoredLine{}, f.whyNotFired(ctx, seq)
 	}
 	var raw string
 	got := false
-	if err := l.readLines(ctx, f, []firedAt{at}, func(_ uint64, in relay.Line) error {
+	if err := f.readLines(ctx, []firedAt{at}, func(_ uint64, in relay.Line) error {
 		raw, got = in.Raw, true
 		return nil
 	}); err != nil {
@@ -104,7 +106,7 @@ func (l *Service) Line(ctx context.Context, name string, seq uint64) (StoredLine
 // fired: not stored, the demo's, or it matched no case. It finds the
 // stream message holding the line by bisection: stream sequence and feed
 // sequence grow together.
-func (l *Service) whyNotFired(ctx context.Context, f *feed, seq uint64) error {
+func (f *feed) whyNotFired(ctx context.Context, seq uint64) error {
 	var info *jetstream.StreamInfo
 	err := broker.Retry(ctx, followWithin, func(ctx context.Context) error {
 		var err error

@@ -32,7 +32,7 @@ func TestLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.ingest(f, []relay.Line{{Raw: klogAdd(9, "default/demo")}}, true); err != nil {
+	if _, err := f.ingest([]relay.Line{{Raw: klogAdd(9, "default/demo")}}, true); err != nil {
 		t.Fatal(err)
 	}
 	wstest.Send(t, ctx, in, relay.Line{ID: "after", Raw: klogAdd(10, "default/after")})

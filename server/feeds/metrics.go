@@ -30,11 +30,11 @@ var (
 
 // collector reads the feeds' counters when scraped: they are the feeds'
 // own (a feed's under its lock), not copies kept up to date.
-type collector struct{ l *Service }
+type collector struct{ s *Service }
 
 // Collector is the feeds' series, for a registry of the caller's
 // (Config.Metrics registers it on one).
-func (l *Service) Collector() prometheus.Collector { return collector{l} }
+func (s *Service) Collector() prometheus.Collector { return collector{s} }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{ingestedDesc, byCaseDesc, droppedDesc, clientsDesc, feedsDesc} {
@@ -43,16 +43,16 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	l := c.l
-	l.mu.Lock()
-	feeds := slices.SortedFunc(maps.Values(l.feeds), func(a, b *feed) int { return strings.Compare(a.name, b.name) })
-	l.mu.Unlock()
+	s := c.s
+	s.mu.Lock()
+	feeds := slices.SortedFunc(maps.Values(s.feeds), func(a, b *feed) int { return strings.Compare(a.name, b.name) })
+	s.mu.Unlock()
 	for _, f := range feeds {
-		if _, own := l.feedToken(f.name); own {
+		if _, own := s.feedToken(f.name); own {
 			continue
 		}
 		f.mu.Lock()
-		ingested, byCase := f.ingested, maps.Clone(f.byCase)
+		ingested, byCase := f.counts.ingested, maps.Clone(f.counts.byCase)
 		f.mu.Unlock()
 		st := f.hub.Stats()
 		ch <- prometheus.MustNewConstMetric(ingestedDesc, prometheus.CounterValue, float64(ingested), f.name)

@@ -27,14 +27,14 @@ import (
 
 // migrateLegacy moves the feeds of legacyStream, if there is one, into
 // streams of their own, and deletes it.
-func (l *Service) migrateLegacy(ctx context.Context) error {
+func (s *Service) migrateLegacy(ctx context.Context) error {
 	var old jetstream.Stream
 	err := broker.Retry(ctx, time.Minute, func(ctx context.Context) error {
-		s, err := l.b.JS.Stream(ctx, legacyStream)
+		st, err := s.b.JS.Stream(ctx, legacyStream)
 		if errors.Is(err, jetstream.ErrStreamNotFound) {
 			return nil
 		}
-		old = s
+		old = st
 		return err
 	})
 	if err != nil {
@@ -51,88 +51,74 @@ func (l *Service) migrateLegacy(ctx context.Context) error {
 	for subject, n := range info.State.Subjects {
 		name := strings.ReplaceAll(strings.TrimPrefix(subject, legacySubjectPrefix), "%2E", ".")
 		if !feedNameRE.MatchString(name) {
-			l.log.Warn("feeds: an older version's subject that names no feed is left behind", "subject", subject)
+			s.log.Warn("feeds: an older version's subject that names no feed is left behind", "subject", subject)
 			continue
 		}
-		if err := l.migrateFeed(ctx, old, name); err != nil {
+		if err := s.migrateFeed(ctx, old, name); err != nil {
 			if errors.Is(err, jetstream.ErrStreamNotFound) {
 				return nil // another replica finished the move and deleted it
 			}
 			return fmt.Errorf("feeds: moving feed %s out of the older version's stream %s (kept; start again to resume): %w", name, legacyStream, err)
 		}
 		moved++
-		l.log.Info("feeds: feed moved into its own stream", "feed", name, "messages", n)
+		s.log.Info("feeds: feed moved into its own stream", "feed", name, "messages", n)
 	}
-	if err := l.b.JS.DeleteStream(ctx, legacyStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+	if err := s.b.JS.DeleteStream(ctx, legacyStream); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("feeds: deleting the older version's stream %s: %w", legacyStream, err)
 	}
-	l.log.Info("feeds: an older version's feeds have streams of their own now", "feeds", moved, "from", legacyStream)
+	s.log.Info("feeds: an older version's feeds have streams of their own now", "feeds", moved, "from", legacyStream)
 	return nil
 }
 
 // migrateFeed copies one feed's messages from old into the feed's stream.
-func (l *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name string) error {
-	f := &feed{name: name, subject: feedSubject(name)}
-	s, err := l.b.JS.CreateOrUpdateStream(ctx, l.streamConfig(name))
+func (s *Service) migrateFeed(ctx context.Context, old jetstream.Stream, name string) error {
+	p := &publisher{name: name, subject: feedSubject(name)}
+	stream, err := s.b.JS.CreateOrUpdateStream(ctx, s.streamConfig(name))
 	if err != nil {
 		return err
 	}
-	f.stream = s
-	from := legacySubjectPrefix + strings.TrimPrefix(f.subject, feedSubjectPrefix)
+	from := legacySubjectPrefix + strings.TrimPrefix(p.subject, feedSubjectPrefix)
 	last, err := old.GetLastMsgForSubject(ctx, from)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil // expired since the stream's info was read
 	} else if err != nil {
 		return err
 	}
-	cons, err := old.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{from}})
-	if err != nil {
+	if err := p.loadTail(ctx, stream); err != nil {
 		return err
 	}
-	msgs, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	defer msgs.Stop()
-	stop := context.AfterFunc(ctx, msgs.Stop)
-	defer stop()
-	if err := l.loadTail(ctx, f); err != nil {
-		return err
-	}
-	var unz []byte
-	for {
-		m, err := msgs.Next()
-		if err != nil {
-			return err
-		}
-		md, err := m.Metadata()
-		if err != nil {
-			return err
-		}
-		if sh, err := readHead(m.Headers()); err == nil && sh.first >= f.tail.next {
+	it := streamRead{js: s.b.JS, stream: legacyStream, filter: from}.reader(ctx, 0)
+	defer it.close()
+	for it.next() {
+		m := it.msg()
+		if sh, err := m.head(); err == nil && sh.first >= p.tail.next {
 			lines := sh.lines
 			if lines < 0 {
-				decoded, err := decodeStored(m.Headers(), m.Data(), nil, &unz)
+				decoded, err := m.lines()
 				if err != nil {
-					return fmt.Errorf("message %d: %w", md.Sequence.Stream, err)
+					return fmt.Errorf("message %d: %w", m.seq, err)
 				}
 				lines = len(decoded)
 			}
-			msg := &nats.Msg{Subject: f.subject, Header: m.Headers(), Data: m.Data()}
-			ack, err := l.b.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq))
+			msg := &nats.Msg{Subject: p.subject, Header: m.header, Data: m.data}
+			ack, err := s.b.JS.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(p.tail.streamSeq))
 			switch {
 			case broker.LostRace(err): // another replica is copying it too: go on after what it copied
-				if err := l.loadTail(ctx, f); err != nil {
+				if err := p.loadTail(ctx, stream); err != nil {
 					return err
 				}
 			case err != nil:
 				return err
 			default:
-				f.tail.streamSeq, f.tail.next = ack.Sequence, sh.first+uint64(lines)
+				p.tail.streamSeq, p.tail.next = ack.Sequence, sh.first+uint64(lines)
 			}
 		}
-		if md.Sequence.Stream >= last.Sequence {
+		if m.seq >= last.Sequence {
 			return nil
 		}
 	}
+	if err := it.Err(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }

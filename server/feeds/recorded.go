@@ -20,17 +20,17 @@ import (
 // of them (after when none; a line the stream no longer holds is passed
 // over) and whether more follow. A feed this replica does not hold has
 // none.
-func (l *Service) RecordedLines(ctx context.Context, name, key string, after, before uint64, limit int, fn func(seq uint64, line *classify.Line)) (last uint64, more bool, err error) {
-	l.mu.Lock()
-	f := l.feeds[name]
-	l.mu.Unlock()
+func (s *Service) RecordedLines(ctx context.Context, name, key string, after, before uint64, limit int, fn func(seq uint64, line *classify.Line)) (last uint64, more bool, err error) {
+	s.mu.Lock()
+	f := s.feeds[name]
+	s.mu.Unlock()
 	if f == nil || !f.isStarted() || f.startErr != nil {
 		return after, false, nil
 	}
-	f.mu.Lock()
+	f.fired.mu.Lock()
 	var at []firedAt
 	if c := f.fired.cases[key]; c != nil {
-		bySeq := func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) }
+		bySeq := func(a firedAt, want uint64) int { return cmp.Compare(a.seq, want) }
 		i, _ := slices.BinarySearchFunc(c.at, after+1, bySeq)
 		end := len(c.at)
 		if before > 0 {
@@ -40,14 +40,16 @@ func (l *Service) RecordedLines(ctx context.Context, name, key string, after, be
 		at = slices.Clone(c.at[i:min(end, i+limit)])
 		more = i+limit < end
 	}
-	reading, version := l.reading(f.tag), f.version
+	f.fired.mu.Unlock()
+	f.mu.Lock()
+	reading, version := s.reading(f.tag), f.kubelet.version
 	f.mu.Unlock()
 	if len(at) == 0 {
 		return after, false, nil
 	}
 	cls := classify.New(reading).Stream()
 	cls.SetVersion(version)
-	err = l.readLines(ctx, f, at, func(seq uint64, in relay.Line) error {
+	err = f.readLines(ctx, at, func(seq uint64, in relay.Line) error {
 		line := cls.ClassifyString(in.Raw)
 		line.Case = key // as recorded (the record's classifier saw the lines in order)
 		fn(seq, &line)

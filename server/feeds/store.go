@@ -42,16 +42,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/server/broker"
-	"github.com/syncloop/syncloop/server/relay"
 )
 
 const (
@@ -117,8 +113,8 @@ func MaxStoredBytes(feedBytes int64) int64 {
 }
 
 // streamConfig is the named feed's stream.
-func (l *Service) streamConfig(name string) jetstream.StreamConfig {
-	limit := l.cfg.FeedBytes
+func (s *Service) streamConfig(name string) jetstream.StreamConfig {
+	limit := s.cfg.FeedBytes
 	if limit <= 0 {
 		limit = DefaultFeedBytes
 	}
@@ -130,8 +126,8 @@ func (l *Service) streamConfig(name string) jetstream.StreamConfig {
 		Name:        feedStreamName(name),
 		Description: "syncloop feed " + name + ": a message per group of a relay's lines",
 		Subjects:    []string{feedSubject(name)},
-		Storage:     broker.Storage(l.b.Memory),
-		Replicas:    l.b.Replicas,
+		Storage:     broker.Storage(s.b.Memory),
+		Replicas:    s.b.Replicas,
 		MaxMsgs:     feedMsgsKept,
 		MaxBytes:    limit,
 		MaxAge:      age,
@@ -141,312 +137,84 @@ func (l *Service) streamConfig(name string) jetstream.StreamConfig {
 	}
 }
 
-// feedTail is what ingest knows of a feed's last stored message.
-type feedTail struct {
-	loaded    bool
-	streamSeq uint64            // the subject's last message; 0: none
-	next      uint64            // the feed's sequence number of the next line
-	lastID    string            // the last stored line's id
-	high      map[string]uint64 // per id family, the highest number stored
-}
-
-// idOrder splits an id into its family and its number within it: a
-// journald cursor's seqnum_id and seqnum (s=…;i=HEX;…), or a relay's
-// "RUN-N" (any prefix and trailing decimal number). ok is false for an id
-// of neither shape.
-func idOrder(id string) (family string, n uint64, ok bool) {
-	if strings.HasPrefix(id, "s=") {
-		var s, i string
-		for f := range strings.SplitSeq(id, ";") {
-			if v, found := strings.CutPrefix(f, "s="); found {
-				s = v
-			} else if v, found := strings.CutPrefix(f, "i="); found {
-				i = v
-			}
-		}
-		if s != "" && i != "" {
-			if n, err := strconv.ParseUint(i, 16, 64); err == nil {
-				return "s=" + s, n, true
-			}
-		}
-		return "", 0, false
-	}
-	i := len(id)
-	for i > 0 && id[i-1] >= '0' && id[i-1] <= '9' {
-		i--
-	}
-	if i == len(id) || len(id)-i > 18 {
-		return "", 0, false
-	}
-	n, _ = strconv.ParseUint(id[i:], 10, 64)
-	return id[:i], n, true
-}
-
-// loadTail reads the feed's last message from its stream. f.pubMu is held.
-func (l *Service) loadTail(ctx context.Context, f *feed) error {
-	t := feedTail{loaded: true, next: 1, high: make(map[string]uint64)}
-	m, err := f.stream.GetLastMsgForSubject(ctx, f.subject)
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-	case err != nil:
-		return fmt.Errorf("feed %s: reading its last message: %w", f.name, err)
-	default:
-		sh, err := readHead(m.Header)
-		if err != nil {
-			return fmt.Errorf("feed %s: message %d: %w", f.name, m.Sequence, err)
-		}
-		lines, err := decodeStored(m.Header, m.Data, nil, new([]byte))
-		if err != nil {
-			return fmt.Errorf("feed %s: message %d: %w", f.name, m.Sequence, err)
-		}
-		t.streamSeq, t.next = m.Sequence, sh.first+uint64(len(lines))
-		for _, in := range lines {
-			t.note(in.ID)
-		}
-	}
-	f.tail = t
-	return nil
-}
-
-// note records id as stored.
-func (t *feedTail) note(id string) {
-	if id == "" {
-		return
-	}
-	t.lastID = id
-	if fam, n, ok := idOrder(id); ok {
-		if t.high == nil {
-			t.high = make(map[string]uint64)
-		}
-		if len(t.high) >= idFamilies {
-			clear(t.high)
-		}
-		t.high[fam] = max(t.high[fam], n)
-	}
-}
-
-// clone is a copy of t that notes ids on its own.
-func (t *feedTail) clone() feedTail {
-	c := *t
-	c.high = maps.Clone(t.high)
-	return c
-}
-
-// stored reports whether the line with id is known to be stored.
-func (t *feedTail) stored(id string) bool {
-	if id == "" {
-		return false
-	}
-	if id == t.lastID {
-		return true
-	}
-	fam, n, ok := idOrder(id)
-	if !ok {
-		return false
-	}
-	high, has := t.high[fam]
-	return has && n <= high
-}
-
-// store publishes the lines of lines not stored yet, and returns once
-// JetStream has acknowledged them.
-func (l *Service) store(f *feed, lines []relay.Line, demo bool) error {
-	_, err := l.storeCounted(f, lines, demo)
-	return err
-}
-
-// storeCounted is store, and how many of lines it published (the others
-// were stored already).
-func (l *Service) storeCounted(f *feed, lines []relay.Line, demo bool) (int, error) {
-	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
-	defer cancel()
-	f.pubMu.Lock()
-	defer f.pubMu.Unlock()
-	stored := 0
-	for attempt := 0; ; attempt++ {
-		n, err := l.publishToStream(ctx, f, lines, demo)
-		stored += n
-		if err == nil {
-			return stored, nil
-		}
-		f.tail.loaded = false // learn it anew from the stream
-		if !broker.LostRace(err) || attempt >= 8 {
-			return stored, err
-		}
-	}
-}
-
-// publishToStream filters out what is stored and publishes the rest to
-// the feed's JetStream stream, in messages of bounded size, and returns
-// how many lines it published. f.pubMu is held.
-func (l *Service) publishToStream(ctx context.Context, f *feed, lines []relay.Line, demo bool) (stored int, err error) {
-	if !f.tail.loaded {
-		if err := l.loadTail(ctx, f); err != nil {
-			return 0, err
-		}
-	}
-	keep := f.kept[:0]
-	seen := make(map[string]struct{})
-	for _, in := range lines {
-		if f.tail.stored(in.ID) {
-			continue
-		}
-		if in.ID != "" {
-			if _, dup := seen[in.ID]; dup {
-				continue
-			}
-			seen[in.ID] = struct{}{}
-		}
-		keep = append(keep, in)
-	}
-	defer func() { clear(keep); f.kept = keep[:0] }()
-	for len(keep) > 0 {
-		n, size := 0, 0
-		for n < len(keep) && n < maxLinesPerMsg {
-			size += len(keep[n].Raw) + len(keep[n].ID) + 32
-			if size > msgBytes && n > 0 {
-				break
-			}
-			n++
-		}
-		chunk := keep[:n]
-		keep = keep[n:]
-		first := f.tail.next
-		msg, pub, opts := l.chunkMsg(f, first, chunk, demo)
-		// Browsers get the lines while JetStream stores them, if the hub
-		// has every line before them (deliver.go); they are recorded from
-		// the PubAck, or taken back if the store refuses them.
-		f.mu.Lock()
-		shown := l.showTentativeLocked(f, pub, first, chunk, demo)
-		f.mu.Unlock()
-		ack, err := l.b.Lane(f.name).PublishMsg(ctx, msg, opts...)
-		if cap(f.msgBuf) > 2*msgBytes || cap(f.recBuf) > 2*msgBytes {
-			f.msgBuf, f.recBuf = nil, nil
-		}
-		if shown && (err != nil || ack.Duplicate) {
-			f.mu.Lock()
-			if f.tentPub == pub { // not taken back meanwhile
-				l.takeBackLocked(f)
-			}
-			f.mu.Unlock()
-		}
-		if err != nil {
-			return stored, fmt.Errorf("feed %s: publish: %w", f.name, err)
-		}
-		if ack.Duplicate { // stored before, under the same id: the tail is elsewhere
-			f.tail.loaded = false
-			if err := l.loadTail(ctx, f); err != nil {
-				return stored, err
-			}
-			continue
-		}
-		f.tail.streamSeq = ack.Sequence
-		f.tail.next += uint64(len(chunk))
-		stored += len(chunk)
-		f.mu.Lock()
-		// Counted as stored here, where it is stored: the metric is this
-		// replica's, and up to date once the relay has its ack.
-		f.ingested += uint64(len(chunk))
-		// This replica's hub gets the lines now, if it has every line
-		// before them; the consumer delivers them otherwise.
-		if !l.confirmLocked(f, pub, first, ack.Sequence, demo) && f.hub.Next() == first {
-			l.deliverLocked(f, first, ack.Sequence, chunk, demo)
-		}
-		f.mu.Unlock()
-		for _, in := range chunk {
-			f.tail.note(in.ID)
-		}
-	}
-	return stored, nil
-}
-
-// chunkMsg is the stored message of chunk, the first of its lines the
-// feed's line first, with its Syncloop-Origin (pub: this publish's own)
-// and what publishing it expects. f.pubMu is held.
-func (l *Service) chunkMsg(f *feed, first uint64, chunk []relay.Line, demo bool) (msg *nats.Msg, pub string, opts []jetstream.PublishOpt) {
-	msg, f.msgBuf, f.recBuf = storedMsg(f.subject, first, chunk, demo, f.msgBuf, f.recBuf)
-	pub = l.origin + "-" + strconv.FormatUint(l.pubs.Add(1), 10)
-	msg.Header.Set(hdrOrigin, pub)
-	opts = []jetstream.PublishOpt{jetstream.WithExpectLastSequencePerSubject(f.tail.streamSeq)}
-	if first, last := chunk[0].ID, chunk[len(chunk)-1].ID; first != "" && last != "" {
-		opts = append(opts, jetstream.WithMsgID(f.name+"\x00"+first+"\x00"+last+"\x00"+strconv.Itoa(len(chunk))))
-	}
-	return msg, pub, opts
-}
-
 // follow creates the feed's stream (or updates its limits) and starts the
-// replica's ordered consumer of it: it replays the stored lines into the
-// feed's hub, then the live tail. f.ready is closed once the lines stored
-// before it started are in the hub.
-func (l *Service) follow(f *feed) error {
+// replica's reading of it (stream.go): it replays the stored lines into
+// the feed's hub, then the live tail. f.ready is closed once the lines
+// stored before it started are in the hub.
+func (s *Service) follow(f *feed) error {
 	// A cluster that just started (or lost a node) may still be electing
 	// the stream's leader: its first requests time out, later ones answer.
 	var end uint64
-	var cons jetstream.Consumer
-	js := l.b.Lane(f.name)
-	err := broker.Retry(l.ctx, followWithin, func(ctx context.Context) error {
+	ctx, stop := context.WithCancel(s.ctx)
+	sr := s.feedStream(f.name)
+	sr.resumes = -1 // until the feed is let go
+	sr.onResume = func(after uint64, err error) {
+		s.log.Debug("feeds: feed consumer", "feed", f.name, "after", after, "err", err)
+	}
+	it := sr.reader(ctx, 0)
+	err := broker.Retry(s.ctx, followWithin, func(actx context.Context) error {
 		if f.stream == nil {
-			s, err := js.CreateOrUpdateStream(ctx, l.streamConfig(f.name))
+			stream, err := s.b.Lane(f.name).CreateOrUpdateStream(actx, s.streamConfig(f.name))
 			if err != nil {
 				return fmt.Errorf("feed %s: stream: %w", f.name, err)
 			}
-			f.stream = s
+			f.stream = stream
 		}
-		f.pubMu.Lock()
-		err := l.loadTail(ctx, f)
-		end = f.tail.streamSeq
-		f.pubMu.Unlock()
+		f.pub.mu.Lock()
+		err := f.pub.loadTail(actx, f.stream)
+		end = f.pub.tail.streamSeq
+		f.pub.mu.Unlock()
 		if err != nil {
 			return err
 		}
-		cons, err = js.OrderedConsumer(ctx, feedStreamName(f.name), jetstream.OrderedConsumerConfig{})
-		if err != nil {
+		if err := it.open(actx); err != nil {
 			return fmt.Errorf("feed %s: consumer: %w", f.name, err)
 		}
 		return nil
 	})
+	if err == nil && !s.enter() {
+		err = errStorage
+	}
 	if err != nil {
+		it.close()
+		stop()
 		return err
 	}
 	if end == 0 {
 		f.markReady()
 	}
-	var unz []byte // the consumer's decompression buffer
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		md, err := m.Metadata()
-		if err != nil {
-			return
+	go func() { // owned: ends when the feed is let go (stop) or the service closes
+		defer s.wg.Done()
+		defer it.close()
+		for it.next() {
+			m := it.msg()
+			f.deliver(m)
+			if m.seq >= end {
+				f.markReady()
+			}
 		}
-		l.deliver(f, md.Sequence.Stream, m.Headers(), m.Data(), &unz)
-		if md.Sequence.Stream >= end {
-			f.markReady()
+		if err := it.Err(); err != nil {
+			s.log.Warn("feeds: feed no longer followed", "feed", f.name, "err", err)
 		}
-	}, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-		if l.ctx.Err() == nil && !errors.Is(err, jetstream.ErrConsumerDeleted) {
-			l.log.Debug("live: feed consumer", "feed", f.name, "err", err)
-		}
-	}))
-	if err != nil {
-		return fmt.Errorf("feed %s: consume: %w", f.name, err)
-	}
-	f.pubMu.Lock()
-	f.stopFollow = cc.Stop
-	f.pubMu.Unlock()
+	}()
+	f.pub.mu.Lock()
+	f.stopFollow = stop
+	f.pub.mu.Unlock()
 	return nil
 }
 
 // hasStored reports whether the named feed has lines stored.
-func (l *Service) hasStored(name string) (bool, error) {
-	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+func (s *Service) hasStored(name string) (bool, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
 	defer cancel()
-	s, err := l.b.Lane(name).Stream(ctx, feedStreamName(name))
+	st, err := s.b.Lane(name).Stream(ctx, feedStreamName(name))
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		return false, nil
 	case err != nil:
 		return false, err
 	}
-	return s.CachedInfo().State.Msgs > 0, nil
+	return st.CachedInfo().State.Msgs > 0, nil
 }
 
 // sweepDemoStreams deletes the streams of the tags' demos that no replica
@@ -455,8 +223,8 @@ func (l *Service) hasStored(name string) (bool, error) {
 // watches it, writing a line every few hundred milliseconds, and lets the
 // feed go demoIdle after the last browser: a stream idle this long is no
 // replica's.) A relay's feed keeps its stream, a room's goes with the room.
-func (l *Service) sweepDemoStreams(ctx context.Context) {
-	streams := l.b.JS.ListStreams(ctx, jetstream.WithStreamListSubject(feedSubjectPrefix+"*"))
+func (s *Service) sweepDemoStreams(ctx context.Context) {
+	streams := s.b.JS.ListStreams(ctx, jetstream.WithStreamListSubject(feedSubjectPrefix+"*"))
 	var idle []string
 	for info := range streams.Info() {
 		name := strings.ReplaceAll(strings.TrimPrefix(info.Config.Name, feedStreamPrefix), "%2E", ".")
@@ -464,20 +232,20 @@ func (l *Service) sweepDemoStreams(ctx context.Context) {
 		if info.Created.After(last) {
 			last = info.Created
 		}
-		if isTagDemo(name) && time.Since(last) > l.demoStreamIdle {
+		if isTagDemo(name) && time.Since(last) > s.demoStreamIdle {
 			idle = append(idle, name)
 		}
 	}
 	if err := streams.Err(); err != nil && ctx.Err() == nil {
-		l.log.Warn("live: listing the feeds' streams", "err", err)
+		s.log.Warn("feeds: listing the feeds' streams", "err", err)
 	}
 	for _, name := range idle {
-		l.mu.Lock()
-		_, held := l.feeds[name]
-		l.mu.Unlock()
+		s.mu.Lock()
+		_, held := s.feeds[name]
+		s.mu.Unlock()
 		if !held {
-			l.purgeFeed(name)
-			l.log.Info("live: an idle tag demo's stream deleted", "feed", name)
+			s.purgeFeed(name)
+			s.log.Info("feeds: an idle tag demo's stream deleted", "feed", name)
 		}
 	}
 }
@@ -486,33 +254,33 @@ func (l *Service) sweepDemoStreams(ctx context.Context) {
 const sweepEvery = 10 * time.Minute
 
 // sweep runs sweepDemoStreams until the service closes.
-func (l *Service) sweep() {
-	if !l.enter() {
+func (s *Service) sweep() {
+	if !s.enter() {
 		return
 	}
 	go func() {
-		defer l.wg.Done()
+		defer s.wg.Done()
 		t := time.NewTicker(sweepEvery)
 		defer t.Stop()
 		for {
 			select {
-			case <-l.ctx.Done():
+			case <-s.ctx.Done():
 				return
 			case <-t.C:
 			}
-			ctx, cancel := context.WithTimeout(l.ctx, time.Minute)
-			l.sweepDemoStreams(ctx)
+			ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
+			s.sweepDemoStreams(ctx)
 			cancel()
 		}
 	}()
 }
 
 // purgeFeed deletes the feed's stream and its stored lines.
-func (l *Service) purgeFeed(name string) {
-	ctx, cancel := context.WithTimeout(l.ctx, publishTimeout)
+func (s *Service) purgeFeed(name string) {
+	ctx, cancel := context.WithTimeout(s.ctx, publishTimeout)
 	defer cancel()
-	err := l.b.Lane(name).DeleteStream(ctx, feedStreamName(name))
-	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && l.ctx.Err() == nil {
-		l.log.Warn("live: feed not deleted", "feed", name, "err", err)
+	err := s.b.Lane(name).DeleteStream(ctx, feedStreamName(name))
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) && s.ctx.Err() == nil {
+		s.log.Warn("feeds: feed not deleted", "feed", name, "err", err)
 	}
 }

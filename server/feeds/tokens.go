@@ -19,34 +19,34 @@ import (
 // attached with another is closed at its next batch. An empty token
 // opens nothing: the feed takes no token at all (a room's feed whose
 // room is gone).
-func (l *Service) GrantToken(feed, token string) {
-	l.tokensMu.Lock()
-	defer l.tokensMu.Unlock()
-	l.tokens[feed] = token
+func (s *Service) GrantToken(feed, token string) {
+	s.tokensMu.Lock()
+	defer s.tokensMu.Unlock()
+	s.tokens[feed] = token
 }
 
 // RevokeToken takes the named feed's own token away: it takes the
 // server's ingest token again, like any feed.
-func (l *Service) RevokeToken(feed string) {
-	l.tokensMu.Lock()
-	defer l.tokensMu.Unlock()
-	delete(l.tokens, feed)
+func (s *Service) RevokeToken(feed string) {
+	s.tokensMu.Lock()
+	defer s.tokensMu.Unlock()
+	delete(s.tokens, feed)
 }
 
 // feedToken is the token the named feed was granted (ok true).
-func (l *Service) feedToken(feed string) (string, bool) {
-	l.tokensMu.Lock()
-	defer l.tokensMu.Unlock()
-	tok, ok := l.tokens[feed]
+func (s *Service) feedToken(feed string) (string, bool) {
+	s.tokensMu.Lock()
+	defer s.tokensMu.Unlock()
+	tok, ok := s.tokens[feed]
 	return tok, ok
 }
 
 // checkToken reports whether r carries the token its feed takes (its
 // own, or the ingest token), comparing in constant time.
-func (l *Service) checkToken(r *http.Request) bool {
+func (s *Service) checkToken(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	want := l.cfg.IngestToken
-	if own, has := l.feedToken(chi.URLParam(r, "feed")); has {
+	want := s.cfg.IngestToken
+	if own, has := s.feedToken(chi.URLParam(r, "feed")); has {
 		want = own
 	}
 	return ok && want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1

@@ -18,38 +18,52 @@ import (
 	"github.com/syncloop/syncloop/server/relay"
 )
 
+// kubeletVersion is what a feed knows of its kubelet's version; the
+// feed's mu guards it.
+type kubeletVersion struct {
+	version string
+	// from says how version was learned: fromStartup, fromLogSites; also
+	// names the other tags whose log sites fit its lines.
+	from       string
+	also       []string
+	guess      *classify.Guess // the version from log sites
+	guessSites *classify.Sites // the index guess narrows
+	reguessing bool            // a guess from the stored lines is under way
+	reguessed  *classify.Sites // the index the last one used
+}
+
 // sitesEvery is how often the index of log sites looks for Readings the
 // site loaded since.
 const sitesEvery = 5 * time.Second
 
 // logSites is the index of the log sites of the Readings the site knows
 // (nil when it knows none, or the service was not told how to ask).
-func (l *Service) logSites() *classify.Sites {
-	if l.cfg.KnownReadings == nil {
+func (s *Service) logSites() *classify.Sites {
+	if s.cfg.KnownReadings == nil {
 		return nil
 	}
 	// Every feed asks for every group of lines it delivers, under its own
 	// lock: they share the index without waiting for each other.
-	l.sitesMu.RLock()
-	sites, fresh := l.sites, l.sites != nil && time.Since(l.sitesAt) < sitesEvery
-	l.sitesMu.RUnlock()
+	s.sitesMu.RLock()
+	sites, fresh := s.sites, s.sites != nil && time.Since(s.sitesAt) < sitesEvery
+	s.sitesMu.RUnlock()
 	if fresh {
 		return sites
 	}
-	l.sitesMu.Lock()
-	defer l.sitesMu.Unlock()
-	if l.sites != nil && time.Since(l.sitesAt) < sitesEvery {
-		return l.sites
+	s.sitesMu.Lock()
+	defer s.sitesMu.Unlock()
+	if s.sites != nil && time.Since(s.sitesAt) < sitesEvery {
+		return s.sites
 	}
-	l.sitesAt = time.Now()
-	rs := l.cfg.KnownReadings()
+	s.sitesAt = time.Now()
+	rs := s.cfg.KnownReadings()
 	if len(rs) == 0 {
-		return l.sites
+		return s.sites
 	}
-	if l.sites == nil || !sameTags(l.sites.Tags(), rs) {
-		l.sites = classify.NewSites(rs)
+	if s.sites == nil || !sameTags(s.sites.Tags(), rs) {
+		s.sites = classify.NewSites(rs)
 	}
-	return l.sites
+	return s.sites
 }
 
 // sameTags reports whether the Readings rs are of the tags an index was
@@ -69,41 +83,41 @@ func sameTags(tags []string, rs []*extractor.Reading) bool {
 
 // observeLocked takes a delivered (non-demo) line into the feed's guess
 // at its kubelet's version, while no start-up line has named it; sites is
-// l.logSites(), asked once per group. f.mu is held.
-func (l *Service) observeLocked(f *feed, line *classify.Line, sites *classify.Sites) {
-	if f.versionFrom == fromStartup || line.Caller == "" || sites == nil {
+// s.logSites(), asked once per group. f.mu is held.
+func (f *feed) observeLocked(line *classify.Line, sites *classify.Sites) {
+	if f.kubelet.from == fromStartup || line.Caller == "" || sites == nil {
 		return
 	}
-	if f.guess == nil || f.guessSites != sites {
-		f.guess, f.guessSites = sites.NewGuess(), sites
+	if f.kubelet.guess == nil || f.kubelet.guessSites != sites {
+		f.kubelet.guess, f.kubelet.guessSites = sites.NewGuess(), sites
 	}
-	f.guess.Observe(line)
+	f.kubelet.guess.Observe(line)
 }
 
 // settleVersionLocked names the kubelet's version from its log sites when
 // no start-up line did, and makes the feed read its lines at the
 // kubelet's tag. f.mu is held.
-func (l *Service) settleVersionLocked(f *feed) {
-	if f.versionFrom != fromStartup && f.guess != nil {
-		if tag, ok := f.guess.Tag(f.tag); ok {
-			also := slices.DeleteFunc(f.guess.Candidates(), func(t string) bool { return t == tag })
-			if tag != f.version || !slices.Equal(also, f.versionAlso) {
-				f.version, f.versionFrom, f.versionAlso = tag, fromLogSites, also
+func (f *feed) settleVersionLocked() {
+	if f.kubelet.from != fromStartup && f.kubelet.guess != nil {
+		if tag, ok := f.kubelet.guess.Tag(f.tag); ok {
+			also := slices.DeleteFunc(f.kubelet.guess.Candidates(), func(t string) bool { return t == tag })
+			if tag != f.kubelet.version || !slices.Equal(also, f.kubelet.also) {
+				f.kubelet.version, f.kubelet.from, f.kubelet.also = tag, fromLogSites, also
 				f.cls.SetVersion(tag)
 				f.changed()
 			}
 		}
 	}
-	tag := classify.VersionTag(f.version)
-	if tag == "" || tag == f.tag || f.pinned || isTagDemo(f.name) || f.source == sourceDemo {
+	tag := classify.VersionTag(f.kubelet.version)
+	if tag == "" || tag == f.tag || f.pinned || isTagDemo(f.name) || f.src.kind == sourceDemo {
 		return
 	}
 	f.tag = tag
 	f.newClassifier()
-	if l.cfg.LoadTag != nil {
-		l.cfg.LoadTag(tag)
+	if f.svc.cfg.LoadTag != nil {
+		f.svc.cfg.LoadTag(tag)
 	}
-	f.refreshClassifier(l.reading)
+	f.refreshClassifier(f.svc.reading)
 	f.changed()
 }
 
@@ -115,26 +129,26 @@ const reguessLines = 50000
 // (the site loaded Readings meanwhile: a journal sent at once, before they
 // were there, left nothing to guess by) and no start-up line named it.
 // It runs in the background, once per index. f.mu is held.
-func (l *Service) reguessPerhapsLocked(f *feed) {
-	if f.versionFrom == fromStartup || f.reguessing || !f.isReady() || f.hub.Next() <= 1 || f.source == sourceDemo || isTagDemo(f.name) {
+func (f *feed) reguessPerhapsLocked() {
+	if f.kubelet.from == fromStartup || f.kubelet.reguessing || !f.isReady() || f.hub.Next() <= 1 || f.src.kind == sourceDemo || isTagDemo(f.name) {
 		return
 	}
-	sites := l.logSites()
-	if sites == nil || sites == f.guessSites || sites == f.reguessed {
+	sites := f.svc.logSites()
+	if sites == nil || sites == f.kubelet.guessSites || sites == f.kubelet.reguessed {
 		return
 	}
-	if !l.enterBG() {
+	if !f.svc.enterBG() {
 		return
 	}
-	f.reguessing, f.reguessed = true, sites
-	upto := min(f.storedTo.Load()-1, reguessLines) // the lines stored, not those only shown
+	f.kubelet.reguessing, f.kubelet.reguessed = true, sites
+	upto := min(f.queue.storedTo.Load()-1, reguessLines) // the lines stored, not those only shown
 	go func() {
-		defer l.bg.Done()
+		defer f.svc.bg.Done()
 		g := sites.NewGuess()
 		c := classify.New(nil) // callers and messages need no Reading
-		ctx, cancel := context.WithTimeout(l.ctx, time.Minute)
+		ctx, cancel := context.WithTimeout(f.svc.ctx, time.Minute)
 		defer cancel()
-		err := l.scanStored(ctx, f, upto, func(_ uint64, sh storedHead, lines []relay.Line) {
+		err := f.scanStored(ctx, upto, func(_ uint64, sh storedHead, lines []relay.Line) {
 			for i, in := range lines {
 				if sh.first+uint64(i) <= upto && !sh.demo {
 					line := c.ClassifyString(in.Raw)
@@ -146,14 +160,14 @@ func (l *Service) reguessPerhapsLocked(f *feed) {
 		})
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		f.reguessing = false
-		if err != nil || f.versionFrom == fromStartup {
+		f.kubelet.reguessing = false
+		if err != nil || f.kubelet.from == fromStartup {
 			return
 		}
-		if f.guessSites != sites || f.guess == nil || f.guess.Lines() < g.Lines() {
-			f.guess, f.guessSites = g, sites
+		if f.kubelet.guessSites != sites || f.kubelet.guess == nil || f.kubelet.guess.Lines() < g.Lines() {
+			f.kubelet.guess, f.kubelet.guessSites = g, sites
 		}
-		l.settleVersionLocked(f)
-		l.refirePerhapsLocked(f)
+		f.settleVersionLocked()
+		f.refirePerhapsLocked()
 	}()
 }
