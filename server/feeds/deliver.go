@@ -297,6 +297,7 @@ func (f *feed) recordShownLocked(first, msg uint64, shown []shownLine, demo bool
 	if !demo && len(shown) > 0 {
 		f.counts.real += uint64(len(shown))
 		f.counts.lastReal = time.Now()
+		f.svc.cfg.Changed.Notify() // what fired changed: an instructor's overview shows it
 	}
 	if startup && (version != f.kubelet.version || f.kubelet.from != fromStartup) {
 		f.kubelet.version, f.kubelet.from, f.kubelet.also = version, fromStartup, nil

@@ -138,7 +138,6 @@ func (f *feed) recordLocked(seq, msg uint64, line *classify.Line, raw string) {
 	if r.refire != nil {
 		r.refire.add(seq, msg, line, raw)
 	}
-	l.cfg.Changed.Notify()
 }
 
 // merge appends the lines of later (all after r's) to r.
