@@ -340,7 +340,7 @@ func checkRelay(t *testing.T, o objects) {
 		if m.MountPath == "/host" {
 			// A plain read-only bind leaves the host's other mounts
 			// writable under it; HostToContainer fails on a host whose /
-			// is private, and the API server refuses it beside
+			// and the API server refuses it beside
 			// recursiveReadOnly.
 			if m.RecursiveReadOnly == nil || *m.RecursiveReadOnly != corev1.RecursiveReadOnlyIfPossible || (m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone) {
 				t.Errorf("/host: recursiveReadOnly %v, mountPropagation %v; want IfPossible and none", m.RecursiveReadOnly, m.MountPropagation)
