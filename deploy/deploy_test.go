@@ -339,9 +339,9 @@ func checkRelay(t *testing.T, o objects) {
 		host, isHost := hostPaths[m.Name]
 		if m.MountPath == "/host" {
 			// A plain read-only bind leaves the host's other mounts
-			// writable under it; HostToContainer fails on a host whose /
-			// and the API server refuses it beside
-			// recursiveReadOnly.
+			// writable under it; containerd refuses HostToContainer on a
+			// host whose / is private, and the API server refuses it
+			// beside recursiveReadOnly.
 			if m.RecursiveReadOnly == nil || *m.RecursiveReadOnly != corev1.RecursiveReadOnlyIfPossible || (m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone) {
 				t.Errorf("/host: recursiveReadOnly %v, mountPropagation %v; want IfPossible and none", m.RecursiveReadOnly, m.MountPropagation)
 			}
