@@ -36,6 +36,12 @@ flags (each also as an environment variable):
   --log-format FMT      text or json (LAB_LOG_FORMAT, default text)
   --keep-journald       given to start or stop: leave a journald the lab started running,
                         with its journal, after stop (LAB_KEEP_JOURNALD=1)
+  --cluster             a one-node cluster (LAB_CLUSTER=1): etcd and kube-apiserver on
+                        loopback, the kubelet registered as node pair-worker, pod networking
+                        by CNI, no static pods and no scenario; prints kubeconfig=PATH
+                        (cluster.sh); build with it builds etcd, kube-apiserver and kubectl
+  --controllers         --cluster with kube-controller-manager and kube-scheduler
+                        (LAB_CONTROLLERS=1), which a DaemonSet needs
 EOF
 }
 
@@ -49,6 +55,8 @@ REMOVE_AFTER=${LAB_REMOVE_AFTER:-180}
 READD_AFTER=${LAB_READD_AFTER:-200}
 LOG_FORMAT=${LAB_LOG_FORMAT:-text}
 KEEP_JOURNALD=${LAB_KEEP_JOURNALD:-0}
+CLUSTER=${LAB_CLUSTER:-0}
+CONTROLLERS=${LAB_CONTROLLERS:-0}
 NODE=lab              # --hostname-override: the pod is default/probe-me-lab
 PKGS=(containerd runc busybox-static)
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/syncloop/lab
@@ -64,6 +72,8 @@ while [ $# -gt 0 ]; do
 	--readd-after) READD_AFTER=$2; shift ;;
 	--log-format) LOG_FORMAT=$2; shift ;;
 	--keep-journald) KEEP_JOURNALD=1 ;;
+	--cluster) CLUSTER=1 ;;
+	--controllers) CLUSTER=1; CONTROLLERS=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) usage >&2; die "unknown flag $1" ;;
 	esac
@@ -74,10 +84,13 @@ case $LOG_FORMAT in text | json) ;; *) die "--log-format $LOG_FORMAT: want text 
 for n in "$UPDATE_AFTER" "$REMOVE_AFTER" "$READD_AFTER"; do
 	case $n in '' | *[!0-9]*) die "scenario times are whole seconds, got '$n'" ;; esac
 done
+[ "$CONTROLLERS" = 1 ] && CLUSTER=1
 DIR=$(realpath -m "$DIR")
 STATE=$DIR/state
 SOCK=$DIR/containerd/containerd.sock
 KUBELET=$CACHE/kubelet-$TAG
+# shellcheck source=cluster.sh
+. "$HERE/cluster.sh"
 
 # Paths the tools create outside $DIR whatever they are told: containerd's shim sockets
 # and fifos, the kubelet's device-plugin socket and container-log symlinks, journald's
@@ -86,10 +99,12 @@ hardcoded_paths() {
 	echo /run/containerd /var/lib/kubelet /var/log/containers /var/log/pods /run/mount
 	echo /run/systemd/journal /run/systemd /run/log/journal
 	echo /var/log/journal/"$(cat /etc/machine-id 2>/dev/null)"
+	cluster_paths
 }
 # The sysctls the kubelet sets (setupKernelTunables in pkg/kubelet/cm).
 SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
 	kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+cluster_init
 
 # ---- state: key=value lines appended as start goes, so stop can undo a half-done start ----
 
@@ -298,13 +313,16 @@ kubelet_start() {
 	state_add healthz_port "${ports[3]}"
 	sed -e "s|@DIR@|$DIR|g" -e "s|@PORT@|$(state_get kubelet_port)|" \
 		-e "s|@HEALTHZPORT@|$(state_get healthz_port)|" "$HERE/kubelet-config.yaml" >"$DIR/kubelet-config.yaml"
-	manifest 5f0c3a52-1d7e-4c1b-9a44-7e2b7c9d0001 1
-	cp "$HERE/quiet.yaml" "$DIR/manifests/.quiet.tmp" && mv "$DIR/manifests/.quiet.tmp" "$DIR/manifests/quiet.yaml"
+	if [ "$CLUSTER" != 1 ]; then # a cluster's pods come from its API server
+		manifest 5f0c3a52-1d7e-4c1b-9a44-7e2b7c9d0001 1
+		cp "$HERE/quiet.yaml" "$DIR/manifests/.quiet.tmp" && mv "$DIR/manifests/.quiet.tmp" "$DIR/manifests/quiet.yaml"
+	fi
 	local cg
 	cg=$(unit_cgroup)
 	[ -d "$cg" ] || { mkdir -p "$cg" && state_add created_cgroup "$cg"; }
 	local args=(--config="$DIR/kubelet-config.yaml" --root-dir="$DIR/root" --cert-dir="$DIR/root/pki"
 		--hostname-override="$NODE" -v=4)
+	[ "$CLUSTER" = 1 ] && args+=("$(cluster_kubelet_args)")
 	[ "$LOG_FORMAT" = json ] && args+=(--logging-format=json)
 	CURSOR=$(mark "kubelet $TAG starting (log format $LOG_FORMAT)")
 	state_add cursor "$CURSOR"
@@ -377,25 +395,29 @@ cmd_start() {
 	find /sys/fs/cgroup -mindepth 1 -maxdepth 4 -type d 2>/dev/null | sort >"$DIR/cgroups.before"
 
 	stage_start; packages; stage_end apt
-	stage_start; build_kubelet; stage_end build
-	stage_start; images; stage_end images
+	stage_start; build_kubelet; cluster_build; stage_end build
+	stage_start; images; cluster_images; stage_end images
 	stage_start; journald; containerd_start; stage_end containerd
+	[ "$CLUSTER" = 1 ] && { stage_start; cluster_start; stage_end cluster; }
 	stage_start
 	kubelet_start
-	setsid "$SELF" _scenario --dir "$DIR" --update-after "$UPDATE_AFTER" --remove-after "$REMOVE_AFTER" \
-		--readd-after "$READD_AFTER" </dev/null >"$DIR/scenario.log" 2>&1 &
-	record_pid scenario $!
+	if [ "$CLUSTER" != 1 ]; then
+		setsid "$SELF" _scenario --dir "$DIR" --update-after "$UPDATE_AFTER" --remove-after "$REMOVE_AFTER" \
+			--readd-after "$READD_AFTER" </dev/null >"$DIR/scenario.log" 2>&1 &
+		record_pid scenario $!
+	fi
 	wait_journal "SyncLoop ADD" 60 || {
 		journalctl -u kubelet --after-cursor="$CURSOR" -o cat --no-pager | tail -30 >&2
 		die "the kubelet did not log SyncLoop ADD within 60 s (its log is above)"
 	}
 	stage_end kubelet_to_add
+	[ "$CLUSTER" = 1 ] && { stage_start; cluster_ready; stage_end node_ready; }
 	trap - EXIT INT TERM
 	echo "dir=$DIR"
 	echo "cursor=$CURSOR"
 	echo "kubelet=$KUBELET"
 	echo "kubelet_pid=$(state_get pid_kubelet | cut -d: -f1)"
-	echo "pod=default/probe-me-$NODE"
+	if [ "$CLUSTER" = 1 ]; then cluster_print; else echo "pod=default/probe-me-$NODE"; fi
 	log "running: journalctl -u kubelet --after-cursor='$CURSOR' -f   (stop with: $SELF stop --dir $DIR)"
 }
 
@@ -411,6 +433,7 @@ cmd_stop() {
 	local rec c p i
 	log "stopping the lab in $DIR"
 	stop_pid scenario 2
+	cluster_drain
 	# Let the kubelet stop the pod itself (REMOVE), as it would on a node being drained.
 	if alive "$(state_get pid_kubelet)" && [ -n "$(ls "$DIR/manifests")" ]; then
 		rm -f "$DIR/manifests/"*.yaml
@@ -430,6 +453,7 @@ cmd_stop() {
 		for c in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers rm "$c" >/dev/null 2>&1; done
 	fi
 	stop_pid containerd 10
+	cluster_stop
 	# Shims outlive containerd by design; they carry our socket path on their command line.
 	for p in /proc/[0-9]*; do
 		case "$({ tr '\0' ' ' <"$p/cmdline"; } 2>/dev/null)" in *"-address $SOCK "*) ;; *) continue ;; esac
@@ -486,7 +510,8 @@ cmd_stop() {
 # leftovers reports (and fails on) anything stop could not undo.
 leftovers() {
 	local bad=0 p
-	for p in $(state_all pid_journald) $(state_all pid_containerd) $(state_all pid_kubelet) $(state_all pid_scenario); do
+	for p in $(state_all pid_journald) $(state_all pid_containerd) $(state_all pid_kubelet) $(state_all pid_scenario) \
+		$(for n in $(cluster_procs); do state_all "pid_$n"; done); do
 		if alive "$p" && { [ "$KEEP_JOURNALD" != 1 ] || [ "$p" != "$(state_get pid_journald)" ]; }; then
 			log "still running: pid ${p%%:*}"; bad=1
 		fi
@@ -509,7 +534,7 @@ cmd_status() {
 	echo "dir=$DIR"
 	echo "tag=$(state_get tag)"
 	echo "cursor=$(state_get cursor)"
-	for n in journald containerd kubelet scenario; do
+	for n in journald containerd kubelet scenario $(cluster_procs); do
 		rec=$(state_get "pid_$n")
 		[ -n "$rec" ] || continue
 		echo "${n}_pid=${rec%%:*}"
@@ -522,7 +547,7 @@ main() {
 	start) cmd_start ;;
 	stop) cmd_stop ;;
 	status) cmd_status ;;
-	build) build_kubelet; echo "$KUBELET" ;;
+	build) build_kubelet; echo "$KUBELET"; [ "$CLUSTER" != 1 ] || { cluster_build; echo "$ETCD"; echo "$KUBECTL"; } ;;
 	_scenario) CURSOR=$(state_get cursor); scenario ;;
 	-h | --help | help) usage ;;
 	*) usage >&2; exit 2 ;;

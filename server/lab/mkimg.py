@@ -52,13 +52,17 @@ def layer(entries):
     return buf.getvalue()
 
 
-def archive(out, tag, arch, cmd, layer_bytes):
+def archive(out, tag, arch, cmd, layer_bytes, entrypoint=None):
     lsum = hashlib.sha256(layer_bytes).hexdigest()
+    cfg = {"Cmd": cmd, "Env": ["PATH=/bin"]}
+    if entrypoint:
+        # A pod's args replace Cmd and keep Entrypoint (agnhost's image: /agnhost).
+        cfg["Entrypoint"] = entrypoint
     config = json.dumps({
         "architecture": arch,
         "os": "linux",
         "created": "1970-01-01T00:00:00Z",
-        "config": {"Cmd": cmd, "Env": ["PATH=/bin"]},
+        "config": cfg,
         "rootfs": {"type": "layers", "diff_ids": ["sha256:" + lsum]},
     }, sort_keys=True).encode()
     csum = hashlib.sha256(config).hexdigest()
@@ -82,6 +86,7 @@ def main(argv):
     p.add_argument("--tag", required=True)
     p.add_argument("--arch", default="amd64")
     p.add_argument("--cmd", action="append", required=True, help="one argument of the command; repeat")
+    p.add_argument("--entrypoint", action="append", help="one argument of the entrypoint; repeat")
     p.set_defaults(entries=[])
     for kind in ("dir", "file", "link"):
         p.add_argument("--" + kind, action=Entry, metavar="PATH" if kind == "dir" else "PATH=VALUE")
@@ -90,7 +95,7 @@ def main(argv):
     if not a.entries:
         p.error("an image needs at least one --dir, --file or --link")
     try:
-        archive(a.out, a.tag, a.arch, a.cmd, layer(a.entries))
+        archive(a.out, a.tag, a.arch, a.cmd, layer(a.entries), a.entrypoint)
     except OSError as e:
         print(f"mkimg: {e}", file=sys.stderr)
         return 1
