@@ -6,7 +6,8 @@
 # a static busybox (sh and chroot, which the chart's relay command needs) into a one-layer
 # image with mkimg.py, as the lab makes its other images, and imports it into the lab
 # containerd's k8s.io namespace, where the kubelet looks. The chart's lab values name it
-# (relay.image: localhost/syncloop-relay:lab, pullPolicy Never).
+# (relay.image: localhost/syncloop-relay:lab, pullPolicy Never). Its entrypoint is syncloop,
+# as the Dockerfile's relay stage's is.
 #
 #   sudo server/lab/relay-image.sh [--dir LAB_DIR] [--tag TAG]     prints image=REF
 #
@@ -50,7 +51,7 @@ tar=$img/syncloop-relay-$TAG.tar
 if [ ! -s "$tar" ] || [ "$(cat "$tar.src" 2>/dev/null)" != "$src" ]; then
 	arch=$(dpkg --print-architecture 2>/dev/null || go env GOARCH)
 	# /tmp for sh's here-documents; the chart mounts /host, /state and the journal.
-	python3 "$HERE/mkimg.py" --arch "$arch" --tag "$REF" --cmd /usr/local/bin/syncloop --cmd relay \
+	python3 "$HERE/mkimg.py" --arch "$arch" --tag "$REF" --entrypoint /usr/local/bin/syncloop --cmd relay \
 		--dir bin --file bin/busybox=/bin/busybox --link bin/sh=busybox --link bin/chroot=busybox \
 		--dir usr --dir usr/local --dir usr/local/bin --file usr/local/bin/syncloop="$img/syncloop" \
 		--dir tmp "$tar"
