@@ -324,6 +324,7 @@ kubelet_start() {
 		--hostname-override="$NODE" -v=4)
 	[ "$CLUSTER" = 1 ] && args+=("$(cluster_kubelet_args)")
 	[ "$LOG_FORMAT" = json ] && args+=(--logging-format=json)
+	rm -f "$DIR/kubelet.pid" # a stopped lab's, in a --dir used again
 	CURSOR=$(mark "kubelet $TAG starting (log format $LOG_FORMAT)")
 	state_add cursor "$CURSOR"
 	state_add started "$(date +%s)"
