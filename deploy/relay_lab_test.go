@@ -191,6 +191,8 @@ func (r *labRun) kubectl(args ...string) ([]byte, error) {
 		kc = filepath.Join(os.Getenv("HOME"), ".cache", "syncloop", "lab", "kubectl-"+labTag)
 	}
 	cmd := exec.Command(kc, append([]string{"--kubeconfig", r.kv["kubeconfig"]}, args...)...)
+	// Its discovery cache in the lab's directory, not the user's ~/.kube.
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+filepath.Join(r.dir, "cluster", "kube-cache"))
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	out, err := cmd.Output()
