@@ -385,6 +385,10 @@ type relayPod struct {
 		ContainerStatuses []struct {
 			Ready        bool `json:"ready"`
 			RestartCount int  `json:"restartCount"`
+			VolumeMounts []struct {
+				MountPath         string `json:"mountPath"`
+				RecursiveReadOnly string `json:"recursiveReadOnly"`
+			} `json:"volumeMounts"`
 		} `json:"containerStatuses"`
 	} `json:"status"`
 }
@@ -420,6 +424,12 @@ func (r *labRun) waitPod(not string) string {
 			}
 			if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 {
 				r.t.Errorf("the relay pod %s restarted %d times", p.Metadata.Name, n)
+			}
+			// IfPossible: Enabled where the runtime can, else Disabled (containerd 1.6).
+			for _, m := range p.Status.ContainerStatuses[0].VolumeMounts {
+				if m.MountPath == "/host" {
+					r.t.Logf("the relay pod %s: /host recursive read-only: %q", p.Metadata.Name, m.RecursiveReadOnly)
+				}
 			}
 			return p.Metadata.Name
 		}
