@@ -385,6 +385,9 @@ type relayPod struct {
 		ContainerStatuses []struct {
 			Ready        bool `json:"ready"`
 			RestartCount int  `json:"restartCount"`
+			State        struct {
+				Waiting *struct{ Reason, Message string } `json:"waiting"`
+			} `json:"state"`
 			VolumeMounts []struct {
 				MountPath         string `json:"mountPath"`
 				RecursiveReadOnly string `json:"recursiveReadOnly"`
@@ -404,7 +407,15 @@ func (r *labRun) waitPod(not string) string {
 			last = fmt.Sprint(err)
 			return false
 		}
-		last = string(out)
+		last = ""
+		for _, p := range pods.Items {
+			last += fmt.Sprintf("\n  %s on %q: %s", p.Metadata.Name, p.Spec.NodeName, p.Status.Phase)
+			for _, c := range p.Status.ContainerStatuses {
+				if w := c.State.Waiting; w != nil {
+					last += fmt.Sprintf(", waiting: %s: %s", w.Reason, w.Message)
+				}
+			}
+		}
 		for _, p := range pods.Items {
 			if p.Metadata.Name != not && p.Metadata.DeletionTimestamp == nil && p.Status.Phase == "Running" &&
 				len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready {
@@ -414,8 +425,8 @@ func (r *labRun) waitPod(not string) string {
 		return false
 	})
 	if !ok {
-		ev, _ := r.kubectl("-n", relayNS, "get", "events", "-o", "wide")
-		r.t.Fatalf("no relay pod running within 3 min: %.3000s\nevents:\n%s", last, ev)
+		ev, _ := r.kubectl("-n", relayNS, "get", "events")
+		r.t.Fatalf("no relay pod running within 3 min; pods:%s\nevents:\n%s", last, ev)
 	}
 	for _, p := range pods.Items {
 		if p.Metadata.Name != not && p.Metadata.DeletionTimestamp == nil && p.Status.Phase == "Running" {
