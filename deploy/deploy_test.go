@@ -337,6 +337,15 @@ func checkRelay(t *testing.T, o objects) {
 	want := map[string]string{"/host": "/", "/var/log/journal": "/var/log/journal", "/run/log/journal": "/run/log/journal", "/etc/machine-id": "/etc/machine-id"}
 	for _, m := range c.VolumeMounts {
 		host, isHost := hostPaths[m.Name]
+		if m.MountPath == "/host" {
+			// A plain read-only bind leaves the host's other mounts
+			// writable under it; containerd refuses HostToContainer on a
+			// host whose / is private, and the API server refuses it
+			// beside recursiveReadOnly.
+			if m.RecursiveReadOnly == nil || *m.RecursiveReadOnly != corev1.RecursiveReadOnlyIfPossible || (m.MountPropagation != nil && *m.MountPropagation != corev1.MountPropagationNone) {
+				t.Errorf("/host: recursiveReadOnly %v, mountPropagation %v; want IfPossible and none", m.RecursiveReadOnly, m.MountPropagation)
+			}
+		}
 		if w, ok := want[m.MountPath]; ok {
 			if !isHost || host != w || !m.ReadOnly {
 				t.Errorf("%s: from host %q (%v), read-only %v; want %s read-only", m.MountPath, host, isHost, m.ReadOnly, w)
@@ -352,11 +361,36 @@ func checkRelay(t *testing.T, o objects) {
 	if len(want) > 0 {
 		t.Errorf("not mounted: %v", want)
 	}
+	checkRelayExec(t, c)
 	ref := tokenRef(c)
 	site := tokenRef(container(t, one[appsv1.StatefulSet](t, o, "StatefulSet").Spec.Template.Spec, "syncloop"))
 	rs, ss := secretNamed(o, ds.Namespace, ref.Name), secretNamed(o, "syncloop", site.Name)
 	if rs == nil || ss == nil || rs.StringData[ref.Key] != ss.StringData[site.Key] {
 		t.Errorf("the relay's token (Secret %s/%s) is not the site's (%s)", ds.Namespace, ref.Name, site.Name)
+	}
+}
+
+// checkRelayExec: the relay's container runs the image's syncloop whatever
+// the image's entrypoint (the lab's image has none), and its chrooted
+// command finds the host's journalctl.
+func checkRelayExec(t *testing.T, c corev1.Container) {
+	t.Helper()
+	df, err := os.ReadFile(filepath.Join("..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage := regexp.MustCompile(`(?s)FROM [^\n]* AS relay\n(.*?)(\nFROM |$)`).FindSubmatch(df)
+	if len(c.Command) != 1 || stage == nil || !strings.Contains(string(stage[1]), "COPY --from=build /out/syncloop "+c.Command[0]+"\n") {
+		t.Errorf("the relay's command %q is not where the Dockerfile's relay stage puts syncloop", c.Command)
+	}
+	path := ""
+	for _, e := range c.Env {
+		if e.Name == "PATH" {
+			path = e.Value
+		}
+	}
+	if dirs := strings.Split(path, ":"); !slices.Contains(dirs, "/usr/bin") || !slices.Contains(dirs, "/bin") {
+		t.Errorf("the relay's PATH %q: the chrooted journalctl is in the host's /usr/bin or /bin", path)
 	}
 }
 
