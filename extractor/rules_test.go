@@ -130,3 +130,7 @@ func TestRuleCollections(t *testing.T) { checkRule(t, "collections") }
 
 // TestRulePaths: a send reached with a gate on and with it off carries no gate.
 func TestRulePaths(t *testing.T) { checkRule(t, "paths") }
+
+// TestRuleMux: a fan-in through a call (the config mux): the sources whose
+// channels the mux makes, returns and reads are listed upstream of Merge.
+func TestRuleMux(t *testing.T) { checkRule(t, "mux") }

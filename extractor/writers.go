@@ -281,6 +281,8 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 		fl.flowsInto(cl, p[:len(p)-2], c, note) // a map literal's value
 	case *ast.CompositeLit:
 		fl.flowsInto(s, p[:len(p)-1], c, note) // a slice literal's element
+	case *ast.ReturnStmt:
+		fl.returned(s, p, c, note)
 	case *ast.CallExpr:
 		i := slices.Index(s.Args, e.(ast.Expr))
 		if i < 0 {
@@ -302,6 +304,21 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 				fl.reach(loc{fn: cal.id(), name: name}, cal.fnCtx, joinNote(joinNote(note, g), viaNote(cal.via)))
 			}
 		}
+	}
+}
+
+// returned follows a value the function c returns (in return statement r,
+// inside path p) into each call of c: the config mux's ChannelWithContext
+// makes a source's channel and returns it, and the caller hands it to the
+// source that sends on it. A return inside a function literal returns from
+// the literal, which is not followed.
+func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *fnCtx, note string) {
+	if inLiteral(p) || len(r.Results) != 1 || fl.seen["return:"+c.id()] {
+		return
+	}
+	fl.seen["return:"+c.id()] = true
+	for _, cs := range fl.x.callersOf(c) {
+		fl.flowsInto(cs.call, cs.path, cs.c, joinNote(note, gateOf(cs.path, cs.call)))
 	}
 }
 

@@ -14,7 +14,10 @@ import (
 
 // upstream is one level of what feeds the writers: for a send that
 // forwards a value received from another channel (a fan-in), the sends on
-// that channel; otherwise the calls of the function that sends.
+// that channel; otherwise the calls of the function that sends, and when a
+// call hands on a value received from a channel (the config mux's listen
+// passing each update to Merge), the sends on that channel too: the
+// sources that feed the fan-in.
 func (fl *flow) upstream() []Site {
 	out := []Site{}
 	seen := map[string]bool{}
@@ -26,15 +29,8 @@ func (fl *flow) upstream() []Site {
 		}
 	}
 	for _, sa := range fl.sends {
-		if src := receivedFrom(sa); src != nil {
-			sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
-			for _, o := range sub.origins(src, sa.c, "", 0) {
-				if !o.ticker {
-					sub.forwardFrom(o, o.note)
-				}
-			}
-			sub.finishWriters()
-			for _, w := range sub.writers {
+		if src := receivedFrom(sa.send.Value, sa.path); src != nil {
+			for _, w := range fl.sendsOn(src, sa.c) {
 				w.Note = joinNote("feeds the fan-in at "+path.Base(sa.site.File)+":"+itoa(sa.site.Line), w.Note)
 				add(w)
 			}
@@ -47,21 +43,43 @@ func (fl *flow) upstream() []Site {
 			s := fl.x.site(cs.c, cs.call, gateOf(cs.path, cs.call))
 			s.Note = joinNote("calls "+shortFunc(sa.site.Func), s.Note)
 			add(s)
+			for _, arg := range cs.call.Args {
+				src := receivedFrom(arg, cs.path)
+				if src == nil {
+					continue
+				}
+				for _, w := range fl.sendsOn(src, cs.c) {
+					w.Note = joinNote("feeds "+shortFunc(cs.c.symbolName())+" at "+path.Base(s.File)+":"+itoa(s.Line), w.Note)
+					add(w)
+				}
+			}
 		}
 	}
 	sortSites(out)
 	return out
 }
 
-// receivedFrom is the channel a send's value was received from, when the
-// value is a variable bound by `for v := range ch` or `v := <-ch`.
-func receivedFrom(sa sendAt) ast.Expr {
-	id, ok := sa.send.Value.(*ast.Ident)
+// sendsOn derives, in a walk of its own, the sends on the channel src of c.
+func (fl *flow) sendsOn(src ast.Expr, c *fnCtx) []Site {
+	sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
+	for _, o := range sub.origins(src, c, "", 0) {
+		if !o.ticker {
+			sub.forwardFrom(o, o.note)
+		}
+	}
+	sub.finishWriters()
+	return sub.writers
+}
+
+// receivedFrom is the channel the value e (inside path p) was received
+// from, when e is a variable bound by `for v := range ch` or `v := <-ch`.
+func receivedFrom(e ast.Expr, p []ast.Node) ast.Expr {
+	id, ok := e.(*ast.Ident)
 	if !ok {
 		return nil
 	}
-	for i := len(sa.path) - 1; i >= 0; i-- {
-		switch s := sa.path[i].(type) {
+	for i := len(p) - 1; i >= 0; i-- {
+		switch s := p[i].(type) {
 		case *ast.RangeStmt:
 			if k, ok := s.Key.(*ast.Ident); ok && k.Name == id.Name {
 				return s.X
