@@ -134,3 +134,7 @@ func TestRulePaths(t *testing.T) { checkRule(t, "paths") }
 // TestRuleMux: a fan-in through a call (the config mux): the sources whose
 // channels the mux makes, returns and reads are listed upstream of Merge.
 func TestRuleMux(t *testing.T) { checkRule(t, "mux") }
+
+// TestRuleUnreachable: a send that only tests reach is marked unreachable;
+// one reached from a go statement or from main is not.
+func TestRuleUnreachable(t *testing.T) { checkRule(t, "unreachable") }

@@ -431,6 +431,8 @@ func (fl *flow) finishWriters() {
 		note := ""
 		if inLiteral(sa.path) {
 			note = "in a function literal"
+		} else if roots := fl.unreachable(sa.c); roots != "" {
+			note = "unreachable: no caller outside tests (" + roots + ")"
 		}
 		sa.site = fl.x.site(sa.c, sa.send, joinNote(note, pathNote(sa.paths)))
 		fl.writers = append(fl.writers, sa.site)

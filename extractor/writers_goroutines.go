@@ -240,4 +240,51 @@ func (fl *flow) refsTo(fn *fnCtx) []callSite {
 	return out
 }
 
+// maxReach bounds the functions unreachable visits walking up from one.
+const maxReach = 64
+
+// unreachable walks up from fn through everything that calls it or uses it
+// as a value (refsTo, which reads no _test.go file) and, when the walk ends
+// with no go statement, no function literal and no main or init, only at
+// functions nothing calls (at v1.31.0 podStorage.sync, called only by
+// PodConfig.Sync, which only tests call), names those functions. It
+// returns "" when fn may run: a caller chain reaches a start, or the walk
+// is cut short by maxReach.
+func (fl *flow) unreachable(fn *fnCtx) string {
+	var roots []string
+	done := map[string]bool{}
+	level := []*fnCtx{fn}
+	for len(level) > 0 {
+		var next []*fnCtx
+		for _, f := range level {
+			if done[f.id()] {
+				continue
+			}
+			if done[f.id()] = true; len(done) > maxReach {
+				return ""
+			}
+			if name := f.decl.Name.Name; f.decl.Recv == nil && (name == "main" || name == "init") {
+				return ""
+			}
+			refs := fl.refsTo(f)
+			if len(refs) == 0 {
+				roots = append(roots, shortFunc(f.symbolName()))
+			}
+			for _, r := range refs {
+				if slices.ContainsFunc(r.path, func(n ast.Node) bool {
+					_, lit := n.(*ast.FuncLit)
+					_, goStmt := n.(*ast.GoStmt)
+					return lit || goStmt
+				}) {
+					return ""
+				}
+				next = append(next, r.c)
+			}
+		}
+		level = next
+	}
+	slices.Sort(roots)
+	return strings.Join(slices.Compact(roots), ", ")
+}
+
 func itoa(n int) string { return strconv.Itoa(n) }
