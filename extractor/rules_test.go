@@ -138,3 +138,8 @@ func TestRuleMux(t *testing.T) { checkRule(t, "mux") }
 // TestRuleUnreachable: a send that only tests reach is marked unreachable;
 // one reached from a go statement or from main is not.
 func TestRuleUnreachable(t *testing.T) { checkRule(t, "unreachable") }
+
+// TestRuleSelector: cases sharing one writer, told apart by the constant
+// their worker is made with: each case's own go statement, and no branch
+// its worker never takes.
+func TestRuleSelector(t *testing.T) { checkRule(t, "selector") }

@@ -58,6 +58,12 @@ type flow struct {
 	writers []Site
 	sends   []sendAt // the writers' send statements, for upstream
 	seen    map[string]bool
+	// when records, in a walk of a value rather than a channel
+	// (selectors), the fields it is stored into under a switch case; sel is
+	// what that walk found for the case, which upstream and goroutines
+	// hold the case's callers and go statements to (writers_select.go).
+	when map[loc]when
+	sel  map[loc]when
 }
 
 type sendAt struct {
@@ -99,6 +105,7 @@ func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 		}
 	}
 	fl.finishWriters()
+	fl.sel = fl.selectors(ch, loop)
 	c.Writers = append([]Site{}, fl.writers...)
 	c.Feeders = fl.upstream()
 	c.Goroutine = fl.goroutines()
@@ -253,7 +260,11 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 	case *ast.AssignStmt:
 		for i, r := range s.Rhs {
 			if r == e && i < len(s.Lhs) && len(s.Lhs) == len(s.Rhs) {
-				fl.reach(fl.target(s.Lhs[i], c), c, joinNote(note, gateOf(p, s)))
+				t := fl.target(s.Lhs[i], c)
+				if w, ok := switchCase(p); ok && fl.when != nil && t.fn == "" {
+					fl.when[t] = w
+				}
+				fl.reach(t, c, joinNote(note, gateOf(p, s)))
 			}
 		}
 	case *ast.ValueSpec:

@@ -40,6 +40,9 @@ func (fl *flow) upstream() []Site {
 			continue
 		}
 		for _, cs := range fl.x.callersOf(sa.c) {
+			if w, ok := fl.selected(cs.call, cs.c); ok && !taken(append(slices.Clone(cs.path), cs.call), w) {
+				continue // a branch the case's worker never takes
+			}
 			s := fl.x.site(cs.c, cs.call, gateOf(cs.path, cs.call))
 			s.Note = joinNote("calls "+shortFunc(sa.site.Func), s.Note)
 			add(s)
@@ -129,55 +132,80 @@ func (fl *flow) goroutines() []Site {
 				found = &s
 			}
 		}
-		if found == nil {
-			found = fl.goStmtFor(sa.c)
+		starts := []Site{}
+		if found != nil {
+			starts = append(starts, *found)
+		} else {
+			starts = fl.goStmtsFor(sa.c)
 		}
-		if found == nil {
-			continue
+		for _, s := range starts {
+			s.Note = joinNote("runs "+shortFunc(sa.site.Func)+" ("+path.Base(sa.site.File)+":"+itoa(sa.site.Line)+")", s.Note)
+			k := s.File + ":" + itoa(s.Line)
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, s)
+			}
 		}
-		found.Note = joinNote("runs "+shortFunc(sa.site.Func)+" ("+path.Base(sa.site.File)+":"+itoa(sa.site.Line)+")", found.Note)
-		k := found.File + ":" + itoa(found.Line)
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, *found)
 	}
 	return out
 }
 
-// goStmtFor searches breadth-first up the callers of w for a go statement
-// that starts it.
-func (fl *flow) goStmtFor(w *fnCtx) *Site {
+// goStmtsFor searches breadth-first up the callers of w for the go
+// statement that starts it: the first found, or, for a case told apart by a
+// value (fl.sel), every go statement at that depth whose worker is not made
+// with another value (madeWith).
+func (fl *flow) goStmtsFor(w *fnCtx) []Site {
+	var sel *when
+	for _, s := range fl.sel {
+		sel = &s
+	}
 	level := []*fnCtx{w}
 	done := map[string]bool{}
 	for depth := 0; depth < 4 && len(level) > 0; depth++ {
 		var next []*fnCtx
+		var found []Site
 		for _, fn := range level {
 			if done[fn.id()] {
 				continue
 			}
 			done[fn.id()] = true
-			if s := fl.goStmtStarting(fn); s != nil {
-				return s
+			for _, g := range fl.goStmtsStarting(fn) {
+				if sel == nil {
+					return []Site{g.site}
+				}
+				if v, ok := fl.madeWith(g.stmt, g.path, g.c, sel.key); !ok || v == sel.val {
+					found = append(found, g.site)
+				}
 			}
 			for _, r := range fl.refsTo(fn) {
 				next = append(next, r.c)
 			}
+		}
+		if len(found) > 0 {
+			return found
 		}
 		level = next
 	}
 	return nil
 }
 
-// goStmtStarting finds a go statement that calls fn, passes it as a function
-// value, or runs a literal that calls it.
-func (fl *flow) goStmtStarting(fn *fnCtx) *Site {
+// goAt is a go statement, with the function and path it is in.
+type goAt struct {
+	c    *fnCtx
+	stmt *ast.GoStmt
+	path []ast.Node
+	site Site
+}
+
+// goStmtsStarting finds the go statements that call fn, pass it as a
+// function value, or run a literal that calls it.
+func (fl *flow) goStmtsStarting(fn *fnCtx) []goAt {
+	var out []goAt
 	for _, r := range fl.refsTo(fn) {
 		for i := len(r.path) - 1; i >= 0; i-- {
 			if g, ok := r.path[i].(*ast.GoStmt); ok {
-				s := fl.x.site(r.c, g, "")
-				return &s
+				out = append(out, goAt{r.c, g, r.path[:i], fl.x.site(r.c, g, "")})
+				break
 			}
 			if _, ok := r.path[i].(*ast.FuncLit); ok {
 				// A literal counts only when a go statement runs it: go
@@ -185,8 +213,7 @@ func (fl *flow) goStmtStarting(fn *fnCtx) *Site {
 				if i > 1 {
 					if _, ok := r.path[i-1].(*ast.CallExpr); ok {
 						if g, ok := r.path[i-2].(*ast.GoStmt); ok {
-							s := fl.x.site(r.c, g, "")
-							return &s
+							out = append(out, goAt{r.c, g, r.path[:i-2], fl.x.site(r.c, g, "")})
 						}
 					}
 				}
@@ -194,7 +221,7 @@ func (fl *flow) goStmtStarting(fn *fnCtx) *Site {
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 // refsTo are the calls of fn and the places fn is used as a function value
