@@ -15,21 +15,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/syncloop/syncloop/extractor/module"
 	"golang.org/x/mod/semver"
 )
-
-// CacheDir returns the directory syncloop caches into: opts.CacheDir, or
-// os.UserCacheDir()/syncloop.
-func CacheDir(opts Options) (string, error) {
-	if opts.CacheDir != "" {
-		return opts.CacheDir, nil
-	}
-	dir, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory: %v; use --cache-dir DIR", err)
-	}
-	return filepath.Join(dir, "syncloop"), nil
-}
 
 // readingPath is where the Reading for tag and symbols is cached in dir.
 func readingPath(dir, tag string, symbols []string) string {
@@ -124,7 +112,7 @@ func writeReading(path string, r *Reading) error {
 		if err != nil {
 			return err
 		}
-		if err := writeFileAtomic(defsPath(path), data); err != nil {
+		if err := module.WriteFileAtomic(defsPath(path), data); err != nil {
 			return err
 		}
 	}
@@ -132,7 +120,7 @@ func writeReading(path string, r *Reading) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, data)
+	return module.WriteFileAtomic(path, data)
 }
 
 // defsPath is where the Defs of the Reading cached at readingPath are.
@@ -159,90 +147,4 @@ func CachedDefs(opts Options) (*Defs, bool) {
 		return nil, false
 	}
 	return &d, true
-}
-
-// writeFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, so path never holds a partial file.
-func writeFileAtomic(path string, data []byte) (err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
-}
-
-// A verifiedStamp records that syncloop hashed a module-cache zip and found
-// the hash it checked it against (Verified says which), so an unchanged zip
-// (same path, size and modification time) is not hashed, nor looked up in the
-// checksum database, again: hashing a 20 MB zip means inflating ~100 MB,
-// several times the cost of extracting a Reading from it.
-type verifiedStamp struct {
-	Zip      string `json:"zip"`
-	Size     int64  `json:"size"`
-	ModTime  int64  `json:"mod_time_ns"`
-	Hash     string `json:"hash"`
-	Verified string `json:"verified"` // a Verified* value, never VerifiedNone
-}
-
-func stampPath(dir, tag string) string {
-	return filepath.Join(dir, "verified", tag+".json")
-}
-
-// stampFor describes the zip at zipPath as it is now.
-func stampFor(zipPath, hash, verified string) (verifiedStamp, error) {
-	fi, err := os.Stat(zipPath)
-	if err != nil {
-		return verifiedStamp{}, err
-	}
-	return verifiedStamp{Zip: zipPath, Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), Hash: hash, Verified: verified}, nil
-}
-
-// readStamp returns the stamp of the zip at zipPath if it was verified and
-// has not changed since.
-func readStamp(dir, tag, zipPath string) (verifiedStamp, bool) {
-	data, err := os.ReadFile(stampPath(dir, tag))
-	if err != nil {
-		return verifiedStamp{}, false
-	}
-	var old verifiedStamp
-	if json.Unmarshal(data, &old) != nil || old.Hash == "" || old.Verified == "" || old.Verified == VerifiedNone {
-		return verifiedStamp{}, false
-	}
-	now, err := stampFor(zipPath, old.Hash, old.Verified)
-	return old, err == nil && old == now
-}
-
-// writeStamp records that the zip at zipPath hashes to hash, checked as
-// verified says.
-func writeStamp(dir, tag, zipPath, hash, verified string) error {
-	s, err := stampFor(zipPath, hash, verified)
-	if err != nil {
-		return err
-	}
-	data, err := json.Marshal(s)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomic(stampPath(dir, tag), data)
 }

@@ -7,32 +7,6 @@ import (
 	"testing"
 )
 
-func TestWriteFileAtomic(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "a", "b.json")
-	if err := writeFileAtomic(p, []byte("one")); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeFileAtomic(p, []byte("two")); err != nil {
-		t.Fatal(err)
-	}
-	if data, _ := os.ReadFile(p); string(data) != "two" {
-		t.Errorf("content = %q, want %q", data, "two")
-	}
-	// A write that cannot complete (the target is a directory) leaves the
-	// target as it was and no temporary file behind.
-	blocked := filepath.Join(dir, "a", "dir.json")
-	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeFileAtomic(blocked, []byte("three")); err == nil {
-		t.Fatal("writeFileAtomic over a non-empty directory succeeded")
-	}
-	if files := cacheFiles(t, dir, "a"); !slices.Equal(files, []string{"a/b.json"}) {
-		t.Errorf("files after a failed write = %v, want only a/b.json", files)
-	}
-}
-
 func TestCachedReadings(t *testing.T) {
 	dir := t.TempDir()
 	put := func(tag string, symbols []string, r *Reading) {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/syncloop/syncloop/extractor/module"
 	"golang.org/x/mod/sumdb/dirhash"
 )
 
@@ -18,14 +19,14 @@ import (
 func BenchmarkLoadFromModcache(b *testing.B) {
 	mod := linkModCache(b, DefaultTag)
 	getenv := env("GOPROXY", "off", "GOMODCACHE", mod)
-	zipPath, _, _ := modCacheZip(getenv, DefaultTag)
+	zipPath, _, _ := module.ModCacheZip(getenv, DefaultTag)
 
 	load := func(b *testing.B, stamp bool) {
 		for b.Loop() {
 			b.StopTimer()
 			cache := b.TempDir()
 			if stamp {
-				if err := writeStamp(cache, DefaultTag, zipPath, DefaultTagHash, VerifiedPinned); err != nil {
+				if err := module.WriteStamp(cache, DefaultTag, zipPath, DefaultTagHash, VerifiedPinned); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -49,9 +50,9 @@ func BenchmarkLoadFromModcache(b *testing.B) {
 		}
 	})
 	b.Run("baseline-extract", func(b *testing.B) {
-		z := &moduleZip{tag: DefaultTag, path: zipPath, source: "modcache", hash: DefaultTagHash}
+		z := &module.Zip{Tag: DefaultTag, Path: zipPath, Kind: "modcache", Hash: DefaultTagHash}
 		for b.Loop() {
-			if _, err := z.extractOnly(nil); err != nil {
+			if _, err := extractOnly(z, nil); err != nil {
 				b.Fatal(err)
 			}
 		}

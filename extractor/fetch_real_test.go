@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/syncloop/syncloop/extractor/module"
 )
 
 // realZipHashes are the h1: hashes of the real zips these tests use, as the
@@ -35,7 +37,7 @@ type realZipResult struct {
 // through the real proxy once per test binary.
 func realZip(t testing.TB, tag string) string {
 	t.Helper()
-	if p, _, ok := modCacheZip(os.Getenv, tag); ok {
+	if p, _, ok := module.ModCacheZip(os.Getenv, tag); ok {
 		return p
 	}
 	v, _ := realZipOnce.LoadOrStore(tag, &realZipResult{})
@@ -47,12 +49,12 @@ func realZip(t testing.TB, tag string) string {
 			return
 		}
 		opts := Options{Tag: tag, CacheDir: dir, Getenv: env("GOPROXY", "https://proxy.golang.org", "GOMODCACHE", dir)}.withDefaults()
-		z, err := fetchZip(t.Context(), opts, dir)
+		z, err := module.Fetch(t.Context(), opts.module(), dir)
 		if err != nil {
 			res.err = err
 			return
 		}
-		res.path = z.path // a temporary download, left for the process
+		res.path = z.Path // a temporary download, left for the process
 	})
 	if res.err != nil {
 		t.Fatalf("cannot get the %s zip: %v", tag, res.err)
@@ -99,8 +101,8 @@ func TestLoadFromModCache(t *testing.T) {
 	// stamp it verified as a first Load would; TestModCacheVerified and
 	// TestModCacheMismatch test the hashing itself, TestLoadRealProxy hashes
 	// a real zip.
-	zipPath, _, _ := modCacheZip(opts.Getenv, DefaultTag)
-	if err := writeStamp(cache, DefaultTag, zipPath, DefaultTagHash, VerifiedPinned); err != nil {
+	zipPath, _, _ := module.ModCacheZip(opts.Getenv, DefaultTag)
+	if err := module.WriteStamp(cache, DefaultTag, zipPath, DefaultTagHash, VerifiedPinned); err != nil {
 		t.Fatal(err)
 	}
 	r, err := Load(t.Context(), opts)

@@ -4,6 +4,8 @@
 // state of the world). It knows Go source and the module proxy, nothing of HTTP.
 package extractor
 
+import "github.com/syncloop/syncloop/extractor/module"
+
 // Schema is the version of the Reading's JSON shape. Field names are a public
 // contract: fields may be added, never renamed. Bump Schema when the meaning
 // of an existing field changes, so cached Readings are extracted anew.
@@ -13,9 +15,6 @@ package extractor
 // Schema 3 added each case's Made, Writers, Upstream and Goroutine, derived
 // from the source (writers.go).
 const Schema = 3
-
-// Module is the module path the extractor reads.
-const Module = "k8s.io/kubernetes"
 
 // Reading is everything syncloop shows about one tag. It is what the extractor
 // returns, what the cache stores, what /k8s/{tag}/reading.json serves and what
@@ -44,21 +43,21 @@ type Reading struct {
 const (
 	// VerifiedSumDB: the hash the Go checksum database ($GOSUMDB) lists for
 	// the tag.
-	VerifiedSumDB = "sumdb"
+	VerifiedSumDB = module.VerifiedSumDB
 	// VerifiedPinnedSumDB: DefaultTagHash, pinned in syncloop, and the hash
 	// the checksum database lists (DefaultTag downloaded through the proxy).
-	VerifiedPinnedSumDB = "pinned+sumdb"
+	VerifiedPinnedSumDB = module.VerifiedPinnedSumDB
 	// VerifiedPinned: DefaultTagHash, with no checksum database lookup
 	// (DefaultTag from the module cache, or downloaded with GOSUMDB=off).
-	VerifiedPinned = "pinned"
+	VerifiedPinned = module.VerifiedPinned
 	// VerifiedZiphash: the hash in the module cache's .ziphash beside the
 	// zip, which the go command writes once it has checked the zip against
 	// go.sum or the checksum database.
-	VerifiedZiphash = "ziphash"
+	VerifiedZiphash = module.VerifiedZiphash
 	// VerifiedNone: not checked. Either a source directory (Source "dir"),
 	// which has no hash, or a zip for which GOSUMDB=off, GONOSUMDB or
 	// GOPRIVATE turned the checksum database off, as the go command allows.
-	VerifiedNone = "none"
+	VerifiedNone = module.VerifiedNone
 )
 
 // Symbol is one declaration located at the tag. Found is false when the name

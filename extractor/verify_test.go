@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/syncloop/syncloop/extractor/module"
 )
 
 // closedURL is an http URL on which nothing listens.
@@ -128,7 +130,7 @@ func TestModCacheWithoutZiphash(t *testing.T) {
 			if r.Source != "modcache" || r.Verified != tc.verified || r.ModuleHash != hash {
 				t.Errorf("Reading = %s %s %s, want modcache %s %s", r.Source, r.Verified, r.ModuleHash, tc.verified, hash)
 			}
-			st, stamped := readStamp(cache, tag, zipPath)
+			st, stamped := module.ReadStamp(cache, tag, zipPath)
 			if tc.verified == VerifiedNone {
 				// Nothing verified, nothing stamped: with the database back
 				// on, the zip is looked up like any other.
@@ -143,8 +145,8 @@ func TestModCacheWithoutZiphash(t *testing.T) {
 			// Verified once: another Reading of the unchanged zip needs
 			// neither the database nor a hash.
 			p.Close()
-			z, err := fetchZip(t.Context(), opts.withDefaults(), cache)
-			if err != nil || z.verify != nil || z.hash != goodHash || z.verified != VerifiedSumDB {
+			z, err := module.Fetch(t.Context(), opts.withDefaults().module(), cache)
+			if err != nil || z.Pending() || z.Hash != goodHash || z.Verified != VerifiedSumDB {
 				t.Fatalf("fetchZip of the stamped zip = %+v, %v; want it verified by its stamp", z, err)
 			}
 			other, err := Load(t.Context(), Options{Tag: tag, CacheDir: cache, Getenv: opts.Getenv, Symbols: []string{"pkg/kubelet.(*Kubelet).syncLoopIteration"}})

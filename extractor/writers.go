@@ -58,6 +58,12 @@ type flow struct {
 	writers []Site
 	sends   []sendAt // the writers' send statements, for upstream
 	seen    map[string]bool
+	// when records, in a walk of a value rather than a channel
+	// (selectors), the fields it is stored into under a switch case; sel is
+	// what that walk found for the case, which upstream and goroutines
+	// hold the case's callers and go statements to (writers_select.go).
+	when map[loc]when
+	sel  map[loc]when
 }
 
 type sendAt struct {
@@ -99,6 +105,7 @@ func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 		}
 	}
 	fl.finishWriters()
+	fl.sel = fl.selectors(ch, loop)
 	c.Writers = append([]Site{}, fl.writers...)
 	c.Feeders = fl.upstream()
 	c.Goroutine = fl.goroutines()
@@ -253,7 +260,11 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 	case *ast.AssignStmt:
 		for i, r := range s.Rhs {
 			if r == e && i < len(s.Lhs) && len(s.Lhs) == len(s.Rhs) {
-				fl.reach(fl.target(s.Lhs[i], c), c, joinNote(note, gateOf(p, s)))
+				t := fl.target(s.Lhs[i], c)
+				if w, ok := switchCase(p); ok && fl.when != nil && t.fn == "" {
+					fl.when[t] = w
+				}
+				fl.reach(t, c, joinNote(note, gateOf(p, s)))
 			}
 		}
 	case *ast.ValueSpec:
@@ -281,6 +292,8 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 		fl.flowsInto(cl, p[:len(p)-2], c, note) // a map literal's value
 	case *ast.CompositeLit:
 		fl.flowsInto(s, p[:len(p)-1], c, note) // a slice literal's element
+	case *ast.ReturnStmt:
+		fl.returned(s, p, c, note)
 	case *ast.CallExpr:
 		i := slices.Index(s.Args, e.(ast.Expr))
 		if i < 0 {
@@ -302,6 +315,21 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 				fl.reach(loc{fn: cal.id(), name: name}, cal.fnCtx, joinNote(joinNote(note, g), viaNote(cal.via)))
 			}
 		}
+	}
+}
+
+// returned follows a value the function c returns (in return statement r,
+// inside path p) into each call of c: the config mux's ChannelWithContext
+// makes a source's channel and returns it, and the caller hands it to the
+// source that sends on it. A return inside a function literal returns from
+// the literal, which is not followed.
+func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *fnCtx, note string) {
+	if inLiteral(p) || len(r.Results) != 1 || fl.seen["return:"+c.id()] {
+		return
+	}
+	fl.seen["return:"+c.id()] = true
+	for _, cs := range fl.x.callersOf(c) {
+		fl.flowsInto(cs.call, cs.path, cs.c, joinNote(note, gateOf(cs.path, cs.call)))
 	}
 }
 
@@ -414,6 +442,8 @@ func (fl *flow) finishWriters() {
 		note := ""
 		if inLiteral(sa.path) {
 			note = "in a function literal"
+		} else if roots := fl.unreachable(sa.c); roots != "" {
+			note = "unreachable: no caller outside tests (" + roots + ")"
 		}
 		sa.site = fl.x.site(sa.c, sa.send, joinNote(note, pathNote(sa.paths)))
 		fl.writers = append(fl.writers, sa.site)

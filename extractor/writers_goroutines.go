@@ -14,7 +14,10 @@ import (
 
 // upstream is one level of what feeds the writers: for a send that
 // forwards a value received from another channel (a fan-in), the sends on
-// that channel; otherwise the calls of the function that sends.
+// that channel; otherwise the calls of the function that sends, and when a
+// call hands on a value received from a channel (the config mux's listen
+// passing each update to Merge), the sends on that channel too: the
+// sources that feed the fan-in.
 func (fl *flow) upstream() []Site {
 	out := []Site{}
 	seen := map[string]bool{}
@@ -26,15 +29,8 @@ func (fl *flow) upstream() []Site {
 		}
 	}
 	for _, sa := range fl.sends {
-		if src := receivedFrom(sa); src != nil {
-			sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
-			for _, o := range sub.origins(src, sa.c, "", 0) {
-				if !o.ticker {
-					sub.forwardFrom(o, o.note)
-				}
-			}
-			sub.finishWriters()
-			for _, w := range sub.writers {
+		if src := receivedFrom(sa.send.Value, sa.path); src != nil {
+			for _, w := range fl.sendsOn(src, sa.c) {
 				w.Note = joinNote("feeds the fan-in at "+path.Base(sa.site.File)+":"+itoa(sa.site.Line), w.Note)
 				add(w)
 			}
@@ -44,24 +40,49 @@ func (fl *flow) upstream() []Site {
 			continue
 		}
 		for _, cs := range fl.x.callersOf(sa.c) {
+			if w, ok := fl.selected(cs.call, cs.c); ok && !taken(append(slices.Clone(cs.path), cs.call), w) {
+				continue // a branch the case's worker never takes
+			}
 			s := fl.x.site(cs.c, cs.call, gateOf(cs.path, cs.call))
 			s.Note = joinNote("calls "+shortFunc(sa.site.Func), s.Note)
 			add(s)
+			for _, arg := range cs.call.Args {
+				src := receivedFrom(arg, cs.path)
+				if src == nil {
+					continue
+				}
+				for _, w := range fl.sendsOn(src, cs.c) {
+					w.Note = joinNote("feeds "+shortFunc(cs.c.symbolName())+" at "+path.Base(s.File)+":"+itoa(s.Line), w.Note)
+					add(w)
+				}
+			}
 		}
 	}
 	sortSites(out)
 	return out
 }
 
-// receivedFrom is the channel a send's value was received from, when the
-// value is a variable bound by `for v := range ch` or `v := <-ch`.
-func receivedFrom(sa sendAt) ast.Expr {
-	id, ok := sa.send.Value.(*ast.Ident)
+// sendsOn derives, in a walk of its own, the sends on the channel src of c.
+func (fl *flow) sendsOn(src ast.Expr, c *fnCtx) []Site {
+	sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
+	for _, o := range sub.origins(src, c, "", 0) {
+		if !o.ticker {
+			sub.forwardFrom(o, o.note)
+		}
+	}
+	sub.finishWriters()
+	return sub.writers
+}
+
+// receivedFrom is the channel the value e (inside path p) was received
+// from, when e is a variable bound by `for v := range ch` or `v := <-ch`.
+func receivedFrom(e ast.Expr, p []ast.Node) ast.Expr {
+	id, ok := e.(*ast.Ident)
 	if !ok {
 		return nil
 	}
-	for i := len(sa.path) - 1; i >= 0; i-- {
-		switch s := sa.path[i].(type) {
+	for i := len(p) - 1; i >= 0; i-- {
+		switch s := p[i].(type) {
 		case *ast.RangeStmt:
 			if k, ok := s.Key.(*ast.Ident); ok && k.Name == id.Name {
 				return s.X
@@ -111,55 +132,80 @@ func (fl *flow) goroutines() []Site {
 				found = &s
 			}
 		}
-		if found == nil {
-			found = fl.goStmtFor(sa.c)
+		starts := []Site{}
+		if found != nil {
+			starts = append(starts, *found)
+		} else {
+			starts = fl.goStmtsFor(sa.c)
 		}
-		if found == nil {
-			continue
+		for _, s := range starts {
+			s.Note = joinNote("runs "+shortFunc(sa.site.Func)+" ("+path.Base(sa.site.File)+":"+itoa(sa.site.Line)+")", s.Note)
+			k := s.File + ":" + itoa(s.Line)
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, s)
+			}
 		}
-		found.Note = joinNote("runs "+shortFunc(sa.site.Func)+" ("+path.Base(sa.site.File)+":"+itoa(sa.site.Line)+")", found.Note)
-		k := found.File + ":" + itoa(found.Line)
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		out = append(out, *found)
 	}
 	return out
 }
 
-// goStmtFor searches breadth-first up the callers of w for a go statement
-// that starts it.
-func (fl *flow) goStmtFor(w *fnCtx) *Site {
+// goStmtsFor searches breadth-first up the callers of w for the go
+// statement that starts it: the first found, or, for a case told apart by a
+// value (fl.sel), every go statement at that depth whose worker is not made
+// with another value (madeWith).
+func (fl *flow) goStmtsFor(w *fnCtx) []Site {
+	var sel *when
+	for _, s := range fl.sel {
+		sel = &s
+	}
 	level := []*fnCtx{w}
 	done := map[string]bool{}
 	for depth := 0; depth < 4 && len(level) > 0; depth++ {
 		var next []*fnCtx
+		var found []Site
 		for _, fn := range level {
 			if done[fn.id()] {
 				continue
 			}
 			done[fn.id()] = true
-			if s := fl.goStmtStarting(fn); s != nil {
-				return s
+			for _, g := range fl.goStmtsStarting(fn) {
+				if sel == nil {
+					return []Site{g.site}
+				}
+				if v, ok := fl.madeWith(g.stmt, g.path, g.c, sel.key); !ok || v == sel.val {
+					found = append(found, g.site)
+				}
 			}
 			for _, r := range fl.refsTo(fn) {
 				next = append(next, r.c)
 			}
+		}
+		if len(found) > 0 {
+			return found
 		}
 		level = next
 	}
 	return nil
 }
 
-// goStmtStarting finds a go statement that calls fn, passes it as a function
-// value, or runs a literal that calls it.
-func (fl *flow) goStmtStarting(fn *fnCtx) *Site {
+// goAt is a go statement, with the function and path it is in.
+type goAt struct {
+	c    *fnCtx
+	stmt *ast.GoStmt
+	path []ast.Node
+	site Site
+}
+
+// goStmtsStarting finds the go statements that call fn, pass it as a
+// function value, or run a literal that calls it.
+func (fl *flow) goStmtsStarting(fn *fnCtx) []goAt {
+	var out []goAt
 	for _, r := range fl.refsTo(fn) {
 		for i := len(r.path) - 1; i >= 0; i-- {
 			if g, ok := r.path[i].(*ast.GoStmt); ok {
-				s := fl.x.site(r.c, g, "")
-				return &s
+				out = append(out, goAt{r.c, g, r.path[:i], fl.x.site(r.c, g, "")})
+				break
 			}
 			if _, ok := r.path[i].(*ast.FuncLit); ok {
 				// A literal counts only when a go statement runs it: go
@@ -167,8 +213,7 @@ func (fl *flow) goStmtStarting(fn *fnCtx) *Site {
 				if i > 1 {
 					if _, ok := r.path[i-1].(*ast.CallExpr); ok {
 						if g, ok := r.path[i-2].(*ast.GoStmt); ok {
-							s := fl.x.site(r.c, g, "")
-							return &s
+							out = append(out, goAt{r.c, g, r.path[:i-2], fl.x.site(r.c, g, "")})
 						}
 					}
 				}
@@ -176,7 +221,7 @@ func (fl *flow) goStmtStarting(fn *fnCtx) *Site {
 			}
 		}
 	}
-	return nil
+	return out
 }
 
 // refsTo are the calls of fn and the places fn is used as a function value
@@ -220,6 +265,53 @@ func (fl *flow) refsTo(fn *fnCtx) []callSite {
 	}
 	fl.x.callers[key] = out
 	return out
+}
+
+// maxReach bounds the functions unreachable visits walking up from one.
+const maxReach = 64
+
+// unreachable walks up from fn through everything that calls it or uses it
+// as a value (refsTo, which reads no _test.go file) and, when the walk ends
+// with no go statement, no function literal and no main or init, only at
+// functions nothing calls (at v1.31.0 podStorage.sync, called only by
+// PodConfig.Sync, which only tests call), names those functions. It
+// returns "" when fn may run: a caller chain reaches a start, or the walk
+// is cut short by maxReach.
+func (fl *flow) unreachable(fn *fnCtx) string {
+	var roots []string
+	done := map[string]bool{}
+	level := []*fnCtx{fn}
+	for len(level) > 0 {
+		var next []*fnCtx
+		for _, f := range level {
+			if done[f.id()] {
+				continue
+			}
+			if done[f.id()] = true; len(done) > maxReach {
+				return ""
+			}
+			if name := f.decl.Name.Name; f.decl.Recv == nil && (name == "main" || name == "init") {
+				return ""
+			}
+			refs := fl.refsTo(f)
+			if len(refs) == 0 {
+				roots = append(roots, shortFunc(f.symbolName()))
+			}
+			for _, r := range refs {
+				if slices.ContainsFunc(r.path, func(n ast.Node) bool {
+					_, lit := n.(*ast.FuncLit)
+					_, goStmt := n.(*ast.GoStmt)
+					return lit || goStmt
+				}) {
+					return ""
+				}
+				next = append(next, r.c)
+			}
+		}
+		level = next
+	}
+	slices.Sort(roots)
+	return strings.Join(slices.Compact(roots), ", ")
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

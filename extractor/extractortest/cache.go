@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,7 +39,15 @@ var codeKey = sync.OnceValue(func() string {
 		return ""
 	}
 	dir := filepath.Dir(filepath.Dir(self)) // extractor/
-	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	// Every package under extractor/: the Reading is made by several
+	// (module, the index, the flow engine, defs), not by extractor/ alone.
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
+			names = append(names, p)
+		}
+		return err
+	})
 	if err != nil || len(names) == 0 {
 		return ""
 	}
@@ -59,7 +68,8 @@ var codeKey = sync.OnceValue(func() string {
 		if err != nil {
 			return ""
 		}
-		fmt.Fprintf(h, "%s %d\n", filepath.Base(name), len(b))
+		rel, _ := filepath.Rel(dir, name)
+		fmt.Fprintf(h, "%s %d\n", filepath.ToSlash(rel), len(b))
 		h.Write(b)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/mod/semver"
 	"golang.org/x/mod/sumdb/dirhash"
 	"golang.org/x/sync/errgroup"
 
@@ -275,4 +276,87 @@ func Tree(tb testing.TB, tag string) string {
 		tb.Fatalf("unpack k8s.io/kubernetes@%s: %v", tag, err)
 	}
 	return dir
+}
+
+// NewestPatches is the newest version of every minor from v1.from to the
+// newest the module proxy's @v/list serves, pre-releases included: the list's
+// newest of each minor, by semver. A minor the list leaves out (it holds only
+// the versions the proxy was asked for, and none of v1.20–v1.28 are there
+// today) is read at its .0 release. The list is kept beside the downloaded
+// zips for a day, so a warm run asks the proxy nothing.
+func NewestPatches(tb testing.TB, from int) []string {
+	tb.Helper()
+	list, err := versionList()
+	if err != nil {
+		tb.Fatalf("list k8s.io/kubernetes versions: %v", err)
+	}
+	return newestPerMinor(list, from)
+}
+
+// newestPerMinor picks, from versions, the newest of each minor v1.from and
+// later, and v1.N.0 for each minor in between that versions lacks.
+func newestPerMinor(versions []string, from int) []string {
+	best := map[int]string{}
+	top := 0
+	for _, v := range versions {
+		var minor int
+		if !semver.IsValid(v) || semver.Major(v) != "v1" {
+			continue
+		}
+		if _, err := fmt.Sscanf(semver.MajorMinor(v), "v1.%d", &minor); err != nil || minor < from {
+			continue
+		}
+		if b, ok := best[minor]; !ok || semver.Compare(v, b) > 0 {
+			best[minor] = v
+		}
+		top = max(top, minor)
+	}
+	var out []string
+	for m := from; m <= top; m++ {
+		v, ok := best[m]
+		if !ok {
+			v = fmt.Sprintf("v1.%d.0", m)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// versionList is the proxy's @v/list for the module, from a copy less than a
+// day old when there is one.
+func versionList() ([]string, error) {
+	file := filepath.Join(downloadDir(), "list")
+	if st, err := os.Stat(file); err == nil && time.Since(st.ModTime()) < 24*time.Hour {
+		if b, err := os.ReadFile(file); err == nil {
+			return strings.Fields(string(b)), nil
+		}
+	}
+	base, err := proxy()
+	if err != nil {
+		return nil, err
+	}
+	url := base + "/" + extractor.Module + "/@v/list"
+	resp, err := (&http.Client{Timeout: time.Minute}).Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	// A copy that cannot be written costs the next run one request.
+	if err := os.MkdirAll(downloadDir(), 0o755); err == nil {
+		if f, err := os.CreateTemp(downloadDir(), "list.*.tmp"); err == nil {
+			_, werr := f.Write(b)
+			if cerr := f.Close(); werr == nil && cerr == nil {
+				_ = os.Rename(f.Name(), file)
+			}
+			os.Remove(f.Name())
+		}
+	}
+	return strings.Fields(string(b)), nil
 }

@@ -1,4 +1,4 @@
-package extractor
+package module
 
 // zipbounds.go holds a module zip to Go's own limits on module zips
 // (golang.org/x/mod/zip), by the sizes its entries declare and by the bytes
@@ -54,7 +54,7 @@ func checkZipSizes(zr *zip.Reader, tag string) error {
 }
 
 func zipTooLarge(tag, format string, args ...any) error {
-	return newError(ErrZipTooLarge, nil, "the module zip of %s@%s is not a valid module: %s; refused before reading it (check GOPROXY, or use --source-dir DIR)", Module, tag, fmt.Sprintf(format, args...))
+	return Errorf(ErrZipTooLarge, nil, "the module zip of %s@%s is not a valid module: %s; refused before reading it (check GOPROXY, or use --source-dir DIR)", Path, tag, fmt.Sprintf(format, args...))
 }
 
 // boundedFS is the module's tree with each file read only up to the size it

@@ -1,4 +1,4 @@
-package extractor
+package module
 
 // source.go opens the verified source tree of a tag for readings other
 // than the Reading (the volume manager's, extractor/volume): the same
@@ -34,68 +34,64 @@ func (s *Source) Close() {
 	}
 }
 
-// OpenSource opens the source tree of opts.Tag (DefaultTag when empty) or
+// Open opens the source tree of opts.Tag (DefaultTag when empty) or
 // of opts.SourceDir: the module cache's zip or one downloaded through
 // GOPROXY, verified against the pinned hash, the .ziphash or the checksum
 // database before it is returned. Errors match the ones Load returns.
-func OpenSource(ctx context.Context, opts Options) (*Source, error) {
-	opts = opts.withDefaults()
+func Open(ctx context.Context, opts Options) (*Source, error) {
+	opts = opts.WithDefaults()
 	if opts.SourceDir != "" {
 		return openDir(opts)
 	}
 	if err := CheckTag(opts.Tag); err != nil {
 		return nil, err
 	}
-	cacheDir, err := CacheDir(opts)
+	cacheDir, err := CacheDir(opts.CacheDir)
 	if err != nil {
 		return nil, err
 	}
-	z, err := fetchZip(ctx, opts, cacheDir)
+	z, err := Fetch(ctx, opts, cacheDir)
 	if err != nil {
 		return nil, err
 	}
-	if err := z.checkSizes(); err != nil {
-		z.close()
+	if err := z.CheckSizes(); err != nil {
+		z.Close()
 		return nil, err
 	}
-	if z.verify != nil { // a module-cache zip not checked yet: check it first
-		h, err := z.verify()
-		if err != nil {
-			z.close()
-			return nil, err
-		}
-		z.hash = h
+	if err := z.Verify(); err != nil { // a module-cache zip not checked yet: check it first
+		z.Close()
+		return nil, err
 	}
-	zr, err := zip.OpenReader(z.path)
+	zr, err := zip.OpenReader(z.Path)
 	if err != nil {
-		z.close()
-		return nil, newError(ErrChecksumMismatch, err, "cannot open the module zip %s: %v; remove it and try again", z.path, err)
+		z.Close()
+		return nil, Errorf(ErrChecksumMismatch, err, "cannot open the module zip %s: %v; remove it and try again", z.Path, err)
 	}
-	fsys, err := zipRoot(&zr.Reader, z.tag)
+	fsys, err := Root(&zr.Reader, z.Tag)
 	if err != nil {
 		zr.Close()
-		z.close()
+		z.Close()
 		return nil, err
 	}
 	return &Source{
-		FS: fsys, Tag: z.tag, ModuleHash: z.hash, Kind: z.source, Verified: z.verified, ZipPath: z.path,
-		close: func() { zr.Close(); z.close() },
+		FS: fsys, Tag: z.Tag, ModuleHash: z.Hash, Kind: z.Kind, Verified: z.Verified, ZipPath: z.Path,
+		close: func() { zr.Close(); z.Close() },
 	}, nil
 }
 
 // openDir opens a Kubernetes checkout as loadDir reads it.
 func openDir(opts Options) (*Source, error) {
 	dir := opts.SourceDir
-	if fi, err := os.Stat(dir + "/" + kubeletPath); err != nil || !fi.Mode().IsRegular() {
-		return nil, newError(ErrNotKubernetes, err,
-			"%s is not a Kubernetes source tree (no %s); give --source-dir the top of a kubernetes/kubernetes checkout", dir, kubeletPath)
+	if fi, err := os.Stat(dir + "/" + KubeletPath); err != nil || !fi.Mode().IsRegular() {
+		return nil, Errorf(ErrNotKubernetes, err,
+			"%s is not a Kubernetes source tree (no %s); give --source-dir the top of a kubernetes/kubernetes checkout", dir, KubeletPath)
 	}
 	tag := opts.Tag
 	if tag != "" {
 		if err := CheckTag(tag); err != nil {
 			return nil, err
 		}
-	} else if tag = gitTag(dir); tag == "" {
+	} else if tag = GitTag(dir); tag == "" {
 		tag = "dir"
 	}
 	return &Source{FS: os.DirFS(dir), Tag: tag, Kind: "dir", Verified: VerifiedNone}, nil

@@ -1,4 +1,4 @@
-package extractor
+package module
 
 // Verification against the Go checksum database (GOSUMDB), reached the way
 // the go command reaches it: through the first proxy in GOPROXY that answers
@@ -85,7 +85,7 @@ func noSumDB(getenv func(string) string) bool {
 	if list == "" {
 		list = getenv("GOPRIVATE")
 	}
-	return module.MatchPrefixPatterns(list, Module)
+	return module.MatchPrefixPatterns(list, Path)
 }
 
 // sumdbOps implements sumdb.ClientOps over HTTP and the cache directory.
@@ -167,7 +167,7 @@ func (o *sumdbOps) WriteConfig(file string, old, new []byte) error {
 	if !bytes.Equal(cur, old) {
 		return sumdb.ErrWriteConflict
 	}
-	return writeFileAtomic(o.configPath(file), new)
+	return WriteFileAtomic(o.configPath(file), new)
 }
 
 func (o *sumdbOps) configPath(file string) string {
@@ -179,7 +179,7 @@ func (o *sumdbOps) ReadCache(file string) ([]byte, error) {
 }
 
 func (o *sumdbOps) WriteCache(file string, data []byte) {
-	if err := writeFileAtomic(filepath.Join(o.dir, "cache", filepath.FromSlash(file)), data); err != nil {
+	if err := WriteFileAtomic(filepath.Join(o.dir, "cache", filepath.FromSlash(file)), data); err != nil {
 		o.logger.Warn("cannot cache checksum database file", "file", file, "err", err)
 	}
 }
@@ -201,14 +201,14 @@ func (o *sumdbOps) SecurityError(msg string) {
 func sumDBHash(ctx context.Context, client *http.Client, getenv func(string) string, proxies []proxySpec, cacheDir string, logger *slog.Logger, tag, advice string) (hash, db string, err error) {
 	cfg, err := parseGOSUMDB(getenv("GOSUMDB"))
 	if err != nil {
-		return "", "", newError(ErrChecksumMismatch, err, "%v", err)
+		return "", "", Errorf(ErrChecksumMismatch, err, "%v", err)
 	}
 	if cfg == nil || noSumDB(getenv) {
-		logger.Warn("checksum database verification disabled by GOSUMDB, GONOSUMDB or GOPRIVATE", "module", Module, "tag", tag)
+		logger.Warn("checksum database verification disabled by GOSUMDB, GONOSUMDB or GOPRIVATE", "module", Path, "tag", tag)
 		return "", "", nil
 	}
 	ops := &sumdbOps{ctx: ctx, client: client, cfg: cfg, proxies: proxies, dir: filepath.Join(cacheDir, "sumdb"), logger: logger}
-	lines, err := sumdb.NewClient(ops).Lookup(Module, tag)
+	lines, err := sumdb.NewClient(ops).Lookup(Path, tag)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", cfg.name, ctx.Err()
@@ -217,17 +217,17 @@ func sumDBHash(ctx context.Context, client *http.Client, getenv func(string) str
 		if errors.Is(err, sumdb.ErrSecurity) {
 			kind = ErrChecksumMismatch
 		}
-		return "", cfg.name, newError(kind, err,
-			"cannot verify %s@%s against the checksum database %s: %v; %s", Module, tag, cfg.name, err, advice)
+		return "", cfg.name, Errorf(kind, err,
+			"cannot verify %s@%s against the checksum database %s: %v; %s", Path, tag, cfg.name, err, advice)
 	}
-	want := Module + " " + tag + " "
+	want := Path + " " + tag + " "
 	for _, line := range lines {
 		if h, ok := strings.CutPrefix(line, want); ok {
 			return h, cfg.name, nil
 		}
 	}
-	return "", cfg.name, newError(ErrChecksumMismatch, nil,
-		"the checksum database %s has no hash for %s@%s; syncloop will not use a module zip the database does not know", cfg.name, Module, tag)
+	return "", cfg.name, Errorf(ErrChecksumMismatch, nil,
+		"the checksum database %s has no hash for %s@%s; syncloop will not use a module zip the database does not know", cfg.name, Path, tag)
 }
 
 // checkSumDB verifies hash as the h1: hash of the downloaded module zip for
@@ -247,6 +247,6 @@ func checkSumDB(ctx context.Context, client *http.Client, getenv func(string) st
 
 // mismatchError says that what (e.g. "downloaded") is hash got where says want.
 func mismatchError(tag, what, got, where, want, advice string) error {
-	return newError(ErrChecksumMismatch, nil,
-		"checksum mismatch for %s@%s: %s %s, %s says %s; %s", Module, tag, what, got, where, want, advice)
+	return Errorf(ErrChecksumMismatch, nil,
+		"checksum mismatch for %s@%s: %s %s, %s says %s; %s", Path, tag, what, got, where, want, advice)
 }

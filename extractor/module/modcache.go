@@ -1,4 +1,4 @@
-package extractor
+package module
 
 // The local module cache: the go command's $GOMODCACHE, where a module zip
 // already downloaded (and verified) by `go mod download` can be read without
@@ -32,15 +32,15 @@ func modCacheDir(getenv func(string) string) string {
 	return filepath.Join(home, "go", "pkg", "mod")
 }
 
-// modCacheZip returns the paths of the module zip for tag in the module
+// ModCacheZip returns the paths of the module zip for tag in the module
 // cache and of its .ziphash file (which the go command writes after checking
 // the zip), and whether the zip exists.
-func modCacheZip(getenv func(string) string, tag string) (zipPath, ziphashPath string, ok bool) {
+func ModCacheZip(getenv func(string) string, tag string) (zipPath, ziphashPath string, ok bool) {
 	dir := modCacheDir(getenv)
 	if dir == "" {
 		return "", "", false
 	}
-	epath, err := module.EscapePath(Module)
+	epath, err := module.EscapePath(Path)
 	if err != nil {
 		return "", "", false
 	}

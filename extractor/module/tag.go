@@ -1,4 +1,4 @@
-package extractor
+package module
 
 import (
 	"errors"
@@ -34,24 +34,24 @@ var (
 // MinTag is the oldest tag syncloop reads.
 const MinTag = "v1.20.0"
 
-// loadError is a one-line message for a person, classified by the sentinel
+// Error is a one-line message for a person, classified by the sentinel
 // errors it wraps (and carrying its cause for errors.Is/As).
-type loadError struct {
+type Error struct {
 	msg  string
 	errs []error
 }
 
-func (e *loadError) Error() string   { return e.msg }
-func (e *loadError) Unwrap() []error { return e.errs }
+func (e *Error) Error() string   { return e.msg }
+func (e *Error) Unwrap() []error { return e.errs }
 
-// newError returns an error reading msg (formatted) that matches kind and,
+// Errorf returns an error reading msg (formatted) that matches kind and,
 // when non-nil, cause.
-func newError(kind, cause error, format string, args ...any) error {
+func Errorf(kind, cause error, format string, args ...any) error {
 	errs := []error{kind}
 	if cause != nil {
 		errs = append(errs, cause)
 	}
-	return &loadError{msg: fmt.Sprintf(format, args...), errs: errs}
+	return &Error{msg: fmt.Sprintf(format, args...), errs: errs}
 }
 
 // tagRE is the only tag shape accepted: a release or pre-release, no build
@@ -63,11 +63,11 @@ var tagRE = regexp.MustCompile(`^v(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9
 // before MinTag.
 func CheckTag(tag string) error {
 	if !tagRE.MatchString(tag) || !semver.IsValid(tag) {
-		return newError(ErrInvalidTag, nil,
+		return Errorf(ErrInvalidTag, nil,
 			"invalid tag %q: want a Kubernetes release tag like %s (vMAJOR.MINOR.PATCH[-pre])", tag, DefaultTag)
 	}
 	if semver.Compare(tag, MinTag) < 0 {
-		return newError(ErrUnsupportedTag, nil,
+		return Errorf(ErrUnsupportedTag, nil,
 			"tag %s: a tag before %s is not supported; use %s or later (the default is %s)", tag, MinTag, MinTag, DefaultTag)
 	}
 	return nil

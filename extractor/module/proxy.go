@@ -1,4 +1,4 @@
-package extractor
+package module
 
 // The module proxy protocol (https://go.dev/ref/mod#goproxy-protocol), as
 // much of it as syncloop needs: GET $proxy/k8s.io/kubernetes/@v/TAG.zip,
@@ -60,13 +60,13 @@ func parseGOPROXY(goproxy string) ([]proxySpec, error) {
 		}
 		pu, err := url.Parse(u)
 		if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			return nil, newError(ErrNoProxy, err,
+			return nil, Errorf(ErrNoProxy, err,
 				"GOPROXY entry %q is not an http(s) URL syncloop can use; set GOPROXY=https://proxy.golang.org or use --source-dir DIR", u)
 		}
 		list = append(list, proxySpec{url: strings.TrimSuffix(u, "/"), fallBackOnError: fallBack})
 	}
 	if len(list) == 0 {
-		return nil, newError(ErrNoProxy, nil, "GOPROXY lists no proxy; set GOPROXY=https://proxy.golang.org or use --source-dir DIR")
+		return nil, Errorf(ErrNoProxy, nil, "GOPROXY lists no proxy; set GOPROXY=https://proxy.golang.org or use --source-dir DIR")
 	}
 	return list, nil
 }
@@ -91,7 +91,7 @@ func (e *httpStatusError) notFound() bool { return e.code == 404 || e.code == 41
 
 // zipURL is the URL of the module zip for tag on the proxy at base.
 func zipURL(base, tag string) (string, error) {
-	epath, err := module.EscapePath(Module)
+	epath, err := module.EscapePath(Path)
 	if err != nil {
 		return "", err
 	}
@@ -133,14 +133,14 @@ func downloadZip(ctx context.Context, client *http.Client, proxies []proxySpec, 
 			if len(notFound) > 0 {
 				return "", "", unknownTagError(tag, notFound, lastNotFound)
 			}
-			return "", "", newError(ErrNoProxy, nil,
+			return "", "", Errorf(ErrNoProxy, nil,
 				"GOPROXY=off forbids downloading %s@%s, and it is not in the module cache; unset GOPROXY, run `go mod download %s@%s`, or use --source-dir DIR with a Kubernetes checkout",
-				Module, tag, Module, tag)
+				Path, tag, Path, tag)
 		case "direct":
 			if len(notFound) > 0 {
 				return "", "", unknownTagError(tag, notFound, lastNotFound)
 			}
-			return "", "", newError(ErrNoProxy, nil,
+			return "", "", Errorf(ErrNoProxy, nil,
 				"GOPROXY=direct means fetching from version control, which syncloop does not do; set GOPROXY to a module proxy (e.g. https://proxy.golang.org) or use --source-dir DIR with a Kubernetes checkout")
 		}
 		file, err := downloadOne(ctx, client, p.url, tag, tmpDir)
@@ -165,27 +165,27 @@ func downloadZip(ctx context.Context, client *http.Client, proxies []proxySpec, 
 		case p.fallBackOnError:
 			continue
 		case isStatus:
-			return "", "", newError(ErrProxyUnreachable, err,
-				"the module proxy %s failed for %s@%s: %v; try again, set GOPROXY, or use --source-dir DIR with a Kubernetes checkout", p.url, Module, tag, err)
+			return "", "", Errorf(ErrProxyUnreachable, err,
+				"the module proxy %s failed for %s@%s: %v; try again, set GOPROXY, or use --source-dir DIR with a Kubernetes checkout", p.url, Path, tag, err)
 		default:
 			cause := err
 			var ue *url.Error
 			if errors.As(err, &ue) {
 				cause = ue.Err // the URL is the proxy's, named already
 			}
-			return "", "", newError(ErrProxyUnreachable, err,
+			return "", "", Errorf(ErrProxyUnreachable, err,
 				"cannot reach the module proxy %s: %v; set GOPROXY or use --source-dir DIR with a Kubernetes checkout", p.url, cause)
 		}
 	}
 	if len(notFound) > 0 {
 		return "", "", unknownTagError(tag, notFound, lastNotFound)
 	}
-	return "", "", newError(ErrProxyUnreachable, nil,
-		"no module proxy in GOPROXY could serve %s@%s; set GOPROXY or use --source-dir DIR with a Kubernetes checkout", Module, tag)
+	return "", "", Errorf(ErrProxyUnreachable, nil,
+		"no module proxy in GOPROXY could serve %s@%s; set GOPROXY or use --source-dir DIR with a Kubernetes checkout", Path, tag)
 }
 
 func unknownTagError(tag string, proxies []string, cause error) error {
-	return newError(ErrUnknownTag, cause,
+	return Errorf(ErrUnknownTag, cause,
 		"tag %s is not served by %s; check the tag or use --source-dir DIR with a Kubernetes checkout", tag, strings.Join(proxies, " or "))
 }
 
