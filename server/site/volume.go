@@ -154,8 +154,8 @@ func (s *Site) startVolume(tag string) *volState {
 		r, err := s.loadVolume(tag)
 		if err == nil {
 			var full, quiz []byte
-			if full, err = json.MarshalIndent(r, "", "  "); err == nil {
-				quiz, err = json.MarshalIndent(volumeWithoutAnswers(r), "", "  ")
+			if full, err = json.MarshalIndent(r.WithoutDecls(), "", "  "); err == nil {
+				quiz, err = json.MarshalIndent(volumeWithoutAnswers(r).WithoutDecls(), "", "  ")
 			}
 			if err == nil {
 				st.reading = r
