@@ -23,7 +23,7 @@ func extractVolume(ctx context.Context, s stdio, opts extractor.Options, format 
 		enc := json.NewEncoder(s.stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
-		return enc.Encode(r)
+		return enc.Encode(r.WithoutDecls())
 	}
 	return printVolumeTable(s, r)
 }

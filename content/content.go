@@ -72,6 +72,12 @@ const (
 // SymScheme is the link scheme of a symbol link: [text](sym:pkg/dir.Name).
 const SymScheme = "sym:"
 
+// ReadingScheme is the link scheme of a link to another reading of the
+// site at the page's tag: [the second reading](reading:volume-manager).
+// Render asks its resolver for the whole destination; a link it does not
+// resolve is left as its text.
+const ReadingScheme = "reading:"
+
 // CaseOrder is the order in which case notes are listed: the order of the
 // cases in syncLoopIteration at recent tags. Case keys not in it follow,
 // sorted by name.
@@ -314,6 +320,7 @@ func Render(n Note, resolve func(sym string) (href string, ok bool)) (template.H
 	if n.Kind == KindCase {
 		nestHeadings(doc, 4)
 	}
+	readingLinks(doc, resolve)
 	for _, l := range symLinks(doc, n.Body) {
 		s := &symNode{Sym: l.sym}
 		if resolve != nil {
@@ -429,3 +436,30 @@ func (s *ids) Generate(value []byte, kind ast.NodeKind) []byte {
 }
 
 func (s *ids) Put(value []byte) { s.used[string(value)] = true }
+
+// readingLinks points each reading: link at what resolve makes of it, or
+// replaces it by its text.
+func readingLinks(doc ast.Node, resolve func(string) (string, bool)) {
+	var links []*ast.Link
+	_ = ast.Walk(doc, func(node ast.Node, entering bool) (ast.WalkStatus, error) {
+		if l, ok := node.(*ast.Link); ok && entering && strings.HasPrefix(string(l.Destination), ReadingScheme) {
+			links = append(links, l)
+		}
+		return ast.WalkContinue, nil
+	})
+	for _, l := range links {
+		if resolve != nil {
+			if href, ok := resolve(string(l.Destination)); ok && strings.HasPrefix(href, "/") && !gmhtml.IsDangerousURL([]byte(href)) {
+				l.Destination = []byte(href)
+				continue
+			}
+		}
+		parent := l.Parent()
+		for c := l.FirstChild(); c != nil; {
+			next := c.NextSibling()
+			parent.InsertBefore(parent, l, c)
+			c = next
+		}
+		parent.RemoveChild(parent, l)
+	}
+}

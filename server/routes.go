@@ -31,6 +31,9 @@ const (
 //	GET /k8s/{tag}/reading.json   the Reading
 //	GET /k8s/{tag}/volume-manager.json  the second reading: the volume manager's reconciler (site/volume.go)
 //	GET /k8s/{tag}/volume-manager the second reading's page (site/volume_page.go)
+//	GET /k8s/{tag}/volume-manager/def?sym=SYM  a definition the second reading's page opens (site/volume_def.go)
+//	GET /k8s/volume-manager/compare/{from}...{to}  the second reading at two tags (site/volume_compare.go)
+//	GET /k8s/volume-manager/history/{key}  its entry or a phase at every minor release (site/volume_history.go)
 //	GET /k8s/{tag}/answer-key.md  the site's own answers to the worksheet
 //	GET /k8s/{tag}/worksheet.md   the same (its first address)
 //	GET /k8s/{tag}/def?sym=SYM    a module symbol's definition, highlighted (def.go)
@@ -103,6 +106,9 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/reading.json", s.site.TagPage(site.PageJSON))
 	r.Method("GET", "/k8s/{tag}/volume-manager.json", s.site.VolumeJSON())
 	r.Method("GET", "/k8s/{tag}/volume-manager", s.site.VolumePage())
+	r.Method("GET", "/k8s/{tag}/volume-manager/def", s.site.VolumeDef())
+	r.Method("GET", "/k8s/volume-manager/compare/{range}", s.site.VolumeCompare())
+	r.Method("GET", "/k8s/volume-manager/history/{key}", s.site.VolumeHistory())
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.site.TagPage(site.PageWorksheet))
 	r.Method("GET", "/k8s/{tag}/def", s.site.Def())
 	r.Method("GET", "/k8s/{tag}/answer-key.md", s.site.TagPage(site.PageAnswerKey))

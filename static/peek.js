@@ -9,11 +9,14 @@
 import { el } from './dom.js';
 
 const tag = document.getElementById('live')?.dataset.tag || location.pathname.split('/')[2] || '';
+// A page of another reading names its own definitions' address
+// (data-def-base: the volume manager's /k8s/{tag}/volume-manager/def).
+const defBase = document.querySelector('[data-def-base]')?.dataset.defBase || `/k8s/${encodeURIComponent(tag)}/def`;
 const cache = new Map(); // sym → Promise of the /def answer
 
 function fetchDef(sym) {
 	if (!cache.has(sym)) {
-		const p = fetch(`/k8s/${encodeURIComponent(tag)}/def?sym=${encodeURIComponent(sym)}`)
+		const p = fetch(`${defBase}?sym=${encodeURIComponent(sym)}`)
 			.then(async (res) => {
 				const body = await res.json().catch(() => ({ error: `the server answered ${res.status}` }));
 				if (!res.ok) throw new Error(body.error || `the server answered ${res.status}`);

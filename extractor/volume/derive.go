@@ -47,7 +47,7 @@ func Derive(fsys fs.FS, tag string) (*Reading, error) {
 		return nil, fmt.Errorf("volume manager at %s: %w", tag, err)
 	}
 	t.scanCallers(sets)
-	r := &Reading{Schema: Schema, Tag: tag, Entry: entry, Parts: t.findParts(fn, sets), LogSites: t.logSites(), Goroutines: t.findGoroutines()}
+	r := &Reading{Schema: Schema, Tag: tag, Entry: entry, Parts: t.findParts(fn, sets), LogSites: t.logSites(), Goroutines: t.findGoroutines(), Decls: t.decls()}
 	for _, s := range sets {
 		r.Sets = append(r.Sets, s.Set)
 	}

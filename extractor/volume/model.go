@@ -9,11 +9,13 @@
 // hard-coded by name but the package paths and the two interface names.
 package volume
 
+import "github.com/syncloop/syncloop/extractor"
+
 // Schema is the version of the Reading's JSON shape; bump it when a
 // field's meaning changes or a derived field is added, so cached Readings
 // are derived anew. Schema 2 added the entry's and the parts' Text and
-// each part's Starts; Schema 3 the Goroutines.
-const Schema = 3
+// each part's Starts; Schema 3 the Goroutines; Schema 4 the Decls.
+const Schema = 4
 
 // Reading is the volume manager's reconciler at one tag, as
 // /k8s/{tag}/volume-manager.json serves it.
@@ -30,6 +32,17 @@ type Reading struct {
 	// its parts: the reconciler's Run (which reaches the entry), the
 	// populator's Run (the desired state's main writer).
 	Goroutines []Goroutine `json:"goroutines"`
+	// Decls is the definitions index (decls.go): the page's peeks and the
+	// notes' sym: links. It is cached with the Reading but not served in
+	// volume-manager.json (WithoutDecls).
+	Decls map[string]*extractor.Decl `json:"decls,omitempty"`
+}
+
+// WithoutDecls is r without its definitions index, as the JSON serves it.
+func (r *Reading) WithoutDecls() *Reading {
+	c := *r
+	c.Decls = nil
+	return &c
 }
 
 // Goroutine is one go statement that runs a method of a module type.

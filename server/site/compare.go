@@ -59,12 +59,20 @@ type sideRow struct {
 // clauseRows lays out a case's clause at both tags from their highlighted
 // lines.
 func clauseRows(c *diff.Case, from, to *readingView) (side, uni []sideRow, added, removed int) {
-	line := func(v *readingView, n int) template.HTML {
-		if v == nil || v.code == nil || n < v.code.first || n > v.code.last() {
-			return ""
+	line := func(v *readingView) func(int) template.HTML {
+		return func(n int) template.HTML {
+			if v == nil || v.code == nil || n < v.code.first || n > v.code.last() {
+				return ""
+			}
+			return v.code.lines[n-v.code.first]
 		}
-		return v.code.lines[n-v.code.first]
 	}
+	return clauseRowsBy(c, line(from), line(to))
+}
+
+// clauseRowsBy lays out c's texts, line n of either side highlighted by
+// fromLine or toLine.
+func clauseRowsBy(c *diff.Case, fromLine, toLine func(n int) template.HTML) (side, uni []sideRow, added, removed int) {
 	fromAt, toAt := 0, 0
 	if c.From != nil {
 		fromAt = c.From.Start
@@ -77,7 +85,7 @@ func clauseRows(c *diff.Case, from, to *readingView) (side, uni []sideRow, added
 		op := ops[k]
 		if op.Kind == '=' {
 			r := sideRow{Kind: "same", FromN: fromAt + op.From, ToN: toAt + op.To}
-			r.From, r.To = line(from, r.FromN), line(to, r.ToN)
+			r.From, r.To = fromLine(r.FromN), toLine(r.ToN)
 			side = append(side, r)
 			uni = append(uni, r)
 			k++
@@ -87,10 +95,10 @@ func clauseRows(c *diff.Case, from, to *readingView) (side, uni []sideRow, added
 		for ; k < len(ops) && ops[k].Kind != '='; k++ {
 			if op := ops[k]; op.Kind == '-' {
 				n := fromAt + op.From
-				dels = append(dels, sideRow{Kind: "del", FromN: n, From: line(from, n)})
+				dels = append(dels, sideRow{Kind: "del", FromN: n, From: fromLine(n)})
 			} else {
 				n := toAt + op.To
-				adds = append(adds, sideRow{Kind: "add", ToN: n, To: line(to, n)})
+				adds = append(adds, sideRow{Kind: "add", ToN: n, To: toLine(n)})
 			}
 		}
 		removed += len(dels)

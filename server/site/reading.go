@@ -44,7 +44,11 @@ type pageData struct {
 	Compare    *compareView // the compare page (compare.go)
 	History    *historyView // a case's history page (compare.go)
 	Volume     *volumeView  // the second reading's page (volume_page.go)
-	Class      any          // a class's page (package classes: *classes.PageData)
+	// VolumeCompare and VolumeHistory: the second reading's compare and
+	// history (volume_compare.go, volume_history.go).
+	VolumeCompare *volumeCompareView
+	VolumeHistory *volumeHistoryView
+	Class         any // a class's page (package classes: *classes.PageData)
 	// Quiz: the request is answered in quiz mode (Config.Quiz): the site's
 	// notes and answers are left out of this page and of every page of
 	// the site it links to.
@@ -68,6 +72,15 @@ func parseTemplates(a *assets) (*template.Template, error) {
 		"arrivalURL": arrivalURL,
 		"dec":        func(n int) int { return n - 1 },
 		"deref":      func(b *bool) bool { return b != nil && *b },
+		// noteOr is what the volume page's vm-note template shows: the
+		// note, or why there is none (hidden by the class, not written).
+		"noteOr": func(n noteView, hidden bool, what string) any {
+			return struct {
+				Note   noteView
+				Hidden bool
+				What   string
+			}{n, hidden, what}
+		},
 		"compareSuggest": func(tag, def string) string {
 			if tag != def {
 				return def

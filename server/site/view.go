@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -161,6 +162,9 @@ func provenance(r *extractor.Reading) string {
 // resolver resolves a note's sym: links against the Reading's Symbols.
 func resolver(r *extractor.Reading) func(string) (string, bool) {
 	return func(sym string) (string, bool) {
+		if name, ok := strings.CutPrefix(sym, content.ReadingScheme); ok {
+			return readingURL(r.Tag, name)
+		}
 		s, ok := r.Symbols[sym]
 		if !ok || !s.Found {
 			return "", false
@@ -170,6 +174,15 @@ func resolver(r *extractor.Reading) func(string) (string, bool) {
 		}
 		return extractor.UpstreamURL(r.Tag, s.File, s.Line, s.Line), true
 	}
+}
+
+// readingURL is the page of the site's reading name at tag: the second
+// reading's, "volume-manager".
+func readingURL(tag, name string) (string, bool) {
+	if name != PageVolume {
+		return "", false
+	}
+	return "/k8s/" + url.PathEscape(tag) + "/" + PageVolume, true
 }
 
 // newReadingView is what a tag's pages show of its Reading: the notes

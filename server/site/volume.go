@@ -39,6 +39,8 @@ type volState struct {
 	err     error
 	failed  time.Time
 
+	defs sync.Map // sym → the /volume-manager/def answer (volume_def.go)
+
 	mu   sync.Mutex
 	view *volumeView // built on the page's first request
 	html *page       // the page, rendered for gen (volume_page.go)
@@ -52,36 +54,8 @@ func (s *Site) VolumeJSON() http.Handler { return s.volumeHandler(false) }
 func (s *Site) volumeHandler(html bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := chi.URLParam(r, "tag")
-		if err := extractor.CheckTag(tag); err != nil {
-			s.loadFailed(w, r, tag, err)
-			return
-		}
-		st := s.volume(tag)
-		if st == nil {
-			if !s.volumeAdmitted(w, r, tag) {
-				return
-			}
-			if st = s.startVolume(tag); st == nil {
-				w.Header().Set("Retry-After", "30")
-				s.statusPage(w, r, http.StatusServiceUnavailable, pageData{Tag: tag, Heading: "Too many tags at once",
-					Message: "This server holds as many volume manager readings as it may.", Advice: "Try again in a minute."})
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.wait)
-		defer cancel()
-		select {
-		case <-st.done:
-		case <-ctx.Done():
-			w.Header().Set("Retry-After", "2")
-			s.statusPage(w, r, http.StatusAccepted, pageData{Tag: tag, Refresh: true,
-				Heading: "Reading the volume manager at k8s.io/kubernetes@" + tag + "…",
-				Message: "The first reading of a tag's volume manager reads its module zip (fetched through the Go module proxy and checked against the checksum database when this server does not have it) and derives the reconciler's entry, phases, sets and log sites.",
-				Advice:  "This page reloads itself every two seconds until the reading is ready."})
-			return
-		}
-		if st.err != nil {
-			s.loadFailed(w, r, tag, st.err)
+		st, ok := s.volumeReady(w, r, tag, "")
+		if !ok {
 			return
 		}
 		quiz := s.quiz(r)
@@ -101,6 +75,46 @@ func (s *Site) volumeHandler(html bool) http.Handler {
 		}
 		p.ServeHTTP(w, r)
 	})
+}
+
+// volumeReady is tag's second reading once loaded (ok); until then, or
+// when it cannot be had, it answers the request itself: the page that
+// reloads, a refusal, or the error. for says what the reading is for, in
+// the page that reloads (" for the compare with v1.30.0").
+func (s *Site) volumeReady(w http.ResponseWriter, r *http.Request, tag, forWhat string) (*volState, bool) {
+	if err := extractor.CheckTag(tag); err != nil {
+		s.loadFailed(w, r, tag, err)
+		return nil, false
+	}
+	st := s.volume(tag)
+	if st == nil {
+		if !s.volumeAdmitted(w, r, tag) {
+			return nil, false
+		}
+		if st = s.startVolume(tag); st == nil {
+			w.Header().Set("Retry-After", "30")
+			s.statusPage(w, r, http.StatusServiceUnavailable, pageData{Tag: tag, Heading: "Too many tags at once",
+				Message: "This server holds as many volume manager readings as it may.", Advice: "Try again in a minute."})
+			return nil, false
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.wait)
+	defer cancel()
+	select {
+	case <-st.done:
+	case <-ctx.Done():
+		w.Header().Set("Retry-After", "2")
+		s.statusPage(w, r, http.StatusAccepted, pageData{Tag: tag, Refresh: true,
+			Heading: "Reading the volume manager at k8s.io/kubernetes@" + tag + forWhat + "…",
+			Message: "The first reading of a tag's volume manager reads its module zip (fetched through the Go module proxy and checked against the checksum database when this server does not have it) and derives the reconciler's entry, phases, sets and log sites.",
+			Advice:  "This page reloads itself every two seconds until the reading is ready."})
+		return nil, false
+	}
+	if st.err != nil {
+		s.loadFailed(w, r, tag, st.err)
+		return nil, false
+	}
+	return st, true
 }
 
 // volume is tag's state when one is held and worth keeping: loaded,
@@ -154,8 +168,8 @@ func (s *Site) startVolume(tag string) *volState {
 		r, err := s.loadVolume(tag)
 		if err == nil {
 			var full, quiz []byte
-			if full, err = json.MarshalIndent(r, "", "  "); err == nil {
-				quiz, err = json.MarshalIndent(volumeWithoutAnswers(r), "", "  ")
+			if full, err = json.MarshalIndent(r.WithoutDecls(), "", "  "); err == nil {
+				quiz, err = json.MarshalIndent(volumeWithoutAnswers(r).WithoutDecls(), "", "  ")
 			}
 			if err == nil {
 				st.reading = r

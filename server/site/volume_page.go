@@ -15,6 +15,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/syncloop/syncloop/content"
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/diff"
 	"github.com/syncloop/syncloop/extractor/volume"
 )
 
@@ -23,11 +26,14 @@ const PageVolume = "volume-manager"
 
 // volumeView is what volume-manager.html renders.
 type volumeView struct {
-	R      *volume.Reading
-	Entry  template.HTML // the entry's source, highlighted
-	Parts  []partView
-	Sets   []volume.Set
-	Hidden bool // quiz mode: the derived answers are left out
+	R         *volume.Reading
+	Entry     template.HTML // the entry's source, highlighted
+	EntryNote noteView
+	Parts     []partView
+	Sets      []setView
+	Hidden    bool // quiz mode: the derived answers and the notes are left out
+	// Compare is the compare with the minor before, "" before v1.21.
+	Compare string
 	// StartedBy is the go statement that runs (*reconciler).Run, if found.
 	StartedBy *volume.Goroutine
 }
@@ -36,24 +42,41 @@ type partView struct {
 	volume.Part
 	Code     template.HTML
 	Sentence string // what the direction means, in words
+	Note     noteView
+}
+
+// setView is one set with its note.
+type setView struct {
+	volume.Set
+	Note noteView
 }
 
 // newVolumeView highlights the entry and each phase; ids are prefixed so
 // lines of different files never share one.
 func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
-	v := &volumeView{R: r, Sets: r.Sets, Hidden: quiz}
+	v := &volumeView{R: r, Hidden: quiz}
+	if prev := diff.PreviousMinor(r.Tag); prev != "" {
+		v.Compare = volumeCompareURL(prev, r.Tag, "")
+	}
+	notes, err := newVolumeNotes(r)
+	if err != nil {
+		return nil, err
+	}
+	if quiz {
+		notes = nil
+	}
+	v.EntryNote = notes.find(content.VolumeEntry)
 	for i, g := range r.Goroutines {
 		if strings.HasSuffix(g.Runs, ".(*reconciler).Run") {
 			v.StartedBy = &r.Goroutines[i]
 		}
 	}
-	var err error
-	if v.Entry, err = codeBlock(r.Entry.Text, r.Entry.Line, "entry-"); err != nil {
+	if v.Entry, err = codeBlock(r.Entry.Text, r.Entry.Line, "entry-", refsOf(r, partSym(r.Entry.Func))); err != nil {
 		return nil, err
 	}
 	for _, p := range r.Parts {
-		pv := partView{Part: p, Sentence: directionSentence(p)}
-		if pv.Code, err = codeBlock(p.Text, p.Line, "part-"+p.Key+"-"); err != nil {
+		pv := partView{Part: p, Sentence: directionSentence(p), Note: notes.find(p.Key)}
+		if pv.Code, err = codeBlock(p.Text, p.Line, "part-"+p.Key+"-", refsOf(r, partSym(p.Func))); err != nil {
 			return nil, err
 		}
 		if quiz {
@@ -61,19 +84,21 @@ func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
 		}
 		v.Parts = append(v.Parts, pv)
 	}
-	if quiz {
-		v.Sets = nil
+	if !quiz {
+		for _, set := range r.Sets {
+			v.Sets = append(v.Sets, setView{Set: set, Note: notes.find(set.Name)})
+		}
 	}
 	return v, nil
 }
 
 // codeBlock highlights text (first line first) as a <pre> whose lines have
 // ids prefix+"L<n>".
-func codeBlock(text string, first int, prefix string) (template.HTML, error) {
+func codeBlock(text string, first int, prefix string, refs []extractor.Ref) (template.HTML, error) {
 	if text == "" {
 		return "", nil
 	}
-	h, err := highlightRefs(text, first, nil)
+	h, err := highlightRefs(text, first, refs)
 	if err != nil {
 		return "", err
 	}

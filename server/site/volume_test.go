@@ -32,6 +32,9 @@ func volumeSite(t *testing.T, load func(context.Context, extractor.Options) (*vo
 	rt := chi.NewRouter()
 	rt.Method("GET", "/k8s/{tag}/volume-manager.json", s.VolumeJSON())
 	rt.Method("GET", "/k8s/{tag}/volume-manager", s.VolumePage())
+	rt.Method("GET", "/k8s/{tag}/volume-manager/def", s.VolumeDef())
+	rt.Method("GET", "/k8s/volume-manager/compare/{range}", s.VolumeCompare())
+	rt.Method("GET", "/k8s/volume-manager/history/{key}", s.VolumeHistory())
 	return s, rt
 }
 
@@ -122,8 +125,8 @@ func TestVolumePage(t *testing.T) {
 	}
 	for _, s := range []string{
 		`<code>(*reconciler).reconcileNew</code>`, `id="entry-L33"`, "NewVolumeManagerReconstruction</code>, on by default at v1.27.0",
-		`<section class="part" id="part-unmountVolumes"`, `<span class="direction direction-remove-extra">remove-extra</span>`,
-		`<section class="part" id="part-mountOrAttachVolumes"`, `<span class="direction direction-add-missing">add-missing</span>`,
+		`<section class="vm-unit part" id="part-unmountVolumes"`, `<span class="direction direction-remove-extra">remove-extra</span>`,
+		`<section class="vm-unit part" id="part-mountOrAttachVolumes"`, `<span class="direction direction-add-missing">add-missing</span>`,
 		`id="part-cleanOrphanVolumes"`, `id="part-unmountVolumes-L160"`, "It runs only once <code>readyToUnmount()</code> holds",
 		"<code>operationExecutor.MountVolume</code>", "<code>GenerateMountVolumeFunc</code>", "ActualStateOfWorld.MarkVolumeAsMounted",
 		`<section class="sets" id="sets"`, "pkg/volume/util/operationexecutor.(*operationGenerator).GenerateMountVolumeFunc",
@@ -132,6 +135,31 @@ func TestVolumePage(t *testing.T) {
 	} {
 		if !strings.Contains(body, s) {
 			t.Errorf("page lacks %s", s)
+		}
+	}
+	// Each phase's note is in its section's margin, as it reads at the tag;
+	// its calls are controls that open their definitions.
+	for key, says := range map[string]string{
+		"entry":                   "At this tag the pass is <a href=",
+		"part-unmountVolumes":     "<strong>Direction: remove-extra.</strong>",
+		"part-cleanOrphanVolumes": "cleanupMounts",
+	} {
+		sec := sectionOf(body, key)
+		if !strings.Contains(sec, `<div class="prose note">`) || !strings.Contains(sec, says) {
+			t.Errorf("section %s has no note saying %q:\n%.600s", key, says, sec)
+		}
+	}
+	for _, s := range []string{"reconcileNew</code></a>, the new body", `data-def-base="/k8s/v1.27.0/volume-manager/def"`,
+		`data-def="pkg/kubelet/volumemanager/reconciler.(*reconciler).unmountVolumes"`,
+		`data-def="pkg/kubelet/volumemanager/cache.ActualStateOfWorld.GetAllMountedVolumes"`,
+		`href="/k8s/volume-manager/compare/v1.26.0...v1.27.0#part-mountOrAttachVolumes"`, `href="/k8s/volume-manager/history/unmountVolumes"`} {
+		if !strings.Contains(body, s) {
+			t.Errorf("page lacks %s", s)
+		}
+	}
+	for _, s := range []string{"runs the old <code>reconcile</code> above", ":::"} { // v1.26's block, and no fence
+		if strings.Contains(body, s) {
+			t.Errorf("page at v1.27.0 shows %q, a note's text for other tags", s)
 		}
 	}
 	ids := map[string]bool{}
@@ -144,6 +172,19 @@ func TestVolumePage(t *testing.T) {
 }
 
 var idRE = regexp.MustCompile(` id="([^"]+)"`)
+
+// sectionOf is the HTML of the section with id, up to the next section.
+func sectionOf(body, id string) string {
+	i := strings.Index(body, ` id="`+id+`"`)
+	if i < 0 {
+		return ""
+	}
+	rest := body[i:]
+	if j := strings.Index(rest[1:], "<section "); j >= 0 {
+		return rest[:j+1]
+	}
+	return rest
+}
 
 // TestVolumePageQuiz: in quiz mode the page and the JSON keep the source
 // and leave out the derived answers: directions, starts, writers.
@@ -169,7 +210,10 @@ func TestVolumePageQuiz(t *testing.T) {
 	if !strings.Contains(page, `id="part-unmountVolumes"`) || !strings.Contains(page, "Quiz mode: who writes") || !strings.Contains(js, `"key": "unmountVolumes"`) {
 		t.Errorf("quiz page or JSON lost the phases:\n%s\n%s", page, js)
 	}
-	for _, answer := range []string{"remove-extra", "GenerateUnmountVolumeFunc", "MarkVolumeAsUnmounted"} {
+	if !strings.Contains(page, "The class hides the site's notes: what unmountVolumes does is yours to write.") {
+		t.Errorf("the quiz page does not say the notes are hidden:\n%s", page)
+	}
+	for _, answer := range []string{"remove-extra", "GenerateUnmountVolumeFunc", "MarkVolumeAsUnmounted", "Direction:", `class="prose note"`} {
 		if strings.Contains(page, answer) || strings.Contains(js, answer) {
 			t.Errorf("quiz mode serves the answer %q", answer)
 		}

@@ -1,0 +1,102 @@
+package site
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/diff"
+	"github.com/syncloop/syncloop/extractor/extractortest"
+	"github.com/syncloop/syncloop/extractor/volume"
+)
+
+// realVolumes derives the second reading from each tag's real zip.
+func realVolumes(t *testing.T) func(context.Context, extractor.Options) (*volume.Reading, error) {
+	t.Helper()
+	extractortest.NeedNetwork(t)
+	return func(_ context.Context, o extractor.Options) (*volume.Reading, error) {
+		return volume.Derive(extractortest.FS(t, o.Tag), o.Tag)
+	}
+}
+
+// TestVolumeCompareAcrossTheMove: v1.26.0 → v1.27.0 follows the entry from
+// reconcile in reconciler.go to reconcileNew in reconciler_new.go, and says
+// so; the phases are laid out both ways with their notes.
+func TestVolumeCompareAcrossTheMove(t *testing.T) {
+	_, h := volumeSite(t, realVolumes(t), 60*time.Second, 0)
+	w := get(h, "/k8s/volume-manager/compare/v1.26.0...v1.27.0")
+	body := w.Body.String()
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET = %d: %.2000s", w.Code, body)
+	}
+	entry := sectionOf(body, "part-entry")
+	for _, s := range []string{
+		"moved from pkg/kubelet/volumemanager/reconciler/reconciler.go to pkg/kubelet/volumemanager/reconciler/reconciler_new.go",
+		"renamed from reconcile to reconcileNew", `<table class="sbs">`, `<table class="uni">`, "<code>reconcileNew</code> pkg/kubelet/volumemanager/reconciler/reconciler_new.go:33",
+	} {
+		if !strings.Contains(entry, s) {
+			t.Errorf("the entry's section lacks %q:\n%.1500s", s, entry)
+		}
+	}
+	if sec := sectionOf(body, "part-processReconstructedVolumes"); !strings.Contains(sec, `<span class="st">removed</span>`) {
+		t.Errorf("processReconstructedVolumes is not removed at v1.27.0:\n%.800s", sec)
+	}
+	if sec := sectionOf(body, "part-cleanOrphanVolumes"); !strings.Contains(sec, `<span class="st">added</span>`) || !strings.Contains(sec, "Direction: remove-extra") {
+		t.Errorf("cleanOrphanVolumes is not added with its note:\n%.800s", sec)
+	}
+	w = get(h, "/k8s/volume-manager/compare/v1.23.0...v1.24.0")
+	if sec := sectionOf(w.Body.String(), "part-mountOrAttachVolumes"); !strings.Contains(sec, "renamed from (*reconciler).mountAttachVolumes to (*reconciler).mountOrAttachVolumes (matched by the note&#39;s older name)") {
+		t.Errorf("v1.24's rename is not followed:\n%.1500s", sec)
+	}
+	if w := get(h, "/k8s/volume-manager/compare/v1.26.0..v1.27.0"); w.Code != http.StatusNotFound {
+		t.Errorf("a malformed range: %d", w.Code)
+	}
+}
+
+// TestVolumeHistoryFollowsTheEntry: the entry's history names at each
+// minor the function that runs and its file; an older name finds its
+// phase; the definitions the page opens are served with their
+// implementations.
+func TestVolumeHistoryFollowsTheEntry(t *testing.T) {
+	extractortest.NeedNetwork(t)
+	extractortest.Prefetch(diff.MinorTags("v1.37.2")...)
+	_, h := volumeSite(t, realVolumes(t), 120*time.Second, 0)
+	w := get(h, "/k8s/volume-manager/history/entry")
+	body := w.Body.String()
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET = %d: %.2000s", w.Code, body)
+	}
+	for _, s := range []string{
+		"v1.27.0: moved from pkg/kubelet/volumemanager/reconciler/reconciler.go to pkg/kubelet/volumemanager/reconciler/reconciler_new.go; renamed from reconcile to reconcileNew",
+		"v1.30.0: moved from pkg/kubelet/volumemanager/reconciler/reconciler_new.go to pkg/kubelet/volumemanager/reconciler/reconciler.go",
+		"v1.31.0: renamed from reconcileNew to reconcile",
+		`href="/k8s/volume-manager/compare/v1.30.0...v1.31.0#part-entry"`,
+	} {
+		if !strings.Contains(body, s) {
+			t.Errorf("the entry's history lacks %q", s)
+		}
+	}
+	w = get(h, "/k8s/volume-manager/history/mountAttachVolumes")
+	if body := w.Body.String(); w.Code != http.StatusOK || !strings.Contains(body, "<code>(*reconciler).mountAttachVolumes</code>") || !strings.Contains(body, "v1.24.0: renamed from (*reconciler).mountAttachVolumes to (*reconciler).mountOrAttachVolumes") {
+		t.Errorf("the old name's history: %d %.1500s", w.Code, body)
+	}
+	if w := get(h, "/k8s/volume-manager/history/noSuchPhase"); w.Code != http.StatusNotFound {
+		t.Errorf("an unknown phase: %d", w.Code)
+	}
+
+	w = get(h, "/k8s/v1.37.0/volume-manager/def?sym="+"pkg/volume/util/operationexecutor.ActualStateOfWorldAttacherUpdater.MarkVolumeAsDetached")
+	var d defView
+	if err := json.Unmarshal(w.Body.Bytes(), &d); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("def = %d %s", w.Code, w.Body)
+	}
+	if d.Kind != "interface method" || len(d.Impls) != 1 || d.Impls[0].Sym != "pkg/kubelet/volumemanager/cache.(*actualStateOfWorld).MarkVolumeAsDetached" || !strings.Contains(d.Impls[0].HTML, `class="chroma code peek-code"`) {
+		t.Errorf("def %+v", d)
+	}
+	if w := get(h, "/k8s/v1.37.0/volume-manager/def?sym=pkg/nope.X"); w.Code != http.StatusNotFound {
+		t.Errorf("an unknown symbol: %d", w.Code)
+	}
+}
