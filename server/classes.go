@@ -30,7 +30,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 		return nil, err
 	}
 	cc := p.Classes
-	cc.Store = st
+	cc.Store, cc.Sockets = st, d.Sockets // instructors' streams count with the client's websockets
 	cc.Deps = classes.Deps{
 		Rooms:          d.Rooms,
 		Notes:          notes.Notes,
