@@ -30,7 +30,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 		return nil, err
 	}
 	cc := p.Classes
-	cc.Store = st
+	cc.Store, cc.Sockets = st, d.Sockets // instructors' streams count with the client's websockets
 	if cc.Changed == nil { // a test's own signal stands for none
 		cc.Changed = d.Changed
 	}

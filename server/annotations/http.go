@@ -117,7 +117,6 @@ const (
 	writeRate  = 8  // writes a second, after a burst of writeBurst
 	writeBurst = 40 // a paste, a conflict resolved, a flurry of typing
 	maxBody    = 32 << 10
-	keepalive  = 20 * time.Second
 )
 
 // DefaultStreamsPerRoom is HTTPConfig.StreamsPerRoom's default: a full
@@ -542,25 +541,23 @@ func (h *Handlers) Events() http.Handler {
 }
 
 // stream sends room id's notes as views at reading's tag: a snapshot, then
-// each change, until the page goes, the room ends or the stream falls
-// behind (the page then reconnects and gets a fresh snapshot).
+// each change, until the page goes, the room ends, the stream falls behind
+// (the page then reconnects and gets a fresh snapshot) or a write misses
+// its deadline (the page stopped reading: clients.Events).
 func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, id string, reading *extractor.Reading) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{})
 	notes, ch, cancel := h.cfg.Store.Subscribe(id)
 	defer cancel()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
+	ev, err := h.cfg.Sockets.Events(w)
+	if err != nil {
+		return
+	}
+	defer ev.Close()
 	send := func(event string, v any) error {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return err
 		}
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-			return err
-		}
-		return rc.Flush()
+		return ev.Send(event, b)
 	}
 	// The snapshot's views come from the same renders as the events:
 	// a page that connects again renders nothing anew.
@@ -569,8 +566,6 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, id string, rea
 	if send("snapshot", map[string]any{"views": views}) != nil {
 		return
 	}
-	t := time.NewTicker(keepalive)
-	defer t.Stop()
 	// The room can end with nothing written in it: no note's event
 	// would tell this page. Ask now and then.
 	check := time.NewTicker(h.cfg.RoomCheck)
@@ -585,8 +580,8 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, id string, rea
 				go h.Expired(id)
 				return
 			}
-		case <-t.C:
-			if _, err := fmt.Fprint(w, ": keepalive\n\n"); err != nil || rc.Flush() != nil {
+		case <-ev.Pings():
+			if ev.Ping() != nil {
 				return
 			}
 		case n, open := <-ch:
@@ -599,7 +594,7 @@ func (h *Handlers) stream(w http.ResponseWriter, r *http.Request, id string, rea
 			}
 			// Every page at this tag gets the same bytes: the change is
 			// rendered (Markdown, checks, anchoring) once, not per page.
-			if _, err := w.Write(h.rendered(reading, id, n, quiz).event()); err != nil || rc.Flush() != nil {
+			if ev.Write(h.rendered(reading, id, n, quiz).event()) != nil {
 				return
 			}
 		}

@@ -42,6 +42,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
+	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/internal/wake"
 	"github.com/syncloop/syncloop/server/rooms"
 )
@@ -94,6 +95,10 @@ type Config struct {
 	// room, a note or a room's record of what fired changes, instead of at
 	// its next Tick.
 	Changed *wake.Signal
+	// Sockets caps the instructors' streams one client holds open,
+	// together with its feed and room sockets, and pings them; nil means
+	// a cap of the classes' own with clients' defaults.
+	Sockets *clients.Sockets
 	Logger  *slog.Logger
 }
 
@@ -124,6 +129,9 @@ func NewHandlers(cfg Config) *Handlers {
 	}
 	if cfg.ClientID == nil {
 		cfg.ClientID = func(r *http.Request) string { return r.RemoteAddr }
+	}
+	if cfg.Sockets == nil {
+		cfg.Sockets = clients.NewSockets(0, 0)
 	}
 	cfg.AnonBudget = min(cmp.Or(cfg.AnonBudget, DefaultAnonBudget), cfg.MaxBudget)
 	cfg.PerStudent = cmp.Or(cfg.PerStudent, DefaultPerStudent)
@@ -421,99 +429,113 @@ func (h *Handlers) RoomsJSON() http.Handler {
 }
 
 // Events is GET /classes/{id}/events: the overview whenever it changes.
+// The stream holds one of its client's sockets (Config.Sockets) until the
+// page goes, the class is gone, or a write misses its deadline (the page
+// stopped reading: clients.Events).
 func (h *Handlers) Events() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		c, ok := h.instructor(w, r)
 		if !ok {
 			return
 		}
-		rc := http.NewResponseController(w)
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("X-Accel-Buffering", "no")
-		w.WriteHeader(http.StatusOK)
-		tick := time.NewTicker(h.cfg.Tick)
-		defer tick.Stop()
-		var sent []byte
-		var roster []Student
-		lastWrite, lastWatch, lastRoster := time.Now(), time.Time{}, time.Time{}
-		for {
-			// Taken before the overview is read: a change while it is
-			// read or sent wakes the wait below.
-			changed := h.cfg.Changed.C()
-			now := time.Now()
-			if now.Sub(lastRoster) >= rosterEvery {
-				// The class as it is now (its settings changed, it ended:
-				// another replica may have taken the change) and its
-				// roster. A failed read keeps what was last read.
-				nc, err := h.cfg.Store.Get(r.Context(), c.ID)
-				if errors.Is(err, ErrNotFound) {
-					fmt.Fprintf(w, "event: gone\ndata: {}\n\n")
-					rc.Flush()
-					return
-				}
-				if err == nil {
-					c = nc
-				}
-				if st, err := h.cfg.Store.Students(r.Context(), c.ID); err == nil {
-					roster = st
-				}
-				lastRoster = now
-			}
-			if now.Sub(lastWatch) >= rooms.FlushEvery {
-				// Its rooms kept alive while it is watched.
-				h.watched(r.Context(), c)
-				lastWatch = now
-			}
-			b, err := json.Marshal(h.cfg.Deps.overview(c, roster))
-			if err != nil {
+		client := h.cfg.ClientID(r)
+		if !h.cfg.Sockets.Acquire(w, client) {
+			return
+		}
+		defer h.cfg.Sockets.Release(client)
+		ev, err := h.cfg.Sockets.Events(w)
+		if err != nil {
+			return
+		}
+		defer ev.Close()
+		h.stream(r, ev, c)
+	})
+}
+
+// stream sends class c's overview on ev, each time it changes, until the
+// request ends, the class is gone, the server closes or a write fails.
+func (h *Handlers) stream(r *http.Request, ev *clients.Events, c Class) {
+	tick := time.NewTicker(h.cfg.Tick)
+	defer tick.Stop()
+	var sent []byte
+	var roster []Student
+	lastWatch, lastRoster := time.Time{}, time.Time{}
+	for {
+		// Taken before the overview is read: a change while it is read or
+		// sent wakes the wait below.
+		changed := h.cfg.Changed.C()
+		now := time.Now()
+		if now.Sub(lastRoster) >= rosterEvery {
+			// The class as it is now (its settings changed, it ended:
+			// another replica may have taken the change) and its
+			// roster. A failed read keeps what was last read.
+			nc, err := h.cfg.Store.Get(r.Context(), c.ID)
+			if errors.Is(err, ErrNotFound) {
+				ev.Send("gone", []byte("{}"))
 				return
 			}
-			var werr error
-			switch {
-			case !bytes.Equal(b, sent):
-				_, werr = fmt.Fprintf(w, "event: overview\ndata: %s\n\n", b)
-				sent, lastWrite = b, now
-			case now.Sub(lastWrite) >= 20*time.Second:
-				_, werr = fmt.Fprintf(w, ": keepalive\n\n")
-				lastWrite = now
+			if err == nil {
+				c = nc
 			}
-			if werr != nil || rc.Flush() != nil || !h.wait(r.Context(), tick.C, changed, now) {
+			if st, err := h.cfg.Store.Students(r.Context(), c.ID); err == nil {
+				roster = st
+			}
+			lastRoster = now
+		}
+		if now.Sub(lastWatch) >= rooms.FlushEvery {
+			// Its rooms kept alive while it is watched.
+			h.watched(r.Context(), c)
+			lastWatch = now
+		}
+		b, err := json.Marshal(h.cfg.Deps.overview(c, roster))
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(b, sent) {
+			if ev.Send("overview", b) != nil {
+				return
+			}
+			sent = b
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-h.done:
+			return
+		case <-ev.Pings():
+			if ev.Ping() != nil {
+				return
+			}
+		case <-tick.C:
+		case <-changed:
+			if !h.settle(r.Context(), now) {
 				return
 			}
 		}
-	})
+	}
 }
 
 // changeGap is how soon after an overview a change makes the next one: a
 // busy class's lines and notes coalesce into at most one overview per gap.
 const changeGap = 100 * time.Millisecond
 
-// wait blocks until the next tick, or the next change (no sooner than
-// changeGap after the overview read at last), and reports false once the
-// stream must end.
-func (h *Handlers) wait(ctx context.Context, tick <-chan time.Time, changed <-chan struct{}, last time.Time) bool {
+// settle waits out changeGap after the overview read at last, and reports
+// false once the stream must end.
+func (h *Handlers) settle(ctx context.Context, last time.Time) bool {
+	d := changeGap - time.Since(last)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
 	case <-h.done:
 		return false
-	case <-tick:
+	case <-t.C:
 		return true
-	case <-changed:
 	}
-	if d := changeGap - time.Since(last); d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-h.done:
-			return false
-		case <-t.C:
-		}
-	}
-	return true
 }
 
 // rosterEvery is how often an instructor's stream reads the class and its

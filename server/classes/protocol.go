@@ -12,7 +12,9 @@ package classes
 //	POST /classes/{id}/rooms/{room}/end (same key) end one room of the class → {"id","ended"}
 //	GET /classes/{id}/events        (Authorization: Bearer KEY) text/event-stream:
 //	                                an "overview" event (data: Overview) at once and whenever it
-//	                                changes (looked at every Config.Tick); a comment every 20 s.
+//	                                changes (looked at every Config.Tick); a ping comment every 25 s
+//	                                (clients.Events); it holds one of the client's
+//	                                --sockets-per-client.
 //	                                The page reads it with fetch, which can send the key in a
 //	                                header (an EventSource cannot).
 

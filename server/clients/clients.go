@@ -1,6 +1,7 @@
 // Package clients says who a client is, and holds what feed and room
-// sockets share: a cap on the sockets one client holds open, the pings
-// that find half-open connections, and a socket's one writer (Writer).
+// sockets and event streams share: a cap on the sockets one client holds
+// open, the pings that find half-open connections, a socket's one writer
+// (Writer) and an event stream's (Events).
 //
 // A request comes from its
 // client address, which every per-client limit (room creation, rooms held,

@@ -22,14 +22,14 @@ const DefaultSocketsPerClient = 64
 const DefaultPingEvery = 25 * time.Second
 
 // Sockets counts the browser sockets (feed sockets, package feeds; room
-// sockets, package rooms) each client holds open, and pings them. One is
-// shared by the feed and room sockets of one server.
+// sockets, package rooms; event streams, Events) each client holds open,
+// and pings them. One is shared by all the sockets of one server.
 type Sockets struct {
 	max       int
 	pingEvery time.Duration
 
 	refused    atomic.Uint64 // sockets refused over a client's cap
-	unanswered atomic.Uint64 // sockets closed for not answering a ping
+	unanswered atomic.Uint64 // sockets closed for not answering a ping, streams for not taking a write
 
 	mu   sync.Mutex
 	open map[string]int // by client address
@@ -114,7 +114,8 @@ func (b *Sockets) KeepAlive(conn *websocket.Conn) (stop func()) {
 // Refused counts the sockets refused over a client's cap.
 func (b *Sockets) Refused() uint64 { return b.refused.Load() }
 
-// Unanswered counts the sockets closed for not answering a ping.
+// Unanswered counts the sockets closed for not answering a ping, and the
+// event streams ended for not taking a write within its deadline.
 func (b *Sockets) Unanswered() uint64 { return b.unanswered.Load() }
 
 // Register registers the sockets' counters (syncloop_sockets_refused_total,
@@ -125,7 +126,7 @@ func (b *Sockets) Register(r prometheus.Registerer) error {
 			Help: "Browser sockets refused because their client held --sockets-per-client already."},
 			func() float64 { return float64(b.Refused()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "syncloop_sockets_unanswered_total",
-			Help: "Browser sockets closed because they did not answer a ping (half-open connections)."},
+			Help: "Browser sockets closed because they did not answer a ping, and event streams ended because a write missed its deadline (half-open connections)."},
 			func() float64 { return float64(b.Unanswered()) }),
 	} {
 		if err := r.Register(c); err != nil {
