@@ -32,12 +32,28 @@ import (
 	"time"
 )
 
-// Line is one journal line with the id the server deduplicates by.
+// Line is one journal line with the id the server deduplicates by, and
+// when it was read: where its time went before the server had it.
 type Line struct {
-	ID     string `json:"id"`
-	Raw    string `json:"raw"`
-	Cursor bool   `json:"-"` // ID is a journald cursor
+	ID  string `json:"id"`
+	Raw string `json:"raw"`
+	// Read is when the relay read the line (Unix microseconds; 0 when not
+	// said), and Age how long journald held it before (microseconds from
+	// the entry's __REALTIME_TIMESTAMP; 0 when the line is no journald
+	// entry, or is history: older than MaxAge, as the first lines of
+	// journalctl -f and every line of a replayed file are).
+	Read int64 `json:"read,omitempty"`
+	Age  int64 `json:"age,omitempty"`
+	// Recv is when the server received the line (Unix microseconds): set
+	// by the server, never on the wire.
+	Recv   int64 `json:"-"`
+	Cursor bool  `json:"-"` // ID is a journald cursor
 }
+
+// MaxAge is the oldest a journald entry may be, when the relay reads it,
+// for its age to say how long journald took rather than that it is
+// history.
+const MaxAge = time.Minute
 
 // MaxLineBytes is the longest line a source passes on whole; longer lines are
 // cut there (the server cuts them further for display).
@@ -89,11 +105,16 @@ func (g *ids) line(raw []byte) Line {
 	if len(raw) > MaxLineBytes {
 		raw = raw[:MaxLineBytes]
 	}
+	now := time.Now()
 	if j, ok := ParseJournal(raw); ok {
-		return Line{ID: j.Cursor, Raw: string(raw), Cursor: true}
+		l := Line{ID: j.Cursor, Raw: string(raw), Cursor: true, Read: now.UnixMicro()}
+		if age := now.Sub(j.Realtime); !j.Realtime.IsZero() && age >= 0 && age < MaxAge {
+			l.Age = age.Microseconds()
+		}
+		return l
 	}
 	g.n++
-	return Line{ID: g.prefix + "-" + strconv.FormatUint(g.n, 10), Raw: string(raw)}
+	return Line{ID: g.prefix + "-" + strconv.FormatUint(g.n, 10), Raw: string(raw), Read: now.UnixMicro()}
 }
 
 // readLines calls fn for each line of r, without its line ending; lines
@@ -206,6 +227,7 @@ func ReplayFile(ctx context.Context, name string, speed float64, after string, e
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		l.Read = time.Now().UnixMicro() // after the replay's own wait
 		return emit(l)
 	})
 }

@@ -51,15 +51,26 @@ var wireSeeds = []string{
 	`{"lines":[{"id":"a","raw":"x` + "\x01" + `"}]}`,
 	`{"lines":[{"id":"a","extra":{"k":[1,2]},"raw":"x"}]}`,
 	``, `{`, `[]`, `{"lines":[`, `{"lines":[{"id":"a"`,
+	`{"lines":[{"id":"a","raw":"x","read":1733350000123456,"age":1234}]}`,
+	`{"lines":[{"age":-5,"read":0,"raw":"x","id":"a"}]}`,
+	`{"lines":[{"id":"a","read":1.5}]}`,
+	`{"lines":[{"id":"a","read":1e3}]}`,
+	`{"lines":[{"id":"a","read":01}]}`,
+	`{"lines":[{"id":"a","read":"1"}]}`,
+	`{"lines":[{"id":"a","read":99999999999999999999}]}`,
+	`{"lines":[{"id":"a","age":-}]}`,
 }
 
 func TestDecodeBatch(t *testing.T) {
 	for _, s := range wireSeeds {
 		checkDecode(t, []byte(s))
 	}
-	lines := []Line{{ID: "s=1;i=2", Raw: `I1130 01:02:00.512345 4242 kubelet.go:2500] "SyncLoop (PLEG)" pod="a/<b>"`}, {ID: "", Raw: "\x1b[31m\xff\u2028"}}
+	lines := []Line{{ID: "s=1;i=2", Raw: `I1130 01:02:00.512345 4242 kubelet.go:2500] "SyncLoop (PLEG)" pod="a/<b>"`, Read: 1733350000123456, Age: 2500}, {ID: "", Raw: "\x1b[31m\xff\u2028"}}
 	b := AppendBatch(nil, lines)
 	checkDecode(t, b)
+	if _, ok := decodeFast(b, nil); !ok {
+		t.Fatalf("the relay's own batch (with read and age) takes encoding/json's path: %s", b)
+	}
 	got, err := DecodeBatch(b, []Line{{ID: "kept"}})
 	if err != nil || len(got) != 3 || got[0].ID != "kept" || got[1] != lines[0] || got[2].Raw != "\x1b[31m\ufffd\u2028" {
 		t.Fatalf("DecodeBatch(AppendBatch) = %+v, %v", got, err)
