@@ -31,7 +31,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 	}
 	cc := p.Classes
 	cc.Store, cc.Sockets = st, d.Sockets // instructors' streams count with the client's websockets
-	if cc.Changed == nil { // a test's own signal stands for none
+	if cc.Changed == nil {               // a test's own signal stands for none
 		cc.Changed = d.Changed
 	}
 	cc.Deps = classes.Deps{

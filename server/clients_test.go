@@ -360,6 +360,7 @@ func TestMetricNames(t *testing.T) {
 		"syncloop_rooms":                    "gauge",
 		"syncloop_room_readers":             "gauge",
 		"syncloop_room_followers":           "gauge",
+		"syncloop_line_stage_seconds":       "histogram",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("metrics and types:\n got %v\nwant %v", got, want)

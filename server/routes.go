@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/rooms"
 	"github.com/syncloop/syncloop/server/site"
 )
@@ -123,6 +124,9 @@ func (s *Server) routes() chi.Router {
 		r.With(streamBody).Method(m, "/feeds/{feed}/journal", s.rooms.FeedGate(s.live.HandleJournal()))
 	}
 	r.Method("GET", "/feeds/{feed}/cursor", s.rooms.FeedGate(s.live.HandleCursor()))
+	r.With(jsonBody(8<<10)).Method("POST", "/feeds/{feed}/timing", s.live.HandleTiming(func(r *http.Request) string {
+		return clients.AddrPrefix(r, s.cfg.TrustedProxies, s.cfg.IPv6Prefix)
+	}))
 	r.Method("GET", "/feeds/{feed}/export", s.rooms.FeedGate(s.live.HandleExport()))
 	r.Method("GET", "/feeds/{feed}/fired", s.rooms.FeedGate(s.live.HandleFired()))
 	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", s.rooms.FeedGate(s.live.HandleCaseLines()))

@@ -20,6 +20,7 @@
 
 import { announce, el, lineEl } from './dom.js';
 import { FiredCounts, Pins } from './evidence.js';
+import { Timing } from './timing.js';
 import { body, clean, clock, jsonLines, versionLink, versionSource } from './logline.js';
 import { readerColor, readerName } from './identity.js';
 import { openNotes } from './notes-store.js';
@@ -161,6 +162,8 @@ class LivePane {
 		this.more.hidden = true;
 		wrap.append(this.list, this.more);
 		body.append(wrap);
+		this.timing = new Timing(() => this.feedURL('/timing'));
+		body.append(this.timing.el);
 		r.append(body);
 		this.setOpen(false);
 	}
@@ -363,7 +366,10 @@ class LivePane {
 			min: 500,
 			max: 15000,
 			message: (data) => {
-				for (const m of jsonLines(data)) this.handle(m);
+				const at = performance.timeOrigin + performance.now();
+				const msgs = [...jsonLines(data)];
+				for (const m of msgs) this.handle(m);
+				this.timing.message(msgs, Math.round(at * 1000));
 			},
 			refused: { [FEED_GONE]: 'this feed is gone', [ROOM_GONE]: 'the room expired' },
 			gone: (text) => this.setConn(text, 'down'),

@@ -170,6 +170,9 @@ func (s *Service) putFrame(b []byte) {
 func (s *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription, gen uint64, out *clients.Writer) error {
 	pause := time.NewTimer(0)
 	defer pause.Stop()
+	// Lines received before the browser came (its history) waited for it,
+	// not for the server: only later ones say how long the server took.
+	since := time.Now().UnixMicro()
 	for {
 		b, err := sub.Next(ctx)
 		if err != nil {
@@ -186,15 +189,20 @@ func (s *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription,
 			gen = g
 			frame = appendMsg(frame, mustJSON(map[string]any{"status": f.statusMsg()}))
 		}
+		var oldest int64 // the oldest line's receipt in the message (latency.go)
 		for _, e := range b.Entries {
 			if len(frame)+len(e.Data) > frameLimit && len(frame) > 0 {
-				if err := out.Send(frame); err != nil {
+				if err := out.Send(s.stamp(frame, oldest, since)); err != nil {
 					return err
 				}
-				frame = s.getFrame()
+				frame, oldest = s.getFrame(), 0
 			}
 			frame = appendMsg(frame, e.Data)
+			if e.At >= since && (oldest == 0 || e.At < oldest) {
+				oldest = e.At
+			}
 		}
+		frame = s.stamp(frame, oldest, since)
 		if len(frame) == 0 {
 			s.putFrame(frame)
 		} else if err := out.Send(frame); err != nil { // out gives it back to the pool
@@ -211,6 +219,25 @@ func (s *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription,
 			}
 		}
 	}
+}
+
+// stamp ends a browser message whose oldest line received since the
+// browser came was received at oldest (0: none was) with its send time
+// and that start, {"sent":µs,"since":µs}, for the page's own measure (a
+// line received before since is history), and observes the server stage
+// (latency.go).
+func (s *Service) stamp(frame []byte, oldest, since int64) []byte {
+	if oldest == 0 {
+		return frame
+	}
+	now := time.Now()
+	s.lat.sent(oldest, now)
+	if len(frame) > 0 {
+		frame = append(frame, '\n')
+	}
+	frame = strconv.AppendInt(append(frame, `{"sent":`...), now.UnixMicro(), 10)
+	frame = strconv.AppendInt(append(frame, `,"since":`...), since, 10)
+	return append(frame, '}')
 }
 
 // resumeWait is how long a browser's ?after= may wait for this replica's

@@ -318,8 +318,9 @@ func cutUTF8(s string, n int) string {
 }
 
 // appendEntry appends a line's message for browsers to b:
-// {"seq":N,"line":{…},"demo":true?,"cut":true?}.
-func appendEntry(b []byte, seq uint64, line *classify.Line, demo, cut bool) []byte {
+// {"seq":N,"line":{…},"demo":true?,"cut":true?,"lat":{…}?}, lat being the
+// line's stamps when in has them (latency.go): {"age":µs,"read":µs,"recv":µs}.
+func appendEntry(b []byte, seq uint64, line *classify.Line, demo, cut bool, in *relay.Line) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, seq, 10)
 	b = append(b, `,"line":`...)
@@ -333,6 +334,12 @@ func appendEntry(b []byte, seq uint64, line *classify.Line, demo, cut bool) []by
 	}
 	if cut {
 		b = append(b, `,"cut":true`...)
+	}
+	if in != nil && in.Recv != 0 {
+		b = strconv.AppendInt(append(b, `,"lat":{"age":`...), in.Age, 10)
+		b = strconv.AppendInt(append(b, `,"read":`...), in.Read, 10)
+		b = strconv.AppendInt(append(b, `,"recv":`...), in.Recv, 10)
+		b = append(b, '}')
 	}
 	return append(b, '}')
 }
@@ -365,17 +372,17 @@ func (f *feed) publishToHub(lines []shownLine, demo bool) {
 	first := f.hub.Next()
 	data := f.buf.entries[:0]
 	for i := range lines {
-		f.buf.scratch = appendEntry(f.buf.scratch[:0], first+uint64(i), &lines[i].line, demo, lines[i].cut)
+		f.buf.scratch = appendEntry(f.buf.scratch[:0], first+uint64(i), &lines[i].line, demo, lines[i].cut, &lines[i].in)
 		data = append(data, f.keep(f.buf.scratch))
 	}
 	if cap(f.buf.scratch) > 4*arenaSize {
 		f.buf.scratch = nil
 	}
-	f.hub.PublishN(len(data), func(i int, seq uint64) []byte {
+	f.hub.PublishNAt(len(data), func(i int, seq uint64) ([]byte, int64) {
 		if seq != first+uint64(i) { // cannot happen while ingest is the only publisher
-			return appendEntry(nil, seq, &lines[i].line, demo, lines[i].cut)
+			return appendEntry(nil, seq, &lines[i].line, demo, lines[i].cut, &lines[i].in), lines[i].in.Recv
 		}
-		return data[i]
+		return data[i], lines[i].in.Recv
 	})
 	clear(data)
 	f.buf.entries = data[:0]

@@ -200,6 +200,7 @@ type Service struct {
 	sitesMu        sync.RWMutex           // guards sites and sitesAt (version.go)
 	sites          *classify.Sites
 	sitesAt        time.Time
+	lat            *latency  // where lines' time goes (latency.go)
 	ingestBufs     sync.Pool // *bytes.Buffer: relays' messages while they are read and decoded
 	// origin names this replica in the messages it stores (hdrOrigin):
 	// its consumer tells its own from another replica's by it.
@@ -254,10 +255,13 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 		s.cancel()
 		return nil, err
 	}
+	s.lat = newLatency()
 	if cfg.Metrics != nil {
-		if err := cfg.Metrics.Register(s.Collector()); err != nil {
-			s.cancel()
-			return nil, fmt.Errorf("feeds: metrics: %w", err)
+		for _, c := range []prometheus.Collector{s.Collector(), s.lat.vec} {
+			if err := cfg.Metrics.Register(c); err != nil {
+				s.cancel()
+				return nil, fmt.Errorf("feeds: metrics: %w", err)
+			}
 		}
 	}
 
@@ -303,6 +307,7 @@ func (s *Service) Close() {
 	s.closeBG()
 	if s.cfg.Metrics != nil {
 		s.cfg.Metrics.Unregister(s.Collector())
+		s.cfg.Metrics.Unregister(s.lat.vec)
 	}
 	if s.closeBroker {
 		s.b.Close()

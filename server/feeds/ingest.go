@@ -202,6 +202,7 @@ func (s *Service) readRelay(conn *websocket.Conn, msgs chan<- ingestMsg, done <-
 				if err != nil {
 					err = errBadBatch
 				} else {
+					s.lat.arrived(m.lines, time.Now())
 					show(m.lines)
 				}
 			}

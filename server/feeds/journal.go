@@ -5,6 +5,7 @@ package feeds
 
 import (
 	"context"
+	"time"
 
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -28,7 +29,9 @@ func (s *Service) startJournal(f *feed, what string, run func(ctx context.Contex
 		after := f.counts.lastCursor
 		f.mu.Unlock()
 		err := run(s.ctx, after, func(line relay.Line) error {
-			_, err := f.ingest([]relay.Line{line}, false)
+			lines := []relay.Line{line}
+			s.lat.arrived(lines, time.Now())
+			_, err := f.ingest(lines, false)
 			return err
 		})
 		if err != nil && s.ctx.Err() == nil {

@@ -126,6 +126,7 @@ func (s *Service) ingestJournal(r *http.Request, f *feed, body *streamBody) (Jou
 			return sum.counted(), http.StatusUnauthorized
 		}
 		sum.Received += len(group)
+		s.lat.arrived(group, time.Now())
 		f.mu.Lock()
 		f.showArrivingLocked(group)
 		f.mu.Unlock()

@@ -26,6 +26,10 @@ var ErrClosed = errors.New("hub: closed")
 type Entry struct {
 	Seq  uint64
 	Data []byte
+	// At is when what the entry carries reached the publisher (Unix
+	// microseconds; 0 when not said): a subscriber tells from it how long
+	// the entry waited before it was sent on.
+	At int64
 }
 
 // Batch is what one call to Next returns: a gap, when there is one, then
@@ -205,6 +209,12 @@ func (h *Hub) Publish(build func(seq uint64) []byte) uint64 {
 // subscribers are woken once for all of them. It returns the first
 // sequence number, or 0 when the hub is closed.
 func (h *Hub) PublishN(n int, build func(i int, seq uint64) []byte) uint64 {
+	return h.PublishNAt(n, func(i int, seq uint64) ([]byte, int64) { return build(i, seq), 0 })
+}
+
+// PublishNAt is PublishN for entries that say when they arrived: build
+// returns the i-th's data and its Entry.At.
+func (h *Hub) PublishNAt(n int, build func(i int, seq uint64) ([]byte, int64)) uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || n <= 0 {
@@ -212,7 +222,8 @@ func (h *Hub) PublishN(n int, build func(i int, seq uint64) []byte) uint64 {
 	}
 	first := h.next
 	for i := range n {
-		e := Entry{Seq: h.next, Data: build(i, h.next)}
+		data, at := build(i, h.next)
+		e := Entry{Seq: h.next, Data: data, At: at}
 		h.next++
 		if h.count == len(h.ring) {
 			h.evictLocked()

@@ -493,7 +493,9 @@ func (in *ingester) fill(batch []relay.Line, seq *int64, due int64) []relay.Line
 	now := time.Now()
 	for size := 0; *seq < due && len(batch) < maxBatch && size < maxBatchBytes; {
 		*seq++
-		batch = append(batch, relay.Line{ID: in.run + "-" + in.feed + "-" + strconv.FormatInt(*seq, 10), Raw: in.line(*seq, now)})
+		// Stamped as a relay stamps a line it read (relay.Line.Read): the
+		// server and its browsers carry the stamps, and their bytes count.
+		batch = append(batch, relay.Line{ID: in.run + "-" + in.feed + "-" + strconv.FormatInt(*seq, 10), Raw: in.line(*seq, now), Read: now.UnixMicro()})
 		size += len(batch[len(batch)-1].Raw)
 	}
 	return batch
