@@ -214,7 +214,9 @@ func TestMkimgEntrypoint(t *testing.T) {
 		if err := json.Unmarshal(files["manifest.json"], &man); err != nil || len(man) != 1 {
 			t.Fatalf("manifest.json: %v", err)
 		}
-		var cfg struct{ Config struct{ Entrypoint, Cmd []string } }
+		var cfg struct {
+			Config struct{ Entrypoint, Cmd []string }
+		}
 		if err := json.Unmarshal(files[man[0].Config], &cfg); err != nil {
 			t.Fatal(err)
 		}
