@@ -335,6 +335,7 @@ cluster_ready() {
 
 cluster_print() {
 	[ "$CLUSTER" = 1 ] || return 0
+	KUBECTL=${KUBECTL:-$CACHE/kubectl-$TAG}
 	echo "kubeconfig=$DIR/cluster/admin.kubeconfig"
 	echo "kubectl=$KUBECTL"
 	echo "apiserver=https://127.0.0.1:$(state_get apiserver_port)"
@@ -349,6 +350,9 @@ cluster_drain() {
 	alive "$(state_get pid_kubelet)" || return 0
 	KUBECTL=$CACHE/kubectl-$(state_get tag)
 	[ -x "$KUBECTL" ] || return 0
+	# No controller may make them again (a DaemonSet's) while they go.
+	stop_pid kube-controller-manager 10
+	stop_pid kube-scheduler 10
 	log "deleting the cluster's pods; waiting for the kubelet to stop them"
 	timeout 20 "$KUBECTL" --kubeconfig "$DIR/cluster/admin.kubeconfig" delete pods --all --all-namespaces \
 		--grace-period=1 --wait=false >/dev/null 2>&1

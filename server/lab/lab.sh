@@ -540,6 +540,9 @@ cmd_status() {
 	echo "dir=$DIR"
 	echo "tag=$(state_get tag)"
 	echo "cursor=$(state_get cursor)"
+	if [ -n "$(state_get apiserver_port)" ]; then
+		TAG=$(state_get tag) CLUSTER=1 NODE=pair-worker cluster_print 2>/dev/null
+	fi
 	for n in journald containerd kubelet scenario $(cluster_procs); do
 		rec=$(state_get "pid_$n")
 		[ -n "$rec" ] || continue

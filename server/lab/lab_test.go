@@ -305,12 +305,14 @@ func TestRefusesNonRoot(t *testing.T) {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script, err := os.ReadFile("lab.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(tmp, "lab.sh"), script, 0o755); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"lab.sh", "cluster.sh"} { // lab.sh sources cluster.sh
+		script, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, name), script, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	dir := filepath.Join(tmp, "lab")
 	cmd := exec.Command(filepath.Join(tmp, "lab.sh"), "start", "--dir", dir)

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -183,4 +185,43 @@ func classifiedCases(t *testing.T, data []byte, tag string) map[string][]string 
 		}
 	}
 	return got
+}
+
+// TestMkimgEntrypoint: the exercise's image keeps /agnhost as its entrypoint,
+// so the pod's args (netexec --http-port=8080) replace only its Cmd; an image
+// made without --entrypoint has none, as before.
+func TestMkimgEntrypoint(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Fatal("python3 is missing; lab.sh needs it to make images")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "agnhost")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		extra []string
+		want  []string
+	}{{[]string{"--entrypoint", "/agnhost"}, []string{"/agnhost"}}, {nil, nil}} {
+		out := filepath.Join(dir, "img.tar")
+		args := append([]string{"mkimg.py", "--tag", "registry.k8s.io/e2e-test-images/agnhost:2.47", "--cmd", "netexec",
+			"--file", "agnhost=" + bin, out}, tt.extra...)
+		if b, err := exec.Command("python3", args...).CombinedOutput(); err != nil {
+			t.Fatalf("mkimg.py: %v\n%s", err, b)
+		}
+		files := untar(t, out)
+		var man []struct{ Config string }
+		if err := json.Unmarshal(files["manifest.json"], &man); err != nil || len(man) != 1 {
+			t.Fatalf("manifest.json: %v", err)
+		}
+		var cfg struct {
+			Config struct{ Entrypoint, Cmd []string }
+		}
+		if err := json.Unmarshal(files[man[0].Config], &cfg); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.Config.Entrypoint, tt.want) || !slices.Equal(cfg.Config.Cmd, []string{"netexec"}) {
+			t.Errorf("with %q: Entrypoint %q, Cmd %q", tt.extra, cfg.Config.Entrypoint, cfg.Config.Cmd)
+		}
+	}
 }
