@@ -13,9 +13,11 @@ package deploy
 // server's record is the kubelet's journal entry for entry, none lost while
 // no relay ran, none twice.
 //
-// It needs Linux, root, Chromium and the lab's binaries (built and cached by
-// lab.sh on a first run: ~30 min cold here, seconds warm), and takes the lab's
-// lock, since one lab at a time can run on a machine:
+// It needs Linux, root and Chromium; a first run builds the lab's binaries
+// (lab.sh: etcd, kube-apiserver, kubectl, kube-controller-manager,
+// kube-scheduler, cached after; its log says how long each took), a warm run
+// takes about 2 min. It takes the lab's lock (one lab at a time on a machine)
+// and waits up to 30 min for it:
 //
 //	sudo go test -tags cluster -run TestRelayDaemonSetInLab -v -timeout 40m ./deploy/
 
