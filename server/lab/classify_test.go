@@ -104,6 +104,12 @@ var probeKind = regexp.MustCompile(`probe\\?"?[=:]\\?"(\w+)\\?"`)
 // line; it returns how many lines each case got.
 func checkClassified(t *testing.T, data []byte, logs map[string]map[int]bool) map[string]int {
 	t.Helper()
+	return checkClassifiedAt(t, data, logs, labTag)
+}
+
+// checkClassifiedAt is checkClassified for a kubelet that runs tag.
+func checkClassifiedAt(t *testing.T, data []byte, logs map[string]map[int]bool, labTag string) map[string]int {
+	t.Helper()
 	bin, err := syncloop()
 	if err != nil {
 		t.Fatal(err)

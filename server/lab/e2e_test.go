@@ -234,6 +234,7 @@ type e2e struct {
 	relay  *proc
 
 	ring       int            // the server's --history-lines; 0: its default
+	tag        string         // the server's --tag; "": labTag
 	version    string         // the kubelet version the feed must report
 	journalCmd string         // the relay's --cmd
 	journal    func() []entry // the journal the relay reads, for compare
@@ -333,7 +334,11 @@ func (p *proc) exited() bool {
 
 func (e *e2e) startServer() {
 	e.t.Helper()
-	args := []string{"serve", "--addr", e.addr, "--tag", labTag, "--token", "T", "--cache-dir", e.cache, "--data-dir", filepath.Join(e.cache, "data")}
+	tag := labTag
+	if e.tag != "" {
+		tag = e.tag
+	}
+	args := []string{"serve", "--addr", e.addr, "--tag", tag, "--token", "T", "--cache-dir", e.cache, "--data-dir", filepath.Join(e.cache, "data")}
 	if e.ring > 0 {
 		args = append(args, "--history-lines", strconv.Itoa(e.ring))
 	}

@@ -496,8 +496,13 @@ cmd_stop() {
 		case $p in
 		/run/systemd/journal | /run/log/journal | /var/log/journal/*)
 			[ "$KEEP_JOURNALD" = 1 ] || alive "$(state_get pid_journald)" || rm -rf "$p" ;;
-		/run/systemd | /run/containerd | /run/mount) # others may use them by now
+		/var/lib/cni) # libcni's cache: our network's results, then what is left empty
+			rm -f "$p"/results/syncloop-lab-*
+			find "$p" -depth -type d -empty -delete ;;
+		/run/systemd | /run/containerd | /run/mount | /run/netns) # others may use them by now
 			find "$p" -depth \( -type d -empty -o -name utab -size 0 \) -delete ;;
+		"$HOME/.kube") # kubectl's cache; a kubeconfig written there meanwhile stays
+			rm -rf "$p/cache" "$p/http-cache"; rmdir "$p" 2>/dev/null ;;
 		*) rm -rf "$p" ;;
 		esac
 	done
