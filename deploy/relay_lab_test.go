@@ -484,8 +484,8 @@ func (r *labRun) stored() []storedLine {
 func (r *labRun) waitStored(ok func([]storedLine) bool, d time.Duration, what string) []storedLine {
 	var s []storedLine
 	if !testwait.UntilEvery(d, 500*time.Millisecond, func() bool { s = r.stored(); return ok(s) }) {
-		logs, _ := r.kubectl("-n", relayNS, "logs", "-l", "app.kubernetes.io/component=relay", "--tail=40")
-		r.t.Fatalf("the feed holds %d lines, not %s, within %v; the relay's log:\n%s", len(s), what, d, logs)
+		logs, err := r.kubectl("-n", relayNS, "logs", "-l", "app.kubernetes.io/component=relay", "--tail=40")
+		r.t.Fatalf("the feed holds %d lines, not %s, within %v; the relay's log (%v):\n%s", len(s), what, d, err, logs)
 	}
 	return s
 }
