@@ -272,6 +272,9 @@ func checkSite(t *testing.T, o objects) {
 	if sc := c.SecurityContext; sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Error("the site's root filesystem is writable")
 	}
+	if a := pod.Spec.AutomountServiceAccountToken; a == nil || *a {
+		t.Error("the site's pods get an API token they never use")
+	}
 	ref := tokenRef(c)
 	if ref == nil || secretNamed(o, "syncloop", ref.Name) == nil || secretNamed(o, "syncloop", ref.Name).StringData[ref.Key] == "" {
 		t.Fatalf("the site's token: from %+v, no such Secret in syncloop", ref)
@@ -308,6 +311,15 @@ func checkRelay(t *testing.T, o objects) {
 	}
 	spec := ds.Spec.Template.Spec
 	c := container(t, spec, "relay")
+	// A pod that mounts the host's root holds no API token it does not
+	// use, and keeps the runtime's seccomp profile (chroot is allowed with
+	// CAP_SYS_CHROOT).
+	if a := spec.AutomountServiceAccountToken; a == nil || *a {
+		t.Error("the relay's pods get an API token they never use")
+	}
+	if sc := spec.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("the relay's seccomp profile: %+v", spec.SecurityContext)
+	}
 	if !slices.Contains(c.Args, "--cmd=chroot /host journalctl -u kubelet -f -o json --all") || !slices.Contains(c.Args, "--state=/state/relay.state") ||
 		!slices.Contains(c.Args, "--server=http://syncloop.syncloop.svc:80") {
 		t.Errorf("relay args %q", c.Args)

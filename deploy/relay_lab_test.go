@@ -13,9 +13,11 @@ package deploy
 // server's record is the kubelet's journal entry for entry, none lost while
 // no relay ran, none twice.
 //
-// It needs Linux, root, Chromium and the lab's binaries (built and cached by
-// lab.sh on a first run: ~30 min cold here, seconds warm), and takes the lab's
-// lock, since one lab at a time can run on a machine:
+// It needs Linux, root and Chromium; a first run builds the lab's binaries
+// (lab.sh: etcd, kube-apiserver, kubectl, kube-controller-manager,
+// kube-scheduler, cached after; its log says how long each took), a warm run
+// takes about 2 min. It takes the lab's lock (one lab at a time on a machine)
+// and waits up to 30 min for it:
 //
 //	sudo go test -tags cluster -run TestRelayDaemonSetInLab -v -timeout 40m ./deploy/
 
@@ -482,8 +484,8 @@ func (r *labRun) stored() []storedLine {
 func (r *labRun) waitStored(ok func([]storedLine) bool, d time.Duration, what string) []storedLine {
 	var s []storedLine
 	if !testwait.UntilEvery(d, 500*time.Millisecond, func() bool { s = r.stored(); return ok(s) }) {
-		logs, _ := r.kubectl("-n", relayNS, "logs", "-l", "app.kubernetes.io/component=relay", "--tail=40")
-		r.t.Fatalf("the feed holds %d lines, not %s, within %v; the relay's log:\n%s", len(s), what, d, logs)
+		logs, err := r.kubectl("-n", relayNS, "logs", "-l", "app.kubernetes.io/component=relay", "--tail=40")
+		r.t.Fatalf("the feed holds %d lines, not %s, within %v; the relay's log (%v):\n%s", len(s), what, d, err, logs)
 	}
 	return s
 }
