@@ -182,6 +182,24 @@ func checkPart(t *testing.T, r *volume.Reading, p volume.Part, n content.Note) {
 			t.Errorf("note %s does not name %s, which the phase starts at %s", n.Key, s.Call, r.Tag)
 		}
 	}
+	// An interface method the note links (a set's, the executor's) is one
+	// the phase calls, itself or in a reconciler method it calls.
+	called := map[string]bool{}
+	if d, ok := r.DeclOf(recv + p.Key); ok {
+		for _, ref := range d.Refs {
+			called[ref.Sym] = true
+			if h, ok := r.DeclOf(ref.Sym); ok && strings.HasPrefix(ref.Sym, recv) {
+				for _, hr := range h.Refs {
+					called[hr.Sym] = true
+				}
+			}
+		}
+	}
+	for _, sym := range syms {
+		if d, ok := r.DeclOf(sym); ok && d.Kind == "interface method" && !called[sym] {
+			t.Errorf("note %s links %s as a call of the phase; %s does not call it at %s", n.Key, sym, p.Key, r.Tag)
+		}
+	}
 	for _, sym := range syms {
 		for _, set := range r.Sets {
 			m, ok := strings.CutPrefix(sym, "pkg/kubelet/volumemanager/cache."+set.Name+".")

@@ -109,16 +109,32 @@ func unitSays(u *diff.UnitDiff, quiz bool) []string {
 		out = append(out, fmt.Sprintf("moved from %s to %s", u.From.File, u.To.File))
 	}
 	if u.Renamed {
-		how := map[string]string{"alias": "the note's older name", "body": "most of its lines the same", "position": "the entry of the pass at both tags"}[u.MatchedBy]
+		how := map[string]string{"alias": "the note's older name", "body": "most of its lines the same", "position": "being the function the pass runs at both tags"}[u.MatchedBy]
 		out = append(out, fmt.Sprintf("renamed from %s to %s (matched by %s)", u.From.Func, u.To.Func, how))
 	}
 	if u.From != nil && u.To != nil && u.From.Guard != u.To.Guard {
-		out = append(out, fmt.Sprintf("%s: %q → %q", map[bool]string{true: "gate", false: "guard"}[u.Key == diff.VolumeEntry], u.From.Guard, u.To.Guard))
+		out = append(out, guardSays(u.Key == diff.VolumeEntry, u.From.Guard, u.To.Guard))
 	}
 	if !quiz && u.From != nil && u.To != nil && u.From.Direction != u.To.Direction {
 		out = append(out, fmt.Sprintf("direction: %s → %s", orNone(u.From.Direction), orNone(u.To.Direction)))
 	}
 	return out
+}
+
+// guardSays puts a change of the entry's gate, or of a phase's guard, in
+// words.
+func guardSays(entry bool, from, to string) string {
+	what, subject := "the guard", "the phase"
+	if entry {
+		what, subject = "the feature gate", "Run"
+	}
+	switch {
+	case from == "":
+		return fmt.Sprintf("%s now chooses it by %s %s", subject, what, to)
+	case to == "":
+		return fmt.Sprintf("%s no longer chooses it by %s (%s)", subject, what, from)
+	}
+	return fmt.Sprintf("%s: %s → %s", what, from, to)
 }
 
 func orNone(s string) string {

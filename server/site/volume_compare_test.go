@@ -72,7 +72,7 @@ func TestVolumeHistoryFollowsTheEntry(t *testing.T) {
 	}
 	for _, s := range []string{
 		"v1.27.0: moved from pkg/kubelet/volumemanager/reconciler/reconciler.go to pkg/kubelet/volumemanager/reconciler/reconciler_new.go; renamed from reconcile to reconcileNew",
-		"v1.30.0: moved from pkg/kubelet/volumemanager/reconciler/reconciler_new.go to pkg/kubelet/volumemanager/reconciler/reconciler.go",
+		"v1.30.0: moved from pkg/kubelet/volumemanager/reconciler/reconciler_new.go to pkg/kubelet/volumemanager/reconciler/reconciler.go; Run no longer chooses it by the feature gate (NewVolumeManagerReconstruction)",
 		"v1.31.0: renamed from reconcileNew to reconcile",
 		`href="/k8s/volume-manager/compare/v1.30.0...v1.31.0#part-entry"`,
 	} {
