@@ -104,11 +104,7 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/", s.site.TagPage(site.PageIndex))
 	r.Method("GET", "/k8s/{tag}/pod-workers", s.site.TagPage(site.PagePodWorkers))
 	r.Method("GET", "/k8s/{tag}/reading.json", s.site.TagPage(site.PageJSON))
-	r.Method("GET", "/k8s/{tag}/volume-manager.json", s.site.VolumeJSON())
-	r.Method("GET", "/k8s/{tag}/volume-manager", s.site.VolumePage())
-	r.Method("GET", "/k8s/{tag}/volume-manager/def", s.site.VolumeDef())
-	r.Method("GET", "/k8s/volume-manager/compare/{range}", s.site.VolumeCompare())
-	r.Method("GET", "/k8s/volume-manager/history/{key}", s.site.VolumeHistory())
+	s.volumeRoutes(r)
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.site.TagPage(site.PageWorksheet))
 	r.Method("GET", "/k8s/{tag}/def", s.site.Def())
 	r.Method("GET", "/k8s/{tag}/answer-key.md", s.site.TagPage(site.PageAnswerKey))
@@ -169,4 +165,13 @@ func (s *Server) routes() chi.Router {
 	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/worksheet.md", s.notes.LocalWorksheet())
 	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/worksheet.json", s.notes.LocalPaper())
 	return r
+}
+
+// volumeRoutes are the second reading's: the volume manager's reconciler.
+func (s *Server) volumeRoutes(r chi.Router) {
+	r.Method("GET", "/k8s/{tag}/volume-manager.json", s.site.VolumeJSON())
+	r.Method("GET", "/k8s/{tag}/volume-manager", s.site.VolumePage())
+	r.Method("GET", "/k8s/{tag}/volume-manager/def", s.site.VolumeDef())
+	r.Method("GET", "/k8s/volume-manager/compare/{range}", s.site.VolumeCompare())
+	r.Method("GET", "/k8s/volume-manager/history/{key}", s.site.VolumeHistory())
 }

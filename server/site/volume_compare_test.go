@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/diff"
 	"github.com/syncloop/syncloop/extractor/extractortest"
@@ -98,5 +99,22 @@ func TestVolumeHistoryFollowsTheEntry(t *testing.T) {
 	}
 	if w := get(h, "/k8s/v1.37.0/volume-manager/def?sym=pkg/nope.X"); w.Code != http.StatusNotFound {
 		t.Errorf("an unknown symbol: %d", w.Code)
+	}
+}
+
+// TestTwoSetsNoteLinksTheSecondReading: the first reading's two-sets note
+// links its volume manager sighting to the second reading at the same tag.
+func TestTwoSetsNoteLinksTheSecondReading(t *testing.T) {
+	extractortest.NeedNetwork(t)
+	r := extractortest.Reading(t, "v1.31.0", content.Symbols())
+	v, err := newReadingView(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := string(v.TwoSetsNote.HTML); !strings.Contains(h, `<a href="/k8s/v1.31.0/volume-manager">The second reading</a>`) {
+		t.Errorf("the two-sets note does not link the second reading:\n%s", h)
+	}
+	if _, ok := readingURL("v1.31.0", "elsewhere"); ok {
+		t.Error("a reading the site does not have resolves")
 	}
 }
