@@ -77,6 +77,10 @@ func TestBrowserVolumePage(t *testing.T) {
 					t.Fatal(err)
 				}
 				screenshot(t, ctx, "volume-manager-entry-"+name+".png", false)
+				if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.getElementById('set-ActualStateOfWorld').scrollIntoView(); true`)); err != nil {
+					t.Fatal(err)
+				}
+				screenshot(t, ctx, "volume-manager-sets-"+name+".png", false)
 				openPeek(t, ctx)
 				volumeAxe(t, ctx, axe) // with a peek open
 				screenshot(t, ctx, "volume-manager-peek-"+name+".png", false)

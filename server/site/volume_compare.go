@@ -187,6 +187,24 @@ func unitRows(u *diff.UnitDiff) (side, uni []sideRow, added, removed int, err er
 	return side, uni, added, removed, nil
 }
 
+// VolumeCompareForm is the volume page's "compare with…" form's target:
+// it redirects to the compare of its two tags.
+func (s *Site) VolumeCompareForm() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tag := func(name string) string {
+			t := strings.TrimSpace(r.URL.Query().Get(name))
+			if t == "" {
+				t = s.cfg.DefaultTag
+			}
+			if !strings.HasPrefix(t, "v") {
+				t = "v" + t
+			}
+			return t
+		}
+		http.Redirect(w, r, volumeCompareURL(tag("from"), tag("to"), ""), http.StatusSeeOther)
+	})
+}
+
 // VolumeCompare serves /k8s/volume-manager/compare/FROM...TO.
 func (s *Site) VolumeCompare() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

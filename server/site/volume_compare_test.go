@@ -53,6 +53,9 @@ func TestVolumeCompareAcrossTheMove(t *testing.T) {
 	if sec := sectionOf(w.Body.String(), "part-mountOrAttachVolumes"); !strings.Contains(sec, "renamed from (*reconciler).mountAttachVolumes to (*reconciler).mountOrAttachVolumes (matched by the note&#39;s older name)") {
 		t.Errorf("v1.24's rename is not followed:\n%.1500s", sec)
 	}
+	if w := get(h, "/k8s/volume-manager/compare?from=v1.26.0&to=1.27.0"); w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/k8s/volume-manager/compare/v1.26.0...v1.27.0" {
+		t.Errorf("the form: %d to %q", w.Code, w.Header().Get("Location"))
+	}
 	if w := get(h, "/k8s/volume-manager/compare/v1.26.0..v1.27.0"); w.Code != http.StatusNotFound {
 		t.Errorf("a malformed range: %d", w.Code)
 	}

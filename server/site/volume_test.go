@@ -33,6 +33,7 @@ func volumeSite(t *testing.T, load func(context.Context, extractor.Options) (*vo
 	rt.Method("GET", "/k8s/{tag}/volume-manager.json", s.VolumeJSON())
 	rt.Method("GET", "/k8s/{tag}/volume-manager", s.VolumePage())
 	rt.Method("GET", "/k8s/{tag}/volume-manager/def", s.VolumeDef())
+	rt.Method("GET", "/k8s/volume-manager/compare", s.VolumeCompareForm())
 	rt.Method("GET", "/k8s/volume-manager/compare/{range}", s.VolumeCompare())
 	rt.Method("GET", "/k8s/volume-manager/history/{key}", s.VolumeHistory())
 	return s, rt
