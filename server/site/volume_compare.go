@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -81,6 +82,9 @@ func newVolumeCompareView(a, b *volume.Reading, quiz bool) (*volumeCompareView, 
 	}
 	for i := range d.Units {
 		u := &d.Units[i]
+		if quiz { // a phase's direction is the worksheet's to find
+			u.Changed = slices.DeleteFunc(u.Changed, func(c string) bool { return c == "direction" })
+		}
 		uv := volumeUnitView{UnitDiff: u, Title: u.Key, Note: notes.find(u.Key), Says: unitSays(u, quiz)}
 		if u.Key == diff.VolumeEntry {
 			uv.Title = "the entry"

@@ -8,11 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/diff"
 	"github.com/syncloop/syncloop/extractor/extractortest"
 	"github.com/syncloop/syncloop/extractor/volume"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // realVolumes derives the second reading from each tag's real zip.
@@ -119,5 +122,39 @@ func TestTwoSetsNoteLinksTheSecondReading(t *testing.T) {
 	}
 	if _, ok := readingURL("v1.31.0", "elsewhere"); ok {
 		t.Error("a reading the site does not have resolves")
+	}
+}
+
+// TestVolumeCompareQuiz: in quiz mode the compare keeps the source and
+// the moves, and leaves out the notes and a phase's change of direction.
+func TestVolumeCompareQuiz(t *testing.T) {
+	at := func(tag, file, dir string) *volume.Reading {
+		return &volume.Reading{Schema: volume.Schema, Tag: tag,
+			Entry: volume.Entry{Func: "reconcile", File: file, Line: 1, End: 3, Text: "func (rc *reconciler) reconcile() {\n\trc.unmountVolumes()\n}"},
+			Parts: []volume.Part{{Key: "unmountVolumes", Func: "(*reconciler).unmountVolumes", File: file, Line: 5, End: 5, Direction: dir, Text: "func (rc *reconciler) unmountVolumes() {}"}}}
+	}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}}
+	s, err := New(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.Load, Quiz: func(*http.Request) bool { return true },
+		LoadVolume: func(_ context.Context, o extractor.Options) (*volume.Reading, error) {
+			if o.Tag == "v1.30.0" {
+				return at(o.Tag, "a.go", volume.RemoveExtra), nil
+			}
+			return at(o.Tag, "b.go", volume.AddMissing), nil
+		}, Wait: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	rt := chi.NewRouter()
+	rt.Method("GET", "/k8s/volume-manager/compare/{range}", s.VolumeCompare())
+	w := get(rt, "/k8s/volume-manager/compare/v1.30.0...v1.31.0")
+	page := w.Body.String()
+	if !strings.Contains(page, "moved from a.go to b.go") {
+		t.Errorf("the quiz compare lost the move:\n%s", page)
+	}
+	for _, answer := range []string{"remove-extra", "add-missing", "direction", "Direction:", `class="prose"`} {
+		if strings.Contains(page, answer) {
+			t.Errorf("the quiz compare shows %q", answer)
+		}
 	}
 }

@@ -163,6 +163,9 @@ func newVolumeHistoryView(h *diff.VolumeHistory, last *volume.Reading, quiz bool
 			hs.Changed = strings.Join(says, "; ")
 			var short []string
 			for _, c := range d.Changed {
+				if quiz && c == "direction" { // the worksheet's to find
+					continue
+				}
 				short = append(short, map[string]string{"file": "moved", "name": "renamed", "guard": map[bool]string{true: "gate", false: "guard"}[h.Key == diff.VolumeEntry], "direction": "direction", "body": "body"}[c])
 			}
 			hs.Short = strings.Join(short, ", ")
