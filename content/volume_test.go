@@ -91,8 +91,9 @@ var volumeTags = []string{
 // the function that runs and names the gate that chooses it; a phase's
 // note says its direction, says readyToUnmount exactly when the phase is
 // under it, links the phase's method, names what it starts, and links a
-// set's mutating method only when the phase calls it; a set's note names
-// a writer from every package that writes the set.
+// set's mutating method or any interface method only when the phase calls
+// it; a set's note names a writer from every package that writes the set;
+// a message a shown note quotes is one a log site writes at the tag.
 func TestVolumeNotesAtTags(t *testing.T) {
 	extractortest.NeedNetwork(t)
 	extractortest.Prefetch(volumeTags...)
@@ -112,6 +113,7 @@ func TestVolumeNotesAtTags(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			checkQuotes(t, r, at["entry"])
 			checkSyms(t, r, at["entry"])
 			checkEntry(t, r, at["entry"])
 			for _, p := range r.Parts {
@@ -121,10 +123,12 @@ func TestVolumeNotesAtTags(t *testing.T) {
 					continue
 				}
 				checkSyms(t, r, at[n.Key])
+				checkQuotes(t, r, at[n.Key])
 				checkPart(t, r, p, at[n.Key])
 			}
 			for _, s := range r.Sets {
 				checkSyms(t, r, at[s.Name])
+				checkQuotes(t, r, at[s.Name])
 				checkSet(t, s, at[s.Name])
 			}
 		})
@@ -145,6 +149,20 @@ func checkSyms(t *testing.T, r *volume.Reading, n content.Note) {
 	for _, s := range content.NoteSymbols(n) {
 		if _, ok := r.DeclOf(s); !ok {
 			t.Errorf("note %s links %s, not declared at %s: bound the sentence with ::: since/until", n.Key, s, r.Tag)
+		}
+	}
+}
+
+// quoteRE is a log message a note quotes: "MountVolume.SetUp succeeded".
+var quoteRE = regexp.MustCompile(`"([A-Za-z][^"\n]{6,})"`)
+
+// checkQuotes: every message a note quotes is one a log site derived at
+// the tag writes (its literal, or the literal a helper is given).
+func checkQuotes(t *testing.T, r *volume.Reading, n content.Note) {
+	t.Helper()
+	for _, m := range quoteRE.FindAllStringSubmatch(string(n.Body), -1) {
+		if !slices.ContainsFunc(r.LogSites, func(l volume.LogSite) bool { return strings.Contains(l.Literal, m[1]) }) {
+			t.Errorf("note %s quotes %q, which no log site writes at %s", n.Key, m[1], r.Tag)
 		}
 	}
 }
@@ -180,6 +198,24 @@ func checkPart(t *testing.T, r *volume.Reading, p volume.Part, n content.Note) {
 	for _, s := range p.Starts {
 		if !strings.Contains(body, s.Call) {
 			t.Errorf("note %s does not name %s, which the phase starts at %s", n.Key, s.Call, r.Tag)
+		}
+	}
+	// An interface method the note links (a set's, the executor's) is one
+	// the phase calls, itself or in a reconciler method it calls.
+	called := map[string]bool{}
+	if d, ok := r.DeclOf(recv + p.Key); ok {
+		for _, ref := range d.Refs {
+			called[ref.Sym] = true
+			if h, ok := r.DeclOf(ref.Sym); ok && strings.HasPrefix(ref.Sym, recv) {
+				for _, hr := range h.Refs {
+					called[hr.Sym] = true
+				}
+			}
+		}
+	}
+	for _, sym := range syms {
+		if d, ok := r.DeclOf(sym); ok && d.Kind == "interface method" && !called[sym] {
+			t.Errorf("note %s links %s as a call of the phase; %s does not call it at %s", n.Key, sym, p.Key, r.Tag)
 		}
 	}
 	for _, sym := range syms {

@@ -33,6 +33,7 @@ const (
 //	GET /k8s/{tag}/volume-manager.json  the second reading: the volume manager's reconciler (site/volume.go)
 //	GET /k8s/{tag}/volume-manager the second reading's page (site/volume_page.go)
 //	GET /k8s/{tag}/volume-manager/def?sym=SYM  a definition the second reading's page opens (site/volume_def.go)
+//	GET /k8s/volume-manager/compare?from=A&to=B  its "compare with…" form: redirect to …/compare/A...B
 //	GET /k8s/volume-manager/compare/{from}...{to}  the second reading at two tags (site/volume_compare.go)
 //	GET /k8s/volume-manager/history/{key}  its entry or a phase at every minor release (site/volume_history.go)
 //	GET /k8s/{tag}/answer-key.md  the site's own answers to the worksheet
@@ -105,11 +106,7 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/", s.site.TagPage(site.PageIndex))
 	r.Method("GET", "/k8s/{tag}/pod-workers", s.site.TagPage(site.PagePodWorkers))
 	r.Method("GET", "/k8s/{tag}/reading.json", s.site.TagPage(site.PageJSON))
-	r.Method("GET", "/k8s/{tag}/volume-manager.json", s.site.VolumeJSON())
-	r.Method("GET", "/k8s/{tag}/volume-manager", s.site.VolumePage())
-	r.Method("GET", "/k8s/{tag}/volume-manager/def", s.site.VolumeDef())
-	r.Method("GET", "/k8s/volume-manager/compare/{range}", s.site.VolumeCompare())
-	r.Method("GET", "/k8s/volume-manager/history/{key}", s.site.VolumeHistory())
+	s.volumeRoutes(r)
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.site.TagPage(site.PageWorksheet))
 	r.Method("GET", "/k8s/{tag}/def", s.site.Def())
 	r.Method("GET", "/k8s/{tag}/answer-key.md", s.site.TagPage(site.PageAnswerKey))
@@ -173,4 +170,14 @@ func (s *Server) routes() chi.Router {
 	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/worksheet.md", s.notes.LocalWorksheet())
 	r.With(jsonBody(localNotesBytes)).Method("POST", "/k8s/{tag}/worksheet.json", s.notes.LocalPaper())
 	return r
+}
+
+// volumeRoutes are the second reading's: the volume manager's reconciler.
+func (s *Server) volumeRoutes(r chi.Router) {
+	r.Method("GET", "/k8s/{tag}/volume-manager.json", s.site.VolumeJSON())
+	r.Method("GET", "/k8s/{tag}/volume-manager", s.site.VolumePage())
+	r.Method("GET", "/k8s/{tag}/volume-manager/def", s.site.VolumeDef())
+	r.Method("GET", "/k8s/volume-manager/compare", s.site.VolumeCompareForm())
+	r.Method("GET", "/k8s/volume-manager/compare/{range}", s.site.VolumeCompare())
+	r.Method("GET", "/k8s/volume-manager/history/{key}", s.site.VolumeHistory())
 }

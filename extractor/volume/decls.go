@@ -58,8 +58,10 @@ func (t *tree) decl(f *file, sym, kind string, doc *ast.CommentGroup, n ast.Node
 	if doc != nil {
 		from = doc.Pos()
 	}
+	// From the start of its first line, so that every line keeps its
+	// indentation (an interface method's, a type in a group).
 	tf := t.fset.File(n.Pos())
-	a, b := tf.Offset(from), tf.Offset(n.End())
+	a, b := tf.Offset(tf.LineStart(t.line(from))), tf.Offset(n.End())
 	text := ""
 	if a >= 0 && b <= len(f.src) && a <= b {
 		text = string(f.src[a:b])

@@ -12,6 +12,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -81,6 +82,9 @@ func newVolumeCompareView(a, b *volume.Reading, quiz bool) (*volumeCompareView, 
 	}
 	for i := range d.Units {
 		u := &d.Units[i]
+		if quiz { // a phase's direction is the worksheet's to find
+			u.Changed = slices.DeleteFunc(u.Changed, func(c string) bool { return c == "direction" })
+		}
 		uv := volumeUnitView{UnitDiff: u, Title: u.Key, Note: notes.find(u.Key), Says: unitSays(u, quiz)}
 		if u.Key == diff.VolumeEntry {
 			uv.Title = "the entry"
@@ -109,16 +113,32 @@ func unitSays(u *diff.UnitDiff, quiz bool) []string {
 		out = append(out, fmt.Sprintf("moved from %s to %s", u.From.File, u.To.File))
 	}
 	if u.Renamed {
-		how := map[string]string{"alias": "the note's older name", "body": "most of its lines the same", "position": "the entry of the pass at both tags"}[u.MatchedBy]
+		how := map[string]string{"alias": "the note's older name", "body": "most of its lines the same", "position": "being the function the pass runs at both tags"}[u.MatchedBy]
 		out = append(out, fmt.Sprintf("renamed from %s to %s (matched by %s)", u.From.Func, u.To.Func, how))
 	}
 	if u.From != nil && u.To != nil && u.From.Guard != u.To.Guard {
-		out = append(out, fmt.Sprintf("%s: %q → %q", map[bool]string{true: "gate", false: "guard"}[u.Key == diff.VolumeEntry], u.From.Guard, u.To.Guard))
+		out = append(out, guardSays(u.Key == diff.VolumeEntry, u.From.Guard, u.To.Guard))
 	}
 	if !quiz && u.From != nil && u.To != nil && u.From.Direction != u.To.Direction {
 		out = append(out, fmt.Sprintf("direction: %s → %s", orNone(u.From.Direction), orNone(u.To.Direction)))
 	}
 	return out
+}
+
+// guardSays puts a change of the entry's gate, or of a phase's guard, in
+// words.
+func guardSays(entry bool, from, to string) string {
+	what, subject := "the guard", "the phase"
+	if entry {
+		what, subject = "the feature gate", "Run"
+	}
+	switch {
+	case from == "":
+		return fmt.Sprintf("%s now chooses it by %s %s", subject, what, to)
+	case to == "":
+		return fmt.Sprintf("%s no longer chooses it by %s (%s)", subject, what, from)
+	}
+	return fmt.Sprintf("%s: %s → %s", what, from, to)
 }
 
 func orNone(s string) string {
@@ -169,6 +189,24 @@ func unitRows(u *diff.UnitDiff) (side, uni []sideRow, added, removed int, err er
 	}
 	side, uni, added, removed = clauseRowsBy(c, line(ha), line(hb))
 	return side, uni, added, removed, nil
+}
+
+// VolumeCompareForm is the volume page's "compare with…" form's target:
+// it redirects to the compare of its two tags.
+func (s *Site) VolumeCompareForm() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tag := func(name string) string {
+			t := strings.TrimSpace(r.URL.Query().Get(name))
+			if t == "" {
+				t = s.cfg.DefaultTag
+			}
+			if !strings.HasPrefix(t, "v") {
+				t = "v" + t
+			}
+			return t
+		}
+		http.Redirect(w, r, volumeCompareURL(tag("from"), tag("to"), ""), http.StatusSeeOther)
+	})
 }
 
 // VolumeCompare serves /k8s/volume-manager/compare/FROM...TO.

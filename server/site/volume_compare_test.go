@@ -8,10 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
+	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/diff"
 	"github.com/syncloop/syncloop/extractor/extractortest"
 	"github.com/syncloop/syncloop/extractor/volume"
+	"github.com/syncloop/syncloop/server/internal/fixture"
 )
 
 // realVolumes derives the second reading from each tag's real zip.
@@ -52,6 +56,9 @@ func TestVolumeCompareAcrossTheMove(t *testing.T) {
 	if sec := sectionOf(w.Body.String(), "part-mountOrAttachVolumes"); !strings.Contains(sec, "renamed from (*reconciler).mountAttachVolumes to (*reconciler).mountOrAttachVolumes (matched by the note&#39;s older name)") {
 		t.Errorf("v1.24's rename is not followed:\n%.1500s", sec)
 	}
+	if w := get(h, "/k8s/volume-manager/compare?from=v1.26.0&to=1.27.0"); w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/k8s/volume-manager/compare/v1.26.0...v1.27.0" {
+		t.Errorf("the form: %d to %q", w.Code, w.Header().Get("Location"))
+	}
 	if w := get(h, "/k8s/volume-manager/compare/v1.26.0..v1.27.0"); w.Code != http.StatusNotFound {
 		t.Errorf("a malformed range: %d", w.Code)
 	}
@@ -72,7 +79,7 @@ func TestVolumeHistoryFollowsTheEntry(t *testing.T) {
 	}
 	for _, s := range []string{
 		"v1.27.0: moved from pkg/kubelet/volumemanager/reconciler/reconciler.go to pkg/kubelet/volumemanager/reconciler/reconciler_new.go; renamed from reconcile to reconcileNew",
-		"v1.30.0: moved from pkg/kubelet/volumemanager/reconciler/reconciler_new.go to pkg/kubelet/volumemanager/reconciler/reconciler.go",
+		"v1.30.0: moved from pkg/kubelet/volumemanager/reconciler/reconciler_new.go to pkg/kubelet/volumemanager/reconciler/reconciler.go; Run no longer chooses it by the feature gate (NewVolumeManagerReconstruction)",
 		"v1.31.0: renamed from reconcileNew to reconcile",
 		`href="/k8s/volume-manager/compare/v1.30.0...v1.31.0#part-entry"`,
 	} {
@@ -98,5 +105,56 @@ func TestVolumeHistoryFollowsTheEntry(t *testing.T) {
 	}
 	if w := get(h, "/k8s/v1.37.0/volume-manager/def?sym=pkg/nope.X"); w.Code != http.StatusNotFound {
 		t.Errorf("an unknown symbol: %d", w.Code)
+	}
+}
+
+// TestTwoSetsNoteLinksTheSecondReading: the first reading's two-sets note
+// links its volume manager sighting to the second reading at the same tag.
+func TestTwoSetsNoteLinksTheSecondReading(t *testing.T) {
+	extractortest.NeedNetwork(t)
+	r := extractortest.Reading(t, "v1.31.0", content.Symbols())
+	v, err := newReadingView(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := string(v.TwoSetsNote.HTML); !strings.Contains(h, `<a href="/k8s/v1.31.0/volume-manager">The second reading</a>`) {
+		t.Errorf("the two-sets note does not link the second reading:\n%s", h)
+	}
+	if _, ok := readingURL("v1.31.0", "elsewhere"); ok {
+		t.Error("a reading the site does not have resolves")
+	}
+}
+
+// TestVolumeCompareQuiz: in quiz mode the compare keeps the source and
+// the moves, and leaves out the notes and a phase's change of direction.
+func TestVolumeCompareQuiz(t *testing.T) {
+	at := func(tag, file, dir string) *volume.Reading {
+		return &volume.Reading{Schema: volume.Schema, Tag: tag,
+			Entry: volume.Entry{Func: "reconcile", File: file, Line: 1, End: 3, Text: "func (rc *reconciler) reconcile() {\n\trc.unmountVolumes()\n}"},
+			Parts: []volume.Part{{Key: "unmountVolumes", Func: "(*reconciler).unmountVolumes", File: file, Line: 5, End: 5, Direction: dir, Text: "func (rc *reconciler) unmountVolumes() {}"}}}
+	}
+	fl := &fixture.Loader{Readings: map[string]*extractor.Reading{fixture.Tag: fixture.Reading(t)}}
+	s, err := New(Config{DefaultTag: fixture.Tag, CacheDir: t.TempDir(), Getenv: func(string) string { return "" }, Load: fl.Load, Quiz: func(*http.Request) bool { return true },
+		LoadVolume: func(_ context.Context, o extractor.Options) (*volume.Reading, error) {
+			if o.Tag == "v1.30.0" {
+				return at(o.Tag, "a.go", volume.RemoveExtra), nil
+			}
+			return at(o.Tag, "b.go", volume.AddMissing), nil
+		}, Wait: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	rt := chi.NewRouter()
+	rt.Method("GET", "/k8s/volume-manager/compare/{range}", s.VolumeCompare())
+	w := get(rt, "/k8s/volume-manager/compare/v1.30.0...v1.31.0")
+	page := w.Body.String()
+	if !strings.Contains(page, "moved from a.go to b.go") {
+		t.Errorf("the quiz compare lost the move:\n%s", page)
+	}
+	for _, answer := range []string{"remove-extra", "add-missing", "direction", "Direction:", `class="prose"`} {
+		if strings.Contains(page, answer) {
+			t.Errorf("the quiz compare shows %q", answer)
+		}
 	}
 }

@@ -34,6 +34,7 @@ type volumeHistoryStep struct {
 	diff.VolumeStep
 	Status  string // "added", "removed", "changed", "same" against the minor before; "" for the first
 	Changed string // what changed, in words
+	Short   string // the same in a word each: "moved, renamed, body"
 	Compare string // the compare with the minor before, at this unit
 }
 
@@ -160,6 +161,14 @@ func newVolumeHistoryView(h *diff.VolumeHistory, last *volume.Reading, quiz bool
 				says = append(says, "its body changed")
 			}
 			hs.Changed = strings.Join(says, "; ")
+			var short []string
+			for _, c := range d.Changed {
+				if quiz && c == "direction" { // the worksheet's to find
+					continue
+				}
+				short = append(short, map[string]string{"file": "moved", "name": "renamed", "guard": map[bool]string{true: "gate", false: "guard"}[h.Key == diff.VolumeEntry], "direction": "direction", "body": "body"}[c])
+			}
+			hs.Short = strings.Join(short, ", ")
 			if len(unitSays(d, quiz)) > 0 || d.Status == diff.Added || d.Status == diff.Removed {
 				v.Facts = append(v.Facts, st.Tag+": "+cmp.Or(hs.Changed, string(d.Status))+".")
 			}

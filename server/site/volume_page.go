@@ -45,10 +45,30 @@ type partView struct {
 	Note     noteView
 }
 
-// setView is one set with its note.
+// setView is one set with its note, and its writers as the margin of
+// the first reading lists a case's: each a control that opens it.
 type setView struct {
 	volume.Set
-	Note noteView
+	Note    noteView
+	Callers []callerView
+}
+
+// callerView is one writer of a set.
+type callerView struct {
+	volume.Caller
+	Short, Pkg string // "(*operationGenerator).GenerateMountVolumeFunc", "operationexecutor"
+	Peek       bool   // the reading's index has it: its name opens it
+}
+
+func newCallers(r *volume.Reading, cs []volume.Caller) []callerView {
+	var out []callerView
+	for _, c := range cs {
+		short := extractor.ShortSymbol(c.Func)
+		pkg := strings.TrimSuffix(c.Func, "."+short)
+		_, peek := r.DeclOf(c.Func)
+		out = append(out, callerView{Caller: c, Short: short, Pkg: pkg[strings.LastIndex(pkg, "/")+1:], Peek: peek})
+	}
+	return out
 }
 
 // newVolumeView highlights the entry and each phase; ids are prefixed so
@@ -86,7 +106,7 @@ func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
 	}
 	if !quiz {
 		for _, set := range r.Sets {
-			v.Sets = append(v.Sets, setView{Set: set, Note: notes.find(set.Name)})
+			v.Sets = append(v.Sets, setView{Set: set, Note: notes.find(set.Name), Callers: newCallers(r, set.Writers)})
 		}
 	}
 	return v, nil

@@ -33,6 +33,7 @@ func volumeSite(t *testing.T, load func(context.Context, extractor.Options) (*vo
 	rt.Method("GET", "/k8s/{tag}/volume-manager.json", s.VolumeJSON())
 	rt.Method("GET", "/k8s/{tag}/volume-manager", s.VolumePage())
 	rt.Method("GET", "/k8s/{tag}/volume-manager/def", s.VolumeDef())
+	rt.Method("GET", "/k8s/volume-manager/compare", s.VolumeCompareForm())
 	rt.Method("GET", "/k8s/volume-manager/compare/{range}", s.VolumeCompare())
 	rt.Method("GET", "/k8s/volume-manager/history/{key}", s.VolumeHistory())
 	return s, rt
@@ -152,7 +153,8 @@ func TestVolumePage(t *testing.T) {
 	for _, s := range []string{"reconcileNew</code></a>, the new body", `data-def-base="/k8s/v1.27.0/volume-manager/def"`,
 		`data-def="pkg/kubelet/volumemanager/reconciler.(*reconciler).unmountVolumes"`,
 		`data-def="pkg/kubelet/volumemanager/cache.ActualStateOfWorld.GetAllMountedVolumes"`,
-		`href="/k8s/volume-manager/compare/v1.26.0...v1.27.0#part-mountOrAttachVolumes"`, `href="/k8s/volume-manager/history/unmountVolumes"`} {
+		`href="/k8s/volume-manager/compare/v1.26.0...v1.27.0#part-mountOrAttachVolumes"`, `href="/k8s/volume-manager/history/unmountVolumes"`,
+		`<button type="button" class="def" data-def="pkg/volume/util/operationexecutor.(*operationGenerator).GenerateMountVolumeFunc" aria-expanded="false" title="Open (*operationGenerator).GenerateMountVolumeFunc here"><code>(*operationGenerator).GenerateMountVolumeFunc</code></button> <span class="pkg">operationexecutor</span>`} {
 		if !strings.Contains(body, s) {
 			t.Errorf("page lacks %s", s)
 		}
