@@ -2,10 +2,11 @@
 // recent lines and a fan-out to browsers), fed by relays over the ingest
 // websocket, by the server's own journal command or file, or by the demo
 // feed, and stored in a JetStream stream per feed. It owns its state;
-// whoever owns a feed of its own (package rooms) reaches it only through
-// Service's methods (SetFeedTag, FeedVersion, DropFeed, RoomDemo,
-// FeedFired, FeedRelayed, GrantToken, RevokeToken); feeds know nothing of
-// rooms.
+// whoever owns feeds of its own (package rooms) registers once (Own: a
+// prefix of feed names, and how to look one up, owner.go), lets a feed
+// go (DropFeed), and moves one's tag (SetFeedTag); it reads a feed
+// through FeedVersion, FeedFired, FeedRelayed, RecordedLines and Line.
+// Feeds know nothing of rooms.
 //
 // The pipeline, per feed; each stage is a type with its own state, and
 // calls only the stages after it:
@@ -229,8 +230,8 @@ type Service struct {
 	bgClosed bool
 	bg       sync.WaitGroup
 
-	tokensMu sync.Mutex
-	tokens   map[string]string // the feeds granted a token of their own (tokens.go)
+	ownersMu sync.Mutex
+	owners   []owner // who owns which feeds (owner.go)
 
 	mu     sync.Mutex
 	feeds  map[string]*feed
@@ -255,7 +256,7 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 	if cfg.DemoIdle <= 0 {
 		cfg.DemoIdle = demoIdle
 	}
-	s := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), tokens: make(map[string]string), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
+	s := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
 		sockets: cfg.Sockets, synced: b.Synced, origin: rand.Text()}
 	s.followFeed = s.follow
 	if s.log == nil {
