@@ -96,7 +96,7 @@ func (x *extraction) mainParts(r *Reading, symbols []string) error {
 	}
 	var roots []string
 	for _, c := range fn.Cases {
-		for _, s := range slices.Concat(c.Writers, c.Feeders, c.Goroutine, c.Made) {
+		for _, s := range slices.Concat(c.Writers, c.Upstream, c.Goroutine, c.Made) {
 			roots = append(roots, s.Func)
 		}
 	}

@@ -194,7 +194,7 @@ func (lf *loopFile) clause(cc *ast.CommClause) Case {
 		c.Type = lf.chanType(ch)
 		lf.derive(&c, ch)
 	} else {
-		c.Made, c.Writers, c.Feeders, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
+		c.Made, c.Writers, c.Upstream, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
 	}
 
 	for _, st := range cc.Body {

@@ -98,13 +98,13 @@ type Case struct {
 	// Who writes the channel, derived from the source at the tag
 	// (writers.go). Made: where the channel is made (a make(chan …), or the
 	// ticker of a ticker-driven case). Writers: every send on it in
-	// non-test code. Feeders ("upstream"): one level of what feeds the
+	// non-test code. Upstream: one level of what feeds the
 	// writers (the sends on the channels a fan-in forwards, or the calls of
 	// the sending function). Goroutine: the go statements that run the
 	// writers, when they can be told.
 	Made      []Site `json:"made"`
 	Writers   []Site `json:"writers"`
-	Feeders   []Site `json:"upstream"`
+	Upstream  []Site `json:"upstream"`
 	Goroutine []Site `json:"goroutine"`
 }
 

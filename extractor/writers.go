@@ -82,7 +82,7 @@ func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 	loop := &fnCtx{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
 	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
 	origins := fl.origins(ch, loop, "", 0)
-	c.Made, c.Writers, c.Feeders, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
+	c.Made, c.Writers, c.Upstream, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
 	// One make reached along several paths (the GenericPLEG and the
 	// EventedPLEG both return eventChannel) is one Site, its note what
 	// every path shares.
@@ -107,7 +107,7 @@ func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 	fl.finishWriters()
 	fl.sel = fl.selectors(ch, loop)
 	c.Writers = append([]Site{}, fl.writers...)
-	c.Feeders = fl.upstream()
+	c.Upstream = fl.upstream()
 	c.Goroutine = fl.goroutines()
 	sortSites(c.Made)
 	sortSites(c.Writers)

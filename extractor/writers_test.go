@@ -27,7 +27,7 @@ func renderWriters(r *extractor.Reading) string {
 		for _, part := range []struct {
 			name  string
 			sites []extractor.Site
-		}{{"made", c.Made}, {"writer", c.Writers}, {"upstream", c.Feeders}, {"goroutine", c.Goroutine}} {
+		}{{"made", c.Made}, {"writer", c.Writers}, {"upstream", c.Upstream}, {"goroutine", c.Goroutine}} {
 			for _, s := range part.sites {
 				fmt.Fprintf(&b, "  %-9s %s:%d %s", part.name, s.File, s.Line, s.Func)
 				if s.Note != "" {

@@ -53,7 +53,7 @@ func answerStrings(r *extractor.Reading) []string {
 		}
 		// Another symbol's place: what feeds the sender, what starts its
 		// goroutine, where the channel is made.
-		for _, sites := range [][]extractor.Site{c.Feeders, c.Goroutine, c.Made} {
+		for _, sites := range [][]extractor.Site{c.Upstream, c.Goroutine, c.Made} {
 			for _, s := range sites {
 				add(fmt.Sprintf("%s:%d", s.File, s.Line), fmt.Sprintf("%s:%d", path.Base(s.File), s.Line))
 			}
@@ -117,7 +117,7 @@ func checkInputs(r *extractor.Reading) map[string][]string {
 	cases := r.Function.Cases
 	for i, c := range cases {
 		id := "writer." + c.Key
-		for _, s := range append(slices.Clone(c.Feeders), c.Goroutine...) {
+		for _, s := range append(slices.Clone(c.Upstream), c.Goroutine...) {
 			in[id] = append(in[id], s.Func)
 		}
 		other := cases[(i+1)%len(cases)]

@@ -115,18 +115,18 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/history/{key}", s.site.History())
 	r.Method("GET", "/static/*", s.site.Static(notFound))
 
-	r.Method("GET", "/feeds/{feed}/ws", s.rooms.FeedGate(s.live.HandleFeedSocket()))
-	r.Method("GET", "/feeds/{feed}/ingest", s.rooms.FeedGate(s.live.HandleIngest()))
+	r.Method("GET", "/feeds/{feed}/ws", s.live.HandleFeedSocket())
+	r.Method("GET", "/feeds/{feed}/ingest", s.live.HandleIngest())
 	for _, m := range []string{"PUT", "POST"} {
-		r.With(streamBody).Method(m, "/feeds/{feed}/journal", s.rooms.FeedGate(s.live.HandleJournal()))
+		r.With(streamBody).Method(m, "/feeds/{feed}/journal", s.live.HandleJournal())
 	}
-	r.Method("GET", "/feeds/{feed}/cursor", s.rooms.FeedGate(s.live.HandleCursor()))
+	r.Method("GET", "/feeds/{feed}/cursor", s.live.HandleCursor())
 	r.With(jsonBody(8<<10)).Method("POST", "/feeds/{feed}/timing", s.live.HandleTiming(func(r *http.Request) string {
 		return clients.AddrPrefix(r, s.cfg.TrustedProxies, s.cfg.IPv6Prefix)
 	}))
-	r.Method("GET", "/feeds/{feed}/export", s.rooms.FeedGate(s.live.HandleExport()))
-	r.Method("GET", "/feeds/{feed}/fired", s.rooms.FeedGate(s.live.HandleFired()))
-	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", s.rooms.FeedGate(s.live.HandleCaseLines()))
+	r.Method("GET", "/feeds/{feed}/export", s.live.HandleExport())
+	r.Method("GET", "/feeds/{feed}/fired", s.live.HandleFired())
+	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", s.live.HandleCaseLines())
 	r.Method("GET", "/metrics", s.handleMetrics())
 	r.Method("GET", "/healthz", s.handleHealthz())
 	r.Method("GET", "/livez", s.handleLivez())

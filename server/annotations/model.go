@@ -305,7 +305,7 @@ func checkWriter(r *extractor.Reading, key, text string) []Check {
 			out = append(out, Check{"ok", fmt.Sprintf("%s sends on this channel at %s (%s:%d).", s, r.Tag, w.File, w.Line)})
 			continue
 		}
-		if w, ok := siteFor(c.Feeders, s); ok {
+		if w, ok := siteFor(c.Upstream, s); ok {
 			out = append(out, Check{"warn", fmt.Sprintf("%s does not send on this channel at %s; it feeds what does (%s:%d).", s, r.Tag, w.File, w.Line)})
 			continue
 		}

@@ -24,6 +24,9 @@ import (
 // HandleFeedSocket is GET /feeds/{feed}/ws: a browser's websocket.
 func (s *Service) HandleFeedSocket() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.admit(w, r, true, false) {
+			return
+		}
 		f, after, reset := s.browserFeed(w, r)
 		if f == nil {
 			return
@@ -142,7 +145,7 @@ func (s *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *fee
 		return
 	}
 	if f.gone.Load() {
-		conn.Close(CloseFeedGone, "this feed is gone: its room expired")
+		conn.Close(CloseFeedGone, "this feed is gone: its owner let it go")
 	} else {
 		conn.Close(websocket.StatusGoingAway, "server shutting down")
 	}

@@ -40,6 +40,9 @@ const (
 // Link header (rel="next") is the address of the page before this one.
 func (s *Service) HandleCaseLines() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.admit(w, r, false, false) {
+			return
+		}
 		key := chi.URLParam(r, "case")
 		before, limit, ok := caseLinesQuery(w, r)
 		if !ok {

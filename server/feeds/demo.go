@@ -1,7 +1,7 @@
 package feeds
 
 // The demo: a simulated kubelet's lines at a tag's real log sites, in
-// the default feed, a tag's own demo feed, or a room's feed while no
+// the default feed, a tag's own demo feed, or an owned feed while no
 // journal feeds it; one replica per cluster runs each (demoLease).
 
 import (
@@ -31,7 +31,7 @@ func (s *Service) startDemo(f *feed) {
 	tag := f.tag
 	f.mu.Unlock()
 	ofTag := isTagDemo(f.name)
-	ofRoom := f.name != defaultFeed && !ofTag
+	ofOwned := f.name != defaultFeed && !ofTag
 	go func() {
 		defer s.wg.Done()
 		defer stop()
@@ -45,7 +45,7 @@ func (s *Service) startDemo(f *feed) {
 		// One replica per cluster runs a demo: the default one's lease is
 		// "demo", a tag's is its feed's name.
 		lease, held := "demo", &s.demoHeld
-		if ofTag || ofRoom {
+		if ofTag || ofOwned {
 			lease, held = f.name, new(atomic.Bool)
 		}
 		held = s.demoLease(ctx, lease, held)
@@ -63,8 +63,8 @@ func (s *Service) startDemo(f *feed) {
 			if relay.Sleep(ctx, max(wait, 10*time.Millisecond)) != nil {
 				return
 			}
-			if ofRoom {
-				// The room switched its tag: the demo simulates the new one.
+			if ofOwned {
+				// Its owner switched its tag: the demo simulates the new one.
 				f.mu.Lock()
 				cur := f.tag
 				f.mu.Unlock()
@@ -74,7 +74,7 @@ func (s *Service) startDemo(f *feed) {
 				if f.hub.Stats().Subscribers > 0 {
 					idleSince = time.Now()
 				}
-				if time.Since(idleSince) >= s.demoIdle && s.stopRoomDemo(f, ctx) {
+				if time.Since(idleSince) >= s.demoIdle && s.stopQuietDemo(f, ctx) {
 					return
 				}
 				continue
@@ -216,12 +216,12 @@ func (s *Service) demoLease(ctx context.Context, key string, held *atomic.Bool) 
 	return held
 }
 
-// RoomDemo runs the demo in the named feed (a room's) while no journal
+// DemoWhileQuiet runs the demo in the named feed (an owned one) while no journal
 // feeds it: from now until a relay attaches or a real line arrives, or
 // until no browser watched it for a while (a later call starts it again).
 // Its lines are marked demo: they light cases but are never counted as
 // fired (FeedFired). A feed that ever had a real line gets no demo.
-func (s *Service) RoomDemo(name string) {
+func (s *Service) DemoWhileQuiet(name string) {
 	if s.cfg.DemoPeriod < 0 { // the demo is off (tests)
 		return
 	}
@@ -246,15 +246,15 @@ func (s *Service) RoomDemo(name string) {
 	}()
 }
 
-// stopRoomDemo stops the demo of a room's feed that no browser watched for
+// stopQuietDemo stops the demo of an owned feed that no browser watched for
 // s.demoIdle, keeping the feed; it reports whether it stopped it (ctx is
 // the demo's own: a demo a relay stopped in between is left to it).
-func (s *Service) stopRoomDemo(f *feed, ctx context.Context) bool {
+func (s *Service) stopQuietDemo(f *feed, ctx context.Context) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if ctx.Err() != nil || f.src.kind != sourceDemo {
 		return true
 	}
-	f.stopDemo(noteRoomNoJournal)
+	f.stopDemo(f.src.waiting)
 	return true
 }

@@ -14,10 +14,11 @@ import (
 	"github.com/syncloop/syncloop/server/relay"
 )
 
-// TestRoomDemo: a room's feed runs the demo while no journal feeds it; its
-// lines are marked demo and never counted as fired; a relay's lines stop
-// it for good and are counted, per case.
-func TestRoomDemo(t *testing.T) {
+// TestOwnedDemo: an owned feed whose owner asks for the demo runs it
+// once a browser opens it, while no journal feeds it; its lines are
+// marked demo and never counted as fired; a relay's lines stop it for
+// good and are counted, per case.
+func TestOwnedDemo(t *testing.T) {
 	r := fixture.Reading(t)
 	b, err := broker.Open(t.Context(), broker.Config{})
 	if err != nil {
@@ -40,8 +41,7 @@ func TestRoomDemo(t *testing.T) {
 	ctx := t.Context()
 
 	const feed = "room-abc"
-	l.SetFeedTag(feed, r.Tag)
-	l.RoomDemo(feed)
+	l.Own("room-", func(string) (Owned, error) { return Owned{Tag: r.Tag, Token: testToken, Demo: true}, nil })
 	br := dialBrowser(t, ctx, ts, "/feeds/"+feed+"/ws")
 	for range 5 {
 		m := br.nextLine(ctx)
@@ -79,7 +79,7 @@ func TestRoomDemo(t *testing.T) {
 		t.Error("no relay said attached")
 	}
 	// The demo stopped, and a later watch does not start it again.
-	l.RoomDemo(feed)
+	l.DemoWhileQuiet(feed)
 	time.Sleep(100 * time.Millisecond) // sleep: a window in which a demo started again would start
 	f, _ := l.existingFeed(feed)
 	f.mu.Lock()

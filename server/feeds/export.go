@@ -20,6 +20,9 @@ import (
 // this file).
 func (s *Service) HandleExport() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.admit(w, r, false, false) {
+			return
+		}
 		var after uint64
 		if q := r.URL.Query().Get("after"); q != "" {
 			var err error

@@ -51,8 +51,6 @@ const (
 	noteDemo          = "Lines of a simulated kubelet at this tag's real log sites. Attach a relay (syncloop relay) to see a real journal."
 	noteRelayAttached = "a relay attached: the demo feed stopped; what follows is a real journal"
 	noteRelayGone     = "the relay disconnected; it resends what was not stored when it reconnects"
-	noteRoomNoJournal = "No journal in this room yet: whoever holds the driver link finds the relay command under More ▾."
-	noteRoomHistory   = "No relay is attached now: these are the room's journal lines so far. Whoever holds the driver link finds the relay command under More ▾."
 	noteJournalNow    = "A journal now feeds this server: the demo stopped. Reload the page to follow the journal."
 	noteFileReplayed  = "the journal file was replayed to its end"
 	noteDemoLetGo     = "an unwatched tag demo let go to make room for another"
@@ -143,18 +141,21 @@ func (f *feed) journalReplayed() {
 	f.changed()
 }
 
-// roomWaiting says, on a room's feed nothing feeds yet that has no note,
-// what the room waits for; stored: the feed has lines from before. f.mu
-// is held.
-func (f *feed) roomWaiting(stored bool) {
-	if f.src.kind != sourceNone || f.src.note != "" {
-		return
-	}
-	f.src.note = noteRoomNoJournal
+// ownerWaiting takes its owner's notes (Owned) and says, on an owned feed
+// nothing feeds yet that has no note, what its owner waits for
+// (waiting); stored: the feed has lines from before (history). f.mu is
+// held.
+func (f *feed) ownerWaiting(waiting, history string, stored bool) {
+	f.src.waiting, f.src.history = waiting, history
+	note := f.src.waiting
 	if stored {
 		// The feed's history came back from its file after a restart.
-		f.src.note = noteRoomHistory
+		note = f.src.history
 	}
+	if f.src.kind != sourceNone || f.src.note != "" || note == "" {
+		return
+	}
+	f.src.note = note
 	f.changed()
 }
 
@@ -202,6 +203,9 @@ type feedSource struct {
 	relays   int                // relays attached on this replica
 	demoStop context.CancelFunc // stops the demo while kind is sourceDemo and it runs here
 	note     string
+	// waiting and history are its owner's notes for while nothing feeds
+	// it (Owned).
+	waiting, history string
 }
 
 // feedCounts is what the feed's lines are counted as.
@@ -326,26 +330,28 @@ func (f *feed) statusMsg() statusMsg {
 }
 
 // SetFeedTag makes the named feed classify by tag from its next line on,
-// creating the feed if needed.
+// creating the feed if needed: its owner moved it to another tag.
 func (s *Service) SetFeedTag(name, tag string) {
 	f, err := s.feed(name)
 	if err != nil {
-		s.log.Warn("rooms: feed", "feed", name, "err", err)
+		s.log.Warn("feeds: a feed's tag not set", "feed", name, "tag", tag, "err", err)
 		return
 	}
-	// Whether the feed has stored lines is known once it is followed (its
-	// tail is read then); its hub gets them a little later.
-	stored := f.pub.storedLines() > 0
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.roomWaiting(stored || f.hub.Next() > 1)
+	f.pinTagLocked(tag)
+}
+
+// pinTagLocked makes f read tag, whatever its kubelet's version says.
+// f.mu is held.
+func (f *feed) pinTagLocked(tag string) {
 	f.pinned = true
 	if f.tag == tag {
 		return
 	}
 	f.tag = tag
 	f.newClassifier()
-	f.refreshClassifier(s.reading)
+	f.refreshClassifier(f.svc.reading)
 	f.changed()
 }
 

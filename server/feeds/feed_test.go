@@ -11,14 +11,15 @@ import (
 
 // TestSourceWrittenByTransitions holds the feed's source state to its
 // transitions (feed.go): no other function of the package assigns a
-// feed's source, note, demoStop or relays, or sets them in a literal.
+// feed's source (kind), note, demoStop, relays or its owner's notes, or
+// sets them in a literal.
 func TestSourceWrittenByTransitions(t *testing.T) {
 	transitions := map[string]bool{
 		"claimDemo": true, "startedDemo": true, "stopDemo": true, "relayAttached": true,
 		"relayDetached": true, "relayElsewhere": true, "startedJournal": true,
-		"journalReplayed": true, "roomWaiting": true,
+		"journalReplayed": true, "ownerWaiting": true,
 	}
-	state := map[string]bool{"source": true, "note": true, "demoStop": true, "relays": true}
+	state := map[string]bool{"src": true, "kind": true, "note": true, "demoStop": true, "relays": true, "waiting": true, "history": true}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

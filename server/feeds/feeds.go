@@ -2,26 +2,45 @@
 // recent lines and a fan-out to browsers), fed by relays over the ingest
 // websocket, by the server's own journal command or file, or by the demo
 // feed, and stored in a JetStream stream per feed. It owns its state;
-// whoever owns a feed of its own (package rooms) reaches it only through
-// Service's methods (SetFeedTag, FeedVersion, DropFeed, RoomDemo,
-// FeedFired, FeedRelayed, GrantToken, RevokeToken); feeds know nothing of
-// rooms.
+// whoever owns feeds of its own (package rooms) registers once (Own: a
+// prefix of feed names, and how to look one up, owner.go), lets a feed
+// go (DropFeed), and moves one's tag (SetFeedTag); it reads a feed
+// through FeedVersion, FeedFired, FeedRelayed, RecordedLines and Line.
+// Feeds know nothing of rooms.
 //
-// A line's trip, file by file:
+// The pipeline, per feed; each stage is a type with its own state, and
+// calls only the stages after it:
+//
+//	relay ─► ingest ─┬─► queue: shown before stored ──────────────┐
+//	journal, demo    │   (shownQueue, deliver.go; under feed.mu)  │
+//	                 └─► pipeline.go ─► publisher ─► JetStream    ├─► hub ─► browsers
+//	                     (PubAck: record the queue's lines,       │   (hub.Hub)
+//	                      or take them back if refused)           │
+//	    JetStream ─► follower: one storedIter (stream.go) ────────┤
+//	                 (other replicas' lines, the history)         └─► firedLog: what fired
+//	                                                                  (fired.go; own lock)
+//	    JetStream ─► storedIter ─► export, the record's rescans, the version guess, migrate
+//
+// Locks, in the order they are taken: publisher.mu (a feed's writer),
+// feed.mu (the shown side: classifier, queue, hub order, source,
+// version), firedLog.mu (a leaf). Service.mu (the registry of feeds) is
+// never taken under a feed's.
+//
+// The files:
 //
 //	ingest.go   a relay's websocket: token (tokens.go), read (each message's
-//	            lines shown as they arrive, deliver.go), group, ack once on disk
+//	            lines shown as they arrive), group, ack once on disk
 //	journal.go  or the server's own journal; demo.go, or a simulated kubelet
-//	store.go    the feed's JetStream stream: skip what is stored, publishToStream
+//	pipeline.go a group of lines through the publisher and the shown side
+//	publish.go  the publisher: the stream's tail, what is stored, messages
+//	store.go    the feed's JetStream stream and its follower
 //	            (stored.go: a stored message's format; migrate.go: the old layout)
-//	deliver.go  shown (classify, publishToHub) and recorded (fired, version):
-//	            this replica's lines shown before they are stored, recorded
-//	            once they are, taken back if refused; the others' and the
-//	            history through the stream's consumer
+//	stream.go   the one reading of a stream every reader uses
+//	deliver.go  the shown side: classify, the queue, publishToHub, record
 //	browser.go  a browser's websocket: hello, then the hub's batches
 //	export.go   the stored lines again, as NDJSON
 //	feeds.go    the registry: which feeds a server holds, caps, eviction
-//	feed.go     one feed: its source (a typed state) and what browsers are told
+//	feed.go     one feed: its parts, its source (a typed state), what browsers are told
 //	fired.go, version.go   what fired, and which kubelet logged it
 //	metrics.go  the feeds' series for /metrics
 //
@@ -216,8 +235,8 @@ type Service struct {
 	bgClosed bool
 	bg       sync.WaitGroup
 
-	tokensMu sync.Mutex
-	tokens   map[string]string // the feeds granted a token of their own (tokens.go)
+	ownersMu sync.Mutex
+	owners   []owner // who owns which feeds (owner.go)
 
 	mu     sync.Mutex
 	feeds  map[string]*feed
@@ -242,7 +261,7 @@ func New(cfg Config, b *broker.Broker, reading func(tag string) *extractor.Readi
 	if cfg.DemoIdle <= 0 {
 		cfg.DemoIdle = demoIdle
 	}
-	s := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), tokens: make(map[string]string), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
+	s := &Service{cfg: cfg, reading: reading, log: cfg.Logger, b: b, feeds: make(map[string]*feed), vacantAfter: vacantAfter, demoIdle: cfg.DemoIdle, demoStreamIdle: demoStreamIdle,
 		sockets: cfg.Sockets, synced: b.Synced, origin: rand.Text()}
 	s.followFeed = s.follow
 	if s.log == nil {

@@ -1002,7 +1002,7 @@ func TestLiveRoomFeedNoteAfterRestart(t *testing.T) {
 	l = open()
 	defer l.Close()
 	note := func(name string) string {
-		l.SetFeedTag(name, "v1.31.0")
+		l.hold(name, Owned{Tag: "v1.31.0", Waiting: "No journal in this room yet", History: "the room's journal lines so far"})
 		l.mu.Lock()
 		f := l.feeds[name]
 		l.mu.Unlock()

@@ -492,6 +492,9 @@ func (f *feed) readLines(ctx context.Context, at []firedAt, fn func(seq uint64, 
 // fired.
 func (s *Service) HandleFired() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.admit(w, r, false, false) {
+			return
+		}
 		f := s.storedFeedOr404(w, r)
 		if f == nil {
 			return

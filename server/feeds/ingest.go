@@ -6,6 +6,7 @@ package feeds
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -41,6 +42,9 @@ func (s *Service) enterIngest(w http.ResponseWriter, r *http.Request) *feed {
 // HandleIngest is GET /feeds/{feed}/ingest: a relay's websocket.
 func (s *Service) HandleIngest() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.admit(w, r, false, true) {
+			return
+		}
 		f := s.enterIngest(w, r)
 		if f == nil {
 			return
@@ -67,7 +71,7 @@ func (s *Service) HandleIngest() http.Handler {
 // authorizeIngest answers a request without the token the feed takes
 // (403 when ingest is off, 401 otherwise) and reports whether it has it.
 func (s *Service) authorizeIngest(w http.ResponseWriter, r *http.Request) bool {
-	_, ownToken := s.feedToken(chi.URLParam(r, "feed"))
+	_, ownToken, o := s.feedToken(chi.URLParam(r, "feed"))
 	if s.cfg.IngestToken == "" && !ownToken {
 		http.Error(w, "ingest is disabled on this server: start it with syncloop serve --token T", http.StatusForbidden)
 		return false
@@ -76,7 +80,7 @@ func (s *Service) authorizeIngest(w http.ResponseWriter, r *http.Request) bool {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="syncloop ingest"`)
 		msg := "missing or wrong token: send Authorization: Bearer <the token given to syncloop serve --token>"
 		if ownToken {
-			msg = "missing or wrong token for this room's feed: copy the relay command from the room's page (driver link); the token may have been rotated"
+			msg = cmp.Or(o.WrongToken, "missing or wrong token for this feed: its owner gives the one it takes")
 		}
 		http.Error(w, msg, http.StatusUnauthorized)
 		return false
@@ -149,7 +153,7 @@ func (s *Service) ingestConn(r *http.Request, f *feed, conn *websocket.Conn) boo
 		}
 		lines, pending = groupLines(m, msgs, lines[:0], linger)
 		if len(lines) > 0 {
-			if !s.checkToken(r) { // a room's token was rotated since, or the room expired
+			if !s.checkToken(r) { // an owned feed's token was rotated since, or its owner let it go
 				conn.Close(websocket.StatusPolicyViolation, "this token no longer opens the feed (rotated?): copy the new relay command")
 				return false
 			}

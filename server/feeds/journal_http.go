@@ -16,6 +16,7 @@ package feeds
 // group of lines being stored.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,6 +63,9 @@ var (
 // journal, with the token the feed's relay takes.
 func (s *Service) HandleJournal() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.admit(w, r, false, true) {
+			return
+		}
 		f := s.enterIngest(w, r)
 		if f == nil {
 			return
@@ -120,9 +124,10 @@ func (s *Service) ingestJournal(r *http.Request, f *feed, body *streamBody) (Jou
 				sum.Cut++ // at the cap: the relay's sources cut it there
 			}
 		}
-		if !s.checkToken(r) { // a room's token was rotated since, or the room expired
+		if !s.checkToken(r) { // an owned feed's token was rotated since, or its owner let it go
 			finish()
-			sum.Error = "this token no longer opens the feed (rotated?): copy the new command from the room's page"
+			_, _, o := s.feedToken(f.name)
+			sum.Error = cmp.Or(o.Rotated, "this token no longer opens the feed (rotated?): run the command again with the feed's new token")
 			return sum.counted(), http.StatusUnauthorized
 		}
 		sum.Received += len(group)
@@ -252,6 +257,9 @@ func (b *streamBody) isStopped() bool {
 // journal is.
 func (s *Service) HandleCursor() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.admit(w, r, false, false) {
+			return
+		}
 		if !s.authorizeIngest(w, r) {
 			return
 		}

@@ -2,8 +2,8 @@ package feeds
 
 // Metrics: the feeds' series, collected by prometheus/client_golang when
 // scraped (Config.Metrics). The browser sockets' counters are package
-// clients' (clients.Sockets.Register). A feed with a token of its own (a room's,
-// GrantToken) is never a label value: its name is a viewer link.
+// clients' (clients.Sockets.Register). An owned feed (a room's, Own) is
+// never a label value: its name is a viewer link.
 
 import (
 	"cmp"
@@ -48,7 +48,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	feeds := slices.SortedFunc(maps.Values(s.feeds), func(a, b *feed) int { return strings.Compare(a.name, b.name) })
 	s.mu.Unlock()
 	for _, f := range feeds {
-		if _, own := s.feedToken(f.name); own {
+		if _, own, _ := s.feedToken(f.name); own {
 			continue
 		}
 		f.mu.Lock()

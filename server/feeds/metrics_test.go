@@ -26,7 +26,7 @@ func TestMetricsRegistry(t *testing.T) {
 	wstest.Send(t, ctx, in, lines("a", 1, 3)...)
 	b := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
 	b.lines(ctx, 3)
-	l.GrantToken("room-secret", "tok")
+	l.Own("room-", func(string) (Owned, error) { return Owned{Token: "tok"}, nil })
 	if _, err := l.feed("room-secret"); err != nil {
 		t.Fatal(err)
 	}

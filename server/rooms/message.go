@@ -299,7 +299,8 @@ func (rs *Service) onRotate(rl *roomLive, me *roomReader, room Room, m roomIn) (
 	if err != nil {
 		return quiet, refusal("could not rotate the token: " + err.Error())
 	}
-	rs.followToken(nr.ID) // the old token stops working here now, on the others with their copy
+	// The old token stops working at the feed's next request or batch,
+	// here now, on the other replicas with their copy (feedOwned).
 	tok := tokenMsg(nr.IngestToken)
 	for _, r := range rl.readers {
 		if r.key {

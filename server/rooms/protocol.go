@@ -39,14 +39,15 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/feeds"
 	"github.com/syncloop/syncloop/server/names"
 )
 
 // Websocket close codes. The permanent refusals are 4000 plus the HTTP
 // status that says the same: a page that sees one stops reconnecting.
 const (
-	CloseGone websocket.StatusCode = 4410 // the room expired
-	CloseFull websocket.StatusCode = 4429 // the room holds as many readers as it may
+	CloseGone                      = feeds.CloseGone // the room expired (its feed's sockets close with the same)
+	CloseFull websocket.StatusCode = 4429            // the room holds as many readers as it may
 	// CloseTooSlow: the reader's messages piled up unsent; its page
 	// reconnects and starts from the room's state.
 	CloseTooSlow = websocket.StatusPolicyViolation

@@ -136,7 +136,6 @@ type Service struct {
 	presenceTTL time.Duration
 	tickEvery   time.Duration
 	feeds       *feeds.Service
-	tokenMu     sync.Mutex // orders the grants of room feeds' tokens (followToken)
 	log         *slog.Logger
 	creates     *KeyLimiter
 	createRate  float64
@@ -202,16 +201,15 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 		}
 	}
 	rs.ctx, rs.cancel = context.WithCancel(context.Background())
-	// Every replica takes every room's token (a relay posts to any), as
-	// the records change and from its copy of them (after: no change falls
-	// in between).
+	// The rooms' feeds are theirs: each request to one asks feedOwned.
+	if rs.feeds != nil {
+		rs.feeds.Own(FeedPrefix, rs.feedOwned)
+	}
 	rs.store.OnChange(func(id string) {
-		rs.followToken(id) // the copy only: no round trip on the watcher's goroutine
 		// Not on the watcher's goroutine: a room's lock may be held by a
 		// writer waiting for the bucket.
 		go rs.changed(id)
 	})
-	rs.store.Each(func(r Room) { rs.followToken(r.ID) })
 	rs.stopHeard = rs.hearPresence()
 	rs.wg.Add(1)
 	go rs.housekeep()
@@ -249,7 +247,6 @@ func (rs *Service) housekeep() {
 		}
 		for _, id := range gone {
 			rs.endReaders(id)
-			rs.followToken(id)
 			rs.dropFeed(FeedPrefix + id)
 			if rs.onExpire != nil {
 				rs.onExpire(id)
@@ -403,59 +400,34 @@ func (rs *Service) Page(kind string) http.Handler {
 	})
 }
 
-// FeedGate guards the live endpoints of room feeds: the room must be
-// alive, and its feed reads the room's tag. Other feeds pass through.
-func (rs *Service) FeedGate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id, ok := strings.CutPrefix(chi.URLParam(r, "feed"), FeedPrefix)
-		if !ok {
-			next.ServeHTTP(w, r)
-			return
-		}
-		room, err := rs.Get(id)
-		switch {
-		case errors.Is(err, ErrExpired) && isWebsocket(r) && strings.HasSuffix(r.URL.Path, "/ws"):
-			refuseSocket(w, r, CloseGone, "this room expired") // a reader's live pane stops reconnecting
-			return
-		case errors.Is(err, ErrExpired):
-			http.Error(w, "this room expired: start a new pair session and use its relay command", http.StatusGone)
-			return
-		case err != nil:
-			http.Error(w, "no such room: copy the relay command from the room's page (driver link)", http.StatusNotFound)
-			return
-		}
-		if room.Ended && (strings.HasSuffix(r.URL.Path, "/ingest") || strings.HasSuffix(r.URL.Path, "/journal")) {
-			http.Error(w, "this room was ended: its journal takes no more lines", http.StatusGone)
-			return
-		}
-		rs.followToken(room.ID) // should the watcher not have brought the room yet
-		rs.setFeedTag(room.Feed(), room.Tag)
-		if !room.Ended && strings.HasSuffix(r.URL.Path, "/ws") {
-			rs.roomDemo(room.Feed())
-		}
-		next.ServeHTTP(w, r)
-	})
-}
+// What a room's feed says while nothing feeds it (feeds.Owned).
+const (
+	noteNoJournal = "No journal in this room yet: whoever holds the driver link finds the relay command under More ▾."
+	noteHistory   = "No relay is attached now: these are the room's journal lines so far. Whoever holds the driver link finds the relay command under More ▾."
+)
 
 // The feeds' side of rooms, when there are feeds.
 
-// followToken makes room id's feed take only the room's ingest token as
-// this replica's copy has it now, or no token of its own once the room is
-// gone. The copy only moves forward and every grant reads it under
-// tokenMu, so the last grant is of the newest record: a rotated-out token
-// is never granted again.
-func (rs *Service) followToken(id string) {
-	if rs.feeds == nil {
-		return
+// feedOwned is what a room's feed is now, as this replica's copy of the
+// room has it: the feeds ask it at each request to the feed (registered
+// once, feeds.Service.Own), so a rotated token, an ended or expired room
+// hold at once on every replica, each with its copy.
+func (rs *Service) feedOwned(name string) (feeds.Owned, error) {
+	id, _ := strings.CutPrefix(name, FeedPrefix)
+	room, err := rs.Get(id)
+	switch {
+	case errors.Is(err, ErrExpired):
+		return feeds.Owned{}, feeds.Gone("this room expired: start a new pair session and use its relay command")
+	case err != nil:
+		return feeds.Owned{}, errors.New("no such room: copy the relay command from the room's page (driver link)")
 	}
-	rs.tokenMu.Lock()
-	defer rs.tokenMu.Unlock()
-	room, err := rs.store.peek(id)
-	if err != nil {
-		rs.feeds.RevokeToken(FeedPrefix + id)
-		return
+	o := feeds.Owned{Tag: room.Tag, Token: room.IngestToken, Demo: !room.Ended, Waiting: noteNoJournal, History: noteHistory,
+		WrongToken: "missing or wrong token for this room's feed: copy the relay command from the room's page (driver link); the token may have been rotated",
+		Rotated:    "this token no longer opens the feed (rotated?): copy the new command from the room's page"}
+	if room.Ended {
+		o.Closed = "this room was ended: its journal takes no more lines"
 	}
-	rs.feeds.GrantToken(room.Feed(), room.IngestToken)
+	return o, nil
 }
 
 // setFeedTag makes a room's feed read tag.
@@ -477,13 +449,6 @@ func (rs *Service) feedVersion(feed string) string {
 func (rs *Service) dropFeed(feed string) {
 	if rs.feeds != nil {
 		rs.feeds.DropFeed(feed)
-	}
-}
-
-// roomDemo runs the demo in a room's feed while no journal feeds it.
-func (rs *Service) roomDemo(feed string) {
-	if rs.feeds != nil {
-		rs.feeds.RoomDemo(feed)
 	}
 }
 

@@ -81,7 +81,7 @@ func withoutAnswers(r *extractor.Reading) *extractor.Reading {
 	c.Function.Cases = slices.Clone(r.Function.Cases)
 	for i := range c.Function.Cases {
 		cs := &c.Function.Cases[i]
-		cs.Made, cs.Writers, cs.Feeders, cs.Goroutine = []extractor.Site{}, []extractor.Site{}, []extractor.Site{}, []extractor.Site{}
+		cs.Made, cs.Writers, cs.Upstream, cs.Goroutine = []extractor.Site{}, []extractor.Site{}, []extractor.Site{}, []extractor.Site{}
 		cs.Type = ""
 	}
 	return &c

@@ -58,7 +58,7 @@ func newWrittenView(tag string, c extractor.Case) writtenView {
 	slices.SortStableFunc(w.Writers, func(a, b writerGroup) int {
 		return cmp.Compare(gated(a.Note), gated(b.Note))
 	})
-	w.Feeders = groupSites(c.Feeders)
+	w.Feeders = groupSites(c.Upstream)
 	return w
 }
 
