@@ -151,6 +151,7 @@ func (p *Plan) open(ctx context.Context, d *Deps, reg *prometheus.Registry, undo
 	fc := p.Feeds
 	fc.Sockets, fc.Space, fc.Metrics = d.Sockets, b.Space, reg
 	fc.KnownReadings, fc.LoadTag = d.Site.KnownReadings, d.Site.Load
+	fc.VolumeReading = d.Site.VolumeReading
 	if d.Feeds, err = feeds.New(fc, b, d.Site.Reading); err != nil {
 		return err
 	}

@@ -26,6 +26,9 @@ type ChainLine struct {
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
 	Text string    `json:"text"`
+	// Ref is the caller's own reference for where the line is kept (the
+	// stream message holding it), never served.
+	Ref uint64 `json:"-"`
 }
 
 // ChainStep is one step of a chain: the lines that say it, the first and

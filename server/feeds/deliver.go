@@ -215,6 +215,7 @@ func (l *Service) showLocked(f *feed, first uint64, lines []relay.Line, demo boo
 // held.
 func (l *Service) recordShownLocked(f *feed, first, msg uint64, shown []shownLine, demo bool) {
 	version, startup := f.version, false
+	l.refreshVolumesLocked(f)
 	var sites *classify.Sites // the log sites the version is told by, while it is not known
 	if !demo && f.versionFrom != fromStartup {
 		sites = l.logSites()

@@ -199,6 +199,11 @@ type feed struct {
 	ingested uint64
 	byCase   map[string]uint64
 	fired    firedRecord // what fired (fired.go)
+	// vols labels the volume reading's lines at volsTag (nil: its Reading
+	// is not loaded; asked again volRecheck after volsAsked).
+	vols      *classify.Volumes
+	volsTag   string
+	volsAsked time.Time
 	// versionFrom says how version was learned: fromStartup, fromLogSites;
 	// versionAlso names the other tags whose log sites fit its lines.
 	versionFrom string

@@ -176,6 +176,10 @@ type Config struct {
 	// Metrics, when set, is where the feeds register their series
 	// (metrics.go); nil registers nothing.
 	Metrics prometheus.Registerer
+	// VolumeReading, when set, returns the volume Reading at a tag once it
+	// is loaded (nil before): what the record of the volume reading's
+	// parts and chains labels lines with (chains.go).
+	VolumeReading VolumeReadingFunc
 }
 
 // Service owns the feeds: per-feed hubs, ingest from relays, the demo feed.

@@ -74,6 +74,7 @@ func serveLive(t testing.TB, l *Service) *httptest.Server {
 	r.Method("GET", "/feeds/{feed}/export", l.HandleExport())
 	r.Method("GET", "/feeds/{feed}/fired", l.HandleFired())
 	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", l.HandleCaseLines())
+	r.Method("GET", "/feeds/{feed}/chains", l.HandleChains())
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(l.Collector())
 	r.Method("GET", "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

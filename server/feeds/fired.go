@@ -112,6 +112,12 @@ type firedRecord struct {
 	// started since.
 	refire    *firedRecord
 	refireGen int
+	// vol is the volume reading's record (chains.go), labelled with
+	// vol.by: another labeller than the feed's makes the record stale too.
+	vol volRecord
+	// any says a line was recorded (one may have been a volume line
+	// before there was a labeller for it).
+	any bool
 }
 
 // recordLocked records a delivered non-demo line. f.mu is held.
@@ -123,6 +129,12 @@ func (l *Service) recordLocked(f *feed, seq, msg uint64, line *classify.Line, ra
 		}
 		r.by = by
 	}
+	if f.vols != r.vol.by {
+		if r.any {
+			r.stale = true
+		}
+		r.vol.by = f.vols
+	}
 	r.add(seq, msg, line, raw)
 	if r.refire != nil {
 		r.refire.add(seq, msg, line, raw)
@@ -131,6 +143,7 @@ func (l *Service) recordLocked(f *feed, seq, msg uint64, line *classify.Line, ra
 
 // merge appends the lines of later (all after r's) to r.
 func (r *firedRecord) merge(later *firedRecord) {
+	r.vol.merge(&later.vol)
 	for key, lc := range later.cases {
 		c := r.cases[key]
 		if c == nil {
@@ -157,23 +170,24 @@ func (r *firedRecord) merge(later *firedRecord) {
 // be delivered. f.mu is held.
 func (l *Service) refirePerhapsLocked(f *feed) {
 	r := &f.fired
-	if len(r.cases) > 0 && r.by != f.cls.Reading() {
+	if len(r.cases) > 0 && r.by != f.cls.Reading() || r.vol.by != f.vols && r.any {
 		r.stale = true
 	}
-	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !l.enterBG() {
+	// It waits for the Reading, unless the volume Reading is what came.
+	if !r.stale || r.refire != nil || !f.clsReading && f.vols == nil || !f.isReady() || !l.enterBG() {
 		return
 	}
 	r.refireGen++
 	// Up to the last line recorded: the lines shown but not yet stored
 	// (deliver.go) are recorded into r.refire as they are.
 	gen, upto := r.refireGen, f.storedTo.Load()-1
-	r.refire = &firedRecord{}
-	reading, version := f.cls.Reading(), f.version
+	r.refire = &firedRecord{vol: volRecord{by: f.vols, keep: true}}
+	reading, version, vols := f.cls.Reading(), f.version, f.vols
 	go func() {
 		defer l.bg.Done()
 		cls := classify.New(reading).Stream()
 		cls.SetVersion(version)
-		next := firedRecord{by: reading}
+		next := firedRecord{by: reading, vol: volRecord{by: vols}}
 		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Minute)
 		defer cancel()
 		err := l.scanStored(ctx, f, upto, func(msg uint64, sh storedHead, lines []relay.Line) {
@@ -198,8 +212,8 @@ func (l *Service) refirePerhapsLocked(f *feed) {
 		}
 		next.merge(r.refire)
 		next.firstSeq, next.refireGen = r.firstSeq, r.refireGen
-		next.stale = r.by != reading // the classifier changed again meanwhile
-		next.by = r.by
+		next.stale = r.by != reading || r.vol.by != vols // the classifier changed again meanwhile
+		next.by, next.vol.by = r.by, r.vol.by
 		*r = next
 		f.changed()
 	}()
@@ -250,6 +264,8 @@ func (l *Service) scanStored(ctx context.Context, f *feed, upto uint64, fn func(
 // add records a classified line: the feed's line seq, stored in stream
 // message msg, sent by the relay as raw.
 func (r *firedRecord) add(seq, msg uint64, line *classify.Line, raw string) {
+	r.any = true
+	r.vol.add(seq, msg, line, raw)
 	if line.Case == "" {
 		return
 	}
@@ -265,17 +281,22 @@ func (r *firedRecord) add(seq, msg uint64, line *classify.Line, raw string) {
 	if len(e.raw) > displayLimit {
 		e.raw = cutUTF8(e.raw, displayLimit)
 	}
+	c.note(firedAt{seq, msg}, e, line.Pods)
+	r.sincePr++
+}
+
+// note records one line of the case, stored at at, kept as e.
+func (c *firedCase) note(at firedAt, e firedLine, pods []string) {
 	if len(c.at) == 0 {
 		c.first = e
 	}
 	c.last = e
-	c.at = append(c.at, firedAt{seq, msg})
-	for _, p := range line.Pods {
+	c.at = append(c.at, at)
+	for _, p := range pods {
 		if len(c.pods) < maxFiredPods && !slices.Contains(c.pods, p) {
 			c.pods = append(c.pods, p)
 		}
 	}
-	r.sincePr++
 }
 
 // dropBefore forgets the lines before the feed's line seq (no longer
@@ -286,6 +307,7 @@ func (r *firedRecord) dropBefore(seq uint64) map[string]firedAt {
 		return nil
 	}
 	r.firstSeq = seq
+	r.vol.dropBefore(seq)
 	var refirst map[string]firedAt
 	for key, c := range r.cases {
 		i, _ := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
