@@ -38,7 +38,7 @@ import (
 
 // volRecheck is how often a feed without its tag's volume Reading asks
 // for it again (Config.VolumeReading may read the disk cache).
-const volRecheck = 10 * time.Second
+const volRecheck = 2 * time.Second
 
 // volRecord is a feed's record of the volume reading's lines. Its feed's
 // mu guards it.
