@@ -107,18 +107,32 @@ func (v *volRecord) merge(later *volRecord) {
 	}
 }
 
-// dropBefore forgets the lines before the feed's line seq; a part whose
-// first line went keeps its next one's place only (its first is read
-// again by the prune, as the cases' are not: parts are few).
-func (v *volRecord) dropBefore(seq uint64) {
+// volKey prefixes a part's key among the cases' in the places the prune
+// reads first lines back from (firedRecord.dropBefore): no case key has a
+// colon.
+const volKey = "vol:"
+
+// dropBefore forgets the lines before the feed's line seq. It returns,
+// per part whose first line went, the place of its new first line.
+func (v *volRecord) dropBefore(seq uint64) map[string]firedAt {
+	var refirst map[string]firedAt
 	for key, c := range v.parts {
 		i, _ := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmpU(a.seq, s) })
+		if i == 0 {
+			continue
+		}
 		c.at = slices.Delete(c.at, 0, i)
 		if len(c.at) == 0 {
 			delete(v.parts, key)
+			continue
 		}
+		if refirst == nil {
+			refirst = make(map[string]firedAt)
+		}
+		refirst[key] = c.at[0]
 	}
 	v.chains.DropBefore(seq)
+	return refirst
 }
 
 func cmpU(a, b uint64) int {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor/volume"
 	"github.com/syncloop/syncloop/internal/testwait"
+	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -192,5 +194,36 @@ func TestChainsRecord(t *testing.T) {
 	var got ChainsRecord
 	if !testwait.Until(20*time.Second, func() bool { got = getChains(t, ctx, ts2, "lab"); return reflect.DeepEqual(got.Chains, rec.Chains) }) {
 		t.Fatalf("after a restart the chains are\n%+v\nwant\n%+v", got.Chains, rec.Chains)
+	}
+}
+
+// TestChainsPrune: lines the stream no longer holds leave the volume
+// record: a part's first line is to be read back anew, a chain whose first
+// line went is forgotten.
+func TestChainsPrune(t *testing.T) {
+	r := firedRecord{vol: volRecord{by: classify.NewVolumes(goldenVolume(t, "v1.31.0"))}}
+	msgs := []string{
+		`"Added volume to desired state" pod="default/a" volumeName="cache" volumeSpecName="cache"`,
+		`"operationExecutor.VerifyControllerAttachedVolume started for volume \"cache\" (UniqueName: \"u-a\") pod \"a\" (UID: \"1\") " pod="default/a"`,
+		`"Added volume to desired state" pod="default/b" volumeName="cache" volumeSpecName="cache"`,
+		`"operationExecutor.VerifyControllerAttachedVolume started for volume \"cache\" (UniqueName: \"u-b\") pod \"b\" (UID: \"2\") " pod="default/b"`,
+	}
+	cls := classify.New(nil)
+	for i, m := range msgs {
+		line := cls.ClassifyString(fmt.Sprintf(`I1204 21:41:0%d.000000    7475 x.go:1] %s`, i, m))
+		r.add(uint64(i+1), 100+uint64(i), &line, m)
+	}
+	if got := r.vol.chains.List(); len(got) != 2 || got[0].Path() != "desired → verifying" {
+		t.Fatalf("before the prune: %+v", got)
+	}
+	refirst := r.dropBefore(2)
+	if got := r.vol.chains.List(); len(got) != 1 || got[0].ID != 3 {
+		t.Errorf("after dropBefore(2) the chains are %+v, want b's alone", got)
+	}
+	if refirst[volKey+"populator"] != (firedAt{3, 102}) || len(r.vol.parts["populator"].at) != 1 {
+		t.Errorf("refirst %v, populator at %v", refirst, r.vol.parts["populator"].at)
+	}
+	if r.dropBefore(5); len(r.vol.parts) != 0 || len(r.vol.chains.List()) != 0 {
+		t.Errorf("after every line went: %v %v", r.vol.parts, r.vol.chains.List())
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -307,8 +308,13 @@ func (r *firedRecord) dropBefore(seq uint64) map[string]firedAt {
 		return nil
 	}
 	r.firstSeq = seq
-	r.vol.dropBefore(seq)
 	var refirst map[string]firedAt
+	for key, at := range r.vol.dropBefore(seq) {
+		if refirst == nil {
+			refirst = make(map[string]firedAt)
+		}
+		refirst[volKey+key] = at
+	}
 	for key, c := range r.cases {
 		i, _ := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
 		if i == 0 {
@@ -455,7 +461,11 @@ func (l *Service) pruneFired(ctx context.Context, f *feed) error {
 			return err
 		}
 		f.mu.Lock()
-		if c := f.fired.cases[key]; c != nil && len(c.at) > 0 && c.at[0] == at {
+		c := f.fired.cases[key]
+		if part, ok := strings.CutPrefix(key, volKey); ok {
+			c = f.fired.vol.parts[part]
+		}
+		if c != nil && len(c.at) > 0 && c.at[0] == at {
 			c.first = e
 		}
 		f.mu.Unlock()
