@@ -138,9 +138,14 @@ type volRule struct {
 // safe for concurrent use.
 type Volumes struct {
 	r     *volume.Reading
-	rules map[string][]int // by the match's first two bytes
+	first [256]bool        // the first bytes of the matches: most lines leave here
+	rules map[string][]int // by the match's first keyLen bytes
 	all   []volRule
 }
+
+// keyLen is how much of a message the rules are looked up by; every
+// match is at least this long.
+const keyLen = 8
 
 // NewVolumes returns the labeller for r (nil: it labels nothing).
 func NewVolumes(r *volume.Reading) *Volumes {
@@ -163,12 +168,13 @@ func NewVolumes(r *volume.Reading) *Volumes {
 		default:
 			rl.kind, rl.match, rl.exact = 's', ls.Literal, true
 		}
-		if len(rl.match) < 8 || v.has(rl) { // "Volume " (a %v after it) would match half the rest
+		if len(rl.match) < keyLen || v.has(rl) { // "Volume " (a %v after it) would match half the rest
 			continue
 		}
 		v.all = append(v.all, rl)
-		k := rl.match[:2]
+		k := rl.match[:keyLen]
 		v.rules[k] = append(v.rules[k], len(v.all)-1)
+		v.first[k[0]] = true
 	}
 	return v
 }
@@ -244,11 +250,11 @@ func partsOf(r *volume.Reading, ls volume.LogSite) []string {
 // volume reading's parts.
 func (v *Volumes) Label(l *Line) (VolumeLabel, bool) {
 	msg := l.Message
-	if len(msg) < 4 || len(v.all) == 0 {
+	if len(msg) < keyLen || !v.first[msg[0]] {
 		return VolumeLabel{}, false
 	}
 	var rl *volRule // the longest literal the message starts with
-	for _, i := range v.rules[msg[:2]] {
+	for _, i := range v.rules[msg[:keyLen]] {
 		r := &v.all[i]
 		if r.exact && msg != r.match || !r.exact && !strings.HasPrefix(msg, r.match) {
 			continue
