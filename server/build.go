@@ -152,6 +152,7 @@ func (p *Plan) open(ctx context.Context, d *Deps, reg *prometheus.Registry, undo
 	fc := p.Feeds
 	fc.Sockets, fc.Space, fc.Metrics, fc.Changed = d.Sockets, b.Space, reg, d.Changed
 	fc.KnownReadings, fc.LoadTag = d.Site.KnownReadings, d.Site.Load
+	fc.VolumeReading = d.Site.VolumeReading
 	if d.Feeds, err = feeds.New(fc, b, d.Site.Reading); err != nil {
 		return err
 	}
@@ -211,7 +212,8 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 	}
 	hc.Author = func(r *http.Request, id string) (string, error) { return author(d, r, id) }
 	hc.Reading = readingOrLoad(d.Site)
-	hc.Line = d.Feeds.Line // what a pin names, and its hand-in prints
+	hc.Line = d.Feeds.Line   // what a pin names, and its hand-in prints
+	hc.Chain = d.Feeds.Chain // what a chain pin names
 	hc.Title = func(ctx context.Context, id string, esc func(string) string) string {
 		room, err := d.Rooms.Get(id)
 		if err != nil || d.Classes == nil {

@@ -56,6 +56,7 @@ const (
 //	GET /feeds/{feed}/export      the stored journal as NDJSON (?after=SEQ)
 //	GET /feeds/{feed}/fired       the record of what fired, per case (fired.go)
 //	GET /feeds/{feed}/fired/{case}/lines  a case's stored lines, read back by sequence
+//	GET /feeds/{feed}/chains      the volume reading's parts and chains (feeds/chains.go)
 //	GET /metrics                  Prometheus metrics: one registry, each part registering its own (metrics.go)
 //	GET /healthz                  200 ok, or 503 and why not ready (health.go)
 //	GET /livez                    200 ok while the process serves (a liveness probe's)
@@ -127,6 +128,7 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/feeds/{feed}/export", s.live.HandleExport())
 	r.Method("GET", "/feeds/{feed}/fired", s.live.HandleFired())
 	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", s.live.HandleCaseLines())
+	r.Method("GET", "/feeds/{feed}/chains", s.live.HandleChains())
 	r.Method("GET", "/metrics", s.handleMetrics())
 	r.Method("GET", "/healthz", s.handleHealthz())
 	r.Method("GET", "/livez", s.handleLivez())

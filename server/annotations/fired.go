@@ -109,6 +109,9 @@ func pinText(l feeds.StoredLine) string {
 // the entry as stored, or the kubelet's line) when not empty. code and
 // msg say why the pin is refused.
 func (h *Handlers) pinFor(ctx context.Context, room, id, given string) (text string, code int, msg string) {
+	if feed, first, ok := chainPinOf(id); ok {
+		return h.chainPinFor(ctx, room, feed, first, given)
+	}
 	feed, seq, ok := pinOf(id)
 	if !ok {
 		return "", http.StatusBadRequest, "a pin's id is pin.FEED-SEQ; or POST {\"seq\":N} to /rooms/ID/pins"
@@ -142,7 +145,8 @@ func (h *Handlers) pinFor(ctx context.Context, room, id, given string) (text str
 // pinBody is what POST /rooms/{id}/pins takes: a note's write with the
 // line's sequence number instead of an id.
 type pinBody struct {
-	Seq uint64 `json:"seq"`
+	Seq   uint64 `json:"seq"`
+	Chain uint64 `json:"chain"` // or a volume's chain, by its first line (chainpin.go)
 }
 
 // Pin pins line seq of the room's journal: the note pin.room-ID-SEQ,
@@ -156,12 +160,16 @@ func (h *Handlers) Pin() http.Handler {
 		if err == nil {
 			err = json.Unmarshal(body, &b)
 		}
-		if err != nil || b.Seq == 0 {
-			jsonError(w, http.StatusBadRequest, `a pin is {"seq":N}: the sequence number of a line of the room's journal`)
+		if err != nil || (b.Seq == 0) == (b.Chain == 0) {
+			jsonError(w, http.StatusBadRequest, `a pin is {"seq":N}, the sequence number of a line of the room's journal, or {"chain":N}, a volume's chain by its first line`)
 			return
 		}
 		rctx := chi.RouteContext(r.Context())
-		rctx.URLParams.Add("note", PinID(rooms.FeedPrefix+chi.URLParam(r, "id"), b.Seq))
+		id := PinID(rooms.FeedPrefix+chi.URLParam(r, "id"), b.Seq)
+		if b.Chain != 0 {
+			id = ChainPinID(rooms.FeedPrefix+chi.URLParam(r, "id"), b.Chain)
+		}
+		rctx.URLParams.Add("note", id)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		put.ServeHTTP(w, r)
 	})
@@ -203,8 +211,8 @@ const firedIntro = "Log lines pinned as proof that a case's handler ran, each re
 func firedPins(vs []View, journal JournalFunc) []firedPin {
 	var pins []firedPin
 	for _, v := range vs {
-		if Kind(v.ID) != "pin" {
-			continue
+		if _, _, chain := chainPinOf(v.ID); Kind(v.ID) != "pin" || chain {
+			continue // a chain pin is handed in under Volume chains (chainpin.go)
 		}
 		p := firedPin{v: v, err: errors.New("the id names no line")}
 		if feed, seq, ok := pinOf(v.ID); ok {
@@ -261,6 +269,8 @@ func pinGone(err error) string {
 		return "matches no case of the loop"
 	case errors.Is(err, errOtherFeed):
 		return "is not a line of this room's journal"
+	case errors.Is(err, feeds.ErrNoChain):
+		return "begins no chain of a volume"
 	}
 	return "could not be read as this hand-in was built (" + err.Error() + "): download it again in a moment"
 }

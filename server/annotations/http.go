@@ -76,6 +76,9 @@ type HTTPConfig struct {
 	// Line looks up a stored line of a feed's journal, what a pin names
 	// (feeds.Service.Line); nil: nothing can be pinned.
 	Line LineFunc
+	// Chain looks up a volume's chain of a feed's journal, what a chain
+	// pin names (feeds.Service.Chain); nil: no chain can be pinned.
+	Chain ChainFunc
 	// SameOrigin reports whether a browser sent r from this site's pages.
 	SameOrigin func(r *http.Request) bool
 	// StoreProblem says why notes cannot be stored now (the disk is full),

@@ -419,6 +419,9 @@ type Head struct {
 	// Journal reads the lines the pins name, as the hand-in is built
 	// (Journal); nil: the pins are listed, not printed.
 	Journal JournalFunc
+	// Chains reads the chains the chain pins name (ChainJournal); nil:
+	// they are not printed.
+	Chains ChainJournalFunc
 	// Quiz: the hand-in of a reader in quiz mode: headings that name no
 	// element type and no set, and checks that say yes or no (checkQuiz).
 	Quiz bool
@@ -495,6 +498,7 @@ func Worksheet(r *extractor.Reading, head Head, notes []Note) []byte {
 		}
 	}
 	writeFired(&b, vs, head.Journal)
+	writeChains(&b, vs, head.Chains)
 	return b.Bytes()
 }
 

@@ -67,6 +67,7 @@ func (h *Handlers) roomHead(ctx context.Context, id string, esc func(string) str
 		head.Readers = h.cfg.Readers(id)
 	}
 	head.Journal = Journal(ctx, h.cfg.Line, id)
+	head.Chains = ChainJournal(ctx, h.cfg.Chain, id)
 	return head
 }
 

@@ -262,6 +262,7 @@ func (f *feed) showLocked(first uint64, lines []relay.Line, demo bool, dst []sho
 // held.
 func (f *feed) recordShownLocked(first, msg uint64, shown []shownLine, demo bool) {
 	version, startup := f.kubelet.version, false
+	f.svc.refreshVolumesLocked(f)
 	var sites *classify.Sites // the log sites the version is told by, while it is not known
 	if !demo && f.kubelet.from != fromStartup {
 		sites = f.svc.logSites()

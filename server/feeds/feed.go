@@ -194,6 +194,13 @@ type feed struct {
 	counts     feedCounts
 	fired      firedLog // what fired (fired.go), under its own lock
 	buf        deliveryScratch
+	// vols labels the volume reading's lines at volsTag (nil: its Reading
+	// is not loaded; asked again volRecheck after volsAsked): what the
+	// record of the volume reading's parts and chains is built with
+	// (chains.go).
+	vols      *classify.Volumes
+	volsTag   string
+	volsAsked time.Time
 }
 
 // feedSource is what feeds a feed, and what its browsers are told of

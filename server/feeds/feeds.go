@@ -199,6 +199,10 @@ type Config struct {
 	// Changed, when set, is told of each journal line recorded as fired
 	// (what an instructor's live overview counts).
 	Changed *wake.Signal
+	// VolumeReading, when set, returns the volume Reading at a tag once it
+	// is loaded (nil before): what the record of the volume reading's
+	// parts and chains labels lines with (chains.go).
+	VolumeReading VolumeReadingFunc
 }
 
 // Service owns the feeds: per-feed hubs, ingest from relays, the demo feed.

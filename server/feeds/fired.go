@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -122,6 +123,12 @@ type firedRecord struct {
 	// started since.
 	refire    *firedRecord
 	refireGen int
+	// vol is the volume reading's record (chains.go), labelled with
+	// vol.by: another labeller than the feed's makes the record stale too.
+	vol volRecord
+	// any says a line was recorded (one may have been a volume line
+	// before there was a labeller for it).
+	any bool
 }
 
 // recordLocked records a delivered non-demo line. f.mu and f.fired.mu
@@ -134,6 +141,12 @@ func (f *feed) recordLocked(seq, msg uint64, line *classify.Line, raw string) {
 		}
 		r.by = by
 	}
+	if f.vols != r.vol.by {
+		if r.any {
+			r.stale = true
+		}
+		r.vol.by = f.vols
+	}
 	r.add(seq, msg, line, raw)
 	if r.refire != nil {
 		r.refire.add(seq, msg, line, raw)
@@ -142,6 +155,7 @@ func (f *feed) recordLocked(seq, msg uint64, line *classify.Line, raw string) {
 
 // merge appends the lines of later (all after r's) to r.
 func (r *firedRecord) merge(later *firedRecord) {
+	r.vol.merge(&later.vol)
 	for key, lc := range later.cases {
 		c := r.cases[key]
 		if c == nil {
@@ -170,23 +184,24 @@ func (f *feed) refirePerhapsLocked() {
 	f.fired.mu.Lock()
 	defer f.fired.mu.Unlock()
 	r := &f.fired.firedRecord
-	if len(r.cases) > 0 && r.by != f.cls.Reading() {
+	if len(r.cases) > 0 && r.by != f.cls.Reading() || r.vol.by != f.vols && r.any {
 		r.stale = true
 	}
-	if !r.stale || r.refire != nil || !f.clsReading || !f.isReady() || !f.svc.enterBG() {
+	// It waits for the Reading, unless the volume Reading is what came.
+	if !r.stale || r.refire != nil || !f.clsReading && f.vols == nil || !f.isReady() || !f.svc.enterBG() {
 		return
 	}
 	r.refireGen++
 	// Up to the last line recorded: the lines shown but not yet stored
 	// (deliver.go) are recorded into r.refire as they are.
 	gen, upto := r.refireGen, f.queue.storedTo.Load()-1
-	r.refire = &firedRecord{}
-	reading, version := f.cls.Reading(), f.kubelet.version
+	r.refire = &firedRecord{vol: volRecord{by: f.vols, keep: true}}
+	reading, version, vols := f.cls.Reading(), f.kubelet.version, f.vols
 	go func() {
 		defer f.svc.bg.Done()
 		cls := classify.New(reading).Stream()
 		cls.SetVersion(version)
-		next := firedRecord{by: reading}
+		next := firedRecord{by: reading, vol: volRecord{by: vols}}
 		ctx, cancel := context.WithTimeout(f.svc.ctx, 5*time.Minute)
 		defer cancel()
 		err := f.scanStored(ctx, upto, func(msg uint64, sh storedHead, lines []relay.Line) {
@@ -211,8 +226,8 @@ func (f *feed) refirePerhapsLocked() {
 		}
 		next.merge(r.refire)
 		next.firstSeq, next.refireGen = r.firstSeq, r.refireGen
-		next.stale = r.by != reading // the classifier changed again meanwhile
-		next.by = r.by
+		next.stale = r.by != reading || r.vol.by != vols // the classifier changed again meanwhile
+		next.by, next.vol.by = r.by, r.vol.by
 		*r = next
 		f.changed()
 	}()
@@ -250,6 +265,8 @@ func (f *feed) scanStored(ctx context.Context, upto uint64, fn func(msg uint64, 
 // add records a classified line: the feed's line seq, stored in stream
 // message msg, sent by the relay as raw.
 func (r *firedRecord) add(seq, msg uint64, line *classify.Line, raw string) {
+	r.any = true
+	r.vol.add(seq, msg, line, raw)
 	if line.Case == "" {
 		return
 	}
@@ -265,17 +282,22 @@ func (r *firedRecord) add(seq, msg uint64, line *classify.Line, raw string) {
 	if len(e.raw) > displayLimit {
 		e.raw = cutUTF8(e.raw, displayLimit)
 	}
+	c.note(firedAt{seq, msg}, e, line.Pods)
+	r.sincePr++
+}
+
+// note records one line of the case, stored at at, kept as e.
+func (c *firedCase) note(at firedAt, e firedLine, pods []string) {
 	if len(c.at) == 0 {
 		c.first = e
 	}
 	c.last = e
-	c.at = append(c.at, firedAt{seq, msg})
-	for _, p := range line.Pods {
+	c.at = append(c.at, at)
+	for _, p := range pods {
 		if len(c.pods) < maxFiredPods && !slices.Contains(c.pods, p) {
 			c.pods = append(c.pods, p)
 		}
 	}
-	r.sincePr++
 }
 
 // dropBefore forgets the lines before the feed's line seq (no longer
@@ -287,6 +309,12 @@ func (r *firedRecord) dropBefore(seq uint64) map[string]firedAt {
 	}
 	r.firstSeq = seq
 	var refirst map[string]firedAt
+	for key, at := range r.vol.dropBefore(seq) {
+		if refirst == nil {
+			refirst = make(map[string]firedAt)
+		}
+		refirst[volKey+key] = at
+	}
 	for key, c := range r.cases {
 		i, _ := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
 		if i == 0 {
@@ -437,7 +465,11 @@ func (f *feed) pruneFired(ctx context.Context) error {
 			return err
 		}
 		f.fired.mu.Lock()
-		if c := f.fired.cases[key]; c != nil && len(c.at) > 0 && c.at[0] == at {
+		c := f.fired.cases[key]
+		if part, ok := strings.CutPrefix(key, volKey); ok {
+			c = f.fired.vol.parts[part]
+		}
+		if c != nil && len(c.at) > 0 && c.at[0] == at {
 			c.first = e
 		}
 		f.fired.mu.Unlock()

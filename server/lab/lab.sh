@@ -4,8 +4,10 @@
 # It runs a kubelet built from k8s.io/kubernetes at a tag, standalone (no API server),
 # against its own containerd + runc, at -v=4, logging into the journal as kubelet.service,
 # with a static pod, probe-me, whose liveness probe points at a port nothing listens on,
-# and a second one, quiet, that only the periodic resync (SYNC) ever touches. A scenario
-# then edits probe-me's manifest so that the loop also sees UPDATE and REMOVE.
+# a second one, quiet, that only the periodic resync (SYNC) ever touches, and a third,
+# scratch, with an emptyDir volume for the volume manager to mount. A scenario then edits
+# probe-me's manifest so that the loop also sees UPDATE and REMOVE, and deletes and
+# restores scratch's, so that its volume is torn down and mounted anew.
 # `stop` undoes everything `start` changed: processes (by PID), mounts, sysctls, cgroups,
 # and the directories the tools create at hard-coded paths (only those it created).
 #
@@ -33,6 +35,12 @@ flags (each also as an environment variable):
                         started (LAB_UPDATE_AFTER, default 120; 0 = never)
   --remove-after SECS   delete the manifest (SyncLoop REMOVE) (LAB_REMOVE_AFTER, default 180)
   --readd-after SECS    put it back with a new uid (SyncLoop ADD) (LAB_READD_AFTER, default 200)
+  --scratch-remove-after SECS
+                        delete scratch's manifest, the pod with an emptyDir volume: its
+                        volume is unmounted and torn down (LAB_SCRATCH_REMOVE_AFTER, default 60)
+  --scratch-readd-after SECS
+                        restore it with a new uid: a new volume is mounted
+                        (LAB_SCRATCH_READD_AFTER, default 80)
   --log-format FMT      text or json (LAB_LOG_FORMAT, default text)
   --keep-journald       given to start or stop: leave a journald the lab started running,
                         with its journal, after stop (LAB_KEEP_JOURNALD=1)
@@ -53,6 +61,8 @@ DIR=${LAB_DIR:-/tmp/syncloop-lab}
 UPDATE_AFTER=${LAB_UPDATE_AFTER:-120}
 REMOVE_AFTER=${LAB_REMOVE_AFTER:-180}
 READD_AFTER=${LAB_READD_AFTER:-200}
+SCRATCH_REMOVE_AFTER=${LAB_SCRATCH_REMOVE_AFTER:-60}
+SCRATCH_READD_AFTER=${LAB_SCRATCH_READD_AFTER:-80}
 LOG_FORMAT=${LAB_LOG_FORMAT:-text}
 KEEP_JOURNALD=${LAB_KEEP_JOURNALD:-0}
 CLUSTER=${LAB_CLUSTER:-0}
@@ -70,6 +80,8 @@ while [ $# -gt 0 ]; do
 	--update-after) UPDATE_AFTER=$2; shift ;;
 	--remove-after) REMOVE_AFTER=$2; shift ;;
 	--readd-after) READD_AFTER=$2; shift ;;
+	--scratch-remove-after) SCRATCH_REMOVE_AFTER=$2; shift ;;
+	--scratch-readd-after) SCRATCH_READD_AFTER=$2; shift ;;
 	--log-format) LOG_FORMAT=$2; shift ;;
 	--keep-journald) KEEP_JOURNALD=1 ;;
 	--cluster) CLUSTER=1 ;;
@@ -81,7 +93,7 @@ while [ $# -gt 0 ]; do
 done
 case $TAG in v1.*) ;; *) die "--tag $TAG: want a Kubernetes tag like v1.31.0" ;; esac
 case $LOG_FORMAT in text | json) ;; *) die "--log-format $LOG_FORMAT: want text or json" ;; esac
-for n in "$UPDATE_AFTER" "$REMOVE_AFTER" "$READD_AFTER"; do
+for n in "$UPDATE_AFTER" "$REMOVE_AFTER" "$READD_AFTER" "$SCRATCH_REMOVE_AFTER" "$SCRATCH_READD_AFTER"; do
 	case $n in '' | *[!0-9]*) die "scenario times are whole seconds, got '$n'" ;; esac
 done
 [ "$CONTROLLERS" = 1 ] && CLUSTER=1
@@ -274,6 +286,11 @@ manifest() { # manifest UID REVISION
 	mv "$DIR/manifests/.probe-me.tmp" "$DIR/manifests/probe-me.yaml"
 }
 
+scratch() { # scratch UID
+	sed -e "s|@UID@|$1|" "$HERE/scratch.yaml" >"$DIR/manifests/.scratch.tmp"
+	mv "$DIR/manifests/.scratch.tmp" "$DIR/manifests/scratch.yaml"
+}
+
 # journald marks an entry with _SYSTEMD_UNIT from the name=systemd cgroup of its sender.
 # Without systemd as PID 1 nothing puts the kubelet there, so the launcher does it itself.
 unit_cgroup() {
@@ -316,6 +333,7 @@ kubelet_start() {
 	if [ "$CLUSTER" != 1 ]; then # a cluster's pods come from its API server
 		manifest 5f0c3a52-1d7e-4c1b-9a44-7e2b7c9d0001 1
 		cp "$HERE/quiet.yaml" "$DIR/manifests/.quiet.tmp" && mv "$DIR/manifests/.quiet.tmp" "$DIR/manifests/quiet.yaml"
+		scratch 5f0c3a52-1d7e-4c1b-9a44-7e2b7c9d5c01
 	fi
 	local cg
 	cg=$(unit_cgroup)
@@ -337,12 +355,15 @@ kubelet_start() {
 }
 
 # The scenario runs detached and logs each step to the journal, so a reader sees why the
-# loop saw UPDATE or REMOVE.
+# loop saw UPDATE or REMOVE. Its steps run in the order of their times.
 scenario() {
 	local t0 step secs what
 	t0=$(state_get started)
 	at() { local w=$((t0 + $1 - $(date +%s))); [ "$w" -gt 0 ] && sleep "$w"; return 0; }
-	for step in "$UPDATE_AFTER update" "$REMOVE_AFTER remove" "$READD_AFTER readd"; do
+	local steps
+	steps=$(printf '%s\n' "$UPDATE_AFTER update" "$REMOVE_AFTER remove" "$READD_AFTER readd" \
+		"$SCRATCH_REMOVE_AFTER scratch-remove" "$SCRATCH_READD_AFTER scratch-readd" | sort -n -s -k1,1)
+	while read -r step; do
 		read -r secs what <<<"$step"
 		[ "$secs" -gt 0 ] || continue
 		at "$secs"
@@ -350,9 +371,11 @@ scenario() {
 		update) manifest 5f0c3a52-1d7e-4c1b-9a44-7e2b7c9d0001 2 ;;
 		remove) rm -f "$DIR/manifests/probe-me.yaml" ;;
 		readd) manifest 5f0c3a52-1d7e-4c1b-9a44-7e2b7c9d0002 3 ;;
+		scratch-remove) rm -f "$DIR/manifests/scratch.yaml" ;;
+		scratch-readd) scratch 5f0c3a52-1d7e-4c1b-9a44-7e2b7c9d5c02 ;;
 		esac
 		echo "syncloop-lab scenario: $what at +$secs s" | systemd-cat -t syncloop-lab
-	done
+	done <<<"$steps"
 }
 
 wait_journal() { # wait_journal SUBSTRING SECONDS
@@ -404,7 +427,8 @@ cmd_start() {
 	kubelet_start
 	if [ "$CLUSTER" != 1 ]; then
 		setsid "$SELF" _scenario --dir "$DIR" --update-after "$UPDATE_AFTER" --remove-after "$REMOVE_AFTER" \
-			--readd-after "$READD_AFTER" </dev/null >"$DIR/scenario.log" 2>&1 &
+			--readd-after "$READD_AFTER" --scratch-remove-after "$SCRATCH_REMOVE_AFTER" \
+			--scratch-readd-after "$SCRATCH_READD_AFTER" </dev/null >"$DIR/scenario.log" 2>&1 &
 		record_pid scenario $!
 	fi
 	wait_journal "SyncLoop ADD" 60 || {

@@ -636,7 +636,8 @@ func TestLab(t *testing.T) {
 	// removes its manifest after that, for the REMOVE: a timer could fire
 	// while the page is read on a loaded machine, and the page's pane, held
 	// on liveness while no liveness line came, then missed lines.
-	args := []string{"--update-after", "15", "--remove-after", "0", "--readd-after", "0"}
+	args := []string{"--update-after", "15", "--remove-after", "0", "--readd-after", "0",
+		"--scratch-remove-after", "0", "--scratch-readd-after", "0"}
 	runLab(t, args, func(kv map[string]string) {
 		st.done("lab start")
 		ctx := context.Background()
@@ -742,7 +743,8 @@ func runLabJSON(t *testing.T) []byte {
 	var raw []byte
 	// The test removes the manifest itself once the liveness failure is in: a timer
 	// could fire first on a loaded machine.
-	args := []string{"--log-format", "json", "--update-after", "0", "--remove-after", "0", "--readd-after", "0"}
+	args := []string{"--log-format", "json", "--update-after", "0", "--remove-after", "0", "--readd-after", "0",
+		"--scratch-remove-after", "0", "--scratch-readd-after", "0"}
 	runLab(t, args, func(kv map[string]string) {
 		if _, first := waitFor(t, kv["cursor"], labJSONSightings[:1], 60*time.Second); first[0] < 0 {
 			t.Fatal("no liveness failure in the JSON log within 60 s")
