@@ -72,18 +72,18 @@ const maxDecls = 3000
 type defsBuilder struct {
 	x    *extraction
 	defs *Defs
-	fns  map[string][]*fnCtx // symbol → its declaration(s), for functions and methods
+	fns  map[string][]*Func // symbol → its declaration(s), for functions and methods
 }
 
 // defs builds the index from the loop function lf.fd and the helpers, and
 // from roots (the derived writers' functions, which the margin opens).
 func (x *extraction) defs(lf *loopFile, helpers, roots []string) *Defs {
-	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.tag, Decls: map[string]*Decl{}}, fns: map[string][]*fnCtx{}}
-	loop := &fnCtx{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
+	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.tag, Decls: map[string]*Decl{}}, fns: map[string][]*Func{}}
+	loop := &Func{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
 	b.defs.Loop = b.refs(loop, lf.fd)
 	for _, h := range helpers {
 		if d, ok := lf.funcs[h]; ok {
-			b.defs.Loop = append(b.defs.Loop, b.refs(&fnCtx{f: lf.f, dir: loop.dir, decl: d}, d)...)
+			b.defs.Loop = append(b.defs.Loop, b.refs(&Func{f: lf.f, dir: loop.dir, decl: d}, d)...)
 		}
 	}
 	level := append(uniqSyms(b.defs.Loop), roots...)
@@ -154,7 +154,7 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 		if recv == "" {
 			b.fns[sym] = x.funcDecl(dir, name)
 		} else {
-			b.fns[sym] = x.methods(named{dir, recv}, name)
+			b.fns[sym] = x.methods(Named{dir, recv}, name)
 		}
 	}
 	if cs, ok := b.fns[sym]; ok && len(cs) > 0 {
@@ -167,7 +167,7 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 	}
 	if recv != "" {
 		// an interface method
-		t := named{dir, recv}
+		t := Named{dir, recv}
 		specs := x.typeSpecsOf(t)
 		if len(specs) == 0 {
 			return nil
@@ -203,7 +203,7 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 		return nil
 	}
 	// a type
-	t := named{dir, name}
+	t := Named{dir, name}
 	specs := x.typeSpecsOf(t)
 	if len(specs) == 0 {
 		return nil
@@ -225,7 +225,7 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 // docAbove is the first line of the // comment block right above line
 // (line itself when there is none). Most package files are parsed without
 // their comments, so the doc comment is found by its lines.
-func docAbove(f *srcFile, line int) int {
+func docAbove(f *File, line int) int {
 	for line > 1 && strings.HasPrefix(strings.TrimSpace(f.lines(line-1, line-1)), "//") {
 		line--
 	}
@@ -241,7 +241,7 @@ func genDeclOf(f *ast.File, ts *ast.TypeSpec) *ast.GenDecl {
 	return nil
 }
 
-func (b *defsBuilder) funcDecl(sym string, c *fnCtx) *Decl {
+func (b *defsBuilder) funcDecl(sym string, c *Func) *Decl {
 	f, fd := c.f, c.decl
 	start := f.line(fd.Pos())
 	if fd.Doc != nil {
@@ -260,10 +260,10 @@ func (b *defsBuilder) funcDecl(sym string, c *fnCtx) *Decl {
 // refs lists the identifiers in fd (of c) that name module functions,
 // methods, interface methods and types, and remembers the functions'
 // declarations.
-func (b *defsBuilder) refs(c *fnCtx, fd *ast.FuncDecl) []Ref {
+func (b *defsBuilder) refs(c *Func, fd *ast.FuncDecl) []Ref {
 	x := b.x
 	var out []Ref
-	add := func(id *ast.Ident, sym string, decls []*fnCtx) {
+	add := func(id *ast.Ident, sym string, decls []*Func) {
 		pos := c.f.tf.Position(id.Pos())
 		lineStart := c.f.tf.Offset(c.f.tf.LineStart(pos.Line))
 		out = append(out, Ref{Line: pos.Line, Col: c.f.tf.Offset(id.Pos()) - lineStart, Len: len(id.Name), Sym: sym})
@@ -289,7 +289,7 @@ func (b *defsBuilder) refs(c *fnCtx, fd *ast.FuncDecl) []Ref {
 			// a type written pkg.T (a composite literal's, a conversion's,
 			// a declaration's), not a call
 			if id, ok := e.X.(*ast.Ident); ok && token.IsExported(e.Sel.Name) && x.isPackageName(c, id.Name) {
-				if d, ok := x.importedDir(c.f, id.Name); ok && len(x.typeSpecsOf(named{d, e.Sel.Name})) > 0 {
+				if d, ok := x.importedDir(c.f, id.Name); ok && len(x.typeSpecsOf(Named{d, e.Sel.Name})) > 0 {
 					add(e.Sel, d+"."+e.Sel.Name, nil)
 				}
 			}
@@ -306,7 +306,7 @@ func (b *defsBuilder) refs(c *fnCtx, fd *ast.FuncDecl) []Ref {
 }
 
 // selectorRef resolves pkg.F(…) and x.M(…).
-func (b *defsBuilder) selectorRef(c *fnCtx, fun *ast.SelectorExpr, add func(*ast.Ident, string, []*fnCtx)) {
+func (b *defsBuilder) selectorRef(c *Func, fun *ast.SelectorExpr, add func(*ast.Ident, string, []*Func)) {
 	x := b.x
 	if id, ok := fun.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
 		if d, ok := x.importedDir(c.f, id.Name); ok {
@@ -328,7 +328,7 @@ func (b *defsBuilder) selectorRef(c *fnCtx, fun *ast.SelectorExpr, add func(*ast
 		// interface that declares it.
 		owner := x.declaringInterface(t, fun.Sel.Name, 0)
 		if owner.ok() {
-			add(fun.Sel, owner.dir+"."+owner.name+"."+fun.Sel.Name, nil)
+			add(fun.Sel, owner.dir+"."+owner.Name+"."+fun.Sel.Name, nil)
 		}
 		return
 	}
@@ -339,14 +339,14 @@ func (b *defsBuilder) selectorRef(c *fnCtx, fun *ast.SelectorExpr, add func(*ast
 
 // declaringInterface is the interface, t or one it embeds, that declares
 // method m.
-func (x *extraction) declaringInterface(t named, m string, depth int) named {
+func (x *extraction) declaringInterface(t Named, m string, depth int) Named {
 	specs := x.typeSpecsOf(t)
 	if len(specs) == 0 || depth > 6 {
-		return named{}
+		return Named{}
 	}
 	it, ok := specs[0].ts.Type.(*ast.InterfaceType)
 	if !ok {
-		return named{}
+		return Named{}
 	}
 	for _, f := range it.Methods.List {
 		for _, n := range f.Names {
@@ -364,7 +364,7 @@ func (x *extraction) declaringInterface(t named, m string, depth int) named {
 			}
 		}
 	}
-	return named{}
+	return Named{}
 }
 
 // declared lists every function, method and type symbol declared in the

@@ -27,22 +27,22 @@ import (
 // v1.2x (pkg/util/config), calling podStorage.Merge through an interface.
 var flowScope = []string{"pkg/kubelet", "cmd/kubelet", "pkg/util"}
 
-// fnCtx is one function declaration: where a name used in it is resolved.
-type fnCtx struct {
-	f    *srcFile
+// Func is one function declaration: where a name used in it is resolved.
+type Func struct {
+	f    *File
 	dir  string
 	decl *ast.FuncDecl
 }
 
-// named is a named type of the module: its package dir and name. The zero
+// Named is a Named type of the module: its package dir and name. The zero
 // value is a type that could not be told.
-type named struct{ dir, name string }
+type Named struct{ dir, Name string }
 
-func (n named) ok() bool { return n.name != "" }
+func (n Named) ok() bool { return n.Name != "" }
 
 // symbolName is the function's name as the notes write symbols:
 // "pkg/kubelet/config.(*podStorage).Merge", "pkg/kubelet.NewMainKubelet".
-func (c *fnCtx) symbolName() string {
+func (c *Func) symbolName() string {
 	return funcSymbol(c.dir, c.decl)
 }
 
@@ -59,10 +59,10 @@ func funcSymbol(dir string, fd *ast.FuncDecl) string {
 
 // id identifies the function (a file name breaks ties between build-tagged
 // twins such as containerManagerImpl.Updates in _linux.go and _windows.go).
-func (c *fnCtx) id() string { return c.f.path + ":" + c.decl.Name.Name + ":" + recvName(c.decl) }
+func (c *Func) id() string { return c.f.path + ":" + c.decl.Name.Name + ":" + recvName(c.decl) }
 
 // recvIdent is the receiver's name, "" for a function.
-func (c *fnCtx) recvIdent() string {
+func (c *Func) recvIdent() string {
 	if c.decl.Recv == nil || len(c.decl.Recv.List) == 0 || len(c.decl.Recv.List[0].Names) == 0 {
 		return ""
 	}
@@ -114,16 +114,16 @@ func isTestDoubleType(name string) bool {
 
 // funcsIn yields the function declarations with bodies of files of dir that
 // mention want.
-func (x *extraction) funcsIn(dir, want string) []*fnCtx {
+func (x *extraction) funcsIn(dir, want string) []*Func {
 	p := x.pkg(dir)
 	if p == nil {
 		return nil
 	}
-	var out []*fnCtx
+	var out []*Func
 	for _, f := range x.filesWith(p, want) {
 		for _, d := range f.file.Decls {
 			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
-				out = append(out, &fnCtx{f: f, dir: dir, decl: fd})
+				out = append(out, &Func{f: f, dir: dir, decl: fd})
 			}
 		}
 	}
@@ -132,10 +132,10 @@ func (x *extraction) funcsIn(dir, want string) []*fnCtx {
 
 // methods returns the declarations of method m on type t (several when
 // build-tagged files declare it more than once).
-func (x *extraction) methods(t named, m string) []*fnCtx {
-	var out []*fnCtx
+func (x *extraction) methods(t Named, m string) []*Func {
+	var out []*Func
 	for _, c := range x.funcsIn(t.dir, m) {
-		if c.decl.Name.Name == m && recvName(c.decl) == t.name {
+		if c.decl.Name.Name == m && recvName(c.decl) == t.Name {
 			out = append(out, c)
 		}
 	}
@@ -143,8 +143,8 @@ func (x *extraction) methods(t named, m string) []*fnCtx {
 }
 
 // funcDecl returns package-level function name of dir.
-func (x *extraction) funcDecl(dir, name string) []*fnCtx {
-	var out []*fnCtx
+func (x *extraction) funcDecl(dir, name string) []*Func {
+	var out []*Func
 	for _, c := range x.funcsIn(dir, name) {
 		if c.decl.Recv == nil && c.decl.Name.Name == name {
 			out = append(out, c)
@@ -154,28 +154,28 @@ func (x *extraction) funcDecl(dir, name string) []*fnCtx {
 }
 
 // typeSpecsOf returns every declaration of type t (build-tagged twins).
-func (x *extraction) typeSpecsOf(t named) []fileSpec {
+func (x *extraction) typeSpecsOf(t Named) []FileSpec {
 	p := x.pkg(t.dir)
 	if p == nil {
 		return nil
 	}
-	var out []fileSpec
-	for _, f := range x.parsedFiles(p, func(src []byte) bool { return mayDeclareType(src, t.name) }) {
-		if ts := typeSpecIn(f.file, t.name); ts != nil {
-			out = append(out, fileSpec{f, ts})
+	var out []FileSpec
+	for _, f := range x.parsedFiles(p, func(src []byte) bool { return mayDeclareType(src, t.Name) }) {
+		if ts := typeSpecIn(f.file, t.Name); ts != nil {
+			out = append(out, FileSpec{f, ts})
 		}
 	}
 	return out
 }
 
-type fileSpec struct {
-	f  *srcFile
+type FileSpec struct {
+	f  *File
 	ts *ast.TypeSpec
 }
 
 // resolveType names the type written as e in file f of package dir:
 // pointers and parentheses stripped, a local or imported module type.
-func (x *extraction) resolveType(e ast.Expr, f *srcFile, dir string) named {
+func (x *extraction) resolveType(e ast.Expr, f *File, dir string) Named {
 	for {
 		switch t := e.(type) {
 		case *ast.StarExpr:
@@ -193,22 +193,22 @@ func (x *extraction) resolveType(e ast.Expr, f *srcFile, dir string) named {
 	switch t := e.(type) {
 	case *ast.Ident:
 		if types.Universe.Lookup(t.Name) != nil {
-			return named{}
+			return Named{}
 		}
-		return named{dir, t.Name}
+		return Named{dir, t.Name}
 	case *ast.SelectorExpr:
 		if id, ok := t.X.(*ast.Ident); ok {
 			if d, ok := x.importedDir(f, id.Name); ok {
-				return named{d, t.Sel.Name}
+				return Named{d, t.Sel.Name}
 			}
 		}
 	}
-	return named{}
+	return Named{}
 }
 
 // fieldType is the declared type of field name of struct t, resolved, and
 // the expression as written (for a func or chan field).
-func (x *extraction) fieldType(t named, name string) named {
+func (x *extraction) fieldType(t Named, name string) Named {
 	for _, sp := range x.typeSpecsOf(t) {
 		st, ok := sp.ts.Type.(*ast.StructType)
 		if !ok {
@@ -227,27 +227,27 @@ func (x *extraction) fieldType(t named, name string) named {
 			}
 		}
 	}
-	return named{}
+	return Named{}
 }
 
 // typeOf infers the named type of the value e in c, or the zero named.
-func (x *extraction) typeOf(e ast.Expr, c *fnCtx) named {
+func (x *extraction) typeOf(e ast.Expr, c *Func) Named {
 	return x.typeOfDepth(e, c, 0)
 }
 
-func (x *extraction) typeOfDepth(e ast.Expr, c *fnCtx, depth int) named {
+func (x *extraction) typeOfDepth(e ast.Expr, c *Func, depth int) Named {
 	if depth > 6 {
-		return named{}
+		return Named{}
 	}
 	switch t := ast.Unparen(e).(type) {
 	case *ast.Ident:
 		if t.Name == c.recvIdent() && t.Name != "" {
-			return named{c.dir, recvName(c.decl)}
+			return Named{c.dir, recvName(c.decl)}
 		}
 		if pt := paramType(c.decl.Type, t.Name); pt != nil {
 			return x.resolveType(pt, c.f, c.dir)
 		}
-		var out named
+		var out Named
 		ast.Inspect(c.decl.Body, func(n ast.Node) bool {
 			if out.ok() {
 				return false
@@ -294,7 +294,7 @@ func (x *extraction) typeOfDepth(e ast.Expr, c *fnCtx, depth int) named {
 		return x.typeOfDepth(t.X, c, depth+1)
 	case *ast.SelectorExpr:
 		if id, ok := t.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
-			return named{}
+			return Named{}
 		}
 		if rt := x.typeOfDepth(t.X, c, depth+1); rt.ok() {
 			return x.fieldType(rt, t.Sel.Name)
@@ -302,12 +302,12 @@ func (x *extraction) typeOfDepth(e ast.Expr, c *fnCtx, depth int) named {
 	case *ast.CallExpr:
 		return x.resultType(t, c, 0, depth+1)
 	}
-	return named{}
+	return Named{}
 }
 
 // isPackageName reports whether name is an import of c's file (and not
 // shadowed by a parameter, which is the common collision).
-func (x *extraction) isPackageName(c *fnCtx, name string) bool {
+func (x *extraction) isPackageName(c *Func, name string) bool {
 	if paramType(c.decl.Type, name) != nil || name == c.recvIdent() {
 		return false
 	}
@@ -379,7 +379,7 @@ func paramAt(ft *ast.FuncType, i int) string {
 }
 
 // resultType is the type of the idx-th result of the call.
-func (x *extraction) resultType(call ast.Expr, c *fnCtx, idx, depth int) named {
+func (x *extraction) resultType(call ast.Expr, c *Func, idx, depth int) Named {
 	ce, ok := ast.Unparen(call).(*ast.CallExpr)
 	if !ok {
 		return x.typeOfDepth(call, c, depth)
@@ -401,31 +401,31 @@ func (x *extraction) resultType(call ast.Expr, c *fnCtx, idx, depth int) named {
 			i += n
 		}
 	}
-	return named{}
+	return Named{}
 }
 
-// callee is one function a call may run, and how it was reached: through
+// Callee is one function a call may run, and how it was reached: through
 // an interface, which implementation.
-type callee struct {
-	*fnCtx
-	via string // "SyncHandler implemented by (*Kubelet)" when through an interface
+type Callee struct {
+	*Func
+	Via string // "SyncHandler implemented by (*Kubelet)" when through an interface
 }
 
 // callees resolves the function(s) a call may run: a package function, a
 // method of a concrete type, or every module implementation's method when
 // the receiver is an interface.
-func (x *extraction) callees(ce *ast.CallExpr, c *fnCtx) []callee {
-	var out []callee
+func (x *extraction) callees(ce *ast.CallExpr, c *Func) []Callee {
+	var out []Callee
 	switch fun := ast.Unparen(ce.Fun).(type) {
 	case *ast.Ident:
 		for _, d := range x.funcDecl(c.dir, fun.Name) {
-			out = append(out, callee{fnCtx: d})
+			out = append(out, Callee{Func: d})
 		}
 	case *ast.SelectorExpr:
 		if id, ok := fun.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
 			if d, ok := x.importedDir(c.f, id.Name); ok {
 				for _, d := range x.funcDecl(d, fun.Sel.Name) {
-					out = append(out, callee{fnCtx: d})
+					out = append(out, Callee{Func: d})
 				}
 			}
 			return out
@@ -441,46 +441,46 @@ func (x *extraction) callees(ce *ast.CallExpr, c *fnCtx) []callee {
 
 // methodCallees are the declarations a call of method m on a value of type
 // t may run.
-func (x *extraction) methodCallees(t named, m string) []callee {
-	var out []callee
+func (x *extraction) methodCallees(t Named, m string) []Callee {
+	var out []Callee
 	if _, iface := x.interfaceMethods(t, 0); iface {
 		for _, impl := range x.implementations(t) {
 			for _, d := range x.methods(impl, m) {
-				out = append(out, callee{fnCtx: d, via: t.name + " implemented by " + implName(impl, d)})
+				out = append(out, Callee{Func: d, Via: t.Name + " implemented by " + implName(impl, d)})
 			}
 		}
 		return out
 	}
 	for _, d := range x.methods(t, m) {
-		out = append(out, callee{fnCtx: d})
+		out = append(out, Callee{Func: d})
 	}
 	return out
 }
 
-func implName(t named, d *fnCtx) string {
+func implName(t Named, d *Func) string {
 	if _, ok := d.decl.Recv.List[0].Type.(*ast.StarExpr); ok {
-		return t.dir + ".(*" + t.name + ")"
+		return t.dir + ".(*" + t.Name + ")"
 	}
-	return t.dir + "." + t.name
+	return t.dir + "." + t.Name
 }
 
-// callSite is one call of a function found in flowScope.
-type callSite struct {
-	c    *fnCtx
-	call *ast.CallExpr
-	path []ast.Node // ancestors of call inside c.decl.Body, outermost first
+// CallSite is one call of a function found in flowScope.
+type CallSite struct {
+	C    *Func
+	Call *ast.CallExpr
+	Path []ast.Node // ancestors of call inside c.decl.Body, outermost first
 }
 
 // callersOf finds the calls in flowScope (and in the function's own package)
 // that may run target: by name, with the receiver's type, when it can be
 // inferred, the target's type or an interface the target's type implements.
-func (x *extraction) callersOf(target *fnCtx) []callSite {
+func (x *extraction) callersOf(target *Func) []CallSite {
 	if cs, ok := x.callers[target.id()]; ok {
 		return cs
 	}
 	name := target.decl.Name.Name
 	recv := recvName(target.decl)
-	var out []callSite
+	var out []CallSite
 	dirs := append([]string{target.dir}, x.scopeDirs()...)
 	seenDir := map[string]bool{}
 	for _, d := range dirs {
@@ -495,7 +495,7 @@ func (x *extraction) callersOf(target *fnCtx) []callSite {
 					return
 				}
 				if x.mayCall(ce, c, target, name, recv) {
-					out = append(out, callSite{c: c, call: ce, path: slices.Clone(path)})
+					out = append(out, CallSite{C: c, Call: ce, Path: slices.Clone(path)})
 				}
 			})
 		}
@@ -505,7 +505,7 @@ func (x *extraction) callersOf(target *fnCtx) []callSite {
 }
 
 // mayCall reports whether the call ce in c may run target.
-func (x *extraction) mayCall(ce *ast.CallExpr, c *fnCtx, target *fnCtx, name, recv string) bool {
+func (x *extraction) mayCall(ce *ast.CallExpr, c *Func, target *Func, name, recv string) bool {
 	switch fun := ast.Unparen(ce.Fun).(type) {
 	case *ast.Ident:
 		return recv == "" && fun.Name == name && c.dir == target.dir
@@ -524,11 +524,11 @@ func (x *extraction) mayCall(ce *ast.CallExpr, c *fnCtx, target *fnCtx, name, re
 		if !rt.ok() {
 			return false
 		}
-		if rt == (named{target.dir, recv}) {
+		if rt == (Named{target.dir, recv}) {
 			return true
 		}
 		if _, iface := x.interfaceMethods(rt, 0); iface {
-			return slices.Contains(x.implementations(rt), named{target.dir, recv})
+			return slices.Contains(x.implementations(rt), Named{target.dir, recv})
 		}
 	}
 	return false
@@ -563,4 +563,47 @@ func walkPath(root ast.Node, visit func(n ast.Node, path []ast.Node)) {
 		stack = append(stack, n)
 		return true
 	})
+}
+
+// refsTo are the calls of fn and the places fn is used as a function value
+// (x.Relist passed to wait.Until), in flowScope.
+func (x *extraction) refsTo(fn *Func) []CallSite {
+	key := "refs:" + fn.id()
+	if cs, ok := x.callers[key]; ok {
+		return cs
+	}
+	name := fn.decl.Name.Name
+	recv := recvName(fn.decl)
+	var out []CallSite
+	out = append(out, x.callersOf(fn)...)
+	dirs := append([]string{fn.dir}, x.scopeDirs()...)
+	seenDir := map[string]bool{}
+	for _, d := range dirs {
+		if seenDir[d] {
+			continue
+		}
+		seenDir[d] = true
+		for _, c := range x.funcsIn(d, name) {
+			walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != name || recv == "" || len(p) == 0 {
+					return
+				}
+				if call, ok := p[len(p)-1].(*ast.CallExpr); ok && call.Fun == sel {
+					return // a call: callersOf has it
+				}
+				rt := x.typeOf(sel.X, c)
+				if rt != (Named{fn.dir, recv}) {
+					if _, iface := x.interfaceMethods(rt, 0); !rt.ok() || !iface || !slices.Contains(x.implementations(rt), Named{fn.dir, recv}) {
+						return
+					}
+				}
+				if call, ok := p[len(p)-1].(*ast.CallExpr); ok {
+					out = append(out, CallSite{C: c, Call: call, Path: slices.Clone(p[:len(p)-1])})
+				}
+			})
+		}
+	}
+	x.callers[key] = out
+	return out
 }

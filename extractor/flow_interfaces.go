@@ -13,7 +13,7 @@ import (
 
 // isInterface reports whether t is declared as an interface, and its
 // methods' names (embedded interfaces of the module included).
-func (x *extraction) interfaceMethods(t named, depth int) ([]string, bool) {
+func (x *extraction) interfaceMethods(t Named, depth int) ([]string, bool) {
 	specs := x.typeSpecsOf(t)
 	if len(specs) == 0 || depth > 6 {
 		return nil, false
@@ -41,8 +41,8 @@ func (x *extraction) interfaceMethods(t named, depth int) ([]string, bool) {
 // implementations are the module's concrete types (in the interface's
 // package and in flowScope) that declare every method of interface t, test
 // doubles left out, in a stable order.
-func (x *extraction) implementations(t named) []named {
-	key := t.dir + "." + t.name
+func (x *extraction) implementations(t Named) []Named {
+	key := t.dir + "." + t.Name
 	if impls, ok := x.impls[key]; ok {
 		return impls
 	}
@@ -52,8 +52,8 @@ func (x *extraction) implementations(t named) []named {
 		return nil
 	}
 	dirs := append([]string{t.dir}, x.scopeDirs()...)
-	seen := map[named]bool{}
-	var out []named
+	seen := map[Named]bool{}
+	var out []Named
 	marker := ") " + ms[0] + "("
 	for _, d := range dirs {
 		if isTestDouble(d) {
@@ -61,7 +61,7 @@ func (x *extraction) implementations(t named) []named {
 		}
 		for _, c := range x.funcsIn(d, marker) {
 			r := recvName(c.decl)
-			n := named{d, r}
+			n := Named{d, r}
 			if r == "" || c.decl.Name.Name != ms[0] || seen[n] || isTestDoubleType(r) {
 				continue
 			}
@@ -71,7 +71,7 @@ func (x *extraction) implementations(t named) []named {
 			}
 		}
 	}
-	slices.SortFunc(out, func(a, b named) int { return strings.Compare(a.dir+"."+a.name, b.dir+"."+b.name) })
+	slices.SortFunc(out, func(a, b Named) int { return strings.Compare(a.dir+"."+a.Name, b.dir+"."+b.Name) })
 	x.impls[key] = out
 	return out
 }
@@ -97,7 +97,7 @@ func (x *extraction) imports(dir, of string) bool {
 // sameArity reports whether impl's methods take and return as many values
 // as interface t's (names alone let a type with a Start and a GetCapacity
 // of its own pass for an implementation).
-func (x *extraction) sameArity(t, impl named, ms []string) bool {
+func (x *extraction) sameArity(t, impl Named, ms []string) bool {
 	specs := x.typeSpecsOf(t)
 	if len(specs) == 0 {
 		return false
@@ -130,7 +130,7 @@ func numResults(ft *ast.FuncType) int {
 
 // hasMethods reports whether t declares every method in ms, directly or
 // through an embedded field of a module type.
-func (x *extraction) hasMethods(t named, ms []string) bool {
+func (x *extraction) hasMethods(t Named, ms []string) bool {
 	for _, m := range ms {
 		if len(x.methods(t, m)) > 0 {
 			continue
@@ -142,7 +142,7 @@ func (x *extraction) hasMethods(t named, ms []string) bool {
 	return true
 }
 
-func (x *extraction) embedsMethod(t named, m string, depth int) bool {
+func (x *extraction) embedsMethod(t Named, m string, depth int) bool {
 	if depth > 4 {
 		return false
 	}

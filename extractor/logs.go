@@ -156,7 +156,7 @@ func verbosity(e ast.Expr) int {
 
 // messageText is a string literal (or a + of them) unquoted; any other
 // expression as its source text.
-func messageText(f *srcFile, e ast.Expr) string {
+func messageText(f *File, e ast.Expr) string {
 	if s, ok := constString(e); ok {
 		return s
 	}

@@ -119,24 +119,24 @@ type extraction struct {
 	fsys  fs.FS
 	tag   string
 	fset  *token.FileSet
-	pkgs  map[string]*goPackage // by slash dir relative to the module root
-	files map[string]*srcFile   // files parsed with their comments, by path
+	pkgs  map[string]*Package // by slash dir relative to the module root
+	files map[string]*File   // files parsed with their comments, by path
 
 	// The writer derivation's indexes (flow.go): the directories searched,
 	// interfaces' implementations and functions' callers found so far.
 	loop    *loopFile // syncLoopIteration, once read
 	scope   []string
-	impls   map[string][]named
-	callers map[string][]callSite
+	impls   map[string][]Named
+	callers map[string][]CallSite
 }
 
 func newExtraction(fsys fs.FS, tag string) *extraction {
-	return &extraction{fsys: fsys, tag: tag, fset: token.NewFileSet(), pkgs: map[string]*goPackage{},
-		files: map[string]*srcFile{}, impls: map[string][]named{}, callers: map[string][]callSite{}}
+	return &extraction{fsys: fsys, tag: tag, fset: token.NewFileSet(), pkgs: map[string]*Package{},
+		files: map[string]*File{}, impls: map[string][]Named{}, callers: map[string][]CallSite{}}
 }
 
-// srcFile is one parsed Go file with its bytes.
-type srcFile struct {
+// File is one parsed Go file with its bytes.
+type File struct {
 	path string
 	src  []byte
 	file *ast.File
@@ -144,7 +144,7 @@ type srcFile struct {
 }
 
 // parseSource parses src (the bytes of path) into the extraction's FileSet.
-func (x *extraction) parseSource(path string, src []byte, comments bool) (*srcFile, error) {
+func (x *extraction) parseSource(path string, src []byte, comments bool) (*File, error) {
 	mode := parser.SkipObjectResolution
 	if comments {
 		mode |= parser.ParseComments
@@ -153,11 +153,11 @@ func (x *extraction) parseSource(path string, src []byte, comments bool) (*srcFi
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}
-	return &srcFile{path: path, src: src, file: f, tf: x.fset.File(f.Pos())}, nil
+	return &File{path: path, src: src, file: f, tf: x.fset.File(f.Pos())}, nil
 }
 
 // readParse reads and parses path with its comments.
-func (x *extraction) readParse(path string) (*srcFile, error) {
+func (x *extraction) readParse(path string) (*File, error) {
 	src, err := fs.ReadFile(x.fsys, path)
 	if err != nil {
 		return nil, err
@@ -170,19 +170,19 @@ func (x *extraction) readParse(path string) (*srcFile, error) {
 }
 
 // line is the line of pos in the file.
-func (f *srcFile) line(pos token.Pos) int { return f.tf.Line(pos) }
+func (f *File) line(pos token.Pos) int { return f.tf.Line(pos) }
 
 // endLine is the line of the last character of n.
-func (f *srcFile) endLine(n ast.Node) int { return f.tf.Line(n.End() - 1) }
+func (f *File) endLine(n ast.Node) int { return f.tf.Line(n.End() - 1) }
 
 // text is the exact source of n.
-func (f *srcFile) text(n ast.Node) string {
+func (f *File) text(n ast.Node) string {
 	return string(f.src[f.tf.Offset(n.Pos()):f.tf.Offset(n.End())])
 }
 
 // lines is the exact source of lines from..to (1-based, inclusive), without
 // the newline that ends the last one.
-func (f *srcFile) lines(from, to int) string {
+func (f *File) lines(from, to int) string {
 	if from < 1 || to < from || from > f.tf.LineCount() {
 		return ""
 	}
@@ -196,7 +196,7 @@ func (f *srcFile) lines(from, to int) string {
 	return string(f.src[start:end])
 }
 
-func (f *srcFile) sha256() string {
+func (f *File) sha256() string {
 	sum := sha256.Sum256(f.src)
 	return hex.EncodeToString(sum[:])
 }

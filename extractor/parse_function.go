@@ -126,7 +126,7 @@ func baseTypeName(e ast.Expr) string {
 // functions the file declares (the candidate helpers).
 type loopFile struct {
 	x        *extraction
-	f        *srcFile
+	f        *File
 	fd       *ast.FuncDecl
 	recv     string            // "kl"
 	roots    map[string]bool   // identifiers whose calls are listed: the receiver and the handler
@@ -135,7 +135,7 @@ type loopFile struct {
 	klog     map[string]bool // names klog is imported as
 }
 
-func (x *extraction) newLoopFile(f *srcFile, fd *ast.FuncDecl) *loopFile {
+func (x *extraction) newLoopFile(f *File, fd *ast.FuncDecl) *loopFile {
 	lf := &loopFile{x: x, f: f, fd: fd, roots: map[string]bool{}, chanElem: map[string]string{},
 		funcs: map[string]*ast.FuncDecl{}, klog: klogNames(f.file)}
 	if fd.Recv != nil && len(fd.Recv.List[0].Names) > 0 {

@@ -103,7 +103,7 @@ func TestLogCall(t *testing.T) {
 }
 
 // parseCallFixture parses expr as the only statement of a function.
-func parseCallFixture(t *testing.T, expr string) (*srcFile, *ast.CallExpr) {
+func parseCallFixture(t *testing.T, expr string) (*File, *ast.CallExpr) {
 	t.Helper()
 	src := "package p\nfunc f() {\n\t" + expr + "\n}\n"
 	x := newExtraction(nil, "")

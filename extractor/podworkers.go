@@ -24,7 +24,7 @@ func (x *extraction) podWorkers() (*PodWorkers, error) {
 
 // typeDecl describes ts, declared in gd. DocStart and DocEnd are 0 when the
 // type has no doc comment.
-func (x *extraction) typeDecl(f *srcFile, gd *ast.GenDecl, ts *ast.TypeSpec) TypeDecl {
+func (x *extraction) typeDecl(f *File, gd *ast.GenDecl, ts *ast.TypeSpec) TypeDecl {
 	doc := specDoc(gd, ts)
 	td := TypeDecl{
 		Name: ts.Name.Name,

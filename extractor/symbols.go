@@ -19,10 +19,10 @@ import (
 
 const modulePrefix = Module + "/"
 
-// goPackage is the non-test .go files of one directory. Files are read when
+// Package is the non-test .go files of one directory. Files are read when
 // the package is first asked for and parsed only when a lookup needs them
 // (a name's bytes must appear in a file for it to be declared there).
-type goPackage struct {
+type Package struct {
 	dir   string
 	files []*pkgFile
 	name  string // package clause, once a file has been parsed
@@ -31,19 +31,19 @@ type goPackage struct {
 type pkgFile struct {
 	path   string
 	src    []byte
-	parsed *srcFile // nil until parsed
+	parsed *File // nil until parsed
 	err    error
 }
 
 // pkg returns the package in dir, or nil when the directory has no Go files.
-func (x *extraction) pkg(dir string) *goPackage {
+func (x *extraction) pkg(dir string) *Package {
 	if p, ok := x.pkgs[dir]; ok {
 		return p
 	}
-	var p *goPackage
+	var p *Package
 	entries, err := fs.ReadDir(x.fsys, dir)
 	if err == nil {
-		p = &goPackage{dir: dir}
+		p = &Package{dir: dir}
 		for _, e := range entries {
 			n := e.Name()
 			if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
@@ -69,7 +69,7 @@ func (x *extraction) pkg(dir string) *goPackage {
 }
 
 // filesWith parses (once) and returns the files of p that mention name.
-func (x *extraction) filesWith(p *goPackage, name string) []*srcFile {
+func (x *extraction) filesWith(p *Package, name string) []*File {
 	b := []byte(name)
 	return x.parsedFiles(p, func(src []byte) bool { return bytes.Contains(src, b) })
 }
@@ -104,8 +104,8 @@ func isIdentByte(c byte) bool {
 }
 
 // parsedFiles parses (once) and returns the files of p whose bytes pass want.
-func (x *extraction) parsedFiles(p *goPackage, want func([]byte) bool) []*srcFile {
-	var out []*srcFile
+func (x *extraction) parsedFiles(p *Package, want func([]byte) bool) []*File {
+	var out []*File
 	for _, pf := range p.files {
 		if !want(pf.src) {
 			continue
@@ -128,7 +128,7 @@ func (x *extraction) parsedFiles(p *goPackage, want func([]byte) bool) []*srcFil
 }
 
 // pkgName is the package clause of p, read from its first file.
-func (x *extraction) pkgName(p *goPackage) string {
+func (x *extraction) pkgName(p *Package) string {
 	if p.name == "" {
 		f, err := parser.ParseFile(token.NewFileSet(), p.files[0].path, p.files[0].src, parser.PackageClauseOnly)
 		if err == nil {
@@ -139,7 +139,7 @@ func (x *extraction) pkgName(p *goPackage) string {
 }
 
 // findType finds the declaration of type name in p.
-func (x *extraction) findType(p *goPackage, name string) (*srcFile, *ast.TypeSpec) {
+func (x *extraction) findType(p *Package, name string) (*File, *ast.TypeSpec) {
 	for _, f := range x.parsedFiles(p, func(src []byte) bool { return mayDeclareType(src, name) }) {
 		if ts := typeSpecIn(f.file, name); ts != nil {
 			return f, ts
@@ -179,7 +179,7 @@ func typeSpecIn(f *ast.File, name string) *ast.TypeSpec {
 // importedDir is the tree directory that name refers to in f, when it is an
 // import of a package of this module. Aliases and directory names decide
 // first; only then are packages read for their package clause.
-func (x *extraction) importedDir(f *srcFile, name string) (string, bool) {
+func (x *extraction) importedDir(f *File, name string) (string, bool) {
 	var unsure []string
 	for _, im := range f.file.Imports {
 		p, err := strconv.Unquote(im.Path.Value)
@@ -208,7 +208,7 @@ func (x *extraction) importedDir(f *srcFile, name string) (string, bool) {
 
 // importName is the name the package in dir is known by in f: its import
 // alias, else its package clause. "" when f does not import it.
-func (x *extraction) importName(f *srcFile, dir string) string {
+func (x *extraction) importName(f *File, dir string) string {
 	for _, im := range f.file.Imports {
 		p, err := strconv.Unquote(im.Path.Value)
 		if err != nil || p != modulePrefix+dir {
@@ -229,7 +229,7 @@ func (x *extraction) importName(f *srcFile, dir string) string {
 // field's type, then that type's method (an interface method, possibly
 // embedded from another interface, or a concrete method), whose single
 // result must be a channel. The type is qualified for use in f.
-func (x *extraction) fieldMethodElem(f *srcFile, structName, field, method string) string {
+func (x *extraction) fieldMethodElem(f *File, structName, field, method string) string {
 	dir := path.Dir(f.path)
 	// The struct is usually in f itself (Kubelet is in kubelet.go); only if
 	// not is the rest of the package read.
@@ -268,7 +268,7 @@ func (x *extraction) fieldMethodElem(f *srcFile, structName, field, method strin
 // methodResult finds the single result type of method on the type written
 // as t in file f (of package dir). It returns the result expression and the
 // file and package it is written in.
-func (x *extraction) methodResult(f *srcFile, dir string, t ast.Expr, method string, depth int) (ast.Expr, *srcFile, string) {
+func (x *extraction) methodResult(f *File, dir string, t ast.Expr, method string, depth int) (ast.Expr, *File, string) {
 	if depth > 8 {
 		return nil, nil, ""
 	}
@@ -348,7 +348,7 @@ func singleResult(ft *ast.FuncType) ast.Expr {
 // in file use: identifiers declared in defDir get that package's name as
 // use imports it ("Update" → "proberesults.Update"); qualified identifiers
 // keep the qualifier written in def ("resourceupdates.Update").
-func (x *extraction) qualify(def *srcFile, defDir string, t ast.Expr, use *srcFile) string {
+func (x *extraction) qualify(def *File, defDir string, t ast.Expr, use *File) string {
 	if defDir == path.Dir(use.path) {
 		return def.text(t)
 	}
@@ -460,7 +460,7 @@ func (x *extraction) symbol(s string) Symbol {
 	if p == nil {
 		return Symbol{}
 	}
-	found := func(f *srcFile, pos token.Pos) Symbol {
+	found := func(f *File, pos token.Pos) Symbol {
 		line := f.line(pos)
 		return Symbol{Found: true, File: f.path, Line: line, Upstream: UpstreamURL(x.tag, f.path, line, line)}
 	}

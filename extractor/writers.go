@@ -36,7 +36,7 @@ const maxFlow = 400
 
 // origin is one place a channel is made.
 type origin struct {
-	c      *fnCtx
+	c      *Func
 	expr   ast.Expr // the make(chan …) or ticker call
 	ticker bool
 	note   string
@@ -53,7 +53,7 @@ type flow struct {
 	x       *extraction
 	visited map[string]bool // backward: locations and calls resolved
 	locs    map[loc]string  // forward: locations reached, with the note (gate) that reached them
-	fns     map[loc]*fnCtx
+	fns     map[loc]*Func
 	steps   int
 	writers []Site
 	sends   []sendAt // the writers' send statements, for upstream
@@ -67,7 +67,7 @@ type flow struct {
 }
 
 type sendAt struct {
-	c     *fnCtx
+	c     *Func
 	send  *ast.SendStmt
 	path  []ast.Node
 	key   string
@@ -79,8 +79,8 @@ type sendAt struct {
 // channel expression ch of the loop function lf.fd.
 func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 	x := lf.x
-	loop := &fnCtx{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
-	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
+	loop := &Func{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
+	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*Func{}, seen: map[string]bool{}}
 	origins := fl.origins(ch, loop, "", 0)
 	c.Made, c.Writers, c.Feeders, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
 	// One make reached along several paths (the GenericPLEG and the
@@ -123,7 +123,7 @@ func sortSites(s []Site) {
 }
 
 // site describes node n of function c.
-func (x *extraction) site(c *fnCtx, n ast.Node, note string) Site {
+func (x *extraction) site(c *Func, n ast.Node, note string) Site {
 	line := c.f.line(n.Pos())
 	code := strings.TrimSpace(c.f.lines(line, line))
 	if bn := buildNote(c.f); bn != "" && !strings.Contains(note, "code "+bn) {
@@ -136,7 +136,7 @@ var goBuildRE = regexp.MustCompile(`(?m)^//go:build (.+)$`)
 
 // buildNote names the platform a file is built for: its //go:build line,
 // else its _GOOS.go suffix.
-func buildNote(f *srcFile) string {
+func buildNote(f *File) string {
 	head := f.src
 	if i := strings.Index(string(head), "\npackage "); i >= 0 {
 		head = head[:i]
@@ -244,7 +244,7 @@ func (fl *flow) forwardFrom(o origin, paths string) {
 // flowsInto follows the value of e (inside path p of c) one step: into the
 // variable or field it is assigned to, the parameter it is passed as, or
 // the send that writes on it.
-func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
+func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *Func, note string) {
 	if len(p) == 0 || !fl.budget() {
 		return
 	}
@@ -284,7 +284,7 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 		if k, ok := s.Key.(*ast.Ident); ok && cl.Type != nil {
 			if t := x.resolveType(cl.Type, c.f, c.dir); t.ok() && len(x.typeSpecsOf(t)) > 0 {
 				if _, isStruct := x.typeSpecsOf(t)[0].ts.Type.(*ast.StructType); isStruct {
-					fl.reach(loc{dir: t.dir, typ: t.name, name: k.Name}, c, joinNote(note, gateOf(p, cl)))
+					fl.reach(loc{dir: t.dir, typ: t.Name, name: k.Name}, c, joinNote(note, gateOf(p, cl)))
 					return
 				}
 			}
@@ -312,7 +312,7 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 		g := gateOf(p, s)
 		for _, cal := range x.callees(s, c) {
 			if name := paramAt(cal.decl.Type, i); name != "" {
-				fl.reach(loc{fn: cal.id(), name: name}, cal.fnCtx, joinNote(joinNote(note, g), viaNote(cal.via)))
+				fl.reach(loc{fn: cal.id(), name: name}, cal.Func, joinNote(joinNote(note, g), viaNote(cal.Via)))
 			}
 		}
 	}
@@ -323,18 +323,18 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 // makes a source's channel and returns it, and the caller hands it to the
 // source that sends on it. A return inside a function literal returns from
 // the literal, which is not followed.
-func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *fnCtx, note string) {
+func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *Func, note string) {
 	if inLiteral(p) || len(r.Results) != 1 || fl.seen["return:"+c.id()] {
 		return
 	}
 	fl.seen["return:"+c.id()] = true
 	for _, cs := range fl.x.callersOf(c) {
-		fl.flowsInto(cs.call, cs.path, cs.c, joinNote(note, gateOf(cs.path, cs.call)))
+		fl.flowsInto(cs.Call, cs.Path, cs.C, joinNote(note, gateOf(cs.Path, cs.Call)))
 	}
 }
 
 // target is the location an assignment's left side writes.
-func (fl *flow) target(lhs ast.Expr, c *fnCtx) loc {
+func (fl *flow) target(lhs ast.Expr, c *Func) loc {
 	switch t := lhs.(type) {
 	case *ast.Ident:
 		return loc{fn: c.id(), name: t.Name}
@@ -342,14 +342,14 @@ func (fl *flow) target(lhs ast.Expr, c *fnCtx) loc {
 		return fl.target(t.X, c)
 	case *ast.SelectorExpr:
 		if rt := fl.x.typeOf(t.X, c); rt.ok() {
-			return loc{dir: rt.dir, typ: rt.name, name: t.Sel.Name}
+			return loc{dir: rt.dir, typ: rt.Name, name: t.Sel.Name}
 		}
 	}
 	return loc{}
 }
 
 // reach records that l holds the channel and follows its uses.
-func (fl *flow) reach(l loc, c *fnCtx, note string) {
+func (fl *flow) reach(l loc, c *Func, note string) {
 	if l.name == "" || l.name == "_" {
 		return
 	}
@@ -365,7 +365,7 @@ func (fl *flow) reach(l loc, c *fnCtx, note string) {
 }
 
 // varUses follows every use of variable l.name in c.
-func (fl *flow) varUses(l loc, c *fnCtx, note string) {
+func (fl *flow) varUses(l loc, c *Func, note string) {
 	walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
 		id, ok := n.(*ast.Ident)
 		if !ok || id.Name != l.name || len(p) == 0 {
@@ -398,7 +398,7 @@ func (fl *flow) varUses(l loc, c *fnCtx, note string) {
 
 // fieldUses follows every use of field l on a value of its type.
 func (fl *flow) fieldUses(l loc, note string) {
-	t := named{l.dir, l.typ}
+	t := Named{l.dir, l.typ}
 	for _, c := range fl.fieldFuncs(l) {
 		walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
 			sel, ok := n.(*ast.SelectorExpr)
@@ -418,7 +418,7 @@ func (fl *flow) fieldUses(l loc, note string) {
 
 // addWriter records a send on the channel, reached along a path whose
 // feature gates and interface steps note says.
-func (fl *flow) addWriter(c *fnCtx, s *ast.SendStmt, p []ast.Node, note string) {
+func (fl *flow) addWriter(c *Func, s *ast.SendStmt, p []ast.Node, note string) {
 	key := c.f.path + ":" + itoa(c.f.line(s.Pos()))
 	note = joinNote(note, gateOf(p, s))
 	if fl.seen[key] {

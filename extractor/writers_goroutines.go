@@ -40,19 +40,19 @@ func (fl *flow) upstream() []Site {
 			continue
 		}
 		for _, cs := range fl.x.callersOf(sa.c) {
-			if w, ok := fl.selected(cs.call, cs.c); ok && !taken(append(slices.Clone(cs.path), cs.call), w) {
+			if w, ok := fl.selected(cs.Call, cs.C); ok && !taken(append(slices.Clone(cs.Path), cs.Call), w) {
 				continue // a branch the case's worker never takes
 			}
-			s := fl.x.site(cs.c, cs.call, gateOf(cs.path, cs.call))
+			s := fl.x.site(cs.C, cs.Call, gateOf(cs.Path, cs.Call))
 			s.Note = joinNote("calls "+shortFunc(sa.site.Func), s.Note)
 			add(s)
-			for _, arg := range cs.call.Args {
-				src := receivedFrom(arg, cs.path)
+			for _, arg := range cs.Call.Args {
+				src := receivedFrom(arg, cs.Path)
 				if src == nil {
 					continue
 				}
-				for _, w := range fl.sendsOn(src, cs.c) {
-					w.Note = joinNote("feeds "+shortFunc(cs.c.symbolName())+" at "+path.Base(s.File)+":"+itoa(s.Line), w.Note)
+				for _, w := range fl.sendsOn(src, cs.C) {
+					w.Note = joinNote("feeds "+shortFunc(cs.C.symbolName())+" at "+path.Base(s.File)+":"+itoa(s.Line), w.Note)
 					add(w)
 				}
 			}
@@ -63,8 +63,8 @@ func (fl *flow) upstream() []Site {
 }
 
 // sendsOn derives, in a walk of its own, the sends on the channel src of c.
-func (fl *flow) sendsOn(src ast.Expr, c *fnCtx) []Site {
-	sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
+func (fl *flow) sendsOn(src ast.Expr, c *Func) []Site {
+	sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*Func{}, seen: map[string]bool{}}
 	for _, o := range sub.origins(src, c, "", 0) {
 		if !o.ticker {
 			sub.forwardFrom(o, o.note)
@@ -154,15 +154,15 @@ func (fl *flow) goroutines() []Site {
 // statement that starts it: the first found, or, for a case told apart by a
 // value (fl.sel), every go statement at that depth whose worker is not made
 // with another value (madeWith).
-func (fl *flow) goStmtsFor(w *fnCtx) []Site {
+func (fl *flow) goStmtsFor(w *Func) []Site {
 	var sel *when
 	for _, s := range fl.sel {
 		sel = &s
 	}
-	level := []*fnCtx{w}
+	level := []*Func{w}
 	done := map[string]bool{}
 	for depth := 0; depth < 4 && len(level) > 0; depth++ {
-		var next []*fnCtx
+		var next []*Func
 		var found []Site
 		for _, fn := range level {
 			if done[fn.id()] {
@@ -177,8 +177,8 @@ func (fl *flow) goStmtsFor(w *fnCtx) []Site {
 					found = append(found, g.site)
 				}
 			}
-			for _, r := range fl.refsTo(fn) {
-				next = append(next, r.c)
+			for _, r := range fl.x.refsTo(fn) {
+				next = append(next, r.C)
 			}
 		}
 		if len(found) > 0 {
@@ -191,7 +191,7 @@ func (fl *flow) goStmtsFor(w *fnCtx) []Site {
 
 // goAt is a go statement, with the function and path it is in.
 type goAt struct {
-	c    *fnCtx
+	c    *Func
 	stmt *ast.GoStmt
 	path []ast.Node
 	site Site
@@ -199,21 +199,21 @@ type goAt struct {
 
 // goStmtsStarting finds the go statements that call fn, pass it as a
 // function value, or run a literal that calls it.
-func (fl *flow) goStmtsStarting(fn *fnCtx) []goAt {
+func (fl *flow) goStmtsStarting(fn *Func) []goAt {
 	var out []goAt
-	for _, r := range fl.refsTo(fn) {
-		for i := len(r.path) - 1; i >= 0; i-- {
-			if g, ok := r.path[i].(*ast.GoStmt); ok {
-				out = append(out, goAt{r.c, g, r.path[:i], fl.x.site(r.c, g, "")})
+	for _, r := range fl.x.refsTo(fn) {
+		for i := len(r.Path) - 1; i >= 0; i-- {
+			if g, ok := r.Path[i].(*ast.GoStmt); ok {
+				out = append(out, goAt{r.C, g, r.Path[:i], fl.x.site(r.C, g, "")})
 				break
 			}
-			if _, ok := r.path[i].(*ast.FuncLit); ok {
+			if _, ok := r.Path[i].(*ast.FuncLit); ok {
 				// A literal counts only when a go statement runs it: go
 				// func(){…}(), or go wait.Until(func(){…}, …).
 				if i > 1 {
-					if _, ok := r.path[i-1].(*ast.CallExpr); ok {
-						if g, ok := r.path[i-2].(*ast.GoStmt); ok {
-							out = append(out, goAt{r.c, g, r.path[:i-2], fl.x.site(r.c, g, "")})
+					if _, ok := r.Path[i-1].(*ast.CallExpr); ok {
+						if g, ok := r.Path[i-2].(*ast.GoStmt); ok {
+							out = append(out, goAt{r.C, g, r.Path[:i-2], fl.x.site(r.C, g, "")})
 						}
 					}
 				}
@@ -221,49 +221,6 @@ func (fl *flow) goStmtsStarting(fn *fnCtx) []goAt {
 			}
 		}
 	}
-	return out
-}
-
-// refsTo are the calls of fn and the places fn is used as a function value
-// (x.Relist passed to wait.Until), in flowScope.
-func (fl *flow) refsTo(fn *fnCtx) []callSite {
-	key := "refs:" + fn.id()
-	if cs, ok := fl.x.callers[key]; ok {
-		return cs
-	}
-	name := fn.decl.Name.Name
-	recv := recvName(fn.decl)
-	var out []callSite
-	out = append(out, fl.x.callersOf(fn)...)
-	dirs := append([]string{fn.dir}, fl.x.scopeDirs()...)
-	seenDir := map[string]bool{}
-	for _, d := range dirs {
-		if seenDir[d] {
-			continue
-		}
-		seenDir[d] = true
-		for _, c := range fl.x.funcsIn(d, name) {
-			walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
-				sel, ok := n.(*ast.SelectorExpr)
-				if !ok || sel.Sel.Name != name || recv == "" || len(p) == 0 {
-					return
-				}
-				if call, ok := p[len(p)-1].(*ast.CallExpr); ok && call.Fun == sel {
-					return // a call: callersOf has it
-				}
-				rt := fl.x.typeOf(sel.X, c)
-				if rt != (named{fn.dir, recv}) {
-					if _, iface := fl.x.interfaceMethods(rt, 0); !rt.ok() || !iface || !slices.Contains(fl.x.implementations(rt), named{fn.dir, recv}) {
-						return
-					}
-				}
-				if call, ok := p[len(p)-1].(*ast.CallExpr); ok {
-					out = append(out, callSite{c: c, call: call, path: slices.Clone(p[:len(p)-1])})
-				}
-			})
-		}
-	}
-	fl.x.callers[key] = out
 	return out
 }
 
@@ -277,12 +234,12 @@ const maxReach = 64
 // PodConfig.Sync, which only tests call), names those functions. It
 // returns "" when fn may run: a caller chain reaches a start, or the walk
 // is cut short by maxReach.
-func (fl *flow) unreachable(fn *fnCtx) string {
+func (fl *flow) unreachable(fn *Func) string {
 	var roots []string
 	done := map[string]bool{}
-	level := []*fnCtx{fn}
+	level := []*Func{fn}
 	for len(level) > 0 {
-		var next []*fnCtx
+		var next []*Func
 		for _, f := range level {
 			if done[f.id()] {
 				continue
@@ -293,19 +250,19 @@ func (fl *flow) unreachable(fn *fnCtx) string {
 			if name := f.decl.Name.Name; f.decl.Recv == nil && (name == "main" || name == "init") {
 				return ""
 			}
-			refs := fl.refsTo(f)
+			refs := fl.x.refsTo(f)
 			if len(refs) == 0 {
 				roots = append(roots, shortFunc(f.symbolName()))
 			}
 			for _, r := range refs {
-				if slices.ContainsFunc(r.path, func(n ast.Node) bool {
+				if slices.ContainsFunc(r.Path, func(n ast.Node) bool {
 					_, lit := n.(*ast.FuncLit)
 					_, goStmt := n.(*ast.GoStmt)
 					return lit || goStmt
 				}) {
 					return ""
 				}
-				next = append(next, r.c)
+				next = append(next, r.C)
 			}
 		}
 		level = next

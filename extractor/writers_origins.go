@@ -17,7 +17,7 @@ func (fl *flow) budget() bool {
 }
 
 // origins walks e (a channel value in c) back to where it is made.
-func (fl *flow) origins(e ast.Expr, c *fnCtx, note string, depth int) []origin {
+func (fl *flow) origins(e ast.Expr, c *Func, note string, depth int) []origin {
 	if depth > 14 || !fl.budget() {
 		return nil
 	}
@@ -30,7 +30,7 @@ func (fl *flow) origins(e ast.Expr, c *fnCtx, note string, depth int) []origin {
 			return nil // a package-level variable: not followed
 		}
 		if rt := x.typeOf(t.X, c); rt.ok() {
-			if out := fl.fieldOrigins(loc{dir: rt.dir, typ: rt.name, name: t.Sel.Name}, note, depth); len(out) > 0 || t.Sel.Name != "C" {
+			if out := fl.fieldOrigins(loc{dir: rt.dir, typ: rt.Name, name: t.Sel.Name}, note, depth); len(out) > 0 || t.Sel.Name != "C" {
 				return out
 			}
 		}
@@ -64,7 +64,7 @@ func (fl *flow) origins(e ast.Expr, c *fnCtx, note string, depth int) []origin {
 
 var tickerFuncs = map[string]bool{"NewTicker": true, "NewTimer": true, "Tick": true, "After": true, "NewFakeTicker": false}
 
-func (fl *flow) callOrigins(ce *ast.CallExpr, c *fnCtx, note string, depth int) []origin {
+func (fl *flow) callOrigins(ce *ast.CallExpr, c *Func, note string, depth int) []origin {
 	x := fl.x
 	switch fun := ast.Unparen(ce.Fun).(type) {
 	case *ast.Ident:
@@ -91,8 +91,8 @@ func (fl *flow) callOrigins(ce *ast.CallExpr, c *fnCtx, note string, depth int) 
 	var out []origin
 	for _, cal := range x.callees(ce, c) {
 		n := note
-		if cal.via != "" {
-			via := "via " + cal.via
+		if cal.Via != "" {
+			via := "via " + cal.Via
 			if bn := buildNote(cal.f); bn != "" {
 				via += " (" + bn + ")"
 			}
@@ -100,7 +100,7 @@ func (fl *flow) callOrigins(ce *ast.CallExpr, c *fnCtx, note string, depth int) 
 		}
 		for _, r := range returns(cal.decl) {
 			if len(r.Results) > 0 {
-				out = append(out, fl.origins(r.Results[0], cal.fnCtx, n, depth+1)...)
+				out = append(out, fl.origins(r.Results[0], cal.Func, n, depth+1)...)
 			}
 		}
 	}
@@ -139,7 +139,7 @@ func returns(fd *ast.FuncDecl) []*ast.ReturnStmt {
 
 // identOrigins resolves a variable of c: its assignments in c, its
 // parameter's arguments at every caller, a function literal's arguments.
-func (fl *flow) identOrigins(name string, c *fnCtx, note string, depth int) []origin {
+func (fl *flow) identOrigins(name string, c *Func, note string, depth int) []origin {
 	key := "var:" + c.id() + ":" + name + ":" + note
 	if fl.visited[key] {
 		return nil
@@ -148,8 +148,8 @@ func (fl *flow) identOrigins(name string, c *fnCtx, note string, depth int) []or
 	var out []origin
 	if i := paramIndex(c.decl.Type, name); i >= 0 {
 		for _, cs := range fl.x.callersOf(c) {
-			if i < len(cs.call.Args) {
-				out = append(out, fl.origins(cs.call.Args[i], cs.c, joinNote(note, gateOf(cs.path, cs.call)), depth+1)...)
+			if i < len(cs.Call.Args) {
+				out = append(out, fl.origins(cs.Call.Args[i], cs.C, joinNote(note, gateOf(cs.Path, cs.Call)), depth+1)...)
 			}
 		}
 	}
@@ -202,7 +202,7 @@ func identOrIndexOf(e ast.Expr) string {
 }
 
 // nthOrigins follows the i-th result of a multi-value call.
-func (fl *flow) nthOrigins(e ast.Expr, i int, c *fnCtx, note string, depth int) []origin {
+func (fl *flow) nthOrigins(e ast.Expr, i int, c *Func, note string, depth int) []origin {
 	ce, ok := ast.Unparen(e).(*ast.CallExpr)
 	if !ok {
 		return nil
@@ -211,7 +211,7 @@ func (fl *flow) nthOrigins(e ast.Expr, i int, c *fnCtx, note string, depth int) 
 	for _, cal := range fl.x.callees(ce, c) {
 		for _, r := range returns(cal.decl) {
 			if i < len(r.Results) {
-				out = append(out, fl.origins(r.Results[i], cal.fnCtx, joinNote(note, viaNote(cal.via)), depth+1)...)
+				out = append(out, fl.origins(r.Results[i], cal.Func, joinNote(note, viaNote(cal.Via)), depth+1)...)
 			}
 		}
 	}
@@ -234,7 +234,7 @@ func (fl *flow) fieldOrigins(l loc, note string, depth int) []origin {
 	}
 	fl.visited[key] = true
 	x := fl.x
-	t := named{l.dir, l.typ}
+	t := Named{l.dir, l.typ}
 	var out []origin
 	for _, c := range fl.fieldFuncs(l) {
 		walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
@@ -269,7 +269,7 @@ func (fl *flow) fieldOrigins(l loc, note string, depth int) []origin {
 }
 
 // fieldFuncs are the functions that may mention field l.
-func (fl *flow) fieldFuncs(l loc) []*fnCtx {
+func (fl *flow) fieldFuncs(l loc) []*Func {
 	out := fl.x.funcsIn(l.dir, l.name)
 	if token.IsExported(l.name) {
 		for _, d := range fl.x.scopeDirs() {

@@ -27,7 +27,7 @@ type when struct{ key, val string }
 // selectors follows the case's receiver value (kl.livenessManager in
 // kl.livenessManager.Updates()) forward and returns the fields it is stored
 // into under a switch case, with the value each holds it under.
-func (fl *flow) selectors(ch ast.Expr, loop *fnCtx) map[loc]when {
+func (fl *flow) selectors(ch ast.Expr, loop *Func) map[loc]when {
 	call, ok := ast.Unparen(ch).(*ast.CallExpr)
 	if !ok {
 		return nil
@@ -44,8 +44,8 @@ func (fl *flow) selectors(ch ast.Expr, loop *fnCtx) map[loc]when {
 	if !rt.ok() {
 		return nil
 	}
-	vf := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}, when: map[loc]when{}}
-	vf.reach(loc{dir: rt.dir, typ: rt.name, name: field.Sel.Name}, loop, "")
+	vf := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*Func{}, seen: map[string]bool{}, when: map[loc]when{}}
+	vf.reach(loc{dir: rt.dir, typ: rt.Name, name: field.Sel.Name}, loop, "")
 	return vf.when
 }
 
@@ -82,7 +82,7 @@ func lastName(e ast.Expr) string {
 
 // selected is the value the receiver of call holds only under, when it is a
 // field the case's value was stored into under a switch (w.resultsManager).
-func (fl *flow) selected(call *ast.CallExpr, c *fnCtx) (when, bool) {
+func (fl *flow) selected(call *ast.CallExpr, c *Func) (when, bool) {
 	fun, ok := call.Fun.(*ast.SelectorExpr)
 	if !ok {
 		return when{}, false
@@ -92,7 +92,7 @@ func (fl *flow) selected(call *ast.CallExpr, c *fnCtx) (when, bool) {
 		return when{}, false
 	}
 	for l, w := range fl.sel {
-		if l.name == recv.Sel.Name && fl.x.typeOf(recv.X, c) == (named{l.dir, l.typ}) {
+		if l.name == recv.Sel.Name && fl.x.typeOf(recv.X, c) == (Named{l.dir, l.typ}) {
 			return w, true
 		}
 	}
@@ -171,7 +171,7 @@ func evalWhen(e ast.Expr, w when) (v, known bool) {
 // w.run(…), the argument w's constructor was given for its parameter named
 // key (w := newWorker(m, liveness, pod, c)), found in the go statement's
 // block. ok is false when that cannot be told.
-func (fl *flow) madeWith(g *ast.GoStmt, p []ast.Node, c *fnCtx, key string) (string, bool) {
+func (fl *flow) madeWith(g *ast.GoStmt, p []ast.Node, c *Func, key string) (string, bool) {
 	fun, ok := g.Call.Fun.(*ast.SelectorExpr)
 	if !ok || len(p) == 0 {
 		return "", false
