@@ -26,7 +26,7 @@ type Defs struct {
 	Loop  []Ref            `json:"loop"`
 	Decls map[string]*Decl `json:"decls"` // by symbol
 	// Declared is every function, method and type symbol declared in the
-	// kubelet's packages at the tag (flowScope), indexed or not: whether a
+	// kubelet's packages at the tag (FlowScope), indexed or not: whether a
 	// name a reader writes exists at this tag at all.
 	Declared []string `json:"declared"`
 }
@@ -78,12 +78,12 @@ type defsBuilder struct {
 // defs builds the index from the loop function lf.fd and the helpers, and
 // from roots (the derived writers' functions, which the margin opens).
 func (x *extraction) defs(lf *loopFile, helpers, roots []string) *Defs {
-	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.tag, Decls: map[string]*Decl{}}, fns: map[string][]*Func{}}
-	loop := &Func{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
+	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.Tag, Decls: map[string]*Decl{}}, fns: map[string][]*Func{}}
+	loop := &Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}
 	b.defs.Loop = b.refs(loop, lf.fd)
 	for _, h := range helpers {
 		if d, ok := lf.funcs[h]; ok {
-			b.defs.Loop = append(b.defs.Loop, b.refs(&Func{f: lf.f, dir: loop.dir, decl: d}, d)...)
+			b.defs.Loop = append(b.defs.Loop, b.refs(&Func{F: lf.F, Dir: loop.Dir, Decl: d}, d)...)
 		}
 	}
 	level := append(uniqSyms(b.defs.Loop), roots...)
@@ -145,34 +145,34 @@ func uniqSyms(refs []Ref) []string {
 // references in its body (not at the index's last level).
 func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 	x := b.x
-	dir, recv, name, ok := splitSymbol(sym)
+	dir, recv, name, ok := SplitSymbol(sym)
 	if !ok {
 		return nil
 	}
 	if _, ok := b.fns[sym]; !ok {
 		// a root named by symbol only: a function or a concrete method
 		if recv == "" {
-			b.fns[sym] = x.funcDecl(dir, name)
+			b.fns[sym] = x.FuncDecl(dir, name)
 		} else {
-			b.fns[sym] = x.methods(Named{dir, recv}, name)
+			b.fns[sym] = x.Methods(Named{dir, recv}, name)
 		}
 	}
 	if cs, ok := b.fns[sym]; ok && len(cs) > 0 {
 		c := cs[0]
 		d := b.funcDecl(sym, c)
 		if withRefs {
-			d.Refs = b.refs(c, c.decl)
+			d.Refs = b.refs(c, c.Decl)
 		}
 		return d
 	}
 	if recv != "" {
 		// an interface method
 		t := Named{dir, recv}
-		specs := x.typeSpecsOf(t)
+		specs := x.TypeSpecsOf(t)
 		if len(specs) == 0 {
 			return nil
 		}
-		it, ok := specs[0].ts.Type.(*ast.InterfaceType)
+		it, ok := specs[0].TS.Type.(*ast.InterfaceType)
 		if !ok {
 			return nil
 		}
@@ -181,16 +181,16 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 				if n.Name != name {
 					continue
 				}
-				f := specs[0].f
-				start := f.line(m.Pos())
+				f := specs[0].F
+				start := f.Line(m.Pos())
 				if m.Doc != nil {
-					start = f.line(m.Doc.Pos())
+					start = f.Line(m.Doc.Pos())
 				}
-				d := &Decl{Sym: sym, Kind: "interface method", File: f.path, Start: start, End: f.endLine(m)}
-				d.Text = f.lines(d.Start, d.End)
-				for _, impl := range x.implementations(t) {
-					for _, c := range x.methods(impl, name) {
-						s := funcSymbol(c.dir, c.decl)
+				d := &Decl{Sym: sym, Kind: "interface method", File: f.Path, Start: start, End: f.EndLine(m)}
+				d.Text = f.Lines(d.Start, d.End)
+				for _, impl := range x.Implementations(t) {
+					for _, c := range x.Methods(impl, name) {
+						s := FuncSymbol(c.Dir, c.Decl)
 						b.fns[s] = append(b.fns[s], c)
 						if !slices.Contains(d.Impls, s) {
 							d.Impls = append(d.Impls, s)
@@ -204,36 +204,36 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 	}
 	// a type
 	t := Named{dir, name}
-	specs := x.typeSpecsOf(t)
+	specs := x.TypeSpecsOf(t)
 	if len(specs) == 0 {
 		return nil
 	}
-	f, ts := specs[0].f, specs[0].ts
-	start, end := f.line(ts.Pos()), f.endLine(ts)
-	if gd := genDeclOf(f.file, ts); gd != nil && len(gd.Specs) == 1 {
-		start = f.line(gd.Pos())
+	f, ts := specs[0].F, specs[0].TS
+	start, end := f.Line(ts.Pos()), f.EndLine(ts)
+	if gd := genDeclOf(f.AST, ts); gd != nil && len(gd.Specs) == 1 {
+		start = f.Line(gd.Pos())
 		if gd.Doc != nil {
-			start = f.line(gd.Doc.Pos())
+			start = f.Line(gd.Doc.Pos())
 		}
 	} else if ts.Doc != nil {
-		start = f.line(ts.Doc.Pos())
+		start = f.Line(ts.Doc.Pos())
 	}
 	start = docAbove(f, start)
-	return &Decl{Sym: sym, Kind: "type", File: f.path, Start: start, End: end, Text: f.lines(start, end)}
+	return &Decl{Sym: sym, Kind: "type", File: f.Path, Start: start, End: end, Text: f.Lines(start, end)}
 }
 
 // docAbove is the first line of the // comment block right above line
 // (line itself when there is none). Most package files are parsed without
 // their comments, so the doc comment is found by its lines.
 func docAbove(f *File, line int) int {
-	for line > 1 && strings.HasPrefix(strings.TrimSpace(f.lines(line-1, line-1)), "//") {
+	for line > 1 && strings.HasPrefix(strings.TrimSpace(f.Lines(line-1, line-1)), "//") {
 		line--
 	}
 	return line
 }
 
 func genDeclOf(f *ast.File, ts *ast.TypeSpec) *ast.GenDecl {
-	for gd, s := range typeSpecs(f) {
+	for gd, s := range TypeSpecs(f) {
 		if s == ts {
 			return gd
 		}
@@ -242,19 +242,19 @@ func genDeclOf(f *ast.File, ts *ast.TypeSpec) *ast.GenDecl {
 }
 
 func (b *defsBuilder) funcDecl(sym string, c *Func) *Decl {
-	f, fd := c.f, c.decl
-	start := f.line(fd.Pos())
+	f, fd := c.F, c.Decl
+	start := f.Line(fd.Pos())
 	if fd.Doc != nil {
-		start = f.line(fd.Doc.Pos())
+		start = f.Line(fd.Doc.Pos())
 	} else {
 		start = docAbove(f, start)
 	}
-	end := f.endLine(fd)
+	end := f.EndLine(fd)
 	kind := "func"
 	if fd.Recv != nil {
 		kind = "method"
 	}
-	return &Decl{Sym: sym, Kind: kind, File: f.path, Start: start, End: end, Text: f.lines(start, end)}
+	return &Decl{Sym: sym, Kind: kind, File: f.Path, Start: start, End: end, Text: f.Lines(start, end)}
 }
 
 // refs lists the identifiers in fd (of c) that name module functions,
@@ -264,9 +264,9 @@ func (b *defsBuilder) refs(c *Func, fd *ast.FuncDecl) []Ref {
 	x := b.x
 	var out []Ref
 	add := func(id *ast.Ident, sym string, decls []*Func) {
-		pos := c.f.tf.Position(id.Pos())
-		lineStart := c.f.tf.Offset(c.f.tf.LineStart(pos.Line))
-		out = append(out, Ref{Line: pos.Line, Col: c.f.tf.Offset(id.Pos()) - lineStart, Len: len(id.Name), Sym: sym})
+		pos := c.F.TF.Position(id.Pos())
+		lineStart := c.F.TF.Offset(c.F.TF.LineStart(pos.Line))
+		out = append(out, Ref{Line: pos.Line, Col: c.F.TF.Offset(id.Pos()) - lineStart, Len: len(id.Name), Sym: sym})
 		if len(decls) > 0 {
 			if _, ok := b.fns[sym]; !ok {
 				b.fns[sym] = decls
@@ -279,8 +279,8 @@ func (b *defsBuilder) refs(c *Func, fd *ast.FuncDecl) []Ref {
 		case *ast.CallExpr:
 			switch fun := ast.Unparen(e.Fun).(type) {
 			case *ast.Ident:
-				if ds := x.funcDecl(c.dir, fun.Name); len(ds) > 0 && paramType(fd.Type, fun.Name) == nil {
-					add(fun, funcSymbol(c.dir, ds[0].decl), ds)
+				if ds := x.FuncDecl(c.Dir, fun.Name); len(ds) > 0 && ParamType(fd.Type, fun.Name) == nil {
+					add(fun, FuncSymbol(c.Dir, ds[0].Decl), ds)
 				}
 			case *ast.SelectorExpr:
 				b.selectorRef(c, fun, add)
@@ -288,8 +288,8 @@ func (b *defsBuilder) refs(c *Func, fd *ast.FuncDecl) []Ref {
 		case *ast.SelectorExpr:
 			// a type written pkg.T (a composite literal's, a conversion's,
 			// a declaration's), not a call
-			if id, ok := e.X.(*ast.Ident); ok && token.IsExported(e.Sel.Name) && x.isPackageName(c, id.Name) {
-				if d, ok := x.importedDir(c.f, id.Name); ok && len(x.typeSpecsOf(Named{d, e.Sel.Name})) > 0 {
+			if id, ok := e.X.(*ast.Ident); ok && token.IsExported(e.Sel.Name) && x.IsPackageName(c, id.Name) {
+				if d, ok := x.ImportedDir(c.F, id.Name); ok && len(x.TypeSpecsOf(Named{d, e.Sel.Name})) > 0 {
 					add(e.Sel, d+"."+e.Sel.Name, nil)
 				}
 			}
@@ -308,43 +308,43 @@ func (b *defsBuilder) refs(c *Func, fd *ast.FuncDecl) []Ref {
 // selectorRef resolves pkg.F(…) and x.M(…).
 func (b *defsBuilder) selectorRef(c *Func, fun *ast.SelectorExpr, add func(*ast.Ident, string, []*Func)) {
 	x := b.x
-	if id, ok := fun.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
-		if d, ok := x.importedDir(c.f, id.Name); ok {
-			if ds := x.funcDecl(d, fun.Sel.Name); len(ds) > 0 {
-				add(fun.Sel, funcSymbol(d, ds[0].decl), ds)
+	if id, ok := fun.X.(*ast.Ident); ok && x.IsPackageName(c, id.Name) {
+		if d, ok := x.ImportedDir(c.F, id.Name); ok {
+			if ds := x.FuncDecl(d, fun.Sel.Name); len(ds) > 0 {
+				add(fun.Sel, FuncSymbol(d, ds[0].Decl), ds)
 			}
 		}
 		return
 	}
-	t := x.typeOf(fun.X, c)
-	if !t.ok() {
+	t := x.TypeOf(fun.X, c)
+	if !t.OK() {
 		return
 	}
-	if ms, iface := x.interfaceMethods(t, 0); iface {
+	if ms, iface := x.InterfaceMethods(t, 0); iface {
 		if !slices.Contains(ms, fun.Sel.Name) {
 			return
 		}
 		// The method may be declared in an embedded interface: name the
 		// interface that declares it.
 		owner := x.declaringInterface(t, fun.Sel.Name, 0)
-		if owner.ok() {
-			add(fun.Sel, owner.dir+"."+owner.Name+"."+fun.Sel.Name, nil)
+		if owner.OK() {
+			add(fun.Sel, owner.Dir+"."+owner.Name+"."+fun.Sel.Name, nil)
 		}
 		return
 	}
-	if ds := x.methods(t, fun.Sel.Name); len(ds) > 0 {
-		add(fun.Sel, funcSymbol(t.dir, ds[0].decl), ds)
+	if ds := x.Methods(t, fun.Sel.Name); len(ds) > 0 {
+		add(fun.Sel, FuncSymbol(t.Dir, ds[0].Decl), ds)
 	}
 }
 
 // declaringInterface is the interface, t or one it embeds, that declares
 // method m.
 func (x *extraction) declaringInterface(t Named, m string, depth int) Named {
-	specs := x.typeSpecsOf(t)
+	specs := x.TypeSpecsOf(t)
 	if len(specs) == 0 || depth > 6 {
 		return Named{}
 	}
-	it, ok := specs[0].ts.Type.(*ast.InterfaceType)
+	it, ok := specs[0].TS.Type.(*ast.InterfaceType)
 	if !ok {
 		return Named{}
 	}
@@ -357,8 +357,8 @@ func (x *extraction) declaringInterface(t Named, m string, depth int) Named {
 	}
 	for _, f := range it.Methods.List {
 		if len(f.Names) == 0 {
-			if emb := x.resolveType(f.Type, specs[0].f, t.dir); emb.ok() {
-				if o := x.declaringInterface(emb, m, depth+1); o.ok() {
+			if emb := x.ResolveType(f.Type, specs[0].F, t.Dir); emb.OK() {
+				if o := x.declaringInterface(emb, m, depth+1); o.OK() {
 					return o
 				}
 			}
@@ -368,19 +368,19 @@ func (x *extraction) declaringInterface(t Named, m string, depth int) Named {
 }
 
 // declared lists every function, method and type symbol declared in the
-// non-test files of flowScope, sorted.
+// non-test files of FlowScope, sorted.
 func (x *extraction) declared() []string {
 	var out []string
-	for _, d := range x.scopeDirs() {
-		p := x.pkg(d)
+	for _, d := range x.ScopeDirs() {
+		p := x.Pkg(d)
 		if p == nil {
 			continue
 		}
-		for _, f := range x.parsedFiles(p, func([]byte) bool { return true }) {
-			for _, decl := range f.file.Decls {
+		for _, f := range x.ParsedFiles(p, func([]byte) bool { return true }) {
+			for _, decl := range f.AST.Decls {
 				switch dd := decl.(type) {
 				case *ast.FuncDecl:
-					out = append(out, funcSymbol(d, dd))
+					out = append(out, FuncSymbol(d, dd))
 				case *ast.GenDecl:
 					if dd.Tok != token.TYPE {
 						continue

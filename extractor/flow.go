@@ -17,7 +17,7 @@ import (
 	"strings"
 )
 
-// flowScope are the trees searched for callers and implementations: the
+// FlowScope are the trees searched for callers and implementations: the
 // kubelet's own packages. A type or function is still resolved wherever in
 // the module it is declared; only the searches "who calls F" and "who
 // implements I" are bounded, which keeps the derivation to the ~4 MB of
@@ -25,63 +25,63 @@ import (
 //
 // pkg/util is in it because the kubelet's config mux lived there until
 // v1.2x (pkg/util/config), calling podStorage.Merge through an interface.
-var flowScope = []string{"pkg/kubelet", "cmd/kubelet", "pkg/util"}
+var FlowScope = []string{"pkg/kubelet", "cmd/kubelet", "pkg/util"}
 
 // Func is one function declaration: where a name used in it is resolved.
 type Func struct {
-	f    *File
-	dir  string
-	decl *ast.FuncDecl
+	F    *File
+	Dir  string
+	Decl *ast.FuncDecl
 }
 
 // Named is a Named type of the module: its package dir and name. The zero
 // value is a type that could not be told.
-type Named struct{ dir, Name string }
+type Named struct{ Dir, Name string }
 
-func (n Named) ok() bool { return n.Name != "" }
+func (n Named) OK() bool { return n.Name != "" }
 
 // symbolName is the function's name as the notes write symbols:
 // "pkg/kubelet/config.(*podStorage).Merge", "pkg/kubelet.NewMainKubelet".
-func (c *Func) symbolName() string {
-	return funcSymbol(c.dir, c.decl)
+func (c *Func) SymbolName() string {
+	return FuncSymbol(c.Dir, c.Decl)
 }
 
-func funcSymbol(dir string, fd *ast.FuncDecl) string {
+func FuncSymbol(dir string, fd *ast.FuncDecl) string {
 	if fd.Recv == nil || len(fd.Recv.List) == 0 {
 		return dir + "." + fd.Name.Name
 	}
 	t := fd.Recv.List[0].Type
 	if _, ok := t.(*ast.StarExpr); ok {
-		return dir + ".(*" + baseTypeName(t) + ")." + fd.Name.Name
+		return dir + ".(*" + BaseTypeName(t) + ")." + fd.Name.Name
 	}
-	return dir + "." + baseTypeName(t) + "." + fd.Name.Name
+	return dir + "." + BaseTypeName(t) + "." + fd.Name.Name
 }
 
 // id identifies the function (a file name breaks ties between build-tagged
 // twins such as containerManagerImpl.Updates in _linux.go and _windows.go).
-func (c *Func) id() string { return c.f.path + ":" + c.decl.Name.Name + ":" + recvName(c.decl) }
+func (c *Func) ID() string { return c.F.Path + ":" + c.Decl.Name.Name + ":" + RecvName(c.Decl) }
 
 // recvIdent is the receiver's name, "" for a function.
-func (c *Func) recvIdent() string {
-	if c.decl.Recv == nil || len(c.decl.Recv.List) == 0 || len(c.decl.Recv.List[0].Names) == 0 {
+func (c *Func) RecvIdent() string {
+	if c.Decl.Recv == nil || len(c.Decl.Recv.List) == 0 || len(c.Decl.Recv.List[0].Names) == 0 {
 		return ""
 	}
-	return c.decl.Recv.List[0].Names[0].Name
+	return c.Decl.Recv.List[0].Names[0].Name
 }
 
-// scopeDirs lists every directory with Go files under flowScope, once.
-func (x *extraction) scopeDirs() []string {
+// scopeDirs lists every directory with Go files under FlowScope, once.
+func (x *extraction) ScopeDirs() []string {
 	if x.scope != nil {
 		return x.scope
 	}
 	x.scope = []string{}
-	for _, root := range flowScope {
-		fs.WalkDir(x.fsys, root, func(p string, d fs.DirEntry, err error) error {
+	for _, root := range FlowScope {
+		fs.WalkDir(x.FS, root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil
 			}
 			if d.IsDir() {
-				if isTestDouble(p) {
+				if IsTestDouble(p) {
 					return fs.SkipDir
 				}
 				x.scope = append(x.scope, p)
@@ -94,7 +94,7 @@ func (x *extraction) scopeDirs() []string {
 
 // isTestDouble reports whether a directory holds test doubles (fakes,
 // mocks, testing helpers): non-test files, but not what the kubelet runs.
-func isTestDouble(dir string) bool {
+func IsTestDouble(dir string) bool {
 	for el := range strings.SplitSeq(dir, "/") {
 		if el == "testing" || el == "testdata" || strings.HasPrefix(el, "fake") || strings.HasPrefix(el, "mock") {
 			return true
@@ -103,7 +103,7 @@ func isTestDouble(dir string) bool {
 	return false
 }
 
-func isTestDoubleType(name string) bool {
+func IsTestDoubleType(name string) bool {
 	for _, p := range []string{"Fake", "fake", "Mock", "mock", "Stub", "stub"} {
 		if strings.HasPrefix(name, p) {
 			return true
@@ -114,16 +114,16 @@ func isTestDoubleType(name string) bool {
 
 // funcsIn yields the function declarations with bodies of files of dir that
 // mention want.
-func (x *extraction) funcsIn(dir, want string) []*Func {
-	p := x.pkg(dir)
+func (x *extraction) FuncsIn(dir, want string) []*Func {
+	p := x.Pkg(dir)
 	if p == nil {
 		return nil
 	}
 	var out []*Func
-	for _, f := range x.filesWith(p, want) {
-		for _, d := range f.file.Decls {
+	for _, f := range x.FilesWith(p, want) {
+		for _, d := range f.AST.Decls {
 			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
-				out = append(out, &Func{f: f, dir: dir, decl: fd})
+				out = append(out, &Func{F: f, Dir: dir, Decl: fd})
 			}
 		}
 	}
@@ -132,10 +132,10 @@ func (x *extraction) funcsIn(dir, want string) []*Func {
 
 // methods returns the declarations of method m on type t (several when
 // build-tagged files declare it more than once).
-func (x *extraction) methods(t Named, m string) []*Func {
+func (x *extraction) Methods(t Named, m string) []*Func {
 	var out []*Func
-	for _, c := range x.funcsIn(t.dir, m) {
-		if c.decl.Name.Name == m && recvName(c.decl) == t.Name {
+	for _, c := range x.FuncsIn(t.Dir, m) {
+		if c.Decl.Name.Name == m && RecvName(c.Decl) == t.Name {
 			out = append(out, c)
 		}
 	}
@@ -143,10 +143,10 @@ func (x *extraction) methods(t Named, m string) []*Func {
 }
 
 // funcDecl returns package-level function name of dir.
-func (x *extraction) funcDecl(dir, name string) []*Func {
+func (x *extraction) FuncDecl(dir, name string) []*Func {
 	var out []*Func
-	for _, c := range x.funcsIn(dir, name) {
-		if c.decl.Recv == nil && c.decl.Name.Name == name {
+	for _, c := range x.FuncsIn(dir, name) {
+		if c.Decl.Recv == nil && c.Decl.Name.Name == name {
 			out = append(out, c)
 		}
 	}
@@ -154,14 +154,14 @@ func (x *extraction) funcDecl(dir, name string) []*Func {
 }
 
 // typeSpecsOf returns every declaration of type t (build-tagged twins).
-func (x *extraction) typeSpecsOf(t Named) []FileSpec {
-	p := x.pkg(t.dir)
+func (x *extraction) TypeSpecsOf(t Named) []FileSpec {
+	p := x.Pkg(t.Dir)
 	if p == nil {
 		return nil
 	}
 	var out []FileSpec
-	for _, f := range x.parsedFiles(p, func(src []byte) bool { return mayDeclareType(src, t.Name) }) {
-		if ts := typeSpecIn(f.file, t.Name); ts != nil {
+	for _, f := range x.ParsedFiles(p, func(src []byte) bool { return MayDeclareType(src, t.Name) }) {
+		if ts := TypeSpecIn(f.AST, t.Name); ts != nil {
 			out = append(out, FileSpec{f, ts})
 		}
 	}
@@ -169,13 +169,13 @@ func (x *extraction) typeSpecsOf(t Named) []FileSpec {
 }
 
 type FileSpec struct {
-	f  *File
-	ts *ast.TypeSpec
+	F  *File
+	TS *ast.TypeSpec
 }
 
 // resolveType names the type written as e in file f of package dir:
 // pointers and parentheses stripped, a local or imported module type.
-func (x *extraction) resolveType(e ast.Expr, f *File, dir string) Named {
+func (x *extraction) ResolveType(e ast.Expr, f *File, dir string) Named {
 	for {
 		switch t := e.(type) {
 		case *ast.StarExpr:
@@ -198,7 +198,7 @@ func (x *extraction) resolveType(e ast.Expr, f *File, dir string) Named {
 		return Named{dir, t.Name}
 	case *ast.SelectorExpr:
 		if id, ok := t.X.(*ast.Ident); ok {
-			if d, ok := x.importedDir(f, id.Name); ok {
+			if d, ok := x.ImportedDir(f, id.Name); ok {
 				return Named{d, t.Sel.Name}
 			}
 		}
@@ -208,20 +208,20 @@ func (x *extraction) resolveType(e ast.Expr, f *File, dir string) Named {
 
 // fieldType is the declared type of field name of struct t, resolved, and
 // the expression as written (for a func or chan field).
-func (x *extraction) fieldType(t Named, name string) Named {
-	for _, sp := range x.typeSpecsOf(t) {
-		st, ok := sp.ts.Type.(*ast.StructType)
+func (x *extraction) FieldType(t Named, name string) Named {
+	for _, sp := range x.TypeSpecsOf(t) {
+		st, ok := sp.TS.Type.(*ast.StructType)
 		if !ok {
 			continue
 		}
 		for _, fl := range st.Fields.List {
 			for _, n := range fl.Names {
 				if n.Name == name {
-					return x.resolveType(fl.Type, sp.f, t.dir)
+					return x.ResolveType(fl.Type, sp.F, t.Dir)
 				}
 			}
 			if len(fl.Names) == 0 { // an embedded field's fields are promoted
-				if e := x.resolveType(fl.Type, sp.f, t.dir); e.ok() && baseTypeName(fl.Type) == name {
+				if e := x.ResolveType(fl.Type, sp.F, t.Dir); e.OK() && BaseTypeName(fl.Type) == name {
 					return e
 				}
 			}
@@ -231,39 +231,39 @@ func (x *extraction) fieldType(t Named, name string) Named {
 }
 
 // typeOf infers the named type of the value e in c, or the zero named.
-func (x *extraction) typeOf(e ast.Expr, c *Func) Named {
-	return x.typeOfDepth(e, c, 0)
+func (x *extraction) TypeOf(e ast.Expr, c *Func) Named {
+	return x.TypeOfDepth(e, c, 0)
 }
 
-func (x *extraction) typeOfDepth(e ast.Expr, c *Func, depth int) Named {
+func (x *extraction) TypeOfDepth(e ast.Expr, c *Func, depth int) Named {
 	if depth > 6 {
 		return Named{}
 	}
 	switch t := ast.Unparen(e).(type) {
 	case *ast.Ident:
-		if t.Name == c.recvIdent() && t.Name != "" {
-			return Named{c.dir, recvName(c.decl)}
+		if t.Name == c.RecvIdent() && t.Name != "" {
+			return Named{c.Dir, RecvName(c.Decl)}
 		}
-		if pt := paramType(c.decl.Type, t.Name); pt != nil {
-			return x.resolveType(pt, c.f, c.dir)
+		if pt := ParamType(c.Decl.Type, t.Name); pt != nil {
+			return x.ResolveType(pt, c.F, c.Dir)
 		}
 		var out Named
-		ast.Inspect(c.decl.Body, func(n ast.Node) bool {
-			if out.ok() {
+		ast.Inspect(c.Decl.Body, func(n ast.Node) bool {
+			if out.OK() {
 				return false
 			}
 			switch s := n.(type) {
 			case *ast.FuncLit:
-				if pt := paramType(s.Type, t.Name); pt != nil {
-					out = x.resolveType(pt, c.f, c.dir)
+				if pt := ParamType(s.Type, t.Name); pt != nil {
+					out = x.ResolveType(pt, c.F, c.Dir)
 				}
 			case *ast.AssignStmt:
 				for i, l := range s.Lhs {
 					if id, ok := l.(*ast.Ident); ok && id.Name == t.Name && s.Tok == token.DEFINE {
 						if len(s.Rhs) == len(s.Lhs) {
-							out = x.typeOfDepth(s.Rhs[i], c, depth+1)
+							out = x.TypeOfDepth(s.Rhs[i], c, depth+1)
 						} else if len(s.Rhs) == 1 {
-							out = x.resultType(s.Rhs[0], c, i, depth+1)
+							out = x.ResultType(s.Rhs[0], c, i, depth+1)
 						}
 					}
 				}
@@ -273,9 +273,9 @@ func (x *extraction) typeOfDepth(e ast.Expr, c *Func, depth int) Named {
 						continue
 					}
 					if s.Type != nil {
-						out = x.resolveType(s.Type, c.f, c.dir)
+						out = x.ResolveType(s.Type, c.F, c.Dir)
 					} else if i < len(s.Values) {
-						out = x.typeOfDepth(s.Values[i], c, depth+1)
+						out = x.TypeOfDepth(s.Values[i], c, depth+1)
 					}
 				}
 			}
@@ -284,34 +284,34 @@ func (x *extraction) typeOfDepth(e ast.Expr, c *Func, depth int) Named {
 		return out
 	case *ast.CompositeLit:
 		if t.Type != nil {
-			return x.resolveType(t.Type, c.f, c.dir)
+			return x.ResolveType(t.Type, c.F, c.Dir)
 		}
 	case *ast.UnaryExpr:
 		if t.Op == token.AND {
-			return x.typeOfDepth(t.X, c, depth+1)
+			return x.TypeOfDepth(t.X, c, depth+1)
 		}
 	case *ast.StarExpr:
-		return x.typeOfDepth(t.X, c, depth+1)
+		return x.TypeOfDepth(t.X, c, depth+1)
 	case *ast.SelectorExpr:
-		if id, ok := t.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
+		if id, ok := t.X.(*ast.Ident); ok && x.IsPackageName(c, id.Name) {
 			return Named{}
 		}
-		if rt := x.typeOfDepth(t.X, c, depth+1); rt.ok() {
-			return x.fieldType(rt, t.Sel.Name)
+		if rt := x.TypeOfDepth(t.X, c, depth+1); rt.OK() {
+			return x.FieldType(rt, t.Sel.Name)
 		}
 	case *ast.CallExpr:
-		return x.resultType(t, c, 0, depth+1)
+		return x.ResultType(t, c, 0, depth+1)
 	}
 	return Named{}
 }
 
 // isPackageName reports whether name is an import of c's file (and not
 // shadowed by a parameter, which is the common collision).
-func (x *extraction) isPackageName(c *Func, name string) bool {
-	if paramType(c.decl.Type, name) != nil || name == c.recvIdent() {
+func (x *extraction) IsPackageName(c *Func, name string) bool {
+	if ParamType(c.Decl.Type, name) != nil || name == c.RecvIdent() {
 		return false
 	}
-	for _, im := range c.f.file.Imports {
+	for _, im := range c.F.AST.Imports {
 		p := strings.Trim(im.Path.Value, `"`)
 		if im.Name != nil {
 			if im.Name.Name == name {
@@ -323,12 +323,12 @@ func (x *extraction) isPackageName(c *Func, name string) bool {
 			return true
 		}
 	}
-	_, ok := x.importedDir(c.f, name)
+	_, ok := x.ImportedDir(c.F, name)
 	return ok
 }
 
 // paramType is the type of parameter name of ft, or nil.
-func paramType(ft *ast.FuncType, name string) ast.Expr {
+func ParamType(ft *ast.FuncType, name string) ast.Expr {
 	if ft == nil || ft.Params == nil {
 		return nil
 	}
@@ -343,7 +343,7 @@ func paramType(ft *ast.FuncType, name string) ast.Expr {
 }
 
 // paramIndex is the position of parameter name in ft, -1 when none.
-func paramIndex(ft *ast.FuncType, name string) int {
+func ParamIndex(ft *ast.FuncType, name string) int {
 	i := 0
 	for _, p := range ft.Params.List {
 		if len(p.Names) == 0 {
@@ -361,7 +361,7 @@ func paramIndex(ft *ast.FuncType, name string) int {
 }
 
 // paramAt is the name of the i-th parameter of ft, "" when unnamed or none.
-func paramAt(ft *ast.FuncType, i int) string {
+func ParamAt(ft *ast.FuncType, i int) string {
 	j := 0
 	for _, p := range ft.Params.List {
 		if len(p.Names) == 0 {
@@ -379,13 +379,13 @@ func paramAt(ft *ast.FuncType, i int) string {
 }
 
 // resultType is the type of the idx-th result of the call.
-func (x *extraction) resultType(call ast.Expr, c *Func, idx, depth int) Named {
+func (x *extraction) ResultType(call ast.Expr, c *Func, idx, depth int) Named {
 	ce, ok := ast.Unparen(call).(*ast.CallExpr)
 	if !ok {
-		return x.typeOfDepth(call, c, depth)
+		return x.TypeOfDepth(call, c, depth)
 	}
-	for _, cal := range x.callees(ce, c) {
-		res := cal.decl.Type.Results
+	for _, cal := range x.Callees(ce, c) {
+		res := cal.Decl.Type.Results
 		if res == nil {
 			continue
 		}
@@ -393,7 +393,7 @@ func (x *extraction) resultType(call ast.Expr, c *Func, idx, depth int) Named {
 		for _, fl := range res.List {
 			n := max(1, len(fl.Names))
 			if idx < i+n {
-				if t := x.resolveType(fl.Type, cal.f, cal.dir); t.ok() {
+				if t := x.ResolveType(fl.Type, cal.F, cal.Dir); t.OK() {
 					return t
 				}
 				break
@@ -414,127 +414,127 @@ type Callee struct {
 // callees resolves the function(s) a call may run: a package function, a
 // method of a concrete type, or every module implementation's method when
 // the receiver is an interface.
-func (x *extraction) callees(ce *ast.CallExpr, c *Func) []Callee {
+func (x *extraction) Callees(ce *ast.CallExpr, c *Func) []Callee {
 	var out []Callee
 	switch fun := ast.Unparen(ce.Fun).(type) {
 	case *ast.Ident:
-		for _, d := range x.funcDecl(c.dir, fun.Name) {
+		for _, d := range x.FuncDecl(c.Dir, fun.Name) {
 			out = append(out, Callee{Func: d})
 		}
 	case *ast.SelectorExpr:
-		if id, ok := fun.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
-			if d, ok := x.importedDir(c.f, id.Name); ok {
-				for _, d := range x.funcDecl(d, fun.Sel.Name) {
+		if id, ok := fun.X.(*ast.Ident); ok && x.IsPackageName(c, id.Name) {
+			if d, ok := x.ImportedDir(c.F, id.Name); ok {
+				for _, d := range x.FuncDecl(d, fun.Sel.Name) {
 					out = append(out, Callee{Func: d})
 				}
 			}
 			return out
 		}
-		rt := x.typeOf(fun.X, c)
-		if !rt.ok() {
+		rt := x.TypeOf(fun.X, c)
+		if !rt.OK() {
 			return nil
 		}
-		return x.methodCallees(rt, fun.Sel.Name)
+		return x.MethodCallees(rt, fun.Sel.Name)
 	}
 	return out
 }
 
 // methodCallees are the declarations a call of method m on a value of type
 // t may run.
-func (x *extraction) methodCallees(t Named, m string) []Callee {
+func (x *extraction) MethodCallees(t Named, m string) []Callee {
 	var out []Callee
-	if _, iface := x.interfaceMethods(t, 0); iface {
-		for _, impl := range x.implementations(t) {
-			for _, d := range x.methods(impl, m) {
-				out = append(out, Callee{Func: d, Via: t.Name + " implemented by " + implName(impl, d)})
+	if _, iface := x.InterfaceMethods(t, 0); iface {
+		for _, impl := range x.Implementations(t) {
+			for _, d := range x.Methods(impl, m) {
+				out = append(out, Callee{Func: d, Via: t.Name + " implemented by " + ImplName(impl, d)})
 			}
 		}
 		return out
 	}
-	for _, d := range x.methods(t, m) {
+	for _, d := range x.Methods(t, m) {
 		out = append(out, Callee{Func: d})
 	}
 	return out
 }
 
-func implName(t Named, d *Func) string {
-	if _, ok := d.decl.Recv.List[0].Type.(*ast.StarExpr); ok {
-		return t.dir + ".(*" + t.Name + ")"
+func ImplName(t Named, d *Func) string {
+	if _, ok := d.Decl.Recv.List[0].Type.(*ast.StarExpr); ok {
+		return t.Dir + ".(*" + t.Name + ")"
 	}
-	return t.dir + "." + t.Name
+	return t.Dir + "." + t.Name
 }
 
-// CallSite is one call of a function found in flowScope.
+// CallSite is one call of a function found in FlowScope.
 type CallSite struct {
 	C    *Func
 	Call *ast.CallExpr
-	Path []ast.Node // ancestors of call inside c.decl.Body, outermost first
+	Path []ast.Node // ancestors of call inside c.Decl.Body, outermost first
 }
 
-// callersOf finds the calls in flowScope (and in the function's own package)
+// callersOf finds the calls in FlowScope (and in the function's own package)
 // that may run target: by name, with the receiver's type, when it can be
 // inferred, the target's type or an interface the target's type implements.
-func (x *extraction) callersOf(target *Func) []CallSite {
-	if cs, ok := x.callers[target.id()]; ok {
+func (x *extraction) CallersOf(target *Func) []CallSite {
+	if cs, ok := x.callers[target.ID()]; ok {
 		return cs
 	}
-	name := target.decl.Name.Name
-	recv := recvName(target.decl)
+	name := target.Decl.Name.Name
+	recv := RecvName(target.Decl)
 	var out []CallSite
-	dirs := append([]string{target.dir}, x.scopeDirs()...)
+	dirs := append([]string{target.Dir}, x.ScopeDirs()...)
 	seenDir := map[string]bool{}
 	for _, d := range dirs {
 		if seenDir[d] {
 			continue
 		}
 		seenDir[d] = true
-		for _, c := range x.funcsIn(d, name+"(") {
-			walkPath(c.decl.Body, func(n ast.Node, path []ast.Node) {
+		for _, c := range x.FuncsIn(d, name+"(") {
+			WalkPath(c.Decl.Body, func(n ast.Node, path []ast.Node) {
 				ce, ok := n.(*ast.CallExpr)
-				if !ok || len(ce.Args) != numParams(target.decl.Type) && !variadic(target.decl.Type) {
+				if !ok || len(ce.Args) != NumParams(target.Decl.Type) && !Variadic(target.Decl.Type) {
 					return
 				}
-				if x.mayCall(ce, c, target, name, recv) {
+				if x.MayCall(ce, c, target, name, recv) {
 					out = append(out, CallSite{C: c, Call: ce, Path: slices.Clone(path)})
 				}
 			})
 		}
 	}
-	x.callers[target.id()] = out
+	x.callers[target.ID()] = out
 	return out
 }
 
 // mayCall reports whether the call ce in c may run target.
-func (x *extraction) mayCall(ce *ast.CallExpr, c *Func, target *Func, name, recv string) bool {
+func (x *extraction) MayCall(ce *ast.CallExpr, c *Func, target *Func, name, recv string) bool {
 	switch fun := ast.Unparen(ce.Fun).(type) {
 	case *ast.Ident:
-		return recv == "" && fun.Name == name && c.dir == target.dir
+		return recv == "" && fun.Name == name && c.Dir == target.Dir
 	case *ast.SelectorExpr:
 		if fun.Sel.Name != name {
 			return false
 		}
-		if id, ok := fun.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
-			d, ok := x.importedDir(c.f, id.Name)
-			return recv == "" && ok && d == target.dir
+		if id, ok := fun.X.(*ast.Ident); ok && x.IsPackageName(c, id.Name) {
+			d, ok := x.ImportedDir(c.F, id.Name)
+			return recv == "" && ok && d == target.Dir
 		}
 		if recv == "" {
 			return false
 		}
-		rt := x.typeOf(fun.X, c)
-		if !rt.ok() {
+		rt := x.TypeOf(fun.X, c)
+		if !rt.OK() {
 			return false
 		}
-		if rt == (Named{target.dir, recv}) {
+		if rt == (Named{target.Dir, recv}) {
 			return true
 		}
-		if _, iface := x.interfaceMethods(rt, 0); iface {
-			return slices.Contains(x.implementations(rt), Named{target.dir, recv})
+		if _, iface := x.InterfaceMethods(rt, 0); iface {
+			return slices.Contains(x.Implementations(rt), Named{target.Dir, recv})
 		}
 	}
 	return false
 }
 
-func numParams(ft *ast.FuncType) int {
+func NumParams(ft *ast.FuncType) int {
 	n := 0
 	for _, p := range ft.Params.List {
 		n += max(1, len(p.Names))
@@ -542,7 +542,7 @@ func numParams(ft *ast.FuncType) int {
 	return n
 }
 
-func variadic(ft *ast.FuncType) bool {
+func Variadic(ft *ast.FuncType) bool {
 	l := ft.Params.List
 	if len(l) == 0 {
 		return false
@@ -552,7 +552,7 @@ func variadic(ft *ast.FuncType) bool {
 }
 
 // walkPath visits every node under root with its ancestors (root first).
-func walkPath(root ast.Node, visit func(n ast.Node, path []ast.Node)) {
+func WalkPath(root ast.Node, visit func(n ast.Node, path []ast.Node)) {
 	var stack []ast.Node
 	ast.Inspect(root, func(n ast.Node) bool {
 		if n == nil {
@@ -566,25 +566,25 @@ func walkPath(root ast.Node, visit func(n ast.Node, path []ast.Node)) {
 }
 
 // refsTo are the calls of fn and the places fn is used as a function value
-// (x.Relist passed to wait.Until), in flowScope.
-func (x *extraction) refsTo(fn *Func) []CallSite {
-	key := "refs:" + fn.id()
+// (x.Relist passed to wait.Until), in FlowScope.
+func (x *extraction) RefsTo(fn *Func) []CallSite {
+	key := "refs:" + fn.ID()
 	if cs, ok := x.callers[key]; ok {
 		return cs
 	}
-	name := fn.decl.Name.Name
-	recv := recvName(fn.decl)
+	name := fn.Decl.Name.Name
+	recv := RecvName(fn.Decl)
 	var out []CallSite
-	out = append(out, x.callersOf(fn)...)
-	dirs := append([]string{fn.dir}, x.scopeDirs()...)
+	out = append(out, x.CallersOf(fn)...)
+	dirs := append([]string{fn.Dir}, x.ScopeDirs()...)
 	seenDir := map[string]bool{}
 	for _, d := range dirs {
 		if seenDir[d] {
 			continue
 		}
 		seenDir[d] = true
-		for _, c := range x.funcsIn(d, name) {
-			walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+		for _, c := range x.FuncsIn(d, name) {
+			WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 				sel, ok := n.(*ast.SelectorExpr)
 				if !ok || sel.Sel.Name != name || recv == "" || len(p) == 0 {
 					return
@@ -592,9 +592,9 @@ func (x *extraction) refsTo(fn *Func) []CallSite {
 				if call, ok := p[len(p)-1].(*ast.CallExpr); ok && call.Fun == sel {
 					return // a call: callersOf has it
 				}
-				rt := x.typeOf(sel.X, c)
-				if rt != (Named{fn.dir, recv}) {
-					if _, iface := x.interfaceMethods(rt, 0); !rt.ok() || !iface || !slices.Contains(x.implementations(rt), Named{fn.dir, recv}) {
+				rt := x.TypeOf(sel.X, c)
+				if rt != (Named{fn.Dir, recv}) {
+					if _, iface := x.InterfaceMethods(rt, 0); !rt.OK() || !iface || !slices.Contains(x.Implementations(rt), Named{fn.Dir, recv}) {
 						return
 					}
 				}

@@ -43,10 +43,10 @@ func (lf *loopFile) logsIn(n ast.Node, funcName string) []LogSite {
 			return true
 		}
 		if ls, ok := logCall(call, lf.klog); ok {
-			ls.File = lf.f.path
-			ls.Line = lf.f.line(call.Pos())
+			ls.File = lf.F.Path
+			ls.Line = lf.F.Line(call.Pos())
 			ls.Func = funcName
-			ls.Message = messageText(lf.f, call.Args[ls.msgArg])
+			ls.Message = messageText(lf.F, call.Args[ls.msgArg])
 			out = append(out, ls.LogSite)
 		}
 		return true
@@ -160,7 +160,7 @@ func messageText(f *File, e ast.Expr) string {
 	if s, ok := constString(e); ok {
 		return s
 	}
-	return f.text(e)
+	return f.Text(e)
 }
 
 func constString(e ast.Expr) (string, bool) {

@@ -116,9 +116,9 @@ func (x *extraction) mainParts(r *Reading, symbols []string) error {
 // every file parsed, and the packages parsed so far (for type resolution and
 // symbols), so no file is read or parsed twice.
 type extraction struct {
-	fsys  fs.FS
-	tag   string
-	fset  *token.FileSet
+	FS    fs.FS
+	Tag   string
+	Fset  *token.FileSet
 	pkgs  map[string]*Package // by slash dir relative to the module root
 	files map[string]*File   // files parsed with their comments, by path
 
@@ -131,38 +131,38 @@ type extraction struct {
 }
 
 func newExtraction(fsys fs.FS, tag string) *extraction {
-	return &extraction{fsys: fsys, tag: tag, fset: token.NewFileSet(), pkgs: map[string]*Package{},
+	return &extraction{FS: fsys, Tag: tag, Fset: token.NewFileSet(), pkgs: map[string]*Package{},
 		files: map[string]*File{}, impls: map[string][]Named{}, callers: map[string][]CallSite{}}
 }
 
 // File is one parsed Go file with its bytes.
 type File struct {
-	path string
-	src  []byte
-	file *ast.File
-	tf   *token.File
+	Path string
+	Src  []byte
+	AST  *ast.File
+	TF   *token.File
 }
 
 // parseSource parses src (the bytes of path) into the extraction's FileSet.
-func (x *extraction) parseSource(path string, src []byte, comments bool) (*File, error) {
+func (x *extraction) ParseSource(path string, src []byte, comments bool) (*File, error) {
 	mode := parser.SkipObjectResolution
 	if comments {
 		mode |= parser.ParseComments
 	}
-	f, err := parser.ParseFile(x.fset, path, src, mode)
+	f, err := parser.ParseFile(x.Fset, path, src, mode)
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}
-	return &File{path: path, src: src, file: f, tf: x.fset.File(f.Pos())}, nil
+	return &File{Path: path, Src: src, AST: f, TF: x.Fset.File(f.Pos())}, nil
 }
 
 // readParse reads and parses path with its comments.
-func (x *extraction) readParse(path string) (*File, error) {
-	src, err := fs.ReadFile(x.fsys, path)
+func (x *extraction) ReadParse(path string) (*File, error) {
+	src, err := fs.ReadFile(x.FS, path)
 	if err != nil {
 		return nil, err
 	}
-	f, err := x.parseSource(path, src, true)
+	f, err := x.ParseSource(path, src, true)
 	if err == nil {
 		x.files[path] = f
 	}
@@ -170,34 +170,34 @@ func (x *extraction) readParse(path string) (*File, error) {
 }
 
 // line is the line of pos in the file.
-func (f *File) line(pos token.Pos) int { return f.tf.Line(pos) }
+func (f *File) Line(pos token.Pos) int { return f.TF.Line(pos) }
 
 // endLine is the line of the last character of n.
-func (f *File) endLine(n ast.Node) int { return f.tf.Line(n.End() - 1) }
+func (f *File) EndLine(n ast.Node) int { return f.TF.Line(n.End() - 1) }
 
 // text is the exact source of n.
-func (f *File) text(n ast.Node) string {
-	return string(f.src[f.tf.Offset(n.Pos()):f.tf.Offset(n.End())])
+func (f *File) Text(n ast.Node) string {
+	return string(f.Src[f.TF.Offset(n.Pos()):f.TF.Offset(n.End())])
 }
 
 // lines is the exact source of lines from..to (1-based, inclusive), without
 // the newline that ends the last one.
-func (f *File) lines(from, to int) string {
-	if from < 1 || to < from || from > f.tf.LineCount() {
+func (f *File) Lines(from, to int) string {
+	if from < 1 || to < from || from > f.TF.LineCount() {
 		return ""
 	}
-	start := f.tf.Offset(f.tf.LineStart(from))
-	end := len(f.src)
-	if to < f.tf.LineCount() {
-		end = f.tf.Offset(f.tf.LineStart(to+1)) - 1 // the newline ending line to
-	} else if end > start && f.src[end-1] == '\n' {
+	start := f.TF.Offset(f.TF.LineStart(from))
+	end := len(f.Src)
+	if to < f.TF.LineCount() {
+		end = f.TF.Offset(f.TF.LineStart(to+1)) - 1 // the newline ending line to
+	} else if end > start && f.Src[end-1] == '\n' {
 		end--
 	}
-	return string(f.src[start:end])
+	return string(f.Src[start:end])
 }
 
-func (f *File) sha256() string {
-	sum := sha256.Sum256(f.src)
+func (f *File) SHA256() string {
+	sum := sha256.Sum256(f.Src)
 	return hex.EncodeToString(sum[:])
 }
 
@@ -205,7 +205,7 @@ func (f *File) sha256() string {
 // markers: "// " or "//" at the start of a line comment, "/*" and "*/" around
 // a block. Indentation after the marker survives, so preformatted diagrams
 // keep their shape (unlike ast.CommentGroup.Text, which drops directives).
-func docVerbatim(cg *ast.CommentGroup) string {
+func DocVerbatim(cg *ast.CommentGroup) string {
 	if cg == nil {
 		return ""
 	}
@@ -229,10 +229,10 @@ func (x *extraction) unsupported(format string, args ...any) error {
 }
 
 func (x *extraction) tagName() string {
-	if x.tag == "" {
+	if x.Tag == "" {
 		return "this tree"
 	}
-	return x.tag
+	return x.Tag
 }
 
 // notKubernetes wraps a missing-file error for a tree that is not Kubernetes.

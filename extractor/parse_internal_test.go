@@ -107,11 +107,11 @@ func parseCallFixture(t *testing.T, expr string) (*File, *ast.CallExpr) {
 	t.Helper()
 	src := "package p\nfunc f() {\n\t" + expr + "\n}\n"
 	x := newExtraction(nil, "")
-	f, err := x.parseSource("p.go", []byte(src), false)
+	f, err := x.ParseSource("p.go", []byte(src), false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fd := f.file.Decls[0].(*ast.FuncDecl)
+	fd := f.AST.Decls[0].(*ast.FuncDecl)
 	call, ok := fd.Body.List[0].(*ast.ExprStmt).X.(*ast.CallExpr)
 	if !ok {
 		t.Fatalf("%s is not a call", expr)
@@ -165,13 +165,13 @@ func TestDocVerbatim(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := docVerbatim(f.Decls[0].(*ast.GenDecl).Doc); got != tt.want {
+			if got := DocVerbatim(f.Decls[0].(*ast.GenDecl).Doc); got != tt.want {
 				t.Errorf("docVerbatim = %q, want %q", got, tt.want)
 			}
 		})
 	}
-	if got := docVerbatim(nil); got != "" {
-		t.Errorf("docVerbatim(nil) = %q", got)
+	if got := DocVerbatim(nil); got != "" {
+		t.Errorf("DocVerbatim(nil) = %q", got)
 	}
 }
 
@@ -192,9 +192,9 @@ func TestSplitSymbol(t *testing.T) {
 		{"pkg/kubelet.", "", "", "", false},
 	}
 	for _, tt := range tests {
-		dir, recv, name, ok := splitSymbol(tt.in)
+		dir, recv, name, ok := SplitSymbol(tt.in)
 		if dir != tt.dir || recv != tt.recv || name != tt.name || ok != tt.ok {
-			t.Errorf("splitSymbol(%q) = %q, %q, %q, %v; want %q, %q, %q, %v", tt.in, dir, recv, name, ok, tt.dir, tt.recv, tt.name, tt.ok)
+			t.Errorf("SplitSymbol(%q) = %q, %q, %q, %v; want %q, %q, %q, %v", tt.in, dir, recv, name, ok, tt.dir, tt.recv, tt.name, tt.ok)
 		}
 	}
 }
@@ -213,8 +213,8 @@ func TestMayDeclareType(t *testing.T) {
 		{"type  Kubelet = x.K", true},
 	}
 	for _, tt := range tests {
-		if got := mayDeclareType([]byte(tt.src), "Kubelet"); got != tt.want {
-			t.Errorf("mayDeclareType(%q) = %v, want %v", tt.src, got, tt.want)
+		if got := MayDeclareType([]byte(tt.src), "Kubelet"); got != tt.want {
+			t.Errorf("MayDeclareType(%q) = %v, want %v", tt.src, got, tt.want)
 		}
 	}
 }
@@ -222,7 +222,7 @@ func TestMayDeclareType(t *testing.T) {
 func TestSrcFileLines(t *testing.T) {
 	src := "package p\n\n// a\nfunc f() {\n}\n"
 	x := newExtraction(nil, "")
-	f, err := x.parseSource("p.go", []byte(src), true)
+	f, err := x.ParseSource("p.go", []byte(src), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,12 +230,12 @@ func TestSrcFileLines(t *testing.T) {
 	for from := 1; from <= len(all); from++ {
 		for to := from; to <= len(all); to++ {
 			want := strings.Join(all[from-1:to], "\n")
-			if got := f.lines(from, to); got != want {
+			if got := f.Lines(from, to); got != want {
 				t.Errorf("lines(%d, %d) = %q, want %q", from, to, got, want)
 			}
 		}
 	}
-	if got := f.lines(4, 3); got != "" {
+	if got := f.Lines(4, 3); got != "" {
 		t.Errorf("lines(4, 3) = %q, want empty", got)
 	}
 }

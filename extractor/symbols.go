@@ -23,27 +23,27 @@ const modulePrefix = Module + "/"
 // the package is first asked for and parsed only when a lookup needs them
 // (a name's bytes must appear in a file for it to be declared there).
 type Package struct {
-	dir   string
+	Dir   string
 	files []*pkgFile
-	name  string // package clause, once a file has been parsed
+	Name  string // package clause, once a file has been parsed
 }
 
 type pkgFile struct {
-	path   string
-	src    []byte
+	Path   string
+	Src    []byte
 	parsed *File // nil until parsed
 	err    error
 }
 
 // pkg returns the package in dir, or nil when the directory has no Go files.
-func (x *extraction) pkg(dir string) *Package {
+func (x *extraction) Pkg(dir string) *Package {
 	if p, ok := x.pkgs[dir]; ok {
 		return p
 	}
 	var p *Package
-	entries, err := fs.ReadDir(x.fsys, dir)
+	entries, err := fs.ReadDir(x.FS, dir)
 	if err == nil {
-		p = &Package{dir: dir}
+		p = &Package{Dir: dir}
 		for _, e := range entries {
 			n := e.Name()
 			if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
@@ -51,14 +51,14 @@ func (x *extraction) pkg(dir string) *Package {
 			}
 			fp := path.Join(dir, n)
 			if f, ok := x.files[fp]; ok {
-				p.files = append(p.files, &pkgFile{path: fp, src: f.src, parsed: f})
+				p.files = append(p.files, &pkgFile{Path: fp, Src: f.Src, parsed: f})
 				continue
 			}
-			src, err := fs.ReadFile(x.fsys, fp)
+			src, err := fs.ReadFile(x.FS, fp)
 			if err != nil {
 				continue
 			}
-			p.files = append(p.files, &pkgFile{path: fp, src: src})
+			p.files = append(p.files, &pkgFile{Path: fp, Src: src})
 		}
 		if len(p.files) == 0 {
 			p = nil
@@ -69,15 +69,15 @@ func (x *extraction) pkg(dir string) *Package {
 }
 
 // filesWith parses (once) and returns the files of p that mention name.
-func (x *extraction) filesWith(p *Package, name string) []*File {
+func (x *extraction) FilesWith(p *Package, name string) []*File {
 	b := []byte(name)
-	return x.parsedFiles(p, func(src []byte) bool { return bytes.Contains(src, b) })
+	return x.ParsedFiles(p, func(src []byte) bool { return bytes.Contains(src, b) })
 }
 
 // mayDeclareType reports whether src may declare type name: whether name
 // appears after "type " or first on a line (a spec in a type group). The
 // tree is gofmt-formatted, so a declaration cannot hide from this.
-func mayDeclareType(src []byte, name string) bool {
+func MayDeclareType(src []byte, name string) bool {
 	b := []byte(name)
 	for i := 0; ; {
 		j := bytes.Index(src[i:], b)
@@ -86,7 +86,7 @@ func mayDeclareType(src []byte, name string) bool {
 		}
 		at := i + j
 		i = at + len(b)
-		if i < len(src) && isIdentByte(src[i]) {
+		if i < len(src) && IsIdentByte(src[i]) {
 			continue
 		}
 		k := at
@@ -99,25 +99,25 @@ func mayDeclareType(src []byte, name string) bool {
 	}
 }
 
-func isIdentByte(c byte) bool {
+func IsIdentByte(c byte) bool {
 	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }
 
 // parsedFiles parses (once) and returns the files of p whose bytes pass want.
-func (x *extraction) parsedFiles(p *Package, want func([]byte) bool) []*File {
+func (x *extraction) ParsedFiles(p *Package, want func([]byte) bool) []*File {
 	var out []*File
 	for _, pf := range p.files {
-		if !want(pf.src) {
+		if !want(pf.Src) {
 			continue
 		}
 		if pf.parsed == nil && pf.err == nil {
-			if f, ok := x.files[pf.path]; ok {
+			if f, ok := x.files[pf.Path]; ok {
 				pf.parsed = f
 			} else {
-				pf.parsed, pf.err = x.parseSource(pf.path, pf.src, false)
+				pf.parsed, pf.err = x.ParseSource(pf.Path, pf.Src, false)
 			}
-			if pf.err == nil && p.name == "" {
-				p.name = pf.parsed.file.Name.Name
+			if pf.err == nil && p.Name == "" {
+				p.Name = pf.parsed.AST.Name.Name
 			}
 		}
 		if pf.parsed != nil {
@@ -128,20 +128,20 @@ func (x *extraction) parsedFiles(p *Package, want func([]byte) bool) []*File {
 }
 
 // pkgName is the package clause of p, read from its first file.
-func (x *extraction) pkgName(p *Package) string {
-	if p.name == "" {
-		f, err := parser.ParseFile(token.NewFileSet(), p.files[0].path, p.files[0].src, parser.PackageClauseOnly)
+func (x *extraction) PkgName(p *Package) string {
+	if p.Name == "" {
+		f, err := parser.ParseFile(token.NewFileSet(), p.files[0].Path, p.files[0].Src, parser.PackageClauseOnly)
 		if err == nil {
-			p.name = f.Name.Name
+			p.Name = f.Name.Name
 		}
 	}
-	return p.name
+	return p.Name
 }
 
 // findType finds the declaration of type name in p.
-func (x *extraction) findType(p *Package, name string) (*File, *ast.TypeSpec) {
-	for _, f := range x.parsedFiles(p, func(src []byte) bool { return mayDeclareType(src, name) }) {
-		if ts := typeSpecIn(f.file, name); ts != nil {
+func (x *extraction) FindType(p *Package, name string) (*File, *ast.TypeSpec) {
+	for _, f := range x.ParsedFiles(p, func(src []byte) bool { return MayDeclareType(src, name) }) {
+		if ts := TypeSpecIn(f.AST, name); ts != nil {
 			return f, ts
 		}
 	}
@@ -150,7 +150,7 @@ func (x *extraction) findType(p *Package, name string) (*File, *ast.TypeSpec) {
 
 // typeSpecs yields f's top-level type declarations, each with the
 // declaration it is in (whose doc comment a lone spec shares).
-func typeSpecs(f *ast.File) iter.Seq2[*ast.GenDecl, *ast.TypeSpec] {
+func TypeSpecs(f *ast.File) iter.Seq2[*ast.GenDecl, *ast.TypeSpec] {
 	return func(yield func(*ast.GenDecl, *ast.TypeSpec) bool) {
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
@@ -167,8 +167,8 @@ func typeSpecs(f *ast.File) iter.Seq2[*ast.GenDecl, *ast.TypeSpec] {
 }
 
 // typeSpecIn finds the top-level declaration of type name in f.
-func typeSpecIn(f *ast.File, name string) *ast.TypeSpec {
-	for _, ts := range typeSpecs(f) {
+func TypeSpecIn(f *ast.File, name string) *ast.TypeSpec {
+	for _, ts := range TypeSpecs(f) {
 		if ts.Name.Name == name {
 			return ts
 		}
@@ -179,9 +179,9 @@ func typeSpecIn(f *ast.File, name string) *ast.TypeSpec {
 // importedDir is the tree directory that name refers to in f, when it is an
 // import of a package of this module. Aliases and directory names decide
 // first; only then are packages read for their package clause.
-func (x *extraction) importedDir(f *File, name string) (string, bool) {
+func (x *extraction) ImportedDir(f *File, name string) (string, bool) {
 	var unsure []string
-	for _, im := range f.file.Imports {
+	for _, im := range f.AST.Imports {
 		p, err := strconv.Unquote(im.Path.Value)
 		if err != nil || !strings.HasPrefix(p, modulePrefix) {
 			continue
@@ -199,7 +199,7 @@ func (x *extraction) importedDir(f *File, name string) (string, bool) {
 		}
 	}
 	for _, dir := range unsure {
-		if pk := x.pkg(dir); pk != nil && x.pkgName(pk) == name {
+		if pk := x.Pkg(dir); pk != nil && x.PkgName(pk) == name {
 			return dir, true
 		}
 	}
@@ -208,8 +208,8 @@ func (x *extraction) importedDir(f *File, name string) (string, bool) {
 
 // importName is the name the package in dir is known by in f: its import
 // alias, else its package clause. "" when f does not import it.
-func (x *extraction) importName(f *File, dir string) string {
-	for _, im := range f.file.Imports {
+func (x *extraction) ImportName(f *File, dir string) string {
+	for _, im := range f.AST.Imports {
 		p, err := strconv.Unquote(im.Path.Value)
 		if err != nil || p != modulePrefix+dir {
 			continue
@@ -217,8 +217,8 @@ func (x *extraction) importName(f *File, dir string) string {
 		if im.Name != nil {
 			return im.Name.Name
 		}
-		if pk := x.pkg(dir); pk != nil {
-			return x.pkgName(pk)
+		if pk := x.Pkg(dir); pk != nil {
+			return x.PkgName(pk)
 		}
 	}
 	return ""
@@ -229,17 +229,17 @@ func (x *extraction) importName(f *File, dir string) string {
 // field's type, then that type's method (an interface method, possibly
 // embedded from another interface, or a concrete method), whose single
 // result must be a channel. The type is qualified for use in f.
-func (x *extraction) fieldMethodElem(f *File, structName, field, method string) string {
-	dir := path.Dir(f.path)
+func (x *extraction) FieldMethodElem(f *File, structName, field, method string) string {
+	dir := path.Dir(f.Path)
 	// The struct is usually in f itself (Kubelet is in kubelet.go); only if
 	// not is the rest of the package read.
-	sf, ts := f, typeSpecIn(f.file, structName)
+	sf, ts := f, TypeSpecIn(f.AST, structName)
 	if ts == nil {
-		p := x.pkg(dir)
+		p := x.Pkg(dir)
 		if p == nil {
 			return ""
 		}
-		if sf, ts = x.findType(p, structName); ts == nil {
+		if sf, ts = x.FindType(p, structName); ts == nil {
 			return ""
 		}
 	}
@@ -250,7 +250,7 @@ func (x *extraction) fieldMethodElem(f *File, structName, field, method string) 
 	for _, fl := range st.Fields.List {
 		for _, n := range fl.Names {
 			if n.Name == field {
-				res, defFile, defDir := x.methodResult(sf, dir, fl.Type, method, 0)
+				res, defFile, defDir := x.MethodResult(sf, dir, fl.Type, method, 0)
 				if res == nil {
 					return ""
 				}
@@ -258,7 +258,7 @@ func (x *extraction) fieldMethodElem(f *File, structName, field, method string) 
 				if !ok {
 					return ""
 				}
-				return x.qualify(defFile, defDir, ct.Value, f)
+				return x.Qualify(defFile, defDir, ct.Value, f)
 			}
 		}
 	}
@@ -268,7 +268,7 @@ func (x *extraction) fieldMethodElem(f *File, structName, field, method string) 
 // methodResult finds the single result type of method on the type written
 // as t in file f (of package dir). It returns the result expression and the
 // file and package it is written in.
-func (x *extraction) methodResult(f *File, dir string, t ast.Expr, method string, depth int) (ast.Expr, *File, string) {
+func (x *extraction) MethodResult(f *File, dir string, t ast.Expr, method string, depth int) (ast.Expr, *File, string) {
 	if depth > 8 {
 		return nil, nil, ""
 	}
@@ -292,7 +292,7 @@ func (x *extraction) methodResult(f *File, dir string, t ast.Expr, method string
 		if !ok {
 			return nil, nil, ""
 		}
-		d, ok := x.importedDir(f, pkgID.Name)
+		d, ok := x.ImportedDir(f, pkgID.Name)
 		if !ok {
 			return nil, nil, ""
 		}
@@ -300,18 +300,18 @@ func (x *extraction) methodResult(f *File, dir string, t ast.Expr, method string
 	default:
 		return nil, nil, ""
 	}
-	p := x.pkg(dir)
+	p := x.Pkg(dir)
 	if p == nil {
 		return nil, nil, ""
 	}
-	tf, ts := x.findType(p, name)
+	tf, ts := x.FindType(p, name)
 	if ts == nil {
 		return nil, nil, ""
 	}
 	if it, ok := ts.Type.(*ast.InterfaceType); ok {
 		for _, m := range it.Methods.List {
 			if len(m.Names) == 0 {
-				if r, rf, rd := x.methodResult(tf, dir, m.Type, method, depth+1); r != nil {
+				if r, rf, rd := x.MethodResult(tf, dir, m.Type, method, depth+1); r != nil {
 					return r, rf, rd
 				}
 				continue
@@ -319,7 +319,7 @@ func (x *extraction) methodResult(f *File, dir string, t ast.Expr, method string
 			for _, n := range m.Names {
 				if n.Name == method {
 					if ft, ok := m.Type.(*ast.FuncType); ok {
-						return singleResult(ft), tf, dir
+						return SingleResult(ft), tf, dir
 					}
 				}
 			}
@@ -327,17 +327,17 @@ func (x *extraction) methodResult(f *File, dir string, t ast.Expr, method string
 		return nil, nil, ""
 	}
 	// A concrete type: its method declared anywhere in the package.
-	for _, mf := range x.filesWith(p, method) {
-		for _, d := range mf.file.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == method && recvName(fd) == name {
-				return singleResult(fd.Type), mf, dir
+	for _, mf := range x.FilesWith(p, method) {
+		for _, d := range mf.AST.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == method && RecvName(fd) == name {
+				return SingleResult(fd.Type), mf, dir
 			}
 		}
 	}
 	return nil, nil, ""
 }
 
-func singleResult(ft *ast.FuncType) ast.Expr {
+func SingleResult(ft *ast.FuncType) ast.Expr {
 	if ft.Results == nil || len(ft.Results.List) != 1 || len(ft.Results.List[0].Names) > 1 {
 		return nil
 	}
@@ -348,14 +348,14 @@ func singleResult(ft *ast.FuncType) ast.Expr {
 // in file use: identifiers declared in defDir get that package's name as
 // use imports it ("Update" → "proberesults.Update"); qualified identifiers
 // keep the qualifier written in def ("resourceupdates.Update").
-func (x *extraction) qualify(def *File, defDir string, t ast.Expr, use *File) string {
-	if defDir == path.Dir(use.path) {
-		return def.text(t)
+func (x *extraction) Qualify(def *File, defDir string, t ast.Expr, use *File) string {
+	if defDir == path.Dir(use.Path) {
+		return def.Text(t)
 	}
-	qual := x.importName(use, defDir)
+	qual := x.ImportName(use, defDir)
 	if qual == "" {
-		if p := x.pkg(defDir); p != nil {
-			qual = x.pkgName(p)
+		if p := x.Pkg(defDir); p != nil {
+			qual = x.PkgName(p)
 		}
 	}
 	var b strings.Builder
@@ -368,14 +368,14 @@ func (x *extraction) qualify(def *File, defDir string, t ast.Expr, use *File) st
 			}
 			b.WriteString(t.Name)
 		case *ast.SelectorExpr:
-			b.WriteString(def.text(t))
+			b.WriteString(def.Text(t))
 		case *ast.StarExpr:
 			b.WriteString("*")
 			return write(t.X)
 		case *ast.ArrayType:
 			b.WriteString("[")
 			if t.Len != nil {
-				b.WriteString(def.text(t.Len))
+				b.WriteString(def.Text(t.Len))
 			}
 			b.WriteString("]")
 			return write(t.Elt)
@@ -426,7 +426,7 @@ func (x *extraction) symbols(names []string) map[string]Symbol {
 // splitSymbol splits "pkg/kubelet/prober/results.(*manager).Set" into
 // "pkg/kubelet/prober/results", "manager" and "Set"; recv is "" for a
 // package-level name.
-func splitSymbol(s string) (dir, recv, name string, ok bool) {
+func SplitSymbol(s string) (dir, recv, name string, ok bool) {
 	slash := strings.LastIndex(s, "/")
 	dot := strings.Index(s[slash+1:], ".")
 	if dot < 0 {
@@ -452,21 +452,21 @@ func splitSymbol(s string) (dir, recv, name string, ok bool) {
 }
 
 func (x *extraction) symbol(s string) Symbol {
-	dir, recv, name, ok := splitSymbol(s)
+	dir, recv, name, ok := SplitSymbol(s)
 	if !ok {
 		return Symbol{}
 	}
-	p := x.pkg(dir)
+	p := x.Pkg(dir)
 	if p == nil {
 		return Symbol{}
 	}
 	found := func(f *File, pos token.Pos) Symbol {
-		line := f.line(pos)
-		return Symbol{Found: true, File: f.path, Line: line, Upstream: UpstreamURL(x.tag, f.path, line, line)}
+		line := f.Line(pos)
+		return Symbol{Found: true, File: f.Path, Line: line, Upstream: UpstreamURL(x.Tag, f.Path, line, line)}
 	}
 	if recv == "" {
-		for _, f := range x.filesWith(p, name) {
-			for _, d := range f.file.Decls {
+		for _, f := range x.FilesWith(p, name) {
+			for _, d := range f.AST.Decls {
 				switch d := d.(type) {
 				case *ast.FuncDecl:
 					if d.Recv == nil && d.Name.Name == name {
@@ -493,15 +493,15 @@ func (x *extraction) symbol(s string) Symbol {
 		return Symbol{}
 	}
 	// A method declared on recv.
-	for _, f := range x.filesWith(p, name) {
-		for _, d := range f.file.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == name && recvName(fd) == recv {
+	for _, f := range x.FilesWith(p, name) {
+		for _, d := range f.AST.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == name && RecvName(fd) == recv {
 				return found(f, fd.Name.Pos())
 			}
 		}
 	}
 	// An interface method or a struct field of type recv.
-	if f, ts := x.findType(p, recv); ts != nil {
+	if f, ts := x.FindType(p, recv); ts != nil {
 		var fields *ast.FieldList
 		switch t := ts.Type.(type) {
 		case *ast.InterfaceType:

@@ -46,7 +46,7 @@ type origin struct {
 // struct field of a module type.
 type loc struct {
 	fn             string // fnCtx id for a variable, "" for a field
-	dir, typ, name string
+	Dir, typ, Name string
 }
 
 type flow struct {
@@ -69,7 +69,7 @@ type flow struct {
 type sendAt struct {
 	c     *Func
 	send  *ast.SendStmt
-	path  []ast.Node
+	Path  []ast.Node
 	key   string
 	paths []string // the notes of the paths that reached it
 	site  Site
@@ -79,7 +79,7 @@ type sendAt struct {
 // channel expression ch of the loop function lf.fd.
 func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 	x := lf.x
-	loop := &Func{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
+	loop := &Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}
 	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*Func{}, seen: map[string]bool{}}
 	origins := fl.origins(ch, loop, "", 0)
 	c.Made, c.Writers, c.Feeders, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
@@ -124,12 +124,12 @@ func sortSites(s []Site) {
 
 // site describes node n of function c.
 func (x *extraction) site(c *Func, n ast.Node, note string) Site {
-	line := c.f.line(n.Pos())
-	code := strings.TrimSpace(c.f.lines(line, line))
-	if bn := buildNote(c.f); bn != "" && !strings.Contains(note, "code "+bn) {
+	line := c.F.Line(n.Pos())
+	code := strings.TrimSpace(c.F.Lines(line, line))
+	if bn := buildNote(c.F); bn != "" && !strings.Contains(note, "code "+bn) {
 		note = strings.TrimPrefix(note+"; "+bn, "; ")
 	}
-	return Site{Func: c.symbolName(), File: c.f.path, Line: line, Upstream: UpstreamURL(x.tag, c.f.path, line, line), Code: code, Note: note}
+	return Site{Func: c.SymbolName(), File: c.F.Path, Line: line, Upstream: UpstreamURL(x.Tag, c.F.Path, line, line), Code: code, Note: note}
 }
 
 var goBuildRE = regexp.MustCompile(`(?m)^//go:build (.+)$`)
@@ -137,14 +137,14 @@ var goBuildRE = regexp.MustCompile(`(?m)^//go:build (.+)$`)
 // buildNote names the platform a file is built for: its //go:build line,
 // else its _GOOS.go suffix.
 func buildNote(f *File) string {
-	head := f.src
+	head := f.Src
 	if i := strings.Index(string(head), "\npackage "); i >= 0 {
 		head = head[:i]
 	}
 	if m := goBuildRE.FindSubmatch(head); m != nil {
 		return "built for " + strings.TrimSpace(string(m[1]))
 	}
-	base := strings.TrimSuffix(path.Base(f.path), ".go")
+	base := strings.TrimSuffix(path.Base(f.Path), ".go")
 	for _, goos := range []string{"linux", "windows", "darwin", "freebsd", "unsupported", "others"} {
 		if strings.HasSuffix(base, "_"+goos) {
 			return "built for " + goos
@@ -234,7 +234,7 @@ func (fl *flow) forwardFrom(o origin, paths string) {
 			note = "the loop reads it only through code built for " + p
 		}
 	}
-	walkPath(o.c.decl.Body, func(n ast.Node, p []ast.Node) {
+	WalkPath(o.c.Decl.Body, func(n ast.Node, p []ast.Node) {
 		if n == o.expr {
 			fl.flowsInto(o.expr, p, o.c, note)
 		}
@@ -270,7 +270,7 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *Func, note string) {
 	case *ast.ValueSpec:
 		for i, v := range s.Values {
 			if v == e && i < len(s.Names) {
-				fl.reach(loc{fn: c.id(), name: s.Names[i].Name}, c, note)
+				fl.reach(loc{fn: c.ID(), Name: s.Names[i].Name}, c, note)
 			}
 		}
 	case *ast.KeyValueExpr:
@@ -282,9 +282,9 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *Func, note string) {
 			return
 		}
 		if k, ok := s.Key.(*ast.Ident); ok && cl.Type != nil {
-			if t := x.resolveType(cl.Type, c.f, c.dir); t.ok() && len(x.typeSpecsOf(t)) > 0 {
-				if _, isStruct := x.typeSpecsOf(t)[0].ts.Type.(*ast.StructType); isStruct {
-					fl.reach(loc{dir: t.dir, typ: t.Name, name: k.Name}, c, joinNote(note, gateOf(p, cl)))
+			if t := x.ResolveType(cl.Type, c.F, c.Dir); t.OK() && len(x.TypeSpecsOf(t)) > 0 {
+				if _, isStruct := x.TypeSpecsOf(t)[0].TS.Type.(*ast.StructType); isStruct {
+					fl.reach(loc{Dir: t.Dir, typ: t.Name, Name: k.Name}, c, joinNote(note, gateOf(p, cl)))
 					return
 				}
 			}
@@ -304,15 +304,15 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *Func, note string) {
 			return
 		}
 		if lit, ok := ast.Unparen(s.Fun).(*ast.FuncLit); ok {
-			if name := paramAt(lit.Type, i); name != "" {
-				fl.reach(loc{fn: c.id(), name: name}, c, note)
+			if name := ParamAt(lit.Type, i); name != "" {
+				fl.reach(loc{fn: c.ID(), Name: name}, c, note)
 			}
 			return
 		}
 		g := gateOf(p, s)
-		for _, cal := range x.callees(s, c) {
-			if name := paramAt(cal.decl.Type, i); name != "" {
-				fl.reach(loc{fn: cal.id(), name: name}, cal.Func, joinNote(joinNote(note, g), viaNote(cal.Via)))
+		for _, cal := range x.Callees(s, c) {
+			if name := ParamAt(cal.Decl.Type, i); name != "" {
+				fl.reach(loc{fn: cal.ID(), Name: name}, cal.Func, joinNote(joinNote(note, g), viaNote(cal.Via)))
 			}
 		}
 	}
@@ -324,11 +324,11 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *Func, note string) {
 // source that sends on it. A return inside a function literal returns from
 // the literal, which is not followed.
 func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *Func, note string) {
-	if inLiteral(p) || len(r.Results) != 1 || fl.seen["return:"+c.id()] {
+	if inLiteral(p) || len(r.Results) != 1 || fl.seen["return:"+c.ID()] {
 		return
 	}
-	fl.seen["return:"+c.id()] = true
-	for _, cs := range fl.x.callersOf(c) {
+	fl.seen["return:"+c.ID()] = true
+	for _, cs := range fl.x.CallersOf(c) {
 		fl.flowsInto(cs.Call, cs.Path, cs.C, joinNote(note, gateOf(cs.Path, cs.Call)))
 	}
 }
@@ -337,12 +337,12 @@ func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *Func, note string) 
 func (fl *flow) target(lhs ast.Expr, c *Func) loc {
 	switch t := lhs.(type) {
 	case *ast.Ident:
-		return loc{fn: c.id(), name: t.Name}
+		return loc{fn: c.ID(), Name: t.Name}
 	case *ast.IndexExpr:
 		return fl.target(t.X, c)
 	case *ast.SelectorExpr:
-		if rt := fl.x.typeOf(t.X, c); rt.ok() {
-			return loc{dir: rt.dir, typ: rt.Name, name: t.Sel.Name}
+		if rt := fl.x.TypeOf(t.X, c); rt.OK() {
+			return loc{Dir: rt.Dir, typ: rt.Name, Name: t.Sel.Name}
 		}
 	}
 	return loc{}
@@ -350,7 +350,7 @@ func (fl *flow) target(lhs ast.Expr, c *Func) loc {
 
 // reach records that l holds the channel and follows its uses.
 func (fl *flow) reach(l loc, c *Func, note string) {
-	if l.name == "" || l.name == "_" {
+	if l.Name == "" || l.Name == "_" {
 		return
 	}
 	if old, ok := fl.locs[l]; ok && (old == "" || old == note) {
@@ -364,11 +364,11 @@ func (fl *flow) reach(l loc, c *Func, note string) {
 	fl.fieldUses(l, note)
 }
 
-// varUses follows every use of variable l.name in c.
+// varUses follows every use of variable l.Name in c.
 func (fl *flow) varUses(l loc, c *Func, note string) {
-	walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+	WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 		id, ok := n.(*ast.Ident)
-		if !ok || id.Name != l.name || len(p) == 0 {
+		if !ok || id.Name != l.Name || len(p) == 0 {
 			return
 		}
 		switch par := p[len(p)-1].(type) {
@@ -387,7 +387,7 @@ func (fl *flow) varUses(l loc, c *Func, note string) {
 		case *ast.RangeStmt:
 			if par.X == id {
 				if v, ok := par.Value.(*ast.Ident); ok {
-					fl.reach(loc{fn: c.id(), name: v.Name}, c, note)
+					fl.reach(loc{fn: c.ID(), Name: v.Name}, c, note)
 				}
 			}
 			return
@@ -398,17 +398,17 @@ func (fl *flow) varUses(l loc, c *Func, note string) {
 
 // fieldUses follows every use of field l on a value of its type.
 func (fl *flow) fieldUses(l loc, note string) {
-	t := Named{l.dir, l.typ}
+	t := Named{l.Dir, l.typ}
 	for _, c := range fl.fieldFuncs(l) {
-		walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+		WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 			sel, ok := n.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != l.name || len(p) == 0 {
+			if !ok || sel.Sel.Name != l.Name || len(p) == 0 {
 				return
 			}
 			if as, ok := p[len(p)-1].(*ast.AssignStmt); ok && slices.Contains(as.Lhs, ast.Expr(sel)) {
 				return
 			}
-			if fl.x.typeOf(sel.X, c) != t {
+			if fl.x.TypeOf(sel.X, c) != t {
 				return
 			}
 			fl.flowsInto(sel, p, c, note)
@@ -419,7 +419,7 @@ func (fl *flow) fieldUses(l loc, note string) {
 // addWriter records a send on the channel, reached along a path whose
 // feature gates and interface steps note says.
 func (fl *flow) addWriter(c *Func, s *ast.SendStmt, p []ast.Node, note string) {
-	key := c.f.path + ":" + itoa(c.f.line(s.Pos()))
+	key := c.F.Path + ":" + itoa(c.F.Line(s.Pos()))
 	note = joinNote(note, gateOf(p, s))
 	if fl.seen[key] {
 		for i := range fl.sends {
@@ -430,7 +430,7 @@ func (fl *flow) addWriter(c *Func, s *ast.SendStmt, p []ast.Node, note string) {
 		return
 	}
 	fl.seen[key] = true
-	fl.sends = append(fl.sends, sendAt{c: c, send: s, path: slices.Clone(p), key: key, paths: []string{note}})
+	fl.sends = append(fl.sends, sendAt{c: c, send: s, Path: slices.Clone(p), key: key, paths: []string{note}})
 }
 
 // finishWriters turns the sends found into Sites. A send reached along
@@ -440,7 +440,7 @@ func (fl *flow) finishWriters() {
 	for i := range fl.sends {
 		sa := &fl.sends[i]
 		note := ""
-		if inLiteral(sa.path) {
+		if inLiteral(sa.Path) {
 			note = "in a function literal"
 		} else if roots := fl.unreachable(sa.c); roots != "" {
 			note = "unreachable: no caller outside tests (" + roots + ")"

@@ -29,17 +29,17 @@ func (fl *flow) upstream() []Site {
 		}
 	}
 	for _, sa := range fl.sends {
-		if src := receivedFrom(sa.send.Value, sa.path); src != nil {
+		if src := receivedFrom(sa.send.Value, sa.Path); src != nil {
 			for _, w := range fl.sendsOn(src, sa.c) {
 				w.Note = joinNote("feeds the fan-in at "+path.Base(sa.site.File)+":"+itoa(sa.site.Line), w.Note)
 				add(w)
 			}
 			continue
 		}
-		if inLiteral(sa.path) {
+		if inLiteral(sa.Path) {
 			continue
 		}
-		for _, cs := range fl.x.callersOf(sa.c) {
+		for _, cs := range fl.x.CallersOf(sa.c) {
 			if w, ok := fl.selected(cs.Call, cs.C); ok && !taken(append(slices.Clone(cs.Path), cs.Call), w) {
 				continue // a branch the case's worker never takes
 			}
@@ -52,7 +52,7 @@ func (fl *flow) upstream() []Site {
 					continue
 				}
 				for _, w := range fl.sendsOn(src, cs.C) {
-					w.Note = joinNote("feeds "+shortFunc(cs.C.symbolName())+" at "+path.Base(s.File)+":"+itoa(s.Line), w.Note)
+					w.Note = joinNote("feeds "+shortFunc(cs.C.SymbolName())+" at "+path.Base(s.File)+":"+itoa(s.Line), w.Note)
 					add(w)
 				}
 			}
@@ -94,7 +94,7 @@ func receivedFrom(e ast.Expr, p []ast.Node) ast.Expr {
 					continue
 				}
 				if l, ok := as.Lhs[0].(*ast.Ident); ok && l.Name == id.Name {
-					if ch := recvChan(as.Rhs[0]); ch != nil {
+					if ch := RecvChan(as.Rhs[0]); ch != nil {
 						return ch
 					}
 				}
@@ -126,8 +126,8 @@ func (fl *flow) goroutines() []Site {
 	seen := map[string]bool{}
 	for _, sa := range fl.sends {
 		var found *Site
-		for i := len(sa.path) - 1; i >= 0 && found == nil; i-- {
-			if g, ok := sa.path[i].(*ast.GoStmt); ok {
+		for i := len(sa.Path) - 1; i >= 0 && found == nil; i-- {
+			if g, ok := sa.Path[i].(*ast.GoStmt); ok {
 				s := fl.x.site(sa.c, g, "")
 				found = &s
 			}
@@ -165,19 +165,19 @@ func (fl *flow) goStmtsFor(w *Func) []Site {
 		var next []*Func
 		var found []Site
 		for _, fn := range level {
-			if done[fn.id()] {
+			if done[fn.ID()] {
 				continue
 			}
-			done[fn.id()] = true
+			done[fn.ID()] = true
 			for _, g := range fl.goStmtsStarting(fn) {
 				if sel == nil {
 					return []Site{g.site}
 				}
-				if v, ok := fl.madeWith(g.stmt, g.path, g.c, sel.key); !ok || v == sel.val {
+				if v, ok := fl.madeWith(g.stmt, g.Path, g.c, sel.key); !ok || v == sel.val {
 					found = append(found, g.site)
 				}
 			}
-			for _, r := range fl.x.refsTo(fn) {
+			for _, r := range fl.x.RefsTo(fn) {
 				next = append(next, r.C)
 			}
 		}
@@ -193,7 +193,7 @@ func (fl *flow) goStmtsFor(w *Func) []Site {
 type goAt struct {
 	c    *Func
 	stmt *ast.GoStmt
-	path []ast.Node
+	Path []ast.Node
 	site Site
 }
 
@@ -201,7 +201,7 @@ type goAt struct {
 // function value, or run a literal that calls it.
 func (fl *flow) goStmtsStarting(fn *Func) []goAt {
 	var out []goAt
-	for _, r := range fl.x.refsTo(fn) {
+	for _, r := range fl.x.RefsTo(fn) {
 		for i := len(r.Path) - 1; i >= 0; i-- {
 			if g, ok := r.Path[i].(*ast.GoStmt); ok {
 				out = append(out, goAt{r.C, g, r.Path[:i], fl.x.site(r.C, g, "")})
@@ -241,18 +241,18 @@ func (fl *flow) unreachable(fn *Func) string {
 	for len(level) > 0 {
 		var next []*Func
 		for _, f := range level {
-			if done[f.id()] {
+			if done[f.ID()] {
 				continue
 			}
-			if done[f.id()] = true; len(done) > maxReach {
+			if done[f.ID()] = true; len(done) > maxReach {
 				return ""
 			}
-			if name := f.decl.Name.Name; f.decl.Recv == nil && (name == "main" || name == "init") {
+			if name := f.Decl.Name.Name; f.Decl.Recv == nil && (name == "main" || name == "init") {
 				return ""
 			}
-			refs := fl.x.refsTo(f)
+			refs := fl.x.RefsTo(f)
 			if len(refs) == 0 {
-				roots = append(roots, shortFunc(f.symbolName()))
+				roots = append(roots, shortFunc(f.SymbolName()))
 			}
 			for _, r := range refs {
 				if slices.ContainsFunc(r.Path, func(n ast.Node) bool {

@@ -40,12 +40,12 @@ func (fl *flow) selectors(ch ast.Expr, loop *Func) map[loc]when {
 	if !ok {
 		return nil
 	}
-	rt := fl.x.typeOf(field.X, loop)
-	if !rt.ok() {
+	rt := fl.x.TypeOf(field.X, loop)
+	if !rt.OK() {
 		return nil
 	}
 	vf := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*Func{}, seen: map[string]bool{}, when: map[loc]when{}}
-	vf.reach(loc{dir: rt.dir, typ: rt.Name, name: field.Sel.Name}, loop, "")
+	vf.reach(loc{Dir: rt.Dir, typ: rt.Name, Name: field.Sel.Name}, loop, "")
 	return vf.when
 }
 
@@ -92,7 +92,7 @@ func (fl *flow) selected(call *ast.CallExpr, c *Func) (when, bool) {
 		return when{}, false
 	}
 	for l, w := range fl.sel {
-		if l.name == recv.Sel.Name && fl.x.typeOf(recv.X, c) == (Named{l.dir, l.typ}) {
+		if l.Name == recv.Sel.Name && fl.x.TypeOf(recv.X, c) == (Named{l.Dir, l.typ}) {
 			return w, true
 		}
 	}
@@ -190,8 +190,8 @@ func (fl *flow) madeWith(g *ast.GoStmt, p []ast.Node, c *Func, key string) (stri
 		if !ok {
 			continue
 		}
-		for _, cal := range fl.x.callees(call, c) {
-			if i := paramIndex(cal.decl.Type, key); i >= 0 && i < len(call.Args) {
+		for _, cal := range fl.x.Callees(call, c) {
+			if i := ParamIndex(cal.Decl.Type, key); i >= 0 && i < len(call.Args) {
 				return lastName(call.Args[i]), true
 			}
 		}
