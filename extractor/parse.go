@@ -120,7 +120,7 @@ type extraction struct {
 	Tag   string
 	Fset  *token.FileSet
 	pkgs  map[string]*Package // by slash dir relative to the module root
-	files map[string]*File   // files parsed with their comments, by path
+	files map[string]*File    // files parsed with their comments, by path
 
 	// The writer derivation's indexes (flow.go): the directories searched,
 	// interfaces' implementations and functions' callers found so far.
