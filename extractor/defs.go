@@ -13,6 +13,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // Defs is the definitions index of one tag. It is cached beside the
@@ -72,18 +74,18 @@ const maxDecls = 3000
 type defsBuilder struct {
 	x    *extraction
 	defs *Defs
-	fns  map[string][]*Func // symbol → its declaration(s), for functions and methods
+	fns  map[string][]*index.Func // symbol → its declaration(s), for functions and methods
 }
 
 // defs builds the index from the loop function lf.fd and the helpers, and
 // from roots (the derived writers' functions, which the margin opens).
 func (x *extraction) defs(lf *loopFile, helpers, roots []string) *Defs {
-	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.Tag, Decls: map[string]*Decl{}}, fns: map[string][]*Func{}}
-	loop := &Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}
+	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.Tag, Decls: map[string]*Decl{}}, fns: map[string][]*index.Func{}}
+	loop := &index.Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}
 	b.defs.Loop = b.refs(loop, lf.fd)
 	for _, h := range helpers {
 		if d, ok := lf.funcs[h]; ok {
-			b.defs.Loop = append(b.defs.Loop, b.refs(&Func{F: lf.F, Dir: loop.Dir, Decl: d}, d)...)
+			b.defs.Loop = append(b.defs.Loop, b.refs(&index.Func{F: lf.F, Dir: loop.Dir, Decl: d}, d)...)
 		}
 	}
 	level := append(uniqSyms(b.defs.Loop), roots...)
@@ -145,7 +147,7 @@ func uniqSyms(refs []Ref) []string {
 // references in its body (not at the index's last level).
 func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 	x := b.x
-	dir, recv, name, ok := SplitSymbol(sym)
+	dir, recv, name, ok := index.SplitSymbol(sym)
 	if !ok {
 		return nil
 	}
@@ -154,7 +156,7 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 		if recv == "" {
 			b.fns[sym] = x.FuncDecl(dir, name)
 		} else {
-			b.fns[sym] = x.Methods(Named{dir, recv}, name)
+			b.fns[sym] = x.Methods(index.Named{Dir: dir, Name: recv}, name)
 		}
 	}
 	if cs, ok := b.fns[sym]; ok && len(cs) > 0 {
@@ -167,7 +169,7 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 	}
 	if recv != "" {
 		// an interface method
-		t := Named{dir, recv}
+		t := index.Named{Dir: dir, Name: recv}
 		specs := x.TypeSpecsOf(t)
 		if len(specs) == 0 {
 			return nil
@@ -190,7 +192,7 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 				d.Text = f.Lines(d.Start, d.End)
 				for _, impl := range x.Implementations(t) {
 					for _, c := range x.Methods(impl, name) {
-						s := FuncSymbol(c.Dir, c.Decl)
+						s := index.FuncSymbol(c.Dir, c.Decl)
 						b.fns[s] = append(b.fns[s], c)
 						if !slices.Contains(d.Impls, s) {
 							d.Impls = append(d.Impls, s)
@@ -203,7 +205,7 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 		return nil
 	}
 	// a type
-	t := Named{dir, name}
+	t := index.Named{Dir: dir, Name: name}
 	specs := x.TypeSpecsOf(t)
 	if len(specs) == 0 {
 		return nil
@@ -225,7 +227,7 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 // docAbove is the first line of the // comment block right above line
 // (line itself when there is none). Most package files are parsed without
 // their comments, so the doc comment is found by its lines.
-func docAbove(f *File, line int) int {
+func docAbove(f *index.File, line int) int {
 	for line > 1 && strings.HasPrefix(strings.TrimSpace(f.Lines(line-1, line-1)), "//") {
 		line--
 	}
@@ -233,7 +235,7 @@ func docAbove(f *File, line int) int {
 }
 
 func genDeclOf(f *ast.File, ts *ast.TypeSpec) *ast.GenDecl {
-	for gd, s := range TypeSpecs(f) {
+	for gd, s := range index.TypeSpecs(f) {
 		if s == ts {
 			return gd
 		}
@@ -241,7 +243,7 @@ func genDeclOf(f *ast.File, ts *ast.TypeSpec) *ast.GenDecl {
 	return nil
 }
 
-func (b *defsBuilder) funcDecl(sym string, c *Func) *Decl {
+func (b *defsBuilder) funcDecl(sym string, c *index.Func) *Decl {
 	f, fd := c.F, c.Decl
 	start := f.Line(fd.Pos())
 	if fd.Doc != nil {
@@ -260,10 +262,10 @@ func (b *defsBuilder) funcDecl(sym string, c *Func) *Decl {
 // refs lists the identifiers in fd (of c) that name module functions,
 // methods, interface methods and types, and remembers the functions'
 // declarations.
-func (b *defsBuilder) refs(c *Func, fd *ast.FuncDecl) []Ref {
+func (b *defsBuilder) refs(c *index.Func, fd *ast.FuncDecl) []Ref {
 	x := b.x
 	var out []Ref
-	add := func(id *ast.Ident, sym string, decls []*Func) {
+	add := func(id *ast.Ident, sym string, decls []*index.Func) {
 		pos := c.F.TF.Position(id.Pos())
 		lineStart := c.F.TF.Offset(c.F.TF.LineStart(pos.Line))
 		out = append(out, Ref{Line: pos.Line, Col: c.F.TF.Offset(id.Pos()) - lineStart, Len: len(id.Name), Sym: sym})
@@ -279,8 +281,8 @@ func (b *defsBuilder) refs(c *Func, fd *ast.FuncDecl) []Ref {
 		case *ast.CallExpr:
 			switch fun := ast.Unparen(e.Fun).(type) {
 			case *ast.Ident:
-				if ds := x.FuncDecl(c.Dir, fun.Name); len(ds) > 0 && ParamType(fd.Type, fun.Name) == nil {
-					add(fun, FuncSymbol(c.Dir, ds[0].Decl), ds)
+				if ds := x.FuncDecl(c.Dir, fun.Name); len(ds) > 0 && index.ParamType(fd.Type, fun.Name) == nil {
+					add(fun, index.FuncSymbol(c.Dir, ds[0].Decl), ds)
 				}
 			case *ast.SelectorExpr:
 				b.selectorRef(c, fun, add)
@@ -289,7 +291,7 @@ func (b *defsBuilder) refs(c *Func, fd *ast.FuncDecl) []Ref {
 			// a type written pkg.T (a composite literal's, a conversion's,
 			// a declaration's), not a call
 			if id, ok := e.X.(*ast.Ident); ok && token.IsExported(e.Sel.Name) && x.IsPackageName(c, id.Name) {
-				if d, ok := x.ImportedDir(c.F, id.Name); ok && len(x.TypeSpecsOf(Named{d, e.Sel.Name})) > 0 {
+				if d, ok := x.ImportedDir(c.F, id.Name); ok && len(x.TypeSpecsOf(index.Named{Dir: d, Name: e.Sel.Name})) > 0 {
 					add(e.Sel, d+"."+e.Sel.Name, nil)
 				}
 			}
@@ -306,12 +308,12 @@ func (b *defsBuilder) refs(c *Func, fd *ast.FuncDecl) []Ref {
 }
 
 // selectorRef resolves pkg.F(…) and x.M(…).
-func (b *defsBuilder) selectorRef(c *Func, fun *ast.SelectorExpr, add func(*ast.Ident, string, []*Func)) {
+func (b *defsBuilder) selectorRef(c *index.Func, fun *ast.SelectorExpr, add func(*ast.Ident, string, []*index.Func)) {
 	x := b.x
 	if id, ok := fun.X.(*ast.Ident); ok && x.IsPackageName(c, id.Name) {
 		if d, ok := x.ImportedDir(c.F, id.Name); ok {
 			if ds := x.FuncDecl(d, fun.Sel.Name); len(ds) > 0 {
-				add(fun.Sel, FuncSymbol(d, ds[0].Decl), ds)
+				add(fun.Sel, index.FuncSymbol(d, ds[0].Decl), ds)
 			}
 		}
 		return
@@ -333,20 +335,20 @@ func (b *defsBuilder) selectorRef(c *Func, fun *ast.SelectorExpr, add func(*ast.
 		return
 	}
 	if ds := x.Methods(t, fun.Sel.Name); len(ds) > 0 {
-		add(fun.Sel, FuncSymbol(t.Dir, ds[0].Decl), ds)
+		add(fun.Sel, index.FuncSymbol(t.Dir, ds[0].Decl), ds)
 	}
 }
 
 // declaringInterface is the interface, t or one it embeds, that declares
 // method m.
-func (x *extraction) declaringInterface(t Named, m string, depth int) Named {
+func (x *extraction) declaringInterface(t index.Named, m string, depth int) index.Named {
 	specs := x.TypeSpecsOf(t)
 	if len(specs) == 0 || depth > 6 {
-		return Named{}
+		return index.Named{}
 	}
 	it, ok := specs[0].TS.Type.(*ast.InterfaceType)
 	if !ok {
-		return Named{}
+		return index.Named{}
 	}
 	for _, f := range it.Methods.List {
 		for _, n := range f.Names {
@@ -364,7 +366,7 @@ func (x *extraction) declaringInterface(t Named, m string, depth int) Named {
 			}
 		}
 	}
-	return Named{}
+	return index.Named{}
 }
 
 // declared lists every function, method and type symbol declared in the
@@ -380,7 +382,7 @@ func (x *extraction) declared() []string {
 			for _, decl := range f.AST.Decls {
 				switch dd := decl.(type) {
 				case *ast.FuncDecl:
-					out = append(out, FuncSymbol(d, dd))
+					out = append(out, index.FuncSymbol(d, dd))
 				case *ast.GenDecl:
 					if dd.Tok != token.TYPE {
 						continue

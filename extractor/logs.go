@@ -10,6 +10,8 @@ import (
 	"go/token"
 	"strconv"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // klogNames is the set of names k8s.io/klog is imported as in f.
@@ -156,7 +158,7 @@ func verbosity(e ast.Expr) int {
 
 // messageText is a string literal (or a + of them) unquoted; any other
 // expression as its source text.
-func messageText(f *File, e ast.Expr) string {
+func messageText(f *index.File, e ast.Expr) string {
 	if s, ok := constString(e); ok {
 		return s
 	}

@@ -6,16 +6,12 @@ package extractor
 // function and its cases), logs.go, podworkers.go, twosets.go and symbols.go.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io/fs"
 	"slices"
-	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // The files the Reading is about, relative to the module root.
@@ -24,29 +20,6 @@ const (
 	podWorkersFile = "pkg/kubelet/pod_workers.go"
 	loopFunc       = "syncLoopIteration"
 )
-
-// upstreamRepo is where the module's source is browsed on the web.
-const upstreamRepo = "https://github.com/kubernetes/kubernetes"
-
-// UpstreamURL links to lines from..to of file (slash path relative to the
-// repository root) at tag on GitHub: "#L12" for one line, "#L12-L20" for a
-// range, no fragment when from is 0. A tag that is not a version (empty, or
-// "dir" for a local checkout whose commit is unknown) links to master.
-func UpstreamURL(tag, file string, from, to int) string {
-	ref := tag
-	if ref == "" || ref == "dir" {
-		ref = "master"
-	}
-	u := upstreamRepo + "/blob/" + ref + "/" + strings.TrimPrefix(file, "/")
-	switch {
-	case from <= 0:
-		return u
-	case to <= from:
-		return fmt.Sprintf("%s#L%d", u, from)
-	default:
-		return fmt.Sprintf("%s#L%d-L%d", u, from, to)
-	}
-}
 
 // Extract builds the Reading from fsys, a file system rooted at the top of a
 // Kubernetes source tree (a module zip's k8s.io/kubernetes@TAG/ directory or
@@ -83,6 +56,23 @@ func Extract(fsys fs.FS, tag string, symbols []string) (*Reading, error) {
 	return r, nil
 }
 
+// extraction is the state of one Extract call: the tree's index, and the
+// loop function once read (the parts of the Reading all start from it).
+type extraction struct {
+	*index.Index
+	loop *loopFile // syncLoopIteration, once read
+}
+
+func newExtraction(fsys fs.FS, tag string) *extraction {
+	return &extraction{Index: index.New(fsys, tag)}
+}
+
+// UpstreamURL links to lines from..to of file at tag on GitHub
+// (index.UpstreamURL).
+func UpstreamURL(tag, file string, from, to int) string {
+	return index.UpstreamURL(tag, file, from, to)
+}
+
 // mainParts fills the function, pod_workers and symbols of r.
 func (x *extraction) mainParts(r *Reading, symbols []string) error {
 	fn, err := x.function()
@@ -110,115 +100,6 @@ func (x *extraction) mainParts(r *Reading, symbols []string) error {
 		r.Symbols = x.symbols(symbols)
 	}
 	return nil
-}
-
-// extraction is the state of one Extract call: the tree, one FileSet for
-// every file parsed, and the packages parsed so far (for type resolution and
-// symbols), so no file is read or parsed twice.
-type extraction struct {
-	FS    fs.FS
-	Tag   string
-	Fset  *token.FileSet
-	pkgs  map[string]*Package // by slash dir relative to the module root
-	files map[string]*File    // files parsed with their comments, by path
-
-	// The writer derivation's indexes (flow.go): the directories searched,
-	// interfaces' implementations and functions' callers found so far.
-	loop    *loopFile // syncLoopIteration, once read
-	scope   []string
-	impls   map[string][]Named
-	callers map[string][]CallSite
-}
-
-func newExtraction(fsys fs.FS, tag string) *extraction {
-	return &extraction{FS: fsys, Tag: tag, Fset: token.NewFileSet(), pkgs: map[string]*Package{},
-		files: map[string]*File{}, impls: map[string][]Named{}, callers: map[string][]CallSite{}}
-}
-
-// File is one parsed Go file with its bytes.
-type File struct {
-	Path string
-	Src  []byte
-	AST  *ast.File
-	TF   *token.File
-}
-
-// parseSource parses src (the bytes of path) into the extraction's FileSet.
-func (x *extraction) ParseSource(path string, src []byte, comments bool) (*File, error) {
-	mode := parser.SkipObjectResolution
-	if comments {
-		mode |= parser.ParseComments
-	}
-	f, err := parser.ParseFile(x.Fset, path, src, mode)
-	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", path, err)
-	}
-	return &File{Path: path, Src: src, AST: f, TF: x.Fset.File(f.Pos())}, nil
-}
-
-// readParse reads and parses path with its comments.
-func (x *extraction) ReadParse(path string) (*File, error) {
-	src, err := fs.ReadFile(x.FS, path)
-	if err != nil {
-		return nil, err
-	}
-	f, err := x.ParseSource(path, src, true)
-	if err == nil {
-		x.files[path] = f
-	}
-	return f, err
-}
-
-// line is the line of pos in the file.
-func (f *File) Line(pos token.Pos) int { return f.TF.Line(pos) }
-
-// endLine is the line of the last character of n.
-func (f *File) EndLine(n ast.Node) int { return f.TF.Line(n.End() - 1) }
-
-// text is the exact source of n.
-func (f *File) Text(n ast.Node) string {
-	return string(f.Src[f.TF.Offset(n.Pos()):f.TF.Offset(n.End())])
-}
-
-// lines is the exact source of lines from..to (1-based, inclusive), without
-// the newline that ends the last one.
-func (f *File) Lines(from, to int) string {
-	if from < 1 || to < from || from > f.TF.LineCount() {
-		return ""
-	}
-	start := f.TF.Offset(f.TF.LineStart(from))
-	end := len(f.Src)
-	if to < f.TF.LineCount() {
-		end = f.TF.Offset(f.TF.LineStart(to+1)) - 1 // the newline ending line to
-	} else if end > start && f.Src[end-1] == '\n' {
-		end--
-	}
-	return string(f.Src[start:end])
-}
-
-func (f *File) SHA256() string {
-	sum := sha256.Sum256(f.Src)
-	return hex.EncodeToString(sum[:])
-}
-
-// docVerbatim is a comment group's text exactly as written, minus the
-// markers: "// " or "//" at the start of a line comment, "/*" and "*/" around
-// a block. Indentation after the marker survives, so preformatted diagrams
-// keep their shape (unlike ast.CommentGroup.Text, which drops directives).
-func DocVerbatim(cg *ast.CommentGroup) string {
-	if cg == nil {
-		return ""
-	}
-	var lines []string
-	for _, c := range cg.List {
-		if s, ok := strings.CutPrefix(c.Text, "//"); ok {
-			lines = append(lines, strings.TrimPrefix(s, " "))
-			continue
-		}
-		s := strings.TrimSuffix(strings.TrimPrefix(c.Text, "/*"), "*/")
-		lines = append(lines, strings.Split(s, "\n")...)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // unsupported is the error for a tree that has the kubelet but not the shape

@@ -5,10 +5,11 @@ package extractor
 
 import (
 	"go/ast"
-	"go/token"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 func (x *extraction) function() (*Function, error) {
@@ -37,7 +38,7 @@ func (x *extraction) function() (*Function, error) {
 		FileSHA256: f.SHA256(),
 		Start:      f.Line(fd.Pos()),
 		End:        f.Line(fd.Body.Rbrace),
-		Doc:        DocVerbatim(fd.Doc),
+		Doc:        index.DocVerbatim(fd.Doc),
 		Cases:      []Case{},
 		Helpers:    []Helper{},
 	}
@@ -86,39 +87,11 @@ func (x *extraction) function() (*Function, error) {
 func findMethod(f *ast.File, recv, name string) *ast.FuncDecl {
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
-		if ok && fd.Name.Name == name && RecvName(fd) == recv {
+		if ok && fd.Name.Name == name && index.RecvName(fd) == recv {
 			return fd
 		}
 	}
 	return nil
-}
-
-// recvName is the base type name of a method's receiver, "" for a function.
-func RecvName(fd *ast.FuncDecl) string {
-	if fd.Recv == nil || len(fd.Recv.List) == 0 {
-		return ""
-	}
-	return BaseTypeName(fd.Recv.List[0].Type)
-}
-
-// baseTypeName strips pointers, parentheses and type parameters: *T[K] → T.
-func BaseTypeName(e ast.Expr) string {
-	for {
-		switch t := e.(type) {
-		case *ast.StarExpr:
-			e = t.X
-		case *ast.ParenExpr:
-			e = t.X
-		case *ast.IndexExpr:
-			e = t.X
-		case *ast.IndexListExpr:
-			e = t.X
-		case *ast.Ident:
-			return t.Name
-		default:
-			return ""
-		}
-	}
 }
 
 // loopFile is kubelet.go seen from syncLoopIteration: what its parameters
@@ -126,7 +99,7 @@ func BaseTypeName(e ast.Expr) string {
 // functions the file declares (the candidate helpers).
 type loopFile struct {
 	x        *extraction
-	F        *File
+	F        *index.File
 	fd       *ast.FuncDecl
 	recv     string            // "kl"
 	roots    map[string]bool   // identifiers whose calls are listed: the receiver and the handler
@@ -135,7 +108,7 @@ type loopFile struct {
 	klog     map[string]bool // names klog is imported as
 }
 
-func (x *extraction) newLoopFile(f *File, fd *ast.FuncDecl) *loopFile {
+func (x *extraction) newLoopFile(f *index.File, fd *ast.FuncDecl) *loopFile {
 	lf := &loopFile{x: x, F: f, fd: fd, roots: map[string]bool{}, chanElem: map[string]string{},
 		funcs: map[string]*ast.FuncDecl{}, klog: klogNames(f.AST)}
 	if fd.Recv != nil && len(fd.Recv.List[0].Names) > 0 {
@@ -179,10 +152,10 @@ func (lf *loopFile) clause(cc *ast.CommClause) Case {
 	case *ast.SendStmt:
 		ch = s.Chan
 	case *ast.ExprStmt:
-		ch = RecvChan(s.X)
+		ch = index.RecvChan(s.X)
 	case *ast.AssignStmt:
 		if len(s.Rhs) == 1 {
-			ch = RecvChan(s.Rhs[0])
+			ch = index.RecvChan(s.Rhs[0])
 		}
 	}
 	if cc.Comm != nil {
@@ -205,14 +178,6 @@ func (lf *loopFile) clause(cc *ast.CommClause) Case {
 	}
 	c.Calls = lf.calls(cc.Body)
 	return c
-}
-
-// recvChan is ch in <-ch, or nil.
-func RecvChan(e ast.Expr) ast.Expr {
-	if u, ok := ast.Unparen(e).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
-		return u.X
-	}
-	return nil
 }
 
 // caseKey names a case by its channel, stably across tags: configCh →
@@ -284,7 +249,7 @@ func (lf *loopFile) chanType(ch ast.Expr) string {
 		if !ok || !isIdent(field.X, lf.recv) {
 			return ""
 		}
-		return lf.x.FieldMethodElem(lf.F, RecvName(lf.fd), field.Sel.Name, sel.Sel.Name)
+		return lf.x.FieldMethodElem(lf.F, index.RecvName(lf.fd), field.Sel.Name, sel.Sel.Name)
 	}
 	return ""
 }

@@ -5,6 +5,8 @@ package extractor
 
 import (
 	"go/ast"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 func (x *extraction) podWorkers() (*PodWorkers, error) {
@@ -16,7 +18,7 @@ func (x *extraction) podWorkers() (*PodWorkers, error) {
 		return nil, x.unsupported("no %s (%v)", podWorkersFile, err)
 	}
 	pw := &PodWorkers{File: podWorkersFile, FileSHA256: f.SHA256(), Types: []TypeDecl{}}
-	for gd, ts := range TypeSpecs(f.AST) {
+	for gd, ts := range index.TypeSpecs(f.AST) {
 		pw.Types = append(pw.Types, x.typeDecl(f, gd, ts))
 	}
 	return pw, nil
@@ -24,14 +26,14 @@ func (x *extraction) podWorkers() (*PodWorkers, error) {
 
 // typeDecl describes ts, declared in gd. DocStart and DocEnd are 0 when the
 // type has no doc comment.
-func (x *extraction) typeDecl(f *File, gd *ast.GenDecl, ts *ast.TypeSpec) TypeDecl {
+func (x *extraction) typeDecl(f *index.File, gd *ast.GenDecl, ts *ast.TypeSpec) TypeDecl {
 	doc := specDoc(gd, ts)
 	td := TypeDecl{
 		Name: ts.Name.Name,
 		Kind: typeKind(ts),
 		Line: f.Line(ts.Name.Pos()),
 		End:  f.EndLine(ts),
-		Doc:  DocVerbatim(doc),
+		Doc:  index.DocVerbatim(doc),
 	}
 	if doc != nil {
 		td.DocStart, td.DocEnd = f.Line(doc.Pos()), f.EndLine(doc)

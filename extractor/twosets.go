@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 var twoSetNames = []string{"DesiredStateOfWorld", "ActualStateOfWorld"}
@@ -47,7 +49,7 @@ func (x *extraction) twoSets() ([]SetDecl, error) {
 		if err != nil {
 			return nil, err
 		}
-		for gd, ts := range TypeSpecs(f.AST) {
+		for gd, ts := range index.TypeSpecs(f.AST) {
 			if !isTwoSetName(ts.Name.Name) {
 				continue
 			}
@@ -57,7 +59,7 @@ func (x *extraction) twoSets() ([]SetDecl, error) {
 				File:     p,
 				Line:     line,
 				Kind:     typeKind(ts),
-				Doc:      DocVerbatim(specDoc(gd, ts)),
+				Doc:      index.DocVerbatim(specDoc(gd, ts)),
 				Upstream: UpstreamURL(x.Tag, p, line, line),
 			})
 		}

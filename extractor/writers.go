@@ -17,6 +17,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // Site is one place in the source a case's channel passes: where it is made,
@@ -36,7 +38,7 @@ const maxFlow = 400
 
 // origin is one place a channel is made.
 type origin struct {
-	c      *Func
+	c      *index.Func
 	expr   ast.Expr // the make(chan …) or ticker call
 	ticker bool
 	note   string
@@ -53,7 +55,7 @@ type flow struct {
 	x       *extraction
 	visited map[string]bool // backward: locations and calls resolved
 	locs    map[loc]string  // forward: locations reached, with the note (gate) that reached them
-	fns     map[loc]*Func
+	fns     map[loc]*index.Func
 	steps   int
 	writers []Site
 	sends   []sendAt // the writers' send statements, for upstream
@@ -67,7 +69,7 @@ type flow struct {
 }
 
 type sendAt struct {
-	c     *Func
+	c     *index.Func
 	send  *ast.SendStmt
 	Path  []ast.Node
 	key   string
@@ -79,8 +81,8 @@ type sendAt struct {
 // channel expression ch of the loop function lf.fd.
 func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 	x := lf.x
-	loop := &Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}
-	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*Func{}, seen: map[string]bool{}}
+	loop := &index.Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}
+	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*index.Func{}, seen: map[string]bool{}}
 	origins := fl.origins(ch, loop, "", 0)
 	c.Made, c.Writers, c.Feeders, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
 	// One make reached along several paths (the GenericPLEG and the
@@ -123,7 +125,7 @@ func sortSites(s []Site) {
 }
 
 // site describes node n of function c.
-func (x *extraction) site(c *Func, n ast.Node, note string) Site {
+func (x *extraction) site(c *index.Func, n ast.Node, note string) Site {
 	line := c.F.Line(n.Pos())
 	code := strings.TrimSpace(c.F.Lines(line, line))
 	if bn := buildNote(c.F); bn != "" && !strings.Contains(note, "code "+bn) {
@@ -136,7 +138,7 @@ var goBuildRE = regexp.MustCompile(`(?m)^//go:build (.+)$`)
 
 // buildNote names the platform a file is built for: its //go:build line,
 // else its _GOOS.go suffix.
-func buildNote(f *File) string {
+func buildNote(f *index.File) string {
 	head := f.Src
 	if i := strings.Index(string(head), "\npackage "); i >= 0 {
 		head = head[:i]
@@ -234,7 +236,7 @@ func (fl *flow) forwardFrom(o origin, paths string) {
 			note = "the loop reads it only through code built for " + p
 		}
 	}
-	WalkPath(o.c.Decl.Body, func(n ast.Node, p []ast.Node) {
+	index.WalkPath(o.c.Decl.Body, func(n ast.Node, p []ast.Node) {
 		if n == o.expr {
 			fl.flowsInto(o.expr, p, o.c, note)
 		}
@@ -244,7 +246,7 @@ func (fl *flow) forwardFrom(o origin, paths string) {
 // flowsInto follows the value of e (inside path p of c) one step: into the
 // variable or field it is assigned to, the parameter it is passed as, or
 // the send that writes on it.
-func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *Func, note string) {
+func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *index.Func, note string) {
 	if len(p) == 0 || !fl.budget() {
 		return
 	}
@@ -304,14 +306,14 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *Func, note string) {
 			return
 		}
 		if lit, ok := ast.Unparen(s.Fun).(*ast.FuncLit); ok {
-			if name := ParamAt(lit.Type, i); name != "" {
+			if name := index.ParamAt(lit.Type, i); name != "" {
 				fl.reach(loc{fn: c.ID(), Name: name}, c, note)
 			}
 			return
 		}
 		g := gateOf(p, s)
 		for _, cal := range x.Callees(s, c) {
-			if name := ParamAt(cal.Decl.Type, i); name != "" {
+			if name := index.ParamAt(cal.Decl.Type, i); name != "" {
 				fl.reach(loc{fn: cal.ID(), Name: name}, cal.Func, joinNote(joinNote(note, g), viaNote(cal.Via)))
 			}
 		}
@@ -323,7 +325,7 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *Func, note string) {
 // makes a source's channel and returns it, and the caller hands it to the
 // source that sends on it. A return inside a function literal returns from
 // the literal, which is not followed.
-func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *Func, note string) {
+func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *index.Func, note string) {
 	if inLiteral(p) || len(r.Results) != 1 || fl.seen["return:"+c.ID()] {
 		return
 	}
@@ -334,7 +336,7 @@ func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *Func, note string) 
 }
 
 // target is the location an assignment's left side writes.
-func (fl *flow) target(lhs ast.Expr, c *Func) loc {
+func (fl *flow) target(lhs ast.Expr, c *index.Func) loc {
 	switch t := lhs.(type) {
 	case *ast.Ident:
 		return loc{fn: c.ID(), Name: t.Name}
@@ -349,7 +351,7 @@ func (fl *flow) target(lhs ast.Expr, c *Func) loc {
 }
 
 // reach records that l holds the channel and follows its uses.
-func (fl *flow) reach(l loc, c *Func, note string) {
+func (fl *flow) reach(l loc, c *index.Func, note string) {
 	if l.Name == "" || l.Name == "_" {
 		return
 	}
@@ -365,8 +367,8 @@ func (fl *flow) reach(l loc, c *Func, note string) {
 }
 
 // varUses follows every use of variable l.Name in c.
-func (fl *flow) varUses(l loc, c *Func, note string) {
-	WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
+func (fl *flow) varUses(l loc, c *index.Func, note string) {
+	index.WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 		id, ok := n.(*ast.Ident)
 		if !ok || id.Name != l.Name || len(p) == 0 {
 			return
@@ -398,9 +400,9 @@ func (fl *flow) varUses(l loc, c *Func, note string) {
 
 // fieldUses follows every use of field l on a value of its type.
 func (fl *flow) fieldUses(l loc, note string) {
-	t := Named{l.Dir, l.typ}
+	t := index.Named{Dir: l.Dir, Name: l.typ}
 	for _, c := range fl.fieldFuncs(l) {
-		WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
+		index.WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 			sel, ok := n.(*ast.SelectorExpr)
 			if !ok || sel.Sel.Name != l.Name || len(p) == 0 {
 				return
@@ -418,7 +420,7 @@ func (fl *flow) fieldUses(l loc, note string) {
 
 // addWriter records a send on the channel, reached along a path whose
 // feature gates and interface steps note says.
-func (fl *flow) addWriter(c *Func, s *ast.SendStmt, p []ast.Node, note string) {
+func (fl *flow) addWriter(c *index.Func, s *ast.SendStmt, p []ast.Node, note string) {
 	key := c.F.Path + ":" + itoa(c.F.Line(s.Pos()))
 	note = joinNote(note, gateOf(p, s))
 	if fl.seen[key] {

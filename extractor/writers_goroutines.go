@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // upstream is one level of what feeds the writers: for a send that
@@ -63,8 +65,8 @@ func (fl *flow) upstream() []Site {
 }
 
 // sendsOn derives, in a walk of its own, the sends on the channel src of c.
-func (fl *flow) sendsOn(src ast.Expr, c *Func) []Site {
-	sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*Func{}, seen: map[string]bool{}}
+func (fl *flow) sendsOn(src ast.Expr, c *index.Func) []Site {
+	sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*index.Func{}, seen: map[string]bool{}}
 	for _, o := range sub.origins(src, c, "", 0) {
 		if !o.ticker {
 			sub.forwardFrom(o, o.note)
@@ -94,7 +96,7 @@ func receivedFrom(e ast.Expr, p []ast.Node) ast.Expr {
 					continue
 				}
 				if l, ok := as.Lhs[0].(*ast.Ident); ok && l.Name == id.Name {
-					if ch := RecvChan(as.Rhs[0]); ch != nil {
+					if ch := index.RecvChan(as.Rhs[0]); ch != nil {
 						return ch
 					}
 				}
@@ -154,15 +156,15 @@ func (fl *flow) goroutines() []Site {
 // statement that starts it: the first found, or, for a case told apart by a
 // value (fl.sel), every go statement at that depth whose worker is not made
 // with another value (madeWith).
-func (fl *flow) goStmtsFor(w *Func) []Site {
+func (fl *flow) goStmtsFor(w *index.Func) []Site {
 	var sel *when
 	for _, s := range fl.sel {
 		sel = &s
 	}
-	level := []*Func{w}
+	level := []*index.Func{w}
 	done := map[string]bool{}
 	for depth := 0; depth < 4 && len(level) > 0; depth++ {
-		var next []*Func
+		var next []*index.Func
 		var found []Site
 		for _, fn := range level {
 			if done[fn.ID()] {
@@ -191,7 +193,7 @@ func (fl *flow) goStmtsFor(w *Func) []Site {
 
 // goAt is a go statement, with the function and path it is in.
 type goAt struct {
-	c    *Func
+	c    *index.Func
 	stmt *ast.GoStmt
 	Path []ast.Node
 	site Site
@@ -199,7 +201,7 @@ type goAt struct {
 
 // goStmtsStarting finds the go statements that call fn, pass it as a
 // function value, or run a literal that calls it.
-func (fl *flow) goStmtsStarting(fn *Func) []goAt {
+func (fl *flow) goStmtsStarting(fn *index.Func) []goAt {
 	var out []goAt
 	for _, r := range fl.x.RefsTo(fn) {
 		for i := len(r.Path) - 1; i >= 0; i-- {
@@ -234,12 +236,12 @@ const maxReach = 64
 // PodConfig.Sync, which only tests call), names those functions. It
 // returns "" when fn may run: a caller chain reaches a start, or the walk
 // is cut short by maxReach.
-func (fl *flow) unreachable(fn *Func) string {
+func (fl *flow) unreachable(fn *index.Func) string {
 	var roots []string
 	done := map[string]bool{}
-	level := []*Func{fn}
+	level := []*index.Func{fn}
 	for len(level) > 0 {
-		var next []*Func
+		var next []*index.Func
 		for _, f := range level {
 			if done[f.ID()] {
 				continue

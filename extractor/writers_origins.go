@@ -8,6 +8,8 @@ import (
 	"go/ast"
 	"go/token"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // budget counts one step of the walk and reports whether maxFlow allows it.
@@ -17,7 +19,7 @@ func (fl *flow) budget() bool {
 }
 
 // origins walks e (a channel value in c) back to where it is made.
-func (fl *flow) origins(e ast.Expr, c *Func, note string, depth int) []origin {
+func (fl *flow) origins(e ast.Expr, c *index.Func, note string, depth int) []origin {
 	if depth > 14 || !fl.budget() {
 		return nil
 	}
@@ -64,7 +66,7 @@ func (fl *flow) origins(e ast.Expr, c *Func, note string, depth int) []origin {
 
 var tickerFuncs = map[string]bool{"NewTicker": true, "NewTimer": true, "Tick": true, "After": true, "NewFakeTicker": false}
 
-func (fl *flow) callOrigins(ce *ast.CallExpr, c *Func, note string, depth int) []origin {
+func (fl *flow) callOrigins(ce *ast.CallExpr, c *index.Func, note string, depth int) []origin {
 	x := fl.x
 	switch fun := ast.Unparen(ce.Fun).(type) {
 	case *ast.Ident:
@@ -139,24 +141,24 @@ func returns(fd *ast.FuncDecl) []*ast.ReturnStmt {
 
 // identOrigins resolves a variable of c: its assignments in c, its
 // parameter's arguments at every caller, a function literal's arguments.
-func (fl *flow) identOrigins(name string, c *Func, note string, depth int) []origin {
+func (fl *flow) identOrigins(name string, c *index.Func, note string, depth int) []origin {
 	key := "var:" + c.ID() + ":" + name + ":" + note
 	if fl.visited[key] {
 		return nil
 	}
 	fl.visited[key] = true
 	var out []origin
-	if i := ParamIndex(c.Decl.Type, name); i >= 0 {
+	if i := index.ParamIndex(c.Decl.Type, name); i >= 0 {
 		for _, cs := range fl.x.CallersOf(c) {
 			if i < len(cs.Call.Args) {
 				out = append(out, fl.origins(cs.Call.Args[i], cs.C, joinNote(note, gateOf(cs.Path, cs.Call)), depth+1)...)
 			}
 		}
 	}
-	WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
+	index.WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 		switch s := n.(type) {
 		case *ast.FuncLit:
-			if i := ParamIndex(s.Type, name); i >= 0 && len(p) > 0 {
+			if i := index.ParamIndex(s.Type, name); i >= 0 && len(p) > 0 {
 				if call, ok := p[len(p)-1].(*ast.CallExpr); ok && call.Fun == s && i < len(call.Args) {
 					out = append(out, fl.origins(call.Args[i], c, note, depth+1)...)
 				}
@@ -202,7 +204,7 @@ func identOrIndexOf(e ast.Expr) string {
 }
 
 // nthOrigins follows the i-th result of a multi-value call.
-func (fl *flow) nthOrigins(e ast.Expr, i int, c *Func, note string, depth int) []origin {
+func (fl *flow) nthOrigins(e ast.Expr, i int, c *index.Func, note string, depth int) []origin {
 	ce, ok := ast.Unparen(e).(*ast.CallExpr)
 	if !ok {
 		return nil
@@ -234,10 +236,10 @@ func (fl *flow) fieldOrigins(l loc, note string, depth int) []origin {
 	}
 	fl.visited[key] = true
 	x := fl.x
-	t := Named{l.Dir, l.typ}
+	t := index.Named{Dir: l.Dir, Name: l.typ}
 	var out []origin
 	for _, c := range fl.fieldFuncs(l) {
-		WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
+		index.WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 			switch s := n.(type) {
 			case *ast.AssignStmt:
 				for i, lhs := range s.Lhs {
@@ -269,7 +271,7 @@ func (fl *flow) fieldOrigins(l loc, note string, depth int) []origin {
 }
 
 // fieldFuncs are the functions that may mention field l.
-func (fl *flow) fieldFuncs(l loc) []*Func {
+func (fl *flow) fieldFuncs(l loc) []*index.Func {
 	out := fl.x.FuncsIn(l.Dir, l.Name)
 	if token.IsExported(l.Name) {
 		for _, d := range fl.x.ScopeDirs() {

@@ -1,7 +1,6 @@
-package extractor
+package index
 
-// flow_interfaces.go is the part of the syntactic index (flow.go) that
-// tells a call through an interface where it may go: an interface's methods
+// interfaces.go is the part of the index that tells a call through an interface where it may go: an interface's methods
 // and the module's concrete types that implement it.
 
 import (
@@ -13,7 +12,7 @@ import (
 
 // isInterface reports whether t is declared as an interface, and its
 // methods' names (embedded interfaces of the module included).
-func (x *extraction) InterfaceMethods(t Named, depth int) ([]string, bool) {
+func (x *Index) InterfaceMethods(t Named, depth int) ([]string, bool) {
 	specs := x.TypeSpecsOf(t)
 	if len(specs) == 0 || depth > 6 {
 		return nil, false
@@ -41,7 +40,7 @@ func (x *extraction) InterfaceMethods(t Named, depth int) ([]string, bool) {
 // implementations are the module's concrete types (in the interface's
 // package and in FlowScope) that declare every method of interface t, test
 // doubles left out, in a stable order.
-func (x *extraction) Implementations(t Named) []Named {
+func (x *Index) Implementations(t Named) []Named {
 	key := t.Dir + "." + t.Name
 	if impls, ok := x.impls[key]; ok {
 		return impls
@@ -80,7 +79,7 @@ func (x *extraction) Implementations(t Named) []Named {
 // implementation is taken to know its interface: in its package, or in one
 // that imports the interface's. Without this, every type with a Run(ctx)
 // would implement every one-method interface named Run.
-func (x *extraction) Imports(dir, of string) bool {
+func (x *Index) Imports(dir, of string) bool {
 	p := x.Pkg(dir)
 	if p == nil {
 		return false
@@ -97,7 +96,7 @@ func (x *extraction) Imports(dir, of string) bool {
 // sameArity reports whether impl's methods take and return as many values
 // as interface t's (names alone let a type with a Start and a GetCapacity
 // of its own pass for an implementation).
-func (x *extraction) SameArity(t, impl Named, ms []string) bool {
+func (x *Index) SameArity(t, impl Named, ms []string) bool {
 	specs := x.TypeSpecsOf(t)
 	if len(specs) == 0 {
 		return false
@@ -130,7 +129,7 @@ func NumResults(ft *ast.FuncType) int {
 
 // hasMethods reports whether t declares every method in ms, directly or
 // through an embedded field of a module type.
-func (x *extraction) HasMethods(t Named, ms []string) bool {
+func (x *Index) HasMethods(t Named, ms []string) bool {
 	for _, m := range ms {
 		if len(x.Methods(t, m)) > 0 {
 			continue
@@ -142,7 +141,7 @@ func (x *extraction) HasMethods(t Named, ms []string) bool {
 	return true
 }
 
-func (x *extraction) EmbedsMethod(t Named, m string, depth int) bool {
+func (x *Index) EmbedsMethod(t Named, m string, depth int) bool {
 	if depth > 4 {
 		return false
 	}

@@ -1,11 +1,9 @@
-package extractor
+package index
 
-// flow.go is the syntactic index the writer derivation (writers.go) runs on:
-// functions as contexts, a light type inference for receivers and values
-// (enough to tell whose field kl.pleg is, or which type podCfg has), callers
-// of a function, and the module's implementations of an interface. It reads
-// only the module's own packages and never type-checks: a name it cannot
-// resolve (a third-party type, a generic) is left unknown, never guessed.
+// funcs.go: functions as contexts (Func), the light type inference for
+// receivers and values (TypeOf: enough to tell whose field kl.pleg is, or
+// which type podCfg has), and the calls that may run a function
+// (CallersOf, RefsTo).
 
 import (
 	"go/ast"
@@ -70,7 +68,7 @@ func (c *Func) RecvIdent() string {
 }
 
 // scopeDirs lists every directory with Go files under FlowScope, once.
-func (x *extraction) ScopeDirs() []string {
+func (x *Index) ScopeDirs() []string {
 	if x.scope != nil {
 		return x.scope
 	}
@@ -114,7 +112,7 @@ func IsTestDoubleType(name string) bool {
 
 // funcsIn yields the function declarations with bodies of files of dir that
 // mention want.
-func (x *extraction) FuncsIn(dir, want string) []*Func {
+func (x *Index) FuncsIn(dir, want string) []*Func {
 	p := x.Pkg(dir)
 	if p == nil {
 		return nil
@@ -132,7 +130,7 @@ func (x *extraction) FuncsIn(dir, want string) []*Func {
 
 // methods returns the declarations of method m on type t (several when
 // build-tagged files declare it more than once).
-func (x *extraction) Methods(t Named, m string) []*Func {
+func (x *Index) Methods(t Named, m string) []*Func {
 	var out []*Func
 	for _, c := range x.FuncsIn(t.Dir, m) {
 		if c.Decl.Name.Name == m && RecvName(c.Decl) == t.Name {
@@ -143,7 +141,7 @@ func (x *extraction) Methods(t Named, m string) []*Func {
 }
 
 // funcDecl returns package-level function name of dir.
-func (x *extraction) FuncDecl(dir, name string) []*Func {
+func (x *Index) FuncDecl(dir, name string) []*Func {
 	var out []*Func
 	for _, c := range x.FuncsIn(dir, name) {
 		if c.Decl.Recv == nil && c.Decl.Name.Name == name {
@@ -154,7 +152,7 @@ func (x *extraction) FuncDecl(dir, name string) []*Func {
 }
 
 // typeSpecsOf returns every declaration of type t (build-tagged twins).
-func (x *extraction) TypeSpecsOf(t Named) []FileSpec {
+func (x *Index) TypeSpecsOf(t Named) []FileSpec {
 	p := x.Pkg(t.Dir)
 	if p == nil {
 		return nil
@@ -175,7 +173,7 @@ type FileSpec struct {
 
 // resolveType names the type written as e in file f of package dir:
 // pointers and parentheses stripped, a local or imported module type.
-func (x *extraction) ResolveType(e ast.Expr, f *File, dir string) Named {
+func (x *Index) ResolveType(e ast.Expr, f *File, dir string) Named {
 	for {
 		switch t := e.(type) {
 		case *ast.StarExpr:
@@ -208,7 +206,7 @@ func (x *extraction) ResolveType(e ast.Expr, f *File, dir string) Named {
 
 // fieldType is the declared type of field name of struct t, resolved, and
 // the expression as written (for a func or chan field).
-func (x *extraction) FieldType(t Named, name string) Named {
+func (x *Index) FieldType(t Named, name string) Named {
 	for _, sp := range x.TypeSpecsOf(t) {
 		st, ok := sp.TS.Type.(*ast.StructType)
 		if !ok {
@@ -231,11 +229,11 @@ func (x *extraction) FieldType(t Named, name string) Named {
 }
 
 // typeOf infers the named type of the value e in c, or the zero named.
-func (x *extraction) TypeOf(e ast.Expr, c *Func) Named {
+func (x *Index) TypeOf(e ast.Expr, c *Func) Named {
 	return x.TypeOfDepth(e, c, 0)
 }
 
-func (x *extraction) TypeOfDepth(e ast.Expr, c *Func, depth int) Named {
+func (x *Index) TypeOfDepth(e ast.Expr, c *Func, depth int) Named {
 	if depth > 6 {
 		return Named{}
 	}
@@ -307,7 +305,7 @@ func (x *extraction) TypeOfDepth(e ast.Expr, c *Func, depth int) Named {
 
 // isPackageName reports whether name is an import of c's file (and not
 // shadowed by a parameter, which is the common collision).
-func (x *extraction) IsPackageName(c *Func, name string) bool {
+func (x *Index) IsPackageName(c *Func, name string) bool {
 	if ParamType(c.Decl.Type, name) != nil || name == c.RecvIdent() {
 		return false
 	}
@@ -379,7 +377,7 @@ func ParamAt(ft *ast.FuncType, i int) string {
 }
 
 // resultType is the type of the idx-th result of the call.
-func (x *extraction) ResultType(call ast.Expr, c *Func, idx, depth int) Named {
+func (x *Index) ResultType(call ast.Expr, c *Func, idx, depth int) Named {
 	ce, ok := ast.Unparen(call).(*ast.CallExpr)
 	if !ok {
 		return x.TypeOfDepth(call, c, depth)
@@ -414,7 +412,7 @@ type Callee struct {
 // callees resolves the function(s) a call may run: a package function, a
 // method of a concrete type, or every module implementation's method when
 // the receiver is an interface.
-func (x *extraction) Callees(ce *ast.CallExpr, c *Func) []Callee {
+func (x *Index) Callees(ce *ast.CallExpr, c *Func) []Callee {
 	var out []Callee
 	switch fun := ast.Unparen(ce.Fun).(type) {
 	case *ast.Ident:
@@ -441,7 +439,7 @@ func (x *extraction) Callees(ce *ast.CallExpr, c *Func) []Callee {
 
 // methodCallees are the declarations a call of method m on a value of type
 // t may run.
-func (x *extraction) MethodCallees(t Named, m string) []Callee {
+func (x *Index) MethodCallees(t Named, m string) []Callee {
 	var out []Callee
 	if _, iface := x.InterfaceMethods(t, 0); iface {
 		for _, impl := range x.Implementations(t) {
@@ -474,7 +472,7 @@ type CallSite struct {
 // callersOf finds the calls in FlowScope (and in the function's own package)
 // that may run target: by name, with the receiver's type, when it can be
 // inferred, the target's type or an interface the target's type implements.
-func (x *extraction) CallersOf(target *Func) []CallSite {
+func (x *Index) CallersOf(target *Func) []CallSite {
 	if cs, ok := x.callers[target.ID()]; ok {
 		return cs
 	}
@@ -505,7 +503,7 @@ func (x *extraction) CallersOf(target *Func) []CallSite {
 }
 
 // mayCall reports whether the call ce in c may run target.
-func (x *extraction) MayCall(ce *ast.CallExpr, c *Func, target *Func, name, recv string) bool {
+func (x *Index) MayCall(ce *ast.CallExpr, c *Func, target *Func, name, recv string) bool {
 	switch fun := ast.Unparen(ce.Fun).(type) {
 	case *ast.Ident:
 		return recv == "" && fun.Name == name && c.Dir == target.Dir
@@ -567,7 +565,7 @@ func WalkPath(root ast.Node, visit func(n ast.Node, path []ast.Node)) {
 
 // refsTo are the calls of fn and the places fn is used as a function value
 // (x.Relist passed to wait.Until), in FlowScope.
-func (x *extraction) RefsTo(fn *Func) []CallSite {
+func (x *Index) RefsTo(fn *Func) []CallSite {
 	key := "refs:" + fn.ID()
 	if cs, ok := x.callers[key]; ok {
 		return cs
