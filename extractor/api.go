@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/syncloop/syncloop/extractor/flow"
+
 	"github.com/syncloop/syncloop/extractor/module"
 )
 
@@ -96,3 +98,6 @@ var (
 	_ func(context.Context, Options) (*Reading, error) = Load
 	_ func(fs.FS, string, []string) (*Reading, error)  = Extract
 )
+
+// Site is one place in the source a case's channel passes (flow.Site).
+type Site = flow.Site

@@ -5,9 +5,12 @@ package extractor
 
 import (
 	"go/ast"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/flow"
 
 	"github.com/syncloop/syncloop/extractor/index"
 )
@@ -347,4 +350,11 @@ func (lf *loopFile) helper(name string) Helper {
 	h.Text = f.Lines(h.DocStart, h.End)
 	h.Upstream = UpstreamURL(lf.x.Tag, f.Path, h.DocStart, h.End)
 	return h
+}
+
+// derive fills the case's Made, Writers, Feeders and Goroutine from the
+// channel expression ch of the loop function lf.fd (flow.Derive).
+func (lf *loopFile) derive(c *Case, ch ast.Expr) {
+	r := flow.Derive(lf.x.Index, &index.Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}, ch)
+	c.Made, c.Writers, c.Feeders, c.Goroutine = r.Made, r.Writers, r.Feeders, r.Goroutine
 }

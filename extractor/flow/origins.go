@@ -1,7 +1,6 @@
-package extractor
+package flow
 
-// writers_origins.go is the backward half of the writer derivation
-// (writers.go): from the channel a case receives from, back through
+// origins.go is the backward half of the derivation (writers.go): from the channel a case receives from, back through
 // variables, fields, parameters and call results to where it is made.
 
 import (

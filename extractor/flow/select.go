@@ -1,6 +1,6 @@
-package extractor
+package flow
 
-// writers_select.go: a writer shared by several cases, told apart by a
+// select.go: a writer shared by several cases, told apart by a
 // value. The three probe cases share one results manager type, one Set and
 // one worker type; what makes a worker the liveness one is the constant its
 // constructor is given (newWorker(m, liveness, …)), which a switch on it

@@ -1,15 +1,17 @@
-package extractor
-
-// writers.go derives, from the source at the tag, who writes each case's
-// channel. From the channel expression the case receives from it walks back
-// (parameters up the callers: syncLoopIteration ← syncLoop ← Run ← the
-// kubelet's start-up; method results such as Updates() returning a field,
-// through interfaces to the module's implementations; struct fields and
-// assignments) to where the channel is made, then forward from each make
-// (assignments, struct fields, arguments into parameters) to every send on
-// it. The walk is syntactic (flow.go): no type-check, no go command.
-// The walk back is writers_origins.go; what feeds the writers and the go
-// statements that run them, writers_goroutines.go.
+// Package flow is the flow engine: from a channel expression read in a
+// function it derives, syntactically, where the channel is made and who
+// sends on it. The walk back (origins.go) goes through parameters up the
+// callers (syncLoopIteration ← syncLoop ← Run ← the kubelet's start-up),
+// method results such as Updates() returning a field, through interfaces to
+// the module's implementations, struct fields and assignments, to where the
+// channel is made; the walk forward (writers.go) from each make goes through
+// assignments, struct fields, arguments into parameters and returns into
+// callers, to every send on it. What feeds the writers and the go statements
+// that run them is goroutines.go; cases sharing one writer, told apart by a
+// value, select.go. It runs on the syntactic index (package index): no
+// type-check, no go command. Each rule has a fixture of its own
+// (extractor/testdata/rules, TestRule*).
+package flow
 
 import (
 	"go/ast"
@@ -21,7 +23,7 @@ import (
 	"github.com/syncloop/syncloop/extractor/index"
 )
 
-// Site is one place in the source a case's channel passes: where it is made,
+// Site is one place in the source a channel passes: where it is made,
 // a send on it, the go statement running a writer, a call feeding a writer.
 type Site struct {
 	Func     string `json:"func"` // the enclosing function, "pkg/kubelet/config.(*podStorage).Merge"
@@ -52,7 +54,7 @@ type loc struct {
 }
 
 type flow struct {
-	x       *extraction
+	x       *index.Index
 	visited map[string]bool // backward: locations and calls resolved
 	locs    map[loc]string  // forward: locations reached, with the note (gate) that reached them
 	fns     map[loc]*index.Func
@@ -77,14 +79,20 @@ type sendAt struct {
 	site  Site
 }
 
-// derive fills the case's Made, Writers, Upstream and Goroutine from the
-// channel expression ch of the loop function lf.fd.
-func (lf *loopFile) derive(c *Case, ch ast.Expr) {
-	x := lf.x
-	loop := &index.Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}
+// Result is what Derive finds for one channel.
+type Result struct {
+	Made      []Site // where the channel is made
+	Writers   []Site // the sends on it
+	Feeders   []Site // one level up: what feeds the writers
+	Goroutine []Site // the go statements that run the writers
+}
+
+// Derive follows the channel expression ch, read in the function loop, back
+// to where it is made and forward to every send on it.
+func Derive(x *index.Index, loop *index.Func, ch ast.Expr) Result {
 	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*index.Func{}, seen: map[string]bool{}}
 	origins := fl.origins(ch, loop, "", 0)
-	c.Made, c.Writers, c.Feeders, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
+	r := Result{Made: []Site{}}
 	// One make reached along several paths (the GenericPLEG and the
 	// EventedPLEG both return eventChannel) is one Site, its note what
 	// every path shares.
@@ -97,22 +105,23 @@ func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 		notes[o.expr] = append(notes[o.expr], o.note)
 	}
 	for _, o := range uniq {
-		s := x.site(o.c, o.expr, pathNote(notes[o.expr]))
+		s := site(x, o.c, o.expr, pathNote(notes[o.expr]))
 		if o.ticker {
 			s.Note = joinNote(s.Note, "ticker: written by the Go runtime every period")
 		}
-		c.Made = append(c.Made, s)
+		r.Made = append(r.Made, s)
 		if !o.ticker {
 			fl.forwardFrom(o, strings.Join(notes[o.expr], "; "))
 		}
 	}
 	fl.finishWriters()
 	fl.sel = fl.selectors(ch, loop)
-	c.Writers = append([]Site{}, fl.writers...)
-	c.Feeders = fl.upstream()
-	c.Goroutine = fl.goroutines()
-	sortSites(c.Made)
-	sortSites(c.Writers)
+	r.Writers = append([]Site{}, fl.writers...)
+	r.Feeders = fl.upstream()
+	r.Goroutine = fl.goroutines()
+	sortSites(r.Made)
+	sortSites(r.Writers)
+	return r
 }
 
 func sortSites(s []Site) {
@@ -125,13 +134,13 @@ func sortSites(s []Site) {
 }
 
 // site describes node n of function c.
-func (x *extraction) site(c *index.Func, n ast.Node, note string) Site {
+func site(x *index.Index, c *index.Func, n ast.Node, note string) Site {
 	line := c.F.Line(n.Pos())
 	code := strings.TrimSpace(c.F.Lines(line, line))
 	if bn := buildNote(c.F); bn != "" && !strings.Contains(note, "code "+bn) {
 		note = strings.TrimPrefix(note+"; "+bn, "; ")
 	}
-	return Site{Func: c.SymbolName(), File: c.F.Path, Line: line, Upstream: UpstreamURL(x.Tag, c.F.Path, line, line), Code: code, Note: note}
+	return Site{Func: c.SymbolName(), File: c.F.Path, Line: line, Upstream: index.UpstreamURL(x.Tag, c.F.Path, line, line), Code: code, Note: note}
 }
 
 var goBuildRE = regexp.MustCompile(`(?m)^//go:build (.+)$`)
@@ -447,7 +456,7 @@ func (fl *flow) finishWriters() {
 		} else if roots := fl.unreachable(sa.c); roots != "" {
 			note = "unreachable: no caller outside tests (" + roots + ")"
 		}
-		sa.site = fl.x.site(sa.c, sa.send, joinNote(note, pathNote(sa.paths)))
+		sa.site = site(fl.x, sa.c, sa.send, joinNote(note, pathNote(sa.paths)))
 		fl.writers = append(fl.writers, sa.site)
 	}
 }

@@ -1,7 +1,6 @@
-package extractor
+package flow
 
-// writers_goroutines.go is the last steps of the writer derivation
-// (writers.go): what feeds the writers one level up (a fan-in's senders, or
+// goroutines.go is the last steps of the derivation (writers.go): what feeds the writers one level up (a fan-in's senders, or
 // the callers of the sending function) and the go statement that runs each.
 
 import (
@@ -45,7 +44,7 @@ func (fl *flow) upstream() []Site {
 			if w, ok := fl.selected(cs.Call, cs.C); ok && !taken(append(slices.Clone(cs.Path), cs.Call), w) {
 				continue // a branch the case's worker never takes
 			}
-			s := fl.x.site(cs.C, cs.Call, gateOf(cs.Path, cs.Call))
+			s := site(fl.x, cs.C, cs.Call, gateOf(cs.Path, cs.Call))
 			s.Note = joinNote("calls "+shortFunc(sa.site.Func), s.Note)
 			add(s)
 			for _, arg := range cs.Call.Args {
@@ -130,7 +129,7 @@ func (fl *flow) goroutines() []Site {
 		var found *Site
 		for i := len(sa.Path) - 1; i >= 0 && found == nil; i-- {
 			if g, ok := sa.Path[i].(*ast.GoStmt); ok {
-				s := fl.x.site(sa.c, g, "")
+				s := site(fl.x, sa.c, g, "")
 				found = &s
 			}
 		}
@@ -206,7 +205,7 @@ func (fl *flow) goStmtsStarting(fn *index.Func) []goAt {
 	for _, r := range fl.x.RefsTo(fn) {
 		for i := len(r.Path) - 1; i >= 0; i-- {
 			if g, ok := r.Path[i].(*ast.GoStmt); ok {
-				out = append(out, goAt{r.C, g, r.Path[:i], fl.x.site(r.C, g, "")})
+				out = append(out, goAt{r.C, g, r.Path[:i], site(fl.x, r.C, g, "")})
 				break
 			}
 			if _, ok := r.Path[i].(*ast.FuncLit); ok {
@@ -215,7 +214,7 @@ func (fl *flow) goStmtsStarting(fn *index.Func) []goAt {
 				if i > 1 {
 					if _, ok := r.Path[i-1].(*ast.CallExpr); ok {
 						if g, ok := r.Path[i-2].(*ast.GoStmt); ok {
-							out = append(out, goAt{r.C, g, r.Path[:i-2], fl.x.site(r.C, g, "")})
+							out = append(out, goAt{r.C, g, r.Path[:i-2], site(fl.x, r.C, g, "")})
 						}
 					}
 				}
