@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/syncloop/syncloop/extractor/defs"
+
 	"github.com/syncloop/syncloop/extractor/flow"
 
 	"github.com/syncloop/syncloop/extractor/module"
@@ -101,3 +103,15 @@ var (
 
 // Site is one place in the source a case's channel passes (flow.Site).
 type Site = flow.Site
+
+// The definitions index (package defs): Defs of one tag, a Decl per
+// symbol, a Ref per use of one.
+type (
+	Defs = defs.Defs
+	Decl = defs.Decl
+	Ref  = defs.Ref
+)
+
+// ShortSymbol is the symbol without its package path:
+// "(*Kubelet).HandlePodAdditions".
+func ShortSymbol(sym string) string { return defs.ShortSymbol(sym) }

@@ -8,8 +8,12 @@ package extractor
 import (
 	"errors"
 	"fmt"
+	"go/ast"
 	"io/fs"
+	"path"
 	"slices"
+
+	"github.com/syncloop/syncloop/extractor/defs"
 
 	"github.com/syncloop/syncloop/extractor/index"
 )
@@ -90,7 +94,14 @@ func (x *extraction) mainParts(r *Reading, symbols []string) error {
 			roots = append(roots, s.Func)
 		}
 	}
-	r.Defs = x.defs(x.loop, helpers, roots)
+	var helperDecls []*ast.FuncDecl
+	for _, h := range helpers {
+		if d, ok := x.loop.funcs[h]; ok {
+			helperDecls = append(helperDecls, d)
+		}
+	}
+	loop := &index.Func{F: x.loop.F, Dir: path.Dir(x.loop.F.Path), Decl: x.loop.fd}
+	r.Defs = defs.Build(x.Index, Schema, loop, helperDecls, roots)
 	pw, err := x.podWorkers()
 	if err != nil {
 		return err

@@ -1,16 +1,14 @@
-package extractor
-
-// defs.go builds the definitions index the page opens in place: every
+// Package defs builds the definitions index the page opens in place: every
 // function, method and type the loop reaches (through calls and type
 // references, a few levels deep), with its source, the module symbols its
 // body refers to (line and column, for the page's controls) and, for an
 // interface method, the module's implementations. It runs on the same
-// syntactic index as the writer derivation (flow.go).
+// syntactic index as the flow engine (package index).
+package defs
 
 import (
 	"go/ast"
 	"go/token"
-	"path"
 	"slices"
 	"strings"
 
@@ -72,21 +70,19 @@ const defsDepth = 4
 const maxDecls = 3000
 
 type defsBuilder struct {
-	x    *extraction
+	x    *index.Index
 	defs *Defs
 	fns  map[string][]*index.Func // symbol → its declaration(s), for functions and methods
 }
 
-// defs builds the index from the loop function lf.fd and the helpers, and
-// from roots (the derived writers' functions, which the margin opens).
-func (x *extraction) defs(lf *loopFile, helpers, roots []string) *Defs {
-	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.Tag, Decls: map[string]*Decl{}}, fns: map[string][]*index.Func{}}
-	loop := &index.Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}
-	b.defs.Loop = b.refs(loop, lf.fd)
-	for _, h := range helpers {
-		if d, ok := lf.funcs[h]; ok {
-			b.defs.Loop = append(b.defs.Loop, b.refs(&index.Func{F: lf.F, Dir: loop.Dir, Decl: d}, d)...)
-		}
+// Build builds the index from the loop function and the helpers it calls
+// (declared in its file), and from roots (the derived writers' functions,
+// which the margin opens). schema is the Reading's, which the Defs carry.
+func Build(x *index.Index, schema int, loop *index.Func, helpers []*ast.FuncDecl, roots []string) *Defs {
+	b := &defsBuilder{x: x, defs: &Defs{Schema: schema, Tag: x.Tag, Decls: map[string]*Decl{}}, fns: map[string][]*index.Func{}}
+	b.defs.Loop = b.refs(loop, loop.Decl)
+	for _, d := range helpers {
+		b.defs.Loop = append(b.defs.Loop, b.refs(&index.Func{F: loop.F, Dir: loop.Dir, Decl: d}, d)...)
 	}
 	level := append(uniqSyms(b.defs.Loop), roots...)
 	for depth := 1; depth <= defsDepth && len(level) > 0; depth++ {
@@ -127,7 +123,7 @@ func (x *extraction) defs(lf *loopFile, helpers, roots []string) *Defs {
 	for _, d := range b.defs.Decls {
 		d.Refs = keep(d.Refs)
 	}
-	b.defs.Declared = x.declared()
+	b.defs.Declared = declared(x)
 	return b.defs
 }
 
@@ -328,7 +324,7 @@ func (b *defsBuilder) selectorRef(c *index.Func, fun *ast.SelectorExpr, add func
 		}
 		// The method may be declared in an embedded interface: name the
 		// interface that declares it.
-		owner := x.declaringInterface(t, fun.Sel.Name, 0)
+		owner := declaringInterface(x, t, fun.Sel.Name, 0)
 		if owner.OK() {
 			add(fun.Sel, owner.Dir+"."+owner.Name+"."+fun.Sel.Name, nil)
 		}
@@ -341,7 +337,7 @@ func (b *defsBuilder) selectorRef(c *index.Func, fun *ast.SelectorExpr, add func
 
 // declaringInterface is the interface, t or one it embeds, that declares
 // method m.
-func (x *extraction) declaringInterface(t index.Named, m string, depth int) index.Named {
+func declaringInterface(x *index.Index, t index.Named, m string, depth int) index.Named {
 	specs := x.TypeSpecsOf(t)
 	if len(specs) == 0 || depth > 6 {
 		return index.Named{}
@@ -360,7 +356,7 @@ func (x *extraction) declaringInterface(t index.Named, m string, depth int) inde
 	for _, f := range it.Methods.List {
 		if len(f.Names) == 0 {
 			if emb := x.ResolveType(f.Type, specs[0].F, t.Dir); emb.OK() {
-				if o := x.declaringInterface(emb, m, depth+1); o.OK() {
+				if o := declaringInterface(x, emb, m, depth+1); o.OK() {
 					return o
 				}
 			}
@@ -371,7 +367,7 @@ func (x *extraction) declaringInterface(t index.Named, m string, depth int) inde
 
 // declared lists every function, method and type symbol declared in the
 // non-test files of FlowScope, sorted.
-func (x *extraction) declared() []string {
+func declared(x *index.Index) []string {
 	var out []string
 	for _, d := range x.ScopeDirs() {
 		p := x.Pkg(d)
