@@ -2,6 +2,10 @@
 // the kubelet's syncLoopIteration with its select cases and log sites, the
 // type comments of pod_workers.go, and the "two sets" (desired and actual
 // state of the world). It knows Go source and the module proxy, nothing of HTTP.
+// It is built on the packages beside it: module (where the source comes from,
+// verified), index (the syntactic index), flow (the flow engine that derives
+// a channel's writers) and defs (the definitions the page opens in place).
+// The second reading, the volume manager's reconciler, is extractor/volume.
 package extractor
 
 import "github.com/syncloop/syncloop/extractor/module"
