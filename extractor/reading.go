@@ -36,7 +36,7 @@ type Reading struct {
 	// Symbols locates the declarations that notes link to by name (the
 	// Options.Symbols asked for), keyed by the name as written.
 	Symbols map[string]Symbol `json:"symbols,omitempty"`
-	// Defs is the definitions index the page opens in place (defs.go). It
+	// Defs is the definitions index the page opens in place (package defs). It
 	// is cached in a file of its own and not part of reading.json; nil
 	// when the Reading was read from the cache (see CachedDefs).
 	Defs *Defs `json:"-"`

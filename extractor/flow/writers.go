@@ -65,7 +65,7 @@ type flow struct {
 	// when records, in a walk of a value rather than a channel
 	// (selectors), the fields it is stored into under a switch case; sel is
 	// what that walk found for the case, which upstream and goroutines
-	// hold the case's callers and go statements to (writers_select.go).
+	// hold the case's callers and go statements to (select.go).
 	when map[loc]when
 	sel  map[loc]when
 }
