@@ -156,8 +156,14 @@ func (fl *flow) goroutines() []Site {
 // value (fl.sel), every go statement at that depth whose worker is not made
 // with another value (madeWith).
 func (fl *flow) goStmtsFor(w *index.Func) []Site {
+	// One value tells the case's workers apart; fields stored under
+	// different values (none in the kubelet) tell nothing.
 	var sel *when
 	for _, s := range fl.sel {
+		if sel != nil && *sel != s {
+			sel = nil
+			break
+		}
 		sel = &s
 	}
 	level := []*index.Func{w}
