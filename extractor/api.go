@@ -27,6 +27,10 @@ const MinTag = module.MinTag
 // Module is the module path the extractor reads.
 const Module = module.Path
 
+// DefaultGOPROXY is the proxy list used when GOPROXY is unset, as the go
+// command's (module.DefaultGOPROXY).
+const DefaultGOPROXY = module.DefaultGOPROXY
+
 // Errors a caller can test for with errors.Is; module.ErrInvalidTag and the
 // others say when each is returned.
 var (
