@@ -19,12 +19,12 @@ import (
 // derived from the source at every minor's newest version from v1.20 to the
 // newest the proxy serves (extractortest.NewestPatches), and at each tag a
 // claim says a change came in: the claim must name the function that sends
-// on the channel (a writer not behind a feature gate, when there is one),
-// or, for a ticker's channel, the ticker. A claim whose writer changed at a
-// tag says so: "…; from v1.36.0 …" holds the text after it from that tag on,
-// the text before it until then, and the derived writers must differ on the
-// two sides. A claim true at one tag and false at another is flagged here,
-// not shipped.
+// on the channel (a writer not behind a feature gate nor unreachable, when
+// there is one), or, for a ticker's channel, the ticker. A claim whose
+// writer changed at a tag says so: "…; from v1.36.0 …" holds the text after
+// it from that tag on, the text before it until then, and the derived
+// writers must differ on the two sides. A claim true at one tag and false
+// at another is flagged here, not shipped.
 func TestNoteWriterClaims(t *testing.T) {
 	extractortest.NeedNetwork(t)
 	notes, err := content.Notes()

@@ -6,6 +6,10 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/syncloop/syncloop/extractor/defs"
+
+	"github.com/syncloop/syncloop/extractor/flow"
+
 	"github.com/syncloop/syncloop/extractor/module"
 )
 
@@ -22,6 +26,10 @@ const MinTag = module.MinTag
 
 // Module is the module path the extractor reads.
 const Module = module.Path
+
+// DefaultGOPROXY is the proxy list used when GOPROXY is unset, as the go
+// command's (module.DefaultGOPROXY).
+const DefaultGOPROXY = module.DefaultGOPROXY
 
 // Errors a caller can test for with errors.Is; module.ErrInvalidTag and the
 // others say when each is returned.
@@ -96,3 +104,18 @@ var (
 	_ func(context.Context, Options) (*Reading, error) = Load
 	_ func(fs.FS, string, []string) (*Reading, error)  = Extract
 )
+
+// Site is one place in the source a case's channel passes (flow.Site).
+type Site = flow.Site
+
+// The definitions index (package defs): Defs of one tag, a Decl per
+// symbol, a Ref per use of one.
+type (
+	Defs = defs.Defs
+	Decl = defs.Decl
+	Ref  = defs.Ref
+)
+
+// ShortSymbol is the symbol without its package path:
+// "(*Kubelet).HandlePodAdditions".
+func ShortSymbol(sym string) string { return defs.ShortSymbol(sym) }

@@ -10,6 +10,8 @@ import (
 	"go/token"
 	"strconv"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // klogNames is the set of names k8s.io/klog is imported as in f.
@@ -43,10 +45,10 @@ func (lf *loopFile) logsIn(n ast.Node, funcName string) []LogSite {
 			return true
 		}
 		if ls, ok := logCall(call, lf.klog); ok {
-			ls.File = lf.f.path
-			ls.Line = lf.f.line(call.Pos())
+			ls.File = lf.F.Path
+			ls.Line = lf.F.Line(call.Pos())
 			ls.Func = funcName
-			ls.Message = messageText(lf.f, call.Args[ls.msgArg])
+			ls.Message = messageText(lf.F, call.Args[ls.msgArg])
 			out = append(out, ls.LogSite)
 		}
 		return true
@@ -156,11 +158,11 @@ func verbosity(e ast.Expr) int {
 
 // messageText is a string literal (or a + of them) unquoted; any other
 // expression as its source text.
-func messageText(f *srcFile, e ast.Expr) string {
+func messageText(f *index.File, e ast.Expr) string {
 	if s, ok := constString(e); ok {
 		return s
 	}
-	return f.text(e)
+	return f.Text(e)
 }
 
 func constString(e ast.Expr) (string, bool) {

@@ -6,16 +6,16 @@ package extractor
 // function and its cases), logs.go, podworkers.go, twosets.go and symbols.go.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/token"
 	"io/fs"
+	"path"
 	"slices"
-	"strings"
+
+	"github.com/syncloop/syncloop/extractor/defs"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // The files the Reading is about, relative to the module root.
@@ -24,29 +24,6 @@ const (
 	podWorkersFile = "pkg/kubelet/pod_workers.go"
 	loopFunc       = "syncLoopIteration"
 )
-
-// upstreamRepo is where the module's source is browsed on the web.
-const upstreamRepo = "https://github.com/kubernetes/kubernetes"
-
-// UpstreamURL links to lines from..to of file (slash path relative to the
-// repository root) at tag on GitHub: "#L12" for one line, "#L12-L20" for a
-// range, no fragment when from is 0. A tag that is not a version (empty, or
-// "dir" for a local checkout whose commit is unknown) links to master.
-func UpstreamURL(tag, file string, from, to int) string {
-	ref := tag
-	if ref == "" || ref == "dir" {
-		ref = "master"
-	}
-	u := upstreamRepo + "/blob/" + ref + "/" + strings.TrimPrefix(file, "/")
-	switch {
-	case from <= 0:
-		return u
-	case to <= from:
-		return fmt.Sprintf("%s#L%d", u, from)
-	default:
-		return fmt.Sprintf("%s#L%d-L%d", u, from, to)
-	}
-}
 
 // Extract builds the Reading from fsys, a file system rooted at the top of a
 // Kubernetes source tree (a module zip's k8s.io/kubernetes@TAG/ directory or
@@ -83,6 +60,23 @@ func Extract(fsys fs.FS, tag string, symbols []string) (*Reading, error) {
 	return r, nil
 }
 
+// extraction is the state of one Extract call: the tree's index, and the
+// loop function once read (the parts of the Reading all start from it).
+type extraction struct {
+	*index.Index
+	loop *loopFile // syncLoopIteration, once read
+}
+
+func newExtraction(fsys fs.FS, tag string) *extraction {
+	return &extraction{Index: index.New(fsys, tag)}
+}
+
+// UpstreamURL links to lines from..to of file at tag on GitHub
+// (index.UpstreamURL).
+func UpstreamURL(tag, file string, from, to int) string {
+	return index.UpstreamURL(tag, file, from, to)
+}
+
 // mainParts fills the function, pod_workers and symbols of r.
 func (x *extraction) mainParts(r *Reading, symbols []string) error {
 	fn, err := x.function()
@@ -100,7 +94,14 @@ func (x *extraction) mainParts(r *Reading, symbols []string) error {
 			roots = append(roots, s.Func)
 		}
 	}
-	r.Defs = x.defs(x.loop, helpers, roots)
+	var helperDecls []*ast.FuncDecl
+	for _, h := range helpers {
+		if d, ok := x.loop.funcs[h]; ok {
+			helperDecls = append(helperDecls, d)
+		}
+	}
+	loop := &index.Func{F: x.loop.F, Dir: path.Dir(x.loop.F.Path), Decl: x.loop.fd}
+	r.Defs = defs.Build(x.Index, Schema, loop, helperDecls, roots)
 	pw, err := x.podWorkers()
 	if err != nil {
 		return err
@@ -112,115 +113,6 @@ func (x *extraction) mainParts(r *Reading, symbols []string) error {
 	return nil
 }
 
-// extraction is the state of one Extract call: the tree, one FileSet for
-// every file parsed, and the packages parsed so far (for type resolution and
-// symbols), so no file is read or parsed twice.
-type extraction struct {
-	fsys  fs.FS
-	tag   string
-	fset  *token.FileSet
-	pkgs  map[string]*goPackage // by slash dir relative to the module root
-	files map[string]*srcFile   // files parsed with their comments, by path
-
-	// The writer derivation's indexes (flow.go): the directories searched,
-	// interfaces' implementations and functions' callers found so far.
-	loop    *loopFile // syncLoopIteration, once read
-	scope   []string
-	impls   map[string][]named
-	callers map[string][]callSite
-}
-
-func newExtraction(fsys fs.FS, tag string) *extraction {
-	return &extraction{fsys: fsys, tag: tag, fset: token.NewFileSet(), pkgs: map[string]*goPackage{},
-		files: map[string]*srcFile{}, impls: map[string][]named{}, callers: map[string][]callSite{}}
-}
-
-// srcFile is one parsed Go file with its bytes.
-type srcFile struct {
-	path string
-	src  []byte
-	file *ast.File
-	tf   *token.File
-}
-
-// parseSource parses src (the bytes of path) into the extraction's FileSet.
-func (x *extraction) parseSource(path string, src []byte, comments bool) (*srcFile, error) {
-	mode := parser.SkipObjectResolution
-	if comments {
-		mode |= parser.ParseComments
-	}
-	f, err := parser.ParseFile(x.fset, path, src, mode)
-	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", path, err)
-	}
-	return &srcFile{path: path, src: src, file: f, tf: x.fset.File(f.Pos())}, nil
-}
-
-// readParse reads and parses path with its comments.
-func (x *extraction) readParse(path string) (*srcFile, error) {
-	src, err := fs.ReadFile(x.fsys, path)
-	if err != nil {
-		return nil, err
-	}
-	f, err := x.parseSource(path, src, true)
-	if err == nil {
-		x.files[path] = f
-	}
-	return f, err
-}
-
-// line is the line of pos in the file.
-func (f *srcFile) line(pos token.Pos) int { return f.tf.Line(pos) }
-
-// endLine is the line of the last character of n.
-func (f *srcFile) endLine(n ast.Node) int { return f.tf.Line(n.End() - 1) }
-
-// text is the exact source of n.
-func (f *srcFile) text(n ast.Node) string {
-	return string(f.src[f.tf.Offset(n.Pos()):f.tf.Offset(n.End())])
-}
-
-// lines is the exact source of lines from..to (1-based, inclusive), without
-// the newline that ends the last one.
-func (f *srcFile) lines(from, to int) string {
-	if from < 1 || to < from || from > f.tf.LineCount() {
-		return ""
-	}
-	start := f.tf.Offset(f.tf.LineStart(from))
-	end := len(f.src)
-	if to < f.tf.LineCount() {
-		end = f.tf.Offset(f.tf.LineStart(to+1)) - 1 // the newline ending line to
-	} else if end > start && f.src[end-1] == '\n' {
-		end--
-	}
-	return string(f.src[start:end])
-}
-
-func (f *srcFile) sha256() string {
-	sum := sha256.Sum256(f.src)
-	return hex.EncodeToString(sum[:])
-}
-
-// docVerbatim is a comment group's text exactly as written, minus the
-// markers: "// " or "//" at the start of a line comment, "/*" and "*/" around
-// a block. Indentation after the marker survives, so preformatted diagrams
-// keep their shape (unlike ast.CommentGroup.Text, which drops directives).
-func docVerbatim(cg *ast.CommentGroup) string {
-	if cg == nil {
-		return ""
-	}
-	var lines []string
-	for _, c := range cg.List {
-		if s, ok := strings.CutPrefix(c.Text, "//"); ok {
-			lines = append(lines, strings.TrimPrefix(s, " "))
-			continue
-		}
-		s := strings.TrimSuffix(strings.TrimPrefix(c.Text, "/*"), "*/")
-		lines = append(lines, strings.Split(s, "\n")...)
-	}
-	return strings.Join(lines, "\n")
-}
-
 // unsupported is the error for a tree that has the kubelet but not the shape
 // syncloop reads.
 func (x *extraction) unsupported(format string, args ...any) error {
@@ -229,10 +121,10 @@ func (x *extraction) unsupported(format string, args ...any) error {
 }
 
 func (x *extraction) tagName() string {
-	if x.tag == "" {
+	if x.Tag == "" {
 		return "this tree"
 	}
-	return x.tag
+	return x.Tag
 }
 
 // notKubernetes wraps a missing-file error for a tree that is not Kubernetes.

@@ -5,18 +5,22 @@ package extractor
 
 import (
 	"go/ast"
-	"go/token"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/flow"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 func (x *extraction) function() (*Function, error) {
-	f, err := x.readParse(kubeletFile)
+	f, err := x.ReadParse(kubeletFile)
 	if err != nil {
 		return nil, x.notKubernetes(kubeletFile, err)
 	}
-	fd := findMethod(f.file, "Kubelet", loopFunc)
+	fd := findMethod(f.AST, "Kubelet", loopFunc)
 	if fd == nil || fd.Body == nil {
 		return nil, x.unsupported("no func (kl *Kubelet) %s", loopFunc)
 	}
@@ -34,19 +38,19 @@ func (x *extraction) function() (*Function, error) {
 	fn := &Function{
 		Name:       loopFunc,
 		File:       kubeletFile,
-		FileSHA256: f.sha256(),
-		Start:      f.line(fd.Pos()),
-		End:        f.line(fd.Body.Rbrace),
-		Doc:        docVerbatim(fd.Doc),
+		FileSHA256: f.SHA256(),
+		Start:      f.Line(fd.Pos()),
+		End:        f.Line(fd.Body.Rbrace),
+		Doc:        index.DocVerbatim(fd.Doc),
 		Cases:      []Case{},
 		Helpers:    []Helper{},
 	}
 	fn.DocStart = fn.Start
 	if fd.Doc != nil {
-		fn.DocStart = f.line(fd.Doc.Pos())
+		fn.DocStart = f.Line(fd.Doc.Pos())
 	}
-	fn.Text = f.lines(fn.DocStart, fn.End)
-	fn.Upstream = UpstreamURL(x.tag, kubeletFile, fn.DocStart, fn.End)
+	fn.Text = f.Lines(fn.DocStart, fn.End)
+	fn.Upstream = UpstreamURL(x.Tag, kubeletFile, fn.DocStart, fn.End)
 
 	lf := x.newLoopFile(f, fd)
 	x.loop = lf
@@ -86,39 +90,11 @@ func (x *extraction) function() (*Function, error) {
 func findMethod(f *ast.File, recv, name string) *ast.FuncDecl {
 	for _, d := range f.Decls {
 		fd, ok := d.(*ast.FuncDecl)
-		if ok && fd.Name.Name == name && recvName(fd) == recv {
+		if ok && fd.Name.Name == name && index.RecvName(fd) == recv {
 			return fd
 		}
 	}
 	return nil
-}
-
-// recvName is the base type name of a method's receiver, "" for a function.
-func recvName(fd *ast.FuncDecl) string {
-	if fd.Recv == nil || len(fd.Recv.List) == 0 {
-		return ""
-	}
-	return baseTypeName(fd.Recv.List[0].Type)
-}
-
-// baseTypeName strips pointers, parentheses and type parameters: *T[K] → T.
-func baseTypeName(e ast.Expr) string {
-	for {
-		switch t := e.(type) {
-		case *ast.StarExpr:
-			e = t.X
-		case *ast.ParenExpr:
-			e = t.X
-		case *ast.IndexExpr:
-			e = t.X
-		case *ast.IndexListExpr:
-			e = t.X
-		case *ast.Ident:
-			return t.Name
-		default:
-			return ""
-		}
-	}
 }
 
 // loopFile is kubelet.go seen from syncLoopIteration: what its parameters
@@ -126,7 +102,7 @@ func baseTypeName(e ast.Expr) string {
 // functions the file declares (the candidate helpers).
 type loopFile struct {
 	x        *extraction
-	f        *srcFile
+	F        *index.File
 	fd       *ast.FuncDecl
 	recv     string            // "kl"
 	roots    map[string]bool   // identifiers whose calls are listed: the receiver and the handler
@@ -135,9 +111,9 @@ type loopFile struct {
 	klog     map[string]bool // names klog is imported as
 }
 
-func (x *extraction) newLoopFile(f *srcFile, fd *ast.FuncDecl) *loopFile {
-	lf := &loopFile{x: x, f: f, fd: fd, roots: map[string]bool{}, chanElem: map[string]string{},
-		funcs: map[string]*ast.FuncDecl{}, klog: klogNames(f.file)}
+func (x *extraction) newLoopFile(f *index.File, fd *ast.FuncDecl) *loopFile {
+	lf := &loopFile{x: x, F: f, fd: fd, roots: map[string]bool{}, chanElem: map[string]string{},
+		funcs: map[string]*ast.FuncDecl{}, klog: klogNames(f.AST)}
 	if fd.Recv != nil && len(fd.Recv.List[0].Names) > 0 {
 		lf.recv = fd.Recv.List[0].Names[0].Name
 		lf.roots[lf.recv] = true
@@ -146,7 +122,7 @@ func (x *extraction) newLoopFile(f *srcFile, fd *ast.FuncDecl) *loopFile {
 		switch t := p.Type.(type) {
 		case *ast.ChanType:
 			for _, n := range p.Names {
-				lf.chanElem[n.Name] = f.text(t.Value)
+				lf.chanElem[n.Name] = f.Text(t.Value)
 			}
 		case *ast.Ident:
 			if strings.HasSuffix(t.Name, "Handler") {
@@ -156,7 +132,7 @@ func (x *extraction) newLoopFile(f *srcFile, fd *ast.FuncDecl) *loopFile {
 			}
 		}
 	}
-	for _, d := range f.file.Decls {
+	for _, d := range f.AST.Decls {
 		if d, ok := d.(*ast.FuncDecl); ok && d.Recv == nil && d.Body != nil {
 			lf.funcs[d.Name.Name] = d
 		}
@@ -166,11 +142,11 @@ func (x *extraction) newLoopFile(f *srcFile, fd *ast.FuncDecl) *loopFile {
 
 // clause reads one communication clause of the select.
 func (lf *loopFile) clause(cc *ast.CommClause) Case {
-	f := lf.f
-	c := Case{Start: f.line(cc.Case), Logs: []LogSite{}, Calls: []string{}}
+	f := lf.F
+	c := Case{Start: f.Line(cc.Case), Logs: []LogSite{}, Calls: []string{}}
 	c.End = c.Start
 	if n := len(cc.Body); n > 0 {
-		c.End = f.endLine(cc.Body[n-1])
+		c.End = f.EndLine(cc.Body[n-1])
 	}
 	var ch ast.Expr
 	switch s := cc.Comm.(type) {
@@ -179,17 +155,17 @@ func (lf *loopFile) clause(cc *ast.CommClause) Case {
 	case *ast.SendStmt:
 		ch = s.Chan
 	case *ast.ExprStmt:
-		ch = recvChan(s.X)
+		ch = index.RecvChan(s.X)
 	case *ast.AssignStmt:
 		if len(s.Rhs) == 1 {
-			ch = recvChan(s.Rhs[0])
+			ch = index.RecvChan(s.Rhs[0])
 		}
 	}
 	if cc.Comm != nil {
-		c.Comm = f.text(cc.Comm)
+		c.Comm = f.Text(cc.Comm)
 	}
 	if ch != nil {
-		c.Channel = f.text(ch)
+		c.Channel = f.Text(ch)
 		c.Key = lf.caseKey(ch)
 		c.Type = lf.chanType(ch)
 		lf.derive(&c, ch)
@@ -205,14 +181,6 @@ func (lf *loopFile) clause(cc *ast.CommClause) Case {
 	}
 	c.Calls = lf.calls(cc.Body)
 	return c
-}
-
-// recvChan is ch in <-ch, or nil.
-func recvChan(e ast.Expr) ast.Expr {
-	if u, ok := ast.Unparen(e).(*ast.UnaryExpr); ok && u.Op == token.ARROW {
-		return u.X
-	}
-	return nil
 }
 
 // caseKey names a case by its channel, stably across tags: configCh →
@@ -235,7 +203,7 @@ func (lf *loopFile) caseKey(ch ast.Expr) string {
 			}
 		}
 	}
-	return slug(lf.f.text(ch))
+	return slug(lf.F.Text(ch))
 }
 
 func isIdent(e ast.Expr, name string) bool {
@@ -284,7 +252,7 @@ func (lf *loopFile) chanType(ch ast.Expr) string {
 		if !ok || !isIdent(field.X, lf.recv) {
 			return ""
 		}
-		return lf.x.fieldMethodElem(lf.f, recvName(lf.fd), field.Sel.Name, sel.Sel.Name)
+		return lf.x.FieldMethodElem(lf.F, index.RecvName(lf.fd), field.Sel.Name, sel.Sel.Name)
 	}
 	return ""
 }
@@ -347,7 +315,7 @@ func (lf *loopFile) calls(stmts []ast.Stmt) []string {
 				}
 			case *ast.SelectorExpr:
 				if root, ok := selectorRoot(fun); ok && lf.roots[root] {
-					add(lf.f.text(fun))
+					add(lf.F.Text(fun))
 				}
 			}
 			return true
@@ -373,13 +341,20 @@ func selectorRoot(e ast.Expr) (string, bool) {
 // helper describes one same-file function a case calls.
 func (lf *loopFile) helper(name string) Helper {
 	d := lf.funcs[name]
-	f := lf.f
-	h := Helper{Name: name, Start: f.line(d.Pos()), End: f.line(d.Body.Rbrace), Cases: []string{}}
+	f := lf.F
+	h := Helper{Name: name, Start: f.Line(d.Pos()), End: f.Line(d.Body.Rbrace), Cases: []string{}}
 	h.DocStart = h.Start
 	if d.Doc != nil {
-		h.DocStart = f.line(d.Doc.Pos())
+		h.DocStart = f.Line(d.Doc.Pos())
 	}
-	h.Text = f.lines(h.DocStart, h.End)
-	h.Upstream = UpstreamURL(lf.x.tag, f.path, h.DocStart, h.End)
+	h.Text = f.Lines(h.DocStart, h.End)
+	h.Upstream = UpstreamURL(lf.x.Tag, f.Path, h.DocStart, h.End)
 	return h
+}
+
+// derive fills the case's Made, Writers, Upstream and Goroutine from the
+// channel expression ch of the loop function lf.fd (flow.Derive).
+func (lf *loopFile) derive(c *Case, ch ast.Expr) {
+	r := flow.Derive(lf.x.Index, &index.Func{F: lf.F, Dir: path.Dir(lf.F.Path), Decl: lf.fd}, ch)
+	c.Made, c.Writers, c.Upstream, c.Goroutine = r.Made, r.Writers, r.Upstream, r.Goroutine
 }

@@ -5,18 +5,20 @@ package extractor
 
 import (
 	"go/ast"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 func (x *extraction) podWorkers() (*PodWorkers, error) {
-	f, err := x.readParse(podWorkersFile)
+	f, err := x.ReadParse(podWorkersFile)
 	if err != nil {
-		if x.tag == "" {
+		if x.Tag == "" {
 			return nil, x.notKubernetes(podWorkersFile, err)
 		}
 		return nil, x.unsupported("no %s (%v)", podWorkersFile, err)
 	}
-	pw := &PodWorkers{File: podWorkersFile, FileSHA256: f.sha256(), Types: []TypeDecl{}}
-	for gd, ts := range typeSpecs(f.file) {
+	pw := &PodWorkers{File: podWorkersFile, FileSHA256: f.SHA256(), Types: []TypeDecl{}}
+	for gd, ts := range index.TypeSpecs(f.AST) {
 		pw.Types = append(pw.Types, x.typeDecl(f, gd, ts))
 	}
 	return pw, nil
@@ -24,23 +26,23 @@ func (x *extraction) podWorkers() (*PodWorkers, error) {
 
 // typeDecl describes ts, declared in gd. DocStart and DocEnd are 0 when the
 // type has no doc comment.
-func (x *extraction) typeDecl(f *srcFile, gd *ast.GenDecl, ts *ast.TypeSpec) TypeDecl {
+func (x *extraction) typeDecl(f *index.File, gd *ast.GenDecl, ts *ast.TypeSpec) TypeDecl {
 	doc := specDoc(gd, ts)
 	td := TypeDecl{
 		Name: ts.Name.Name,
 		Kind: typeKind(ts),
-		Line: f.line(ts.Name.Pos()),
-		End:  f.endLine(ts),
-		Doc:  docVerbatim(doc),
+		Line: f.Line(ts.Name.Pos()),
+		End:  f.EndLine(ts),
+		Doc:  index.DocVerbatim(doc),
 	}
 	if doc != nil {
-		td.DocStart, td.DocEnd = f.line(doc.Pos()), f.endLine(doc)
+		td.DocStart, td.DocEnd = f.Line(doc.Pos()), f.EndLine(doc)
 	}
 	from := td.Line
 	if td.DocStart > 0 {
 		from = td.DocStart
 	}
-	td.Upstream = UpstreamURL(x.tag, f.path, from, td.End)
+	td.Upstream = UpstreamURL(x.Tag, f.Path, from, td.End)
 	return td
 }
 

@@ -2,6 +2,10 @@
 // the kubelet's syncLoopIteration with its select cases and log sites, the
 // type comments of pod_workers.go, and the "two sets" (desired and actual
 // state of the world). It knows Go source and the module proxy, nothing of HTTP.
+// It is built on the packages beside it: module (where the source comes from,
+// verified), index (the syntactic index), flow (the flow engine that derives
+// a channel's writers) and defs (the definitions the page opens in place).
+// The second reading, the volume manager's reconciler, is extractor/volume.
 package extractor
 
 import "github.com/syncloop/syncloop/extractor/module"
@@ -32,7 +36,7 @@ type Reading struct {
 	// Symbols locates the declarations that notes link to by name (the
 	// Options.Symbols asked for), keyed by the name as written.
 	Symbols map[string]Symbol `json:"symbols,omitempty"`
-	// Defs is the definitions index the page opens in place (defs.go). It
+	// Defs is the definitions index the page opens in place (package defs). It
 	// is cached in a file of its own and not part of reading.json; nil
 	// when the Reading was read from the cache (see CachedDefs).
 	Defs *Defs `json:"-"`

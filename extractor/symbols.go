@@ -1,416 +1,14 @@
 package extractor
 
-// symbols.go reads whole packages of the tree, lazily: to resolve the element
-// type of kl.<x>Manager.Updates() through the Kubelet struct and the manager's
-// interface, and to locate the declarations notes link to (Reading.Symbols).
-
 import (
-	"bytes"
 	"go/ast"
-	"go/parser"
 	"go/token"
-	"go/types"
-	"io/fs"
-	"iter"
-	"path"
-	"strconv"
-	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
-const modulePrefix = Module + "/"
-
-// goPackage is the non-test .go files of one directory. Files are read when
-// the package is first asked for and parsed only when a lookup needs them
-// (a name's bytes must appear in a file for it to be declared there).
-type goPackage struct {
-	dir   string
-	files []*pkgFile
-	name  string // package clause, once a file has been parsed
-}
-
-type pkgFile struct {
-	path   string
-	src    []byte
-	parsed *srcFile // nil until parsed
-	err    error
-}
-
-// pkg returns the package in dir, or nil when the directory has no Go files.
-func (x *extraction) pkg(dir string) *goPackage {
-	if p, ok := x.pkgs[dir]; ok {
-		return p
-	}
-	var p *goPackage
-	entries, err := fs.ReadDir(x.fsys, dir)
-	if err == nil {
-		p = &goPackage{dir: dir}
-		for _, e := range entries {
-			n := e.Name()
-			if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
-				continue
-			}
-			fp := path.Join(dir, n)
-			if f, ok := x.files[fp]; ok {
-				p.files = append(p.files, &pkgFile{path: fp, src: f.src, parsed: f})
-				continue
-			}
-			src, err := fs.ReadFile(x.fsys, fp)
-			if err != nil {
-				continue
-			}
-			p.files = append(p.files, &pkgFile{path: fp, src: src})
-		}
-		if len(p.files) == 0 {
-			p = nil
-		}
-	}
-	x.pkgs[dir] = p
-	return p
-}
-
-// filesWith parses (once) and returns the files of p that mention name.
-func (x *extraction) filesWith(p *goPackage, name string) []*srcFile {
-	b := []byte(name)
-	return x.parsedFiles(p, func(src []byte) bool { return bytes.Contains(src, b) })
-}
-
-// mayDeclareType reports whether src may declare type name: whether name
-// appears after "type " or first on a line (a spec in a type group). The
-// tree is gofmt-formatted, so a declaration cannot hide from this.
-func mayDeclareType(src []byte, name string) bool {
-	b := []byte(name)
-	for i := 0; ; {
-		j := bytes.Index(src[i:], b)
-		if j < 0 {
-			return false
-		}
-		at := i + j
-		i = at + len(b)
-		if i < len(src) && isIdentByte(src[i]) {
-			continue
-		}
-		k := at
-		for k > 0 && (src[k-1] == ' ' || src[k-1] == '\t') {
-			k--
-		}
-		if k == 0 || src[k-1] == '\n' || (k >= 4 && string(src[k-4:k]) == "type" && k < at) {
-			return true
-		}
-	}
-}
-
-func isIdentByte(c byte) bool {
-	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
-}
-
-// parsedFiles parses (once) and returns the files of p whose bytes pass want.
-func (x *extraction) parsedFiles(p *goPackage, want func([]byte) bool) []*srcFile {
-	var out []*srcFile
-	for _, pf := range p.files {
-		if !want(pf.src) {
-			continue
-		}
-		if pf.parsed == nil && pf.err == nil {
-			if f, ok := x.files[pf.path]; ok {
-				pf.parsed = f
-			} else {
-				pf.parsed, pf.err = x.parseSource(pf.path, pf.src, false)
-			}
-			if pf.err == nil && p.name == "" {
-				p.name = pf.parsed.file.Name.Name
-			}
-		}
-		if pf.parsed != nil {
-			out = append(out, pf.parsed)
-		}
-	}
-	return out
-}
-
-// pkgName is the package clause of p, read from its first file.
-func (x *extraction) pkgName(p *goPackage) string {
-	if p.name == "" {
-		f, err := parser.ParseFile(token.NewFileSet(), p.files[0].path, p.files[0].src, parser.PackageClauseOnly)
-		if err == nil {
-			p.name = f.Name.Name
-		}
-	}
-	return p.name
-}
-
-// findType finds the declaration of type name in p.
-func (x *extraction) findType(p *goPackage, name string) (*srcFile, *ast.TypeSpec) {
-	for _, f := range x.parsedFiles(p, func(src []byte) bool { return mayDeclareType(src, name) }) {
-		if ts := typeSpecIn(f.file, name); ts != nil {
-			return f, ts
-		}
-	}
-	return nil, nil
-}
-
-// typeSpecs yields f's top-level type declarations, each with the
-// declaration it is in (whose doc comment a lone spec shares).
-func typeSpecs(f *ast.File) iter.Seq2[*ast.GenDecl, *ast.TypeSpec] {
-	return func(yield func(*ast.GenDecl, *ast.TypeSpec) bool) {
-		for _, d := range f.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.TYPE {
-				continue
-			}
-			for _, s := range gd.Specs {
-				if !yield(gd, s.(*ast.TypeSpec)) {
-					return
-				}
-			}
-		}
-	}
-}
-
-// typeSpecIn finds the top-level declaration of type name in f.
-func typeSpecIn(f *ast.File, name string) *ast.TypeSpec {
-	for _, ts := range typeSpecs(f) {
-		if ts.Name.Name == name {
-			return ts
-		}
-	}
-	return nil
-}
-
-// importedDir is the tree directory that name refers to in f, when it is an
-// import of a package of this module. Aliases and directory names decide
-// first; only then are packages read for their package clause.
-func (x *extraction) importedDir(f *srcFile, name string) (string, bool) {
-	var unsure []string
-	for _, im := range f.file.Imports {
-		p, err := strconv.Unquote(im.Path.Value)
-		if err != nil || !strings.HasPrefix(p, modulePrefix) {
-			continue
-		}
-		dir := strings.TrimPrefix(p, modulePrefix)
-		switch {
-		case im.Name != nil:
-			if im.Name.Name == name {
-				return dir, true
-			}
-		case path.Base(dir) == name:
-			return dir, true
-		default:
-			unsure = append(unsure, dir)
-		}
-	}
-	for _, dir := range unsure {
-		if pk := x.pkg(dir); pk != nil && x.pkgName(pk) == name {
-			return dir, true
-		}
-	}
-	return "", false
-}
-
-// importName is the name the package in dir is known by in f: its import
-// alias, else its package clause. "" when f does not import it.
-func (x *extraction) importName(f *srcFile, dir string) string {
-	for _, im := range f.file.Imports {
-		p, err := strconv.Unquote(im.Path.Value)
-		if err != nil || p != modulePrefix+dir {
-			continue
-		}
-		if im.Name != nil {
-			return im.Name.Name
-		}
-		if pk := x.pkg(dir); pk != nil {
-			return x.pkgName(pk)
-		}
-	}
-	return ""
-}
-
-// fieldMethodElem resolves the element type of <-recv.field.method() where
-// recv is a value of struct type structName declared in f's package: the
-// field's type, then that type's method (an interface method, possibly
-// embedded from another interface, or a concrete method), whose single
-// result must be a channel. The type is qualified for use in f.
-func (x *extraction) fieldMethodElem(f *srcFile, structName, field, method string) string {
-	dir := path.Dir(f.path)
-	// The struct is usually in f itself (Kubelet is in kubelet.go); only if
-	// not is the rest of the package read.
-	sf, ts := f, typeSpecIn(f.file, structName)
-	if ts == nil {
-		p := x.pkg(dir)
-		if p == nil {
-			return ""
-		}
-		if sf, ts = x.findType(p, structName); ts == nil {
-			return ""
-		}
-	}
-	st, ok := ts.Type.(*ast.StructType)
-	if !ok {
-		return ""
-	}
-	for _, fl := range st.Fields.List {
-		for _, n := range fl.Names {
-			if n.Name == field {
-				res, defFile, defDir := x.methodResult(sf, dir, fl.Type, method, 0)
-				if res == nil {
-					return ""
-				}
-				ct, ok := res.(*ast.ChanType)
-				if !ok {
-					return ""
-				}
-				return x.qualify(defFile, defDir, ct.Value, f)
-			}
-		}
-	}
-	return ""
-}
-
-// methodResult finds the single result type of method on the type written
-// as t in file f (of package dir). It returns the result expression and the
-// file and package it is written in.
-func (x *extraction) methodResult(f *srcFile, dir string, t ast.Expr, method string, depth int) (ast.Expr, *srcFile, string) {
-	if depth > 8 {
-		return nil, nil, ""
-	}
-	for {
-		if s, ok := t.(*ast.StarExpr); ok {
-			t = s.X
-			continue
-		}
-		if s, ok := t.(*ast.ParenExpr); ok {
-			t = s.X
-			continue
-		}
-		break
-	}
-	var name string
-	switch e := t.(type) {
-	case *ast.Ident:
-		name = e.Name
-	case *ast.SelectorExpr:
-		pkgID, ok := e.X.(*ast.Ident)
-		if !ok {
-			return nil, nil, ""
-		}
-		d, ok := x.importedDir(f, pkgID.Name)
-		if !ok {
-			return nil, nil, ""
-		}
-		dir, name = d, e.Sel.Name
-	default:
-		return nil, nil, ""
-	}
-	p := x.pkg(dir)
-	if p == nil {
-		return nil, nil, ""
-	}
-	tf, ts := x.findType(p, name)
-	if ts == nil {
-		return nil, nil, ""
-	}
-	if it, ok := ts.Type.(*ast.InterfaceType); ok {
-		for _, m := range it.Methods.List {
-			if len(m.Names) == 0 {
-				if r, rf, rd := x.methodResult(tf, dir, m.Type, method, depth+1); r != nil {
-					return r, rf, rd
-				}
-				continue
-			}
-			for _, n := range m.Names {
-				if n.Name == method {
-					if ft, ok := m.Type.(*ast.FuncType); ok {
-						return singleResult(ft), tf, dir
-					}
-				}
-			}
-		}
-		return nil, nil, ""
-	}
-	// A concrete type: its method declared anywhere in the package.
-	for _, mf := range x.filesWith(p, method) {
-		for _, d := range mf.file.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == method && recvName(fd) == name {
-				return singleResult(fd.Type), mf, dir
-			}
-		}
-	}
-	return nil, nil, ""
-}
-
-func singleResult(ft *ast.FuncType) ast.Expr {
-	if ft.Results == nil || len(ft.Results.List) != 1 || len(ft.Results.List[0].Names) > 1 {
-		return nil
-	}
-	return ft.Results.List[0].Type
-}
-
-// qualify writes type t (from file def of package defDir) as Go source valid
-// in file use: identifiers declared in defDir get that package's name as
-// use imports it ("Update" → "proberesults.Update"); qualified identifiers
-// keep the qualifier written in def ("resourceupdates.Update").
-func (x *extraction) qualify(def *srcFile, defDir string, t ast.Expr, use *srcFile) string {
-	if defDir == path.Dir(use.path) {
-		return def.text(t)
-	}
-	qual := x.importName(use, defDir)
-	if qual == "" {
-		if p := x.pkg(defDir); p != nil {
-			qual = x.pkgName(p)
-		}
-	}
-	var b strings.Builder
-	var write func(e ast.Expr) bool
-	write = func(e ast.Expr) bool {
-		switch t := e.(type) {
-		case *ast.Ident:
-			if types.Universe.Lookup(t.Name) == nil {
-				b.WriteString(qual + ".")
-			}
-			b.WriteString(t.Name)
-		case *ast.SelectorExpr:
-			b.WriteString(def.text(t))
-		case *ast.StarExpr:
-			b.WriteString("*")
-			return write(t.X)
-		case *ast.ArrayType:
-			b.WriteString("[")
-			if t.Len != nil {
-				b.WriteString(def.text(t.Len))
-			}
-			b.WriteString("]")
-			return write(t.Elt)
-		case *ast.MapType:
-			b.WriteString("map[")
-			if !write(t.Key) {
-				return false
-			}
-			b.WriteString("]")
-			return write(t.Value)
-		case *ast.ChanType:
-			switch t.Dir {
-			case ast.RECV:
-				b.WriteString("<-chan ")
-			case ast.SEND:
-				b.WriteString("chan<- ")
-			default:
-				b.WriteString("chan ")
-			}
-			return write(t.Value)
-		case *ast.StructType:
-			if t.Fields == nil || len(t.Fields.List) > 0 {
-				return false
-			}
-			b.WriteString("struct{}")
-		default:
-			return false // func types, generics…: not worth guessing
-		}
-		return true
-	}
-	if !write(t) {
-		return ""
-	}
-	return b.String()
-}
+// symbols.go resolves the symbols a caller asks for (Options.Symbols) to
+// where they are declared at the tag.
 
 // symbols locates each name written "pkg/dir.Name", "pkg/dir.(*Recv).Method",
 // "pkg/dir.(Recv).Method" or "pkg/dir.Type.Method" (a method of a named
@@ -423,50 +21,22 @@ func (x *extraction) symbols(names []string) map[string]Symbol {
 	return out
 }
 
-// splitSymbol splits "pkg/kubelet/prober/results.(*manager).Set" into
-// "pkg/kubelet/prober/results", "manager" and "Set"; recv is "" for a
-// package-level name.
-func splitSymbol(s string) (dir, recv, name string, ok bool) {
-	slash := strings.LastIndex(s, "/")
-	dot := strings.Index(s[slash+1:], ".")
-	if dot < 0 {
-		return "", "", "", false
-	}
-	dir, rest := s[:slash+1+dot], s[slash+1+dot+1:]
-	if strings.HasPrefix(rest, "(") {
-		close := strings.Index(rest, ")")
-		if close < 0 || !strings.HasPrefix(rest[close:], ").") {
-			return "", "", "", false
-		}
-		recv = strings.TrimPrefix(rest[1:close], "*")
-		name = rest[close+2:]
-	} else if r, n, found := strings.Cut(rest, "."); found {
-		recv, name = r, n
-	} else {
-		name = rest
-	}
-	if dir == "" || name == "" || strings.ContainsAny(name, ".()*") || strings.ContainsAny(recv, ".()*") {
-		return "", "", "", false
-	}
-	return dir, recv, name, true
-}
-
 func (x *extraction) symbol(s string) Symbol {
-	dir, recv, name, ok := splitSymbol(s)
+	dir, recv, name, ok := index.SplitSymbol(s)
 	if !ok {
 		return Symbol{}
 	}
-	p := x.pkg(dir)
+	p := x.Pkg(dir)
 	if p == nil {
 		return Symbol{}
 	}
-	found := func(f *srcFile, pos token.Pos) Symbol {
-		line := f.line(pos)
-		return Symbol{Found: true, File: f.path, Line: line, Upstream: UpstreamURL(x.tag, f.path, line, line)}
+	found := func(f *index.File, pos token.Pos) Symbol {
+		line := f.Line(pos)
+		return Symbol{Found: true, File: f.Path, Line: line, Upstream: UpstreamURL(x.Tag, f.Path, line, line)}
 	}
 	if recv == "" {
-		for _, f := range x.filesWith(p, name) {
-			for _, d := range f.file.Decls {
+		for _, f := range x.FilesWith(p, name) {
+			for _, d := range f.AST.Decls {
 				switch d := d.(type) {
 				case *ast.FuncDecl:
 					if d.Recv == nil && d.Name.Name == name {
@@ -493,15 +63,15 @@ func (x *extraction) symbol(s string) Symbol {
 		return Symbol{}
 	}
 	// A method declared on recv.
-	for _, f := range x.filesWith(p, name) {
-		for _, d := range f.file.Decls {
-			if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == name && recvName(fd) == recv {
+	for _, f := range x.FilesWith(p, name) {
+		for _, d := range f.AST.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Name.Name == name && index.RecvName(fd) == recv {
 				return found(f, fd.Name.Pos())
 			}
 		}
 	}
 	// An interface method or a struct field of type recv.
-	if f, ts := x.findType(p, recv); ts != nil {
+	if f, ts := x.FindType(p, recv); ts != nil {
 		var fields *ast.FieldList
 		switch t := ts.Type.(type) {
 		case *ast.InterfaceType:

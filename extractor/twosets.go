@@ -15,13 +15,15 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 var twoSetNames = []string{"DesiredStateOfWorld", "ActualStateOfWorld"}
 
 func (x *extraction) twoSets() ([]SetDecl, error) {
 	var paths []string
-	err := fs.WalkDir(x.fsys, "pkg", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(x.FS, "pkg", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -43,22 +45,22 @@ func (x *extraction) twoSets() ([]SetDecl, error) {
 		if srcs[i] == nil || !mentionsTwoSets(srcs[i]) {
 			continue
 		}
-		f, err := x.parseSource(p, srcs[i], true)
+		f, err := x.ParseSource(p, srcs[i], true)
 		if err != nil {
 			return nil, err
 		}
-		for gd, ts := range typeSpecs(f.file) {
+		for gd, ts := range index.TypeSpecs(f.AST) {
 			if !isTwoSetName(ts.Name.Name) {
 				continue
 			}
-			line := f.line(ts.Name.Pos())
+			line := f.Line(ts.Name.Pos())
 			out = append(out, SetDecl{
 				Name:     ts.Name.Name,
 				File:     p,
 				Line:     line,
 				Kind:     typeKind(ts),
-				Doc:      docVerbatim(specDoc(gd, ts)),
-				Upstream: UpstreamURL(x.tag, p, line, line),
+				Doc:      index.DocVerbatim(specDoc(gd, ts)),
+				Upstream: UpstreamURL(x.Tag, p, line, line),
 			})
 		}
 	}
@@ -92,7 +94,7 @@ func (x *extraction) readMentioning(paths []string, word []byte) (srcs [][]byte,
 			var buf []byte
 			for i := range next {
 				var err error
-				buf, err = readInto(x.fsys, paths[i], buf[:0])
+				buf, err = readInto(x.FS, paths[i], buf[:0])
 				if err != nil {
 					errs[i] = err
 					continue

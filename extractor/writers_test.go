@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -157,6 +158,79 @@ func TestWritersTicker(t *testing.T) {
 			}
 			if len(c.Writers) != 0 {
 				t.Errorf("%s %s: writers = %+v, want none in the module", tag, key, c.Writers)
+			}
+		}
+	}
+}
+
+// TestDerivationAtEveryMinor holds what the golden files pin at four tags to
+// every minor's newest version (extractortest.NewestPatches): config's
+// file, http and apiserver sources are upstream of the mux; each probe case
+// has one goroutine of its own, the go statement starting its worker; a
+// probe case's upstream calls are a subset of startup's (the worker type's
+// branches the case never takes are not claimed); and a send marked
+// unreachable is only ever podStorage's Sync.
+func TestDerivationAtEveryMinor(t *testing.T) {
+	extractortest.NeedNetwork(t)
+	tags := extractortest.NewestPatches(t, 20)
+	extractortest.Prefetch(tags...)
+	for _, tag := range tags {
+		r := extractortest.Reading(t, tag, nil)
+		t.Run(tag, func(t *testing.T) {
+			checkConfigSources(t, r)
+			checkProbeCases(t, r)
+		})
+	}
+}
+
+func checkConfigSources(t *testing.T, r *extractor.Reading) {
+	c, ok := r.Function.CaseByKey("config")
+	if !ok {
+		t.Fatal("no config case")
+	}
+	fed := map[string]bool{}
+	for _, s := range c.Feeders {
+		if strings.Contains(s.Note, "feeds (*") {
+			fed[filepath.Base(s.File)] = true
+		}
+	}
+	for _, f := range []string{"file.go", "http.go", "apiserver.go"} {
+		if !fed[f] {
+			t.Errorf("config: no upstream send from the %s source", f)
+		}
+	}
+	for _, w := range c.Writers {
+		if strings.Contains(w.Note, "unreachable") && !strings.HasSuffix(strings.ToLower(w.Func), "podstorage).sync") {
+			t.Errorf("config: %s marked unreachable", w.Func)
+		}
+	}
+}
+
+func checkProbeCases(t *testing.T, r *extractor.Reading) {
+	feeders := map[string]map[string]bool{}
+	goLines := map[int]string{}
+	for _, key := range []string{"liveness", "readiness", "startup"} {
+		c, ok := r.Function.CaseByKey(key)
+		if !ok {
+			continue
+		}
+		if len(c.Goroutine) != 1 || !strings.HasSuffix(c.Goroutine[0].File, "prober_manager.go") {
+			t.Errorf("%s: goroutines %v, want its own go w.run in prober_manager.go", key, c.Goroutine)
+			continue
+		}
+		if other, dup := goLines[c.Goroutine[0].Line]; dup {
+			t.Errorf("%s and %s share the goroutine at line %d", key, other, c.Goroutine[0].Line)
+		}
+		goLines[c.Goroutine[0].Line] = key
+		feeders[key] = map[string]bool{}
+		for _, s := range c.Feeders {
+			feeders[key][s.File+":"+strconv.Itoa(s.Line)] = true
+		}
+	}
+	for _, key := range []string{"liveness", "readiness"} {
+		for site := range feeders[key] {
+			if feeders["startup"] != nil && !feeders["startup"][site] {
+				t.Errorf("%s claims %s, which startup's worker does not", key, site)
 			}
 		}
 	}

@@ -1,9 +1,8 @@
 package module
 
-// source.go opens the verified source tree of a tag for readings other
-// than the Reading (the volume manager's, extractor/volume): the same
-// module zip Load reads, found and verified the same way, but handed out
-// as a file system instead of extracted here.
+// source.go opens the verified source tree of a tag as a file system: the
+// module zip extractor.Load reads, found and verified the same way, for the
+// readings that read the tree themselves (extractor/volume), or a checkout.
 
 import (
 	"archive/zip"

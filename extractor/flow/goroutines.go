@@ -1,7 +1,6 @@
-package extractor
+package flow
 
-// writers_goroutines.go is the last steps of the writer derivation
-// (writers.go): what feeds the writers one level up (a fan-in's senders, or
+// goroutines.go is the last steps of the derivation (writers.go): what feeds the writers one level up (a fan-in's senders, or
 // the callers of the sending function) and the go statement that runs each.
 
 import (
@@ -10,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // upstream is one level of what feeds the writers: for a send that
@@ -29,30 +30,30 @@ func (fl *flow) upstream() []Site {
 		}
 	}
 	for _, sa := range fl.sends {
-		if src := receivedFrom(sa.send.Value, sa.path); src != nil {
+		if src := receivedFrom(sa.send.Value, sa.Path); src != nil {
 			for _, w := range fl.sendsOn(src, sa.c) {
 				w.Note = joinNote("feeds the fan-in at "+path.Base(sa.site.File)+":"+itoa(sa.site.Line), w.Note)
 				add(w)
 			}
 			continue
 		}
-		if inLiteral(sa.path) {
+		if inLiteral(sa.Path) {
 			continue
 		}
-		for _, cs := range fl.x.callersOf(sa.c) {
-			if w, ok := fl.selected(cs.call, cs.c); ok && !taken(append(slices.Clone(cs.path), cs.call), w) {
+		for _, cs := range fl.x.CallersOf(sa.c) {
+			if w, ok := fl.selected(cs.Call, cs.C); ok && !taken(append(slices.Clone(cs.Path), cs.Call), w) {
 				continue // a branch the case's worker never takes
 			}
-			s := fl.x.site(cs.c, cs.call, gateOf(cs.path, cs.call))
+			s := site(fl.x, cs.C, cs.Call, gateOf(cs.Path, cs.Call))
 			s.Note = joinNote("calls "+shortFunc(sa.site.Func), s.Note)
 			add(s)
-			for _, arg := range cs.call.Args {
-				src := receivedFrom(arg, cs.path)
+			for _, arg := range cs.Call.Args {
+				src := receivedFrom(arg, cs.Path)
 				if src == nil {
 					continue
 				}
-				for _, w := range fl.sendsOn(src, cs.c) {
-					w.Note = joinNote("feeds "+shortFunc(cs.c.symbolName())+" at "+path.Base(s.File)+":"+itoa(s.Line), w.Note)
+				for _, w := range fl.sendsOn(src, cs.C) {
+					w.Note = joinNote("feeds "+shortFunc(cs.C.SymbolName())+" at "+path.Base(s.File)+":"+itoa(s.Line), w.Note)
 					add(w)
 				}
 			}
@@ -63,8 +64,8 @@ func (fl *flow) upstream() []Site {
 }
 
 // sendsOn derives, in a walk of its own, the sends on the channel src of c.
-func (fl *flow) sendsOn(src ast.Expr, c *fnCtx) []Site {
-	sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
+func (fl *flow) sendsOn(src ast.Expr, c *index.Func) []Site {
+	sub := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*index.Func{}, seen: map[string]bool{}}
 	for _, o := range sub.origins(src, c, "", 0) {
 		if !o.ticker {
 			sub.forwardFrom(o, o.note)
@@ -94,7 +95,7 @@ func receivedFrom(e ast.Expr, p []ast.Node) ast.Expr {
 					continue
 				}
 				if l, ok := as.Lhs[0].(*ast.Ident); ok && l.Name == id.Name {
-					if ch := recvChan(as.Rhs[0]); ch != nil {
+					if ch := index.RecvChan(as.Rhs[0]); ch != nil {
 						return ch
 					}
 				}
@@ -126,9 +127,9 @@ func (fl *flow) goroutines() []Site {
 	seen := map[string]bool{}
 	for _, sa := range fl.sends {
 		var found *Site
-		for i := len(sa.path) - 1; i >= 0 && found == nil; i-- {
-			if g, ok := sa.path[i].(*ast.GoStmt); ok {
-				s := fl.x.site(sa.c, g, "")
+		for i := len(sa.Path) - 1; i >= 0 && found == nil; i-- {
+			if g, ok := sa.Path[i].(*ast.GoStmt); ok {
+				s := site(fl.x, sa.c, g, "")
 				found = &s
 			}
 		}
@@ -154,31 +155,37 @@ func (fl *flow) goroutines() []Site {
 // statement that starts it: the first found, or, for a case told apart by a
 // value (fl.sel), every go statement at that depth whose worker is not made
 // with another value (madeWith).
-func (fl *flow) goStmtsFor(w *fnCtx) []Site {
+func (fl *flow) goStmtsFor(w *index.Func) []Site {
+	// One value tells the case's workers apart; fields stored under
+	// different values (none in the kubelet) tell nothing.
 	var sel *when
 	for _, s := range fl.sel {
+		if sel != nil && *sel != s {
+			sel = nil
+			break
+		}
 		sel = &s
 	}
-	level := []*fnCtx{w}
+	level := []*index.Func{w}
 	done := map[string]bool{}
 	for depth := 0; depth < 4 && len(level) > 0; depth++ {
-		var next []*fnCtx
+		var next []*index.Func
 		var found []Site
 		for _, fn := range level {
-			if done[fn.id()] {
+			if done[fn.ID()] {
 				continue
 			}
-			done[fn.id()] = true
+			done[fn.ID()] = true
 			for _, g := range fl.goStmtsStarting(fn) {
 				if sel == nil {
 					return []Site{g.site}
 				}
-				if v, ok := fl.madeWith(g.stmt, g.path, g.c, sel.key); !ok || v == sel.val {
+				if v, ok := fl.madeWith(g.stmt, g.Path, g.c, sel.key); !ok || v == sel.val {
 					found = append(found, g.site)
 				}
 			}
-			for _, r := range fl.refsTo(fn) {
-				next = append(next, r.c)
+			for _, r := range fl.x.RefsTo(fn) {
+				next = append(next, r.C)
 			}
 		}
 		if len(found) > 0 {
@@ -191,29 +198,29 @@ func (fl *flow) goStmtsFor(w *fnCtx) []Site {
 
 // goAt is a go statement, with the function and path it is in.
 type goAt struct {
-	c    *fnCtx
+	c    *index.Func
 	stmt *ast.GoStmt
-	path []ast.Node
+	Path []ast.Node
 	site Site
 }
 
 // goStmtsStarting finds the go statements that call fn, pass it as a
 // function value, or run a literal that calls it.
-func (fl *flow) goStmtsStarting(fn *fnCtx) []goAt {
+func (fl *flow) goStmtsStarting(fn *index.Func) []goAt {
 	var out []goAt
-	for _, r := range fl.refsTo(fn) {
-		for i := len(r.path) - 1; i >= 0; i-- {
-			if g, ok := r.path[i].(*ast.GoStmt); ok {
-				out = append(out, goAt{r.c, g, r.path[:i], fl.x.site(r.c, g, "")})
+	for _, r := range fl.x.RefsTo(fn) {
+		for i := len(r.Path) - 1; i >= 0; i-- {
+			if g, ok := r.Path[i].(*ast.GoStmt); ok {
+				out = append(out, goAt{r.C, g, r.Path[:i], site(fl.x, r.C, g, "")})
 				break
 			}
-			if _, ok := r.path[i].(*ast.FuncLit); ok {
+			if _, ok := r.Path[i].(*ast.FuncLit); ok {
 				// A literal counts only when a go statement runs it: go
 				// func(){…}(), or go wait.Until(func(){…}, …).
 				if i > 1 {
-					if _, ok := r.path[i-1].(*ast.CallExpr); ok {
-						if g, ok := r.path[i-2].(*ast.GoStmt); ok {
-							out = append(out, goAt{r.c, g, r.path[:i-2], fl.x.site(r.c, g, "")})
+					if _, ok := r.Path[i-1].(*ast.CallExpr); ok {
+						if g, ok := r.Path[i-2].(*ast.GoStmt); ok {
+							out = append(out, goAt{r.C, g, r.Path[:i-2], site(fl.x, r.C, g, "")})
 						}
 					}
 				}
@@ -221,49 +228,6 @@ func (fl *flow) goStmtsStarting(fn *fnCtx) []goAt {
 			}
 		}
 	}
-	return out
-}
-
-// refsTo are the calls of fn and the places fn is used as a function value
-// (x.Relist passed to wait.Until), in flowScope.
-func (fl *flow) refsTo(fn *fnCtx) []callSite {
-	key := "refs:" + fn.id()
-	if cs, ok := fl.x.callers[key]; ok {
-		return cs
-	}
-	name := fn.decl.Name.Name
-	recv := recvName(fn.decl)
-	var out []callSite
-	out = append(out, fl.x.callersOf(fn)...)
-	dirs := append([]string{fn.dir}, fl.x.scopeDirs()...)
-	seenDir := map[string]bool{}
-	for _, d := range dirs {
-		if seenDir[d] {
-			continue
-		}
-		seenDir[d] = true
-		for _, c := range fl.x.funcsIn(d, name) {
-			walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
-				sel, ok := n.(*ast.SelectorExpr)
-				if !ok || sel.Sel.Name != name || recv == "" || len(p) == 0 {
-					return
-				}
-				if call, ok := p[len(p)-1].(*ast.CallExpr); ok && call.Fun == sel {
-					return // a call: callersOf has it
-				}
-				rt := fl.x.typeOf(sel.X, c)
-				if rt != (named{fn.dir, recv}) {
-					if _, iface := fl.x.interfaceMethods(rt, 0); !rt.ok() || !iface || !slices.Contains(fl.x.implementations(rt), named{fn.dir, recv}) {
-						return
-					}
-				}
-				if call, ok := p[len(p)-1].(*ast.CallExpr); ok {
-					out = append(out, callSite{c: c, call: call, path: slices.Clone(p[:len(p)-1])})
-				}
-			})
-		}
-	}
-	fl.x.callers[key] = out
 	return out
 }
 
@@ -277,35 +241,35 @@ const maxReach = 64
 // PodConfig.Sync, which only tests call), names those functions. It
 // returns "" when fn may run: a caller chain reaches a start, or the walk
 // is cut short by maxReach.
-func (fl *flow) unreachable(fn *fnCtx) string {
+func (fl *flow) unreachable(fn *index.Func) string {
 	var roots []string
 	done := map[string]bool{}
-	level := []*fnCtx{fn}
+	level := []*index.Func{fn}
 	for len(level) > 0 {
-		var next []*fnCtx
+		var next []*index.Func
 		for _, f := range level {
-			if done[f.id()] {
+			if done[f.ID()] {
 				continue
 			}
-			if done[f.id()] = true; len(done) > maxReach {
+			if done[f.ID()] = true; len(done) > maxReach {
 				return ""
 			}
-			if name := f.decl.Name.Name; f.decl.Recv == nil && (name == "main" || name == "init") {
+			if name := f.Decl.Name.Name; f.Decl.Recv == nil && (name == "main" || name == "init") {
 				return ""
 			}
-			refs := fl.refsTo(f)
+			refs := fl.x.RefsTo(f)
 			if len(refs) == 0 {
-				roots = append(roots, shortFunc(f.symbolName()))
+				roots = append(roots, shortFunc(f.SymbolName()))
 			}
 			for _, r := range refs {
-				if slices.ContainsFunc(r.path, func(n ast.Node) bool {
+				if slices.ContainsFunc(r.Path, func(n ast.Node) bool {
 					_, lit := n.(*ast.FuncLit)
 					_, goStmt := n.(*ast.GoStmt)
 					return lit || goStmt
 				}) {
 					return ""
 				}
-				next = append(next, r.c)
+				next = append(next, r.C)
 			}
 		}
 		level = next

@@ -1,18 +1,18 @@
-package extractor
-
-// defs.go builds the definitions index the page opens in place: every
+// Package defs builds the definitions index the page opens in place: every
 // function, method and type the loop reaches (through calls and type
 // references, a few levels deep), with its source, the module symbols its
 // body refers to (line and column, for the page's controls) and, for an
 // interface method, the module's implementations. It runs on the same
-// syntactic index as the writer derivation (flow.go).
+// syntactic index as the flow engine (package index).
+package defs
 
 import (
 	"go/ast"
 	"go/token"
-	"path"
 	"slices"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // Defs is the definitions index of one tag. It is cached beside the
@@ -26,7 +26,7 @@ type Defs struct {
 	Loop  []Ref            `json:"loop"`
 	Decls map[string]*Decl `json:"decls"` // by symbol
 	// Declared is every function, method and type symbol declared in the
-	// kubelet's packages at the tag (flowScope), indexed or not: whether a
+	// kubelet's packages at the tag (FlowScope), indexed or not: whether a
 	// name a reader writes exists at this tag at all.
 	Declared []string `json:"declared"`
 }
@@ -70,21 +70,19 @@ const defsDepth = 4
 const maxDecls = 3000
 
 type defsBuilder struct {
-	x    *extraction
+	x    *index.Index
 	defs *Defs
-	fns  map[string][]*fnCtx // symbol → its declaration(s), for functions and methods
+	fns  map[string][]*index.Func // symbol → its declaration(s), for functions and methods
 }
 
-// defs builds the index from the loop function lf.fd and the helpers, and
-// from roots (the derived writers' functions, which the margin opens).
-func (x *extraction) defs(lf *loopFile, helpers, roots []string) *Defs {
-	b := &defsBuilder{x: x, defs: &Defs{Schema: Schema, Tag: x.tag, Decls: map[string]*Decl{}}, fns: map[string][]*fnCtx{}}
-	loop := &fnCtx{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
-	b.defs.Loop = b.refs(loop, lf.fd)
-	for _, h := range helpers {
-		if d, ok := lf.funcs[h]; ok {
-			b.defs.Loop = append(b.defs.Loop, b.refs(&fnCtx{f: lf.f, dir: loop.dir, decl: d}, d)...)
-		}
+// Build builds the index from the loop function and the helpers it calls
+// (declared in its file), and from roots (the derived writers' functions,
+// which the margin opens). schema is the Reading's, which the Defs carry.
+func Build(x *index.Index, schema int, loop *index.Func, helpers []*ast.FuncDecl, roots []string) *Defs {
+	b := &defsBuilder{x: x, defs: &Defs{Schema: schema, Tag: x.Tag, Decls: map[string]*Decl{}}, fns: map[string][]*index.Func{}}
+	b.defs.Loop = b.refs(loop, loop.Decl)
+	for _, d := range helpers {
+		b.defs.Loop = append(b.defs.Loop, b.refs(&index.Func{F: loop.F, Dir: loop.Dir, Decl: d}, d)...)
 	}
 	level := append(uniqSyms(b.defs.Loop), roots...)
 	for depth := 1; depth <= defsDepth && len(level) > 0; depth++ {
@@ -125,7 +123,7 @@ func (x *extraction) defs(lf *loopFile, helpers, roots []string) *Defs {
 	for _, d := range b.defs.Decls {
 		d.Refs = keep(d.Refs)
 	}
-	b.defs.Declared = x.declared()
+	b.defs.Declared = declared(x)
 	return b.defs
 }
 
@@ -145,34 +143,34 @@ func uniqSyms(refs []Ref) []string {
 // references in its body (not at the index's last level).
 func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 	x := b.x
-	dir, recv, name, ok := splitSymbol(sym)
+	dir, recv, name, ok := index.SplitSymbol(sym)
 	if !ok {
 		return nil
 	}
 	if _, ok := b.fns[sym]; !ok {
 		// a root named by symbol only: a function or a concrete method
 		if recv == "" {
-			b.fns[sym] = x.funcDecl(dir, name)
+			b.fns[sym] = x.FuncDecl(dir, name)
 		} else {
-			b.fns[sym] = x.methods(named{dir, recv}, name)
+			b.fns[sym] = x.Methods(index.Named{Dir: dir, Name: recv}, name)
 		}
 	}
 	if cs, ok := b.fns[sym]; ok && len(cs) > 0 {
 		c := cs[0]
 		d := b.funcDecl(sym, c)
 		if withRefs {
-			d.Refs = b.refs(c, c.decl)
+			d.Refs = b.refs(c, c.Decl)
 		}
 		return d
 	}
 	if recv != "" {
 		// an interface method
-		t := named{dir, recv}
-		specs := x.typeSpecsOf(t)
+		t := index.Named{Dir: dir, Name: recv}
+		specs := x.TypeSpecsOf(t)
 		if len(specs) == 0 {
 			return nil
 		}
-		it, ok := specs[0].ts.Type.(*ast.InterfaceType)
+		it, ok := specs[0].TS.Type.(*ast.InterfaceType)
 		if !ok {
 			return nil
 		}
@@ -181,16 +179,16 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 				if n.Name != name {
 					continue
 				}
-				f := specs[0].f
-				start := f.line(m.Pos())
+				f := specs[0].F
+				start := f.Line(m.Pos())
 				if m.Doc != nil {
-					start = f.line(m.Doc.Pos())
+					start = f.Line(m.Doc.Pos())
 				}
-				d := &Decl{Sym: sym, Kind: "interface method", File: f.path, Start: start, End: f.endLine(m)}
-				d.Text = f.lines(d.Start, d.End)
-				for _, impl := range x.implementations(t) {
-					for _, c := range x.methods(impl, name) {
-						s := funcSymbol(c.dir, c.decl)
+				d := &Decl{Sym: sym, Kind: "interface method", File: f.Path, Start: start, End: f.EndLine(m)}
+				d.Text = f.Lines(d.Start, d.End)
+				for _, impl := range x.Implementations(t) {
+					for _, c := range x.Methods(impl, name) {
+						s := index.FuncSymbol(c.Dir, c.Decl)
 						b.fns[s] = append(b.fns[s], c)
 						if !slices.Contains(d.Impls, s) {
 							d.Impls = append(d.Impls, s)
@@ -203,37 +201,37 @@ func (b *defsBuilder) decl(sym string, withRefs bool) *Decl {
 		return nil
 	}
 	// a type
-	t := named{dir, name}
-	specs := x.typeSpecsOf(t)
+	t := index.Named{Dir: dir, Name: name}
+	specs := x.TypeSpecsOf(t)
 	if len(specs) == 0 {
 		return nil
 	}
-	f, ts := specs[0].f, specs[0].ts
-	start, end := f.line(ts.Pos()), f.endLine(ts)
-	if gd := genDeclOf(f.file, ts); gd != nil && len(gd.Specs) == 1 {
-		start = f.line(gd.Pos())
+	f, ts := specs[0].F, specs[0].TS
+	start, end := f.Line(ts.Pos()), f.EndLine(ts)
+	if gd := genDeclOf(f.AST, ts); gd != nil && len(gd.Specs) == 1 {
+		start = f.Line(gd.Pos())
 		if gd.Doc != nil {
-			start = f.line(gd.Doc.Pos())
+			start = f.Line(gd.Doc.Pos())
 		}
 	} else if ts.Doc != nil {
-		start = f.line(ts.Doc.Pos())
+		start = f.Line(ts.Doc.Pos())
 	}
 	start = docAbove(f, start)
-	return &Decl{Sym: sym, Kind: "type", File: f.path, Start: start, End: end, Text: f.lines(start, end)}
+	return &Decl{Sym: sym, Kind: "type", File: f.Path, Start: start, End: end, Text: f.Lines(start, end)}
 }
 
 // docAbove is the first line of the // comment block right above line
 // (line itself when there is none). Most package files are parsed without
 // their comments, so the doc comment is found by its lines.
-func docAbove(f *srcFile, line int) int {
-	for line > 1 && strings.HasPrefix(strings.TrimSpace(f.lines(line-1, line-1)), "//") {
+func docAbove(f *index.File, line int) int {
+	for line > 1 && strings.HasPrefix(strings.TrimSpace(f.Lines(line-1, line-1)), "//") {
 		line--
 	}
 	return line
 }
 
 func genDeclOf(f *ast.File, ts *ast.TypeSpec) *ast.GenDecl {
-	for gd, s := range typeSpecs(f) {
+	for gd, s := range index.TypeSpecs(f) {
 		if s == ts {
 			return gd
 		}
@@ -241,32 +239,32 @@ func genDeclOf(f *ast.File, ts *ast.TypeSpec) *ast.GenDecl {
 	return nil
 }
 
-func (b *defsBuilder) funcDecl(sym string, c *fnCtx) *Decl {
-	f, fd := c.f, c.decl
-	start := f.line(fd.Pos())
+func (b *defsBuilder) funcDecl(sym string, c *index.Func) *Decl {
+	f, fd := c.F, c.Decl
+	start := f.Line(fd.Pos())
 	if fd.Doc != nil {
-		start = f.line(fd.Doc.Pos())
+		start = f.Line(fd.Doc.Pos())
 	} else {
 		start = docAbove(f, start)
 	}
-	end := f.endLine(fd)
+	end := f.EndLine(fd)
 	kind := "func"
 	if fd.Recv != nil {
 		kind = "method"
 	}
-	return &Decl{Sym: sym, Kind: kind, File: f.path, Start: start, End: end, Text: f.lines(start, end)}
+	return &Decl{Sym: sym, Kind: kind, File: f.Path, Start: start, End: end, Text: f.Lines(start, end)}
 }
 
 // refs lists the identifiers in fd (of c) that name module functions,
 // methods, interface methods and types, and remembers the functions'
 // declarations.
-func (b *defsBuilder) refs(c *fnCtx, fd *ast.FuncDecl) []Ref {
+func (b *defsBuilder) refs(c *index.Func, fd *ast.FuncDecl) []Ref {
 	x := b.x
 	var out []Ref
-	add := func(id *ast.Ident, sym string, decls []*fnCtx) {
-		pos := c.f.tf.Position(id.Pos())
-		lineStart := c.f.tf.Offset(c.f.tf.LineStart(pos.Line))
-		out = append(out, Ref{Line: pos.Line, Col: c.f.tf.Offset(id.Pos()) - lineStart, Len: len(id.Name), Sym: sym})
+	add := func(id *ast.Ident, sym string, decls []*index.Func) {
+		pos := c.F.TF.Position(id.Pos())
+		lineStart := c.F.TF.Offset(c.F.TF.LineStart(pos.Line))
+		out = append(out, Ref{Line: pos.Line, Col: c.F.TF.Offset(id.Pos()) - lineStart, Len: len(id.Name), Sym: sym})
 		if len(decls) > 0 {
 			if _, ok := b.fns[sym]; !ok {
 				b.fns[sym] = decls
@@ -279,8 +277,8 @@ func (b *defsBuilder) refs(c *fnCtx, fd *ast.FuncDecl) []Ref {
 		case *ast.CallExpr:
 			switch fun := ast.Unparen(e.Fun).(type) {
 			case *ast.Ident:
-				if ds := x.funcDecl(c.dir, fun.Name); len(ds) > 0 && paramType(fd.Type, fun.Name) == nil {
-					add(fun, funcSymbol(c.dir, ds[0].decl), ds)
+				if ds := x.FuncDecl(c.Dir, fun.Name); len(ds) > 0 && index.ParamType(fd.Type, fun.Name) == nil {
+					add(fun, index.FuncSymbol(c.Dir, ds[0].Decl), ds)
 				}
 			case *ast.SelectorExpr:
 				b.selectorRef(c, fun, add)
@@ -288,8 +286,8 @@ func (b *defsBuilder) refs(c *fnCtx, fd *ast.FuncDecl) []Ref {
 		case *ast.SelectorExpr:
 			// a type written pkg.T (a composite literal's, a conversion's,
 			// a declaration's), not a call
-			if id, ok := e.X.(*ast.Ident); ok && token.IsExported(e.Sel.Name) && x.isPackageName(c, id.Name) {
-				if d, ok := x.importedDir(c.f, id.Name); ok && len(x.typeSpecsOf(named{d, e.Sel.Name})) > 0 {
+			if id, ok := e.X.(*ast.Ident); ok && token.IsExported(e.Sel.Name) && x.IsPackageName(c, id.Name) {
+				if d, ok := x.ImportedDir(c.F, id.Name); ok && len(x.TypeSpecsOf(index.Named{Dir: d, Name: e.Sel.Name})) > 0 {
 					add(e.Sel, d+"."+e.Sel.Name, nil)
 				}
 			}
@@ -306,47 +304,47 @@ func (b *defsBuilder) refs(c *fnCtx, fd *ast.FuncDecl) []Ref {
 }
 
 // selectorRef resolves pkg.F(…) and x.M(…).
-func (b *defsBuilder) selectorRef(c *fnCtx, fun *ast.SelectorExpr, add func(*ast.Ident, string, []*fnCtx)) {
+func (b *defsBuilder) selectorRef(c *index.Func, fun *ast.SelectorExpr, add func(*ast.Ident, string, []*index.Func)) {
 	x := b.x
-	if id, ok := fun.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
-		if d, ok := x.importedDir(c.f, id.Name); ok {
-			if ds := x.funcDecl(d, fun.Sel.Name); len(ds) > 0 {
-				add(fun.Sel, funcSymbol(d, ds[0].decl), ds)
+	if id, ok := fun.X.(*ast.Ident); ok && x.IsPackageName(c, id.Name) {
+		if d, ok := x.ImportedDir(c.F, id.Name); ok {
+			if ds := x.FuncDecl(d, fun.Sel.Name); len(ds) > 0 {
+				add(fun.Sel, index.FuncSymbol(d, ds[0].Decl), ds)
 			}
 		}
 		return
 	}
-	t := x.typeOf(fun.X, c)
-	if !t.ok() {
+	t := x.TypeOf(fun.X, c)
+	if !t.OK() {
 		return
 	}
-	if ms, iface := x.interfaceMethods(t, 0); iface {
+	if ms, iface := x.InterfaceMethods(t, 0); iface {
 		if !slices.Contains(ms, fun.Sel.Name) {
 			return
 		}
 		// The method may be declared in an embedded interface: name the
 		// interface that declares it.
-		owner := x.declaringInterface(t, fun.Sel.Name, 0)
-		if owner.ok() {
-			add(fun.Sel, owner.dir+"."+owner.name+"."+fun.Sel.Name, nil)
+		owner := declaringInterface(x, t, fun.Sel.Name, 0)
+		if owner.OK() {
+			add(fun.Sel, owner.Dir+"."+owner.Name+"."+fun.Sel.Name, nil)
 		}
 		return
 	}
-	if ds := x.methods(t, fun.Sel.Name); len(ds) > 0 {
-		add(fun.Sel, funcSymbol(t.dir, ds[0].decl), ds)
+	if ds := x.Methods(t, fun.Sel.Name); len(ds) > 0 {
+		add(fun.Sel, index.FuncSymbol(t.Dir, ds[0].Decl), ds)
 	}
 }
 
 // declaringInterface is the interface, t or one it embeds, that declares
 // method m.
-func (x *extraction) declaringInterface(t named, m string, depth int) named {
-	specs := x.typeSpecsOf(t)
+func declaringInterface(x *index.Index, t index.Named, m string, depth int) index.Named {
+	specs := x.TypeSpecsOf(t)
 	if len(specs) == 0 || depth > 6 {
-		return named{}
+		return index.Named{}
 	}
-	it, ok := specs[0].ts.Type.(*ast.InterfaceType)
+	it, ok := specs[0].TS.Type.(*ast.InterfaceType)
 	if !ok {
-		return named{}
+		return index.Named{}
 	}
 	for _, f := range it.Methods.List {
 		for _, n := range f.Names {
@@ -357,30 +355,30 @@ func (x *extraction) declaringInterface(t named, m string, depth int) named {
 	}
 	for _, f := range it.Methods.List {
 		if len(f.Names) == 0 {
-			if emb := x.resolveType(f.Type, specs[0].f, t.dir); emb.ok() {
-				if o := x.declaringInterface(emb, m, depth+1); o.ok() {
+			if emb := x.ResolveType(f.Type, specs[0].F, t.Dir); emb.OK() {
+				if o := declaringInterface(x, emb, m, depth+1); o.OK() {
 					return o
 				}
 			}
 		}
 	}
-	return named{}
+	return index.Named{}
 }
 
 // declared lists every function, method and type symbol declared in the
-// non-test files of flowScope, sorted.
-func (x *extraction) declared() []string {
+// non-test files of FlowScope, sorted.
+func declared(x *index.Index) []string {
 	var out []string
-	for _, d := range x.scopeDirs() {
-		p := x.pkg(d)
+	for _, d := range x.ScopeDirs() {
+		p := x.Pkg(d)
 		if p == nil {
 			continue
 		}
-		for _, f := range x.parsedFiles(p, func([]byte) bool { return true }) {
-			for _, decl := range f.file.Decls {
+		for _, f := range x.ParsedFiles(p, func([]byte) bool { return true }) {
+			for _, decl := range f.AST.Decls {
 				switch dd := decl.(type) {
 				case *ast.FuncDecl:
-					out = append(out, funcSymbol(d, dd))
+					out = append(out, index.FuncSymbol(d, dd))
 				case *ast.GenDecl:
 					if dd.Tok != token.TYPE {
 						continue

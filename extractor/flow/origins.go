@@ -1,13 +1,14 @@
-package extractor
+package flow
 
-// writers_origins.go is the backward half of the writer derivation
-// (writers.go): from the channel a case receives from, back through
+// origins.go is the backward half of the derivation (writers.go): from the channel a case receives from, back through
 // variables, fields, parameters and call results to where it is made.
 
 import (
 	"go/ast"
 	"go/token"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // budget counts one step of the walk and reports whether maxFlow allows it.
@@ -17,7 +18,7 @@ func (fl *flow) budget() bool {
 }
 
 // origins walks e (a channel value in c) back to where it is made.
-func (fl *flow) origins(e ast.Expr, c *fnCtx, note string, depth int) []origin {
+func (fl *flow) origins(e ast.Expr, c *index.Func, note string, depth int) []origin {
 	if depth > 14 || !fl.budget() {
 		return nil
 	}
@@ -26,11 +27,11 @@ func (fl *flow) origins(e ast.Expr, c *fnCtx, note string, depth int) []origin {
 	case *ast.Ident:
 		return fl.identOrigins(t.Name, c, note, depth)
 	case *ast.SelectorExpr:
-		if id, ok := t.X.(*ast.Ident); ok && x.isPackageName(c, id.Name) {
+		if id, ok := t.X.(*ast.Ident); ok && x.IsPackageName(c, id.Name) {
 			return nil // a package-level variable: not followed
 		}
-		if rt := x.typeOf(t.X, c); rt.ok() {
-			if out := fl.fieldOrigins(loc{dir: rt.dir, typ: rt.name, name: t.Sel.Name}, note, depth); len(out) > 0 || t.Sel.Name != "C" {
+		if rt := x.TypeOf(t.X, c); rt.OK() {
+			if out := fl.fieldOrigins(loc{Dir: rt.Dir, typ: rt.Name, Name: t.Sel.Name}, note, depth); len(out) > 0 || t.Sel.Name != "C" {
 				return out
 			}
 		}
@@ -64,7 +65,7 @@ func (fl *flow) origins(e ast.Expr, c *fnCtx, note string, depth int) []origin {
 
 var tickerFuncs = map[string]bool{"NewTicker": true, "NewTimer": true, "Tick": true, "After": true, "NewFakeTicker": false}
 
-func (fl *flow) callOrigins(ce *ast.CallExpr, c *fnCtx, note string, depth int) []origin {
+func (fl *flow) callOrigins(ce *ast.CallExpr, c *index.Func, note string, depth int) []origin {
 	x := fl.x
 	switch fun := ast.Unparen(ce.Fun).(type) {
 	case *ast.Ident:
@@ -83,24 +84,24 @@ func (fl *flow) callOrigins(ce *ast.CallExpr, c *fnCtx, note string, depth int) 
 			return fl.origins(ce.Args[0], c, note, depth+1)
 		}
 	}
-	key := "call:" + c.f.path + ":" + itoa(int(ce.Pos())) + ":" + note
+	key := "call:" + c.F.Path + ":" + itoa(int(ce.Pos())) + ":" + note
 	if fl.visited[key] {
 		return nil
 	}
 	fl.visited[key] = true
 	var out []origin
-	for _, cal := range x.callees(ce, c) {
+	for _, cal := range x.Callees(ce, c) {
 		n := note
-		if cal.via != "" {
-			via := "via " + cal.via
-			if bn := buildNote(cal.f); bn != "" {
+		if cal.Via != "" {
+			via := "via " + cal.Via
+			if bn := buildNote(cal.F); bn != "" {
 				via += " (" + bn + ")"
 			}
 			n = joinNote(note, via)
 		}
-		for _, r := range returns(cal.decl) {
+		for _, r := range returns(cal.Decl) {
 			if len(r.Results) > 0 {
-				out = append(out, fl.origins(r.Results[0], cal.fnCtx, n, depth+1)...)
+				out = append(out, fl.origins(r.Results[0], cal.Func, n, depth+1)...)
 			}
 		}
 	}
@@ -139,24 +140,24 @@ func returns(fd *ast.FuncDecl) []*ast.ReturnStmt {
 
 // identOrigins resolves a variable of c: its assignments in c, its
 // parameter's arguments at every caller, a function literal's arguments.
-func (fl *flow) identOrigins(name string, c *fnCtx, note string, depth int) []origin {
-	key := "var:" + c.id() + ":" + name + ":" + note
+func (fl *flow) identOrigins(name string, c *index.Func, note string, depth int) []origin {
+	key := "var:" + c.ID() + ":" + name + ":" + note
 	if fl.visited[key] {
 		return nil
 	}
 	fl.visited[key] = true
 	var out []origin
-	if i := paramIndex(c.decl.Type, name); i >= 0 {
-		for _, cs := range fl.x.callersOf(c) {
-			if i < len(cs.call.Args) {
-				out = append(out, fl.origins(cs.call.Args[i], cs.c, joinNote(note, gateOf(cs.path, cs.call)), depth+1)...)
+	if i := index.ParamIndex(c.Decl.Type, name); i >= 0 {
+		for _, cs := range fl.x.CallersOf(c) {
+			if i < len(cs.Call.Args) {
+				out = append(out, fl.origins(cs.Call.Args[i], cs.C, joinNote(note, gateOf(cs.Path, cs.Call)), depth+1)...)
 			}
 		}
 	}
-	walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+	index.WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 		switch s := n.(type) {
 		case *ast.FuncLit:
-			if i := paramIndex(s.Type, name); i >= 0 && len(p) > 0 {
+			if i := index.ParamIndex(s.Type, name); i >= 0 && len(p) > 0 {
 				if call, ok := p[len(p)-1].(*ast.CallExpr); ok && call.Fun == s && i < len(call.Args) {
 					out = append(out, fl.origins(call.Args[i], c, note, depth+1)...)
 				}
@@ -202,16 +203,16 @@ func identOrIndexOf(e ast.Expr) string {
 }
 
 // nthOrigins follows the i-th result of a multi-value call.
-func (fl *flow) nthOrigins(e ast.Expr, i int, c *fnCtx, note string, depth int) []origin {
+func (fl *flow) nthOrigins(e ast.Expr, i int, c *index.Func, note string, depth int) []origin {
 	ce, ok := ast.Unparen(e).(*ast.CallExpr)
 	if !ok {
 		return nil
 	}
 	var out []origin
-	for _, cal := range fl.x.callees(ce, c) {
-		for _, r := range returns(cal.decl) {
+	for _, cal := range fl.x.Callees(ce, c) {
+		for _, r := range returns(cal.Decl) {
 			if i < len(r.Results) {
-				out = append(out, fl.origins(r.Results[i], cal.fnCtx, joinNote(note, viaNote(cal.via)), depth+1)...)
+				out = append(out, fl.origins(r.Results[i], cal.Func, joinNote(note, viaNote(cal.Via)), depth+1)...)
 			}
 		}
 	}
@@ -226,23 +227,23 @@ func viaNote(via string) string {
 }
 
 // fieldOrigins resolves a struct field: its assignments and composite
-// literals in the type's package (and in flowScope for an exported field).
+// literals in the type's package (and in FlowScope for an exported field).
 func (fl *flow) fieldOrigins(l loc, note string, depth int) []origin {
-	key := "field:" + l.dir + "." + l.typ + "." + l.name + ":" + note
+	key := "field:" + l.Dir + "." + l.typ + "." + l.Name + ":" + note
 	if fl.visited[key] {
 		return nil
 	}
 	fl.visited[key] = true
 	x := fl.x
-	t := named{l.dir, l.typ}
+	t := index.Named{Dir: l.Dir, Name: l.typ}
 	var out []origin
 	for _, c := range fl.fieldFuncs(l) {
-		walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+		index.WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 			switch s := n.(type) {
 			case *ast.AssignStmt:
 				for i, lhs := range s.Lhs {
 					sel, ok := lhs.(*ast.SelectorExpr)
-					if !ok || sel.Sel.Name != l.name || x.typeOf(sel.X, c) != t {
+					if !ok || sel.Sel.Name != l.Name || x.TypeOf(sel.X, c) != t {
 						continue
 					}
 					if len(s.Rhs) == len(s.Lhs) {
@@ -252,12 +253,12 @@ func (fl *flow) fieldOrigins(l loc, note string, depth int) []origin {
 					}
 				}
 			case *ast.CompositeLit:
-				if s.Type == nil || x.resolveType(s.Type, c.f, c.dir) != t {
+				if s.Type == nil || x.ResolveType(s.Type, c.F, c.Dir) != t {
 					return
 				}
 				for _, el := range s.Elts {
 					if kv, ok := el.(*ast.KeyValueExpr); ok {
-						if k, ok := kv.Key.(*ast.Ident); ok && k.Name == l.name {
+						if k, ok := kv.Key.(*ast.Ident); ok && k.Name == l.Name {
 							out = append(out, fl.origins(kv.Value, c, joinNote(note, gateOf(p, s)), depth+1)...)
 						}
 					}
@@ -269,12 +270,12 @@ func (fl *flow) fieldOrigins(l loc, note string, depth int) []origin {
 }
 
 // fieldFuncs are the functions that may mention field l.
-func (fl *flow) fieldFuncs(l loc) []*fnCtx {
-	out := fl.x.funcsIn(l.dir, l.name)
-	if token.IsExported(l.name) {
-		for _, d := range fl.x.scopeDirs() {
-			if d != l.dir {
-				out = append(out, fl.x.funcsIn(d, "."+l.name)...)
+func (fl *flow) fieldFuncs(l loc) []*index.Func {
+	out := fl.x.FuncsIn(l.Dir, l.Name)
+	if token.IsExported(l.Name) {
+		for _, d := range fl.x.ScopeDirs() {
+			if d != l.Dir {
+				out = append(out, fl.x.FuncsIn(d, "."+l.Name)...)
 			}
 		}
 	}

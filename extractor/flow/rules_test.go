@@ -1,14 +1,17 @@
-package extractor_test
+package flow_test
 
-// rules_test.go holds each rule of the writer derivation (the flow engine:
-// writers.go, writers_origins.go, writers_goroutines.go) to a fixture of its
-// own: testdata/rules/NAME.txt is a tiny Kubernetes tree, written for the
-// rule, whose syncLoopIteration reads one channel, and the derived sites it
-// must give. A fixture is a list of files, each under a "-- path --" line;
-// the "-- want --" file is the case's sites as the golden files of
-// TestWritersGolden write them. -update rewrites the want files.
+// rules_test.go holds each rule of the flow engine (writers.go, origins.go,
+// goroutines.go, select.go) to a fixture of its own: testdata/rules/NAME.txt
+// is a tiny Kubernetes tree, written for the rule, whose syncLoopIteration
+// reads one channel (or a few), and the sites Derive must give for each. A
+// fixture is a list of files, each under a "-- path --" line; the
+// "-- want --" file is each channel's sites as the extractor's golden files
+// (TestWritersGolden) write them. -update rewrites the want files.
 
 import (
+	"flag"
+	"fmt"
+	"go/ast"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +19,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/flow"
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // checkRule derives the fixture's writers and compares them with its want.
@@ -37,11 +41,10 @@ func checkRule(t *testing.T, name string) {
 			fsys[name] = &fstest.MapFile{Data: []byte(body)}
 		}
 	}
-	r, err := extractor.Extract(fsys, "v1.30.0", nil)
+	got, err := derive(fsys)
 	if err != nil {
-		t.Fatalf("extract %s: %v", file, err)
+		t.Fatalf("%s: %v", file, err)
 	}
-	got := renderWriters(r)
 	if updating() {
 		if err := os.WriteFile(file, []byte(joinFixture(head, files, got)), 0o644); err != nil {
 			t.Fatal(err)
@@ -49,9 +52,67 @@ func checkRule(t *testing.T, name string) {
 		return
 	}
 	if want := files["want"]; got != want {
-		t.Errorf("%s: derived\n%s\nwant\n%s\ndiff:\n%s", file, got, want, lineDiff(want, got))
+		t.Errorf("%s: derived\n%s\nwant\n%s", file, got, want)
 	}
 }
+
+// derive runs Derive on every channel the fixture's syncLoopIteration
+// (pkg/kubelet/kubelet.go) selects on, and renders the sites.
+func derive(fsys fstest.MapFS) (string, error) {
+	ix := index.New(fsys, "v1.30.0")
+	f, err := ix.ReadParse("pkg/kubelet/kubelet.go")
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, d := range f.AST.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Name.Name != "syncLoopIteration" {
+			continue
+		}
+		loop := &index.Func{F: f, Dir: "pkg/kubelet", Decl: fd}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			cc, ok := n.(*ast.CommClause)
+			if !ok {
+				return true
+			}
+			var ch ast.Expr
+			switch s := cc.Comm.(type) {
+			case *ast.ExprStmt:
+				ch = index.RecvChan(s.X)
+			case *ast.AssignStmt:
+				ch = index.RecvChan(s.Rhs[0])
+			}
+			if ch != nil {
+				render(&b, f.Text(ch), flow.Derive(ix, loop, ch))
+			}
+			return true
+		})
+	}
+	return b.String(), nil
+}
+
+// render writes a channel's sites, one line each: "file:line func [note]".
+func render(b *strings.Builder, ch string, r flow.Result) {
+	fmt.Fprintf(b, "channel %s\n", ch)
+	for _, part := range []struct {
+		name  string
+		sites []flow.Site
+	}{{"made", r.Made}, {"writer", r.Writers}, {"upstream", r.Feeders}, {"goroutine", r.Goroutine}} {
+		for _, s := range part.sites {
+			fmt.Fprintf(b, "  %-9s %s:%d %s", part.name, s.File, s.Line, s.Func)
+			if s.Note != "" {
+				fmt.Fprintf(b, " [%s]", s.Note)
+			}
+			b.WriteString("\n")
+		}
+	}
+}
+
+// -update rewrites the fixtures' want files.
+var update = flag.Bool("update", false, "rewrite the want files of testdata/rules")
+
+func updating() bool { return *update }
 
 // splitFixture parses a fixture: the comment before its first file, and its
 // files by name.

@@ -1,15 +1,17 @@
-package extractor
-
-// writers.go derives, from the source at the tag, who writes each case's
-// channel. From the channel expression the case receives from it walks back
-// (parameters up the callers: syncLoopIteration ← syncLoop ← Run ← the
-// kubelet's start-up; method results such as Updates() returning a field,
-// through interfaces to the module's implementations; struct fields and
-// assignments) to where the channel is made, then forward from each make
-// (assignments, struct fields, arguments into parameters) to every send on
-// it. The walk is syntactic (flow.go): no type-check, no go command.
-// The walk back is writers_origins.go; what feeds the writers and the go
-// statements that run them, writers_goroutines.go.
+// Package flow is the flow engine: from a channel expression read in a
+// function it derives, syntactically, where the channel is made and who
+// sends on it. The walk back (origins.go) goes through parameters up the
+// callers (syncLoopIteration ← syncLoop ← Run ← the kubelet's start-up),
+// method results such as Updates() returning a field, through interfaces to
+// the module's implementations, struct fields and assignments, to where the
+// channel is made; the walk forward (writers.go) from each make goes through
+// assignments, struct fields, arguments into parameters and returns into
+// callers, to every send on it. What feeds the writers and the go statements
+// that run them is goroutines.go; cases sharing one writer, told apart by a
+// value, select.go. It runs on the syntactic index (package index): no
+// type-check, no go command. Each rule has a fixture of its own
+// (extractor/testdata/rules, TestRule*).
+package flow
 
 import (
 	"go/ast"
@@ -17,9 +19,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
-// Site is one place in the source a case's channel passes: where it is made,
+// Site is one place in the source a channel passes: where it is made,
 // a send on it, the go statement running a writer, a call feeding a writer.
 type Site struct {
 	Func     string `json:"func"` // the enclosing function, "pkg/kubelet/config.(*podStorage).Merge"
@@ -36,7 +40,7 @@ const maxFlow = 400
 
 // origin is one place a channel is made.
 type origin struct {
-	c      *fnCtx
+	c      *index.Func
 	expr   ast.Expr // the make(chan …) or ticker call
 	ticker bool
 	note   string
@@ -46,14 +50,14 @@ type origin struct {
 // struct field of a module type.
 type loc struct {
 	fn             string // fnCtx id for a variable, "" for a field
-	dir, typ, name string
+	Dir, typ, Name string
 }
 
 type flow struct {
-	x       *extraction
+	x       *index.Index
 	visited map[string]bool // backward: locations and calls resolved
 	locs    map[loc]string  // forward: locations reached, with the note (gate) that reached them
-	fns     map[loc]*fnCtx
+	fns     map[loc]*index.Func
 	steps   int
 	writers []Site
 	sends   []sendAt // the writers' send statements, for upstream
@@ -61,28 +65,34 @@ type flow struct {
 	// when records, in a walk of a value rather than a channel
 	// (selectors), the fields it is stored into under a switch case; sel is
 	// what that walk found for the case, which upstream and goroutines
-	// hold the case's callers and go statements to (writers_select.go).
+	// hold the case's callers and go statements to (select.go).
 	when map[loc]when
 	sel  map[loc]when
 }
 
 type sendAt struct {
-	c     *fnCtx
+	c     *index.Func
 	send  *ast.SendStmt
-	path  []ast.Node
+	Path  []ast.Node
 	key   string
 	paths []string // the notes of the paths that reached it
 	site  Site
 }
 
-// derive fills the case's Made, Writers, Upstream and Goroutine from the
-// channel expression ch of the loop function lf.fd.
-func (lf *loopFile) derive(c *Case, ch ast.Expr) {
-	x := lf.x
-	loop := &fnCtx{f: lf.f, dir: path.Dir(lf.f.path), decl: lf.fd}
-	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}}
+// Result is what Derive finds for one channel.
+type Result struct {
+	Made      []Site // where the channel is made
+	Writers   []Site // the sends on it
+	Upstream  []Site // one level up: what feeds the writers
+	Goroutine []Site // the go statements that run the writers
+}
+
+// Derive follows the channel expression ch, read in the function loop, back
+// to where it is made and forward to every send on it.
+func Derive(x *index.Index, loop *index.Func, ch ast.Expr) Result {
+	fl := &flow{x: x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*index.Func{}, seen: map[string]bool{}}
 	origins := fl.origins(ch, loop, "", 0)
-	c.Made, c.Writers, c.Upstream, c.Goroutine = []Site{}, []Site{}, []Site{}, []Site{}
+	r := Result{Made: []Site{}}
 	// One make reached along several paths (the GenericPLEG and the
 	// EventedPLEG both return eventChannel) is one Site, its note what
 	// every path shares.
@@ -95,22 +105,23 @@ func (lf *loopFile) derive(c *Case, ch ast.Expr) {
 		notes[o.expr] = append(notes[o.expr], o.note)
 	}
 	for _, o := range uniq {
-		s := x.site(o.c, o.expr, pathNote(notes[o.expr]))
+		s := site(x, o.c, o.expr, pathNote(notes[o.expr]))
 		if o.ticker {
 			s.Note = joinNote(s.Note, "ticker: written by the Go runtime every period")
 		}
-		c.Made = append(c.Made, s)
+		r.Made = append(r.Made, s)
 		if !o.ticker {
 			fl.forwardFrom(o, strings.Join(notes[o.expr], "; "))
 		}
 	}
 	fl.finishWriters()
 	fl.sel = fl.selectors(ch, loop)
-	c.Writers = append([]Site{}, fl.writers...)
-	c.Upstream = fl.upstream()
-	c.Goroutine = fl.goroutines()
-	sortSites(c.Made)
-	sortSites(c.Writers)
+	r.Writers = append([]Site{}, fl.writers...)
+	r.Upstream = fl.upstream()
+	r.Goroutine = fl.goroutines()
+	sortSites(r.Made)
+	sortSites(r.Writers)
+	return r
 }
 
 func sortSites(s []Site) {
@@ -123,28 +134,28 @@ func sortSites(s []Site) {
 }
 
 // site describes node n of function c.
-func (x *extraction) site(c *fnCtx, n ast.Node, note string) Site {
-	line := c.f.line(n.Pos())
-	code := strings.TrimSpace(c.f.lines(line, line))
-	if bn := buildNote(c.f); bn != "" && !strings.Contains(note, "code "+bn) {
+func site(x *index.Index, c *index.Func, n ast.Node, note string) Site {
+	line := c.F.Line(n.Pos())
+	code := strings.TrimSpace(c.F.Lines(line, line))
+	if bn := buildNote(c.F); bn != "" && !strings.Contains(note, "code "+bn) {
 		note = strings.TrimPrefix(note+"; "+bn, "; ")
 	}
-	return Site{Func: c.symbolName(), File: c.f.path, Line: line, Upstream: UpstreamURL(x.tag, c.f.path, line, line), Code: code, Note: note}
+	return Site{Func: c.SymbolName(), File: c.F.Path, Line: line, Upstream: index.UpstreamURL(x.Tag, c.F.Path, line, line), Code: code, Note: note}
 }
 
 var goBuildRE = regexp.MustCompile(`(?m)^//go:build (.+)$`)
 
 // buildNote names the platform a file is built for: its //go:build line,
 // else its _GOOS.go suffix.
-func buildNote(f *srcFile) string {
-	head := f.src
+func buildNote(f *index.File) string {
+	head := f.Src
 	if i := strings.Index(string(head), "\npackage "); i >= 0 {
 		head = head[:i]
 	}
 	if m := goBuildRE.FindSubmatch(head); m != nil {
 		return "built for " + strings.TrimSpace(string(m[1]))
 	}
-	base := strings.TrimSuffix(path.Base(f.path), ".go")
+	base := strings.TrimSuffix(path.Base(f.Path), ".go")
 	for _, goos := range []string{"linux", "windows", "darwin", "freebsd", "unsupported", "others"} {
 		if strings.HasSuffix(base, "_"+goos) {
 			return "built for " + goos
@@ -234,7 +245,7 @@ func (fl *flow) forwardFrom(o origin, paths string) {
 			note = "the loop reads it only through code built for " + p
 		}
 	}
-	walkPath(o.c.decl.Body, func(n ast.Node, p []ast.Node) {
+	index.WalkPath(o.c.Decl.Body, func(n ast.Node, p []ast.Node) {
 		if n == o.expr {
 			fl.flowsInto(o.expr, p, o.c, note)
 		}
@@ -244,7 +255,7 @@ func (fl *flow) forwardFrom(o origin, paths string) {
 // flowsInto follows the value of e (inside path p of c) one step: into the
 // variable or field it is assigned to, the parameter it is passed as, or
 // the send that writes on it.
-func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
+func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *index.Func, note string) {
 	if len(p) == 0 || !fl.budget() {
 		return
 	}
@@ -270,7 +281,7 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 	case *ast.ValueSpec:
 		for i, v := range s.Values {
 			if v == e && i < len(s.Names) {
-				fl.reach(loc{fn: c.id(), name: s.Names[i].Name}, c, note)
+				fl.reach(loc{fn: c.ID(), Name: s.Names[i].Name}, c, note)
 			}
 		}
 	case *ast.KeyValueExpr:
@@ -282,9 +293,9 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 			return
 		}
 		if k, ok := s.Key.(*ast.Ident); ok && cl.Type != nil {
-			if t := x.resolveType(cl.Type, c.f, c.dir); t.ok() && len(x.typeSpecsOf(t)) > 0 {
-				if _, isStruct := x.typeSpecsOf(t)[0].ts.Type.(*ast.StructType); isStruct {
-					fl.reach(loc{dir: t.dir, typ: t.name, name: k.Name}, c, joinNote(note, gateOf(p, cl)))
+			if t := x.ResolveType(cl.Type, c.F, c.Dir); t.OK() && len(x.TypeSpecsOf(t)) > 0 {
+				if _, isStruct := x.TypeSpecsOf(t)[0].TS.Type.(*ast.StructType); isStruct {
+					fl.reach(loc{Dir: t.Dir, typ: t.Name, Name: k.Name}, c, joinNote(note, gateOf(p, cl)))
 					return
 				}
 			}
@@ -304,15 +315,15 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 			return
 		}
 		if lit, ok := ast.Unparen(s.Fun).(*ast.FuncLit); ok {
-			if name := paramAt(lit.Type, i); name != "" {
-				fl.reach(loc{fn: c.id(), name: name}, c, note)
+			if name := index.ParamAt(lit.Type, i); name != "" {
+				fl.reach(loc{fn: c.ID(), Name: name}, c, note)
 			}
 			return
 		}
 		g := gateOf(p, s)
-		for _, cal := range x.callees(s, c) {
-			if name := paramAt(cal.decl.Type, i); name != "" {
-				fl.reach(loc{fn: cal.id(), name: name}, cal.fnCtx, joinNote(joinNote(note, g), viaNote(cal.via)))
+		for _, cal := range x.Callees(s, c) {
+			if name := index.ParamAt(cal.Decl.Type, i); name != "" {
+				fl.reach(loc{fn: cal.ID(), Name: name}, cal.Func, joinNote(joinNote(note, g), viaNote(cal.Via)))
 			}
 		}
 	}
@@ -323,34 +334,34 @@ func (fl *flow) flowsInto(e ast.Node, p []ast.Node, c *fnCtx, note string) {
 // makes a source's channel and returns it, and the caller hands it to the
 // source that sends on it. A return inside a function literal returns from
 // the literal, which is not followed.
-func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *fnCtx, note string) {
-	if inLiteral(p) || len(r.Results) != 1 || fl.seen["return:"+c.id()] {
+func (fl *flow) returned(r *ast.ReturnStmt, p []ast.Node, c *index.Func, note string) {
+	if inLiteral(p) || len(r.Results) != 1 || fl.seen["return:"+c.ID()] {
 		return
 	}
-	fl.seen["return:"+c.id()] = true
-	for _, cs := range fl.x.callersOf(c) {
-		fl.flowsInto(cs.call, cs.path, cs.c, joinNote(note, gateOf(cs.path, cs.call)))
+	fl.seen["return:"+c.ID()] = true
+	for _, cs := range fl.x.CallersOf(c) {
+		fl.flowsInto(cs.Call, cs.Path, cs.C, joinNote(note, gateOf(cs.Path, cs.Call)))
 	}
 }
 
 // target is the location an assignment's left side writes.
-func (fl *flow) target(lhs ast.Expr, c *fnCtx) loc {
+func (fl *flow) target(lhs ast.Expr, c *index.Func) loc {
 	switch t := lhs.(type) {
 	case *ast.Ident:
-		return loc{fn: c.id(), name: t.Name}
+		return loc{fn: c.ID(), Name: t.Name}
 	case *ast.IndexExpr:
 		return fl.target(t.X, c)
 	case *ast.SelectorExpr:
-		if rt := fl.x.typeOf(t.X, c); rt.ok() {
-			return loc{dir: rt.dir, typ: rt.name, name: t.Sel.Name}
+		if rt := fl.x.TypeOf(t.X, c); rt.OK() {
+			return loc{Dir: rt.Dir, typ: rt.Name, Name: t.Sel.Name}
 		}
 	}
 	return loc{}
 }
 
 // reach records that l holds the channel and follows its uses.
-func (fl *flow) reach(l loc, c *fnCtx, note string) {
-	if l.name == "" || l.name == "_" {
+func (fl *flow) reach(l loc, c *index.Func, note string) {
+	if l.Name == "" || l.Name == "_" {
 		return
 	}
 	if old, ok := fl.locs[l]; ok && (old == "" || old == note) {
@@ -364,11 +375,11 @@ func (fl *flow) reach(l loc, c *fnCtx, note string) {
 	fl.fieldUses(l, note)
 }
 
-// varUses follows every use of variable l.name in c.
-func (fl *flow) varUses(l loc, c *fnCtx, note string) {
-	walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+// varUses follows every use of variable l.Name in c.
+func (fl *flow) varUses(l loc, c *index.Func, note string) {
+	index.WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 		id, ok := n.(*ast.Ident)
-		if !ok || id.Name != l.name || len(p) == 0 {
+		if !ok || id.Name != l.Name || len(p) == 0 {
 			return
 		}
 		switch par := p[len(p)-1].(type) {
@@ -387,7 +398,7 @@ func (fl *flow) varUses(l loc, c *fnCtx, note string) {
 		case *ast.RangeStmt:
 			if par.X == id {
 				if v, ok := par.Value.(*ast.Ident); ok {
-					fl.reach(loc{fn: c.id(), name: v.Name}, c, note)
+					fl.reach(loc{fn: c.ID(), Name: v.Name}, c, note)
 				}
 			}
 			return
@@ -398,17 +409,17 @@ func (fl *flow) varUses(l loc, c *fnCtx, note string) {
 
 // fieldUses follows every use of field l on a value of its type.
 func (fl *flow) fieldUses(l loc, note string) {
-	t := named{l.dir, l.typ}
+	t := index.Named{Dir: l.Dir, Name: l.typ}
 	for _, c := range fl.fieldFuncs(l) {
-		walkPath(c.decl.Body, func(n ast.Node, p []ast.Node) {
+		index.WalkPath(c.Decl.Body, func(n ast.Node, p []ast.Node) {
 			sel, ok := n.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != l.name || len(p) == 0 {
+			if !ok || sel.Sel.Name != l.Name || len(p) == 0 {
 				return
 			}
 			if as, ok := p[len(p)-1].(*ast.AssignStmt); ok && slices.Contains(as.Lhs, ast.Expr(sel)) {
 				return
 			}
-			if fl.x.typeOf(sel.X, c) != t {
+			if fl.x.TypeOf(sel.X, c) != t {
 				return
 			}
 			fl.flowsInto(sel, p, c, note)
@@ -418,8 +429,8 @@ func (fl *flow) fieldUses(l loc, note string) {
 
 // addWriter records a send on the channel, reached along a path whose
 // feature gates and interface steps note says.
-func (fl *flow) addWriter(c *fnCtx, s *ast.SendStmt, p []ast.Node, note string) {
-	key := c.f.path + ":" + itoa(c.f.line(s.Pos()))
+func (fl *flow) addWriter(c *index.Func, s *ast.SendStmt, p []ast.Node, note string) {
+	key := c.F.Path + ":" + itoa(c.F.Line(s.Pos()))
 	note = joinNote(note, gateOf(p, s))
 	if fl.seen[key] {
 		for i := range fl.sends {
@@ -430,7 +441,7 @@ func (fl *flow) addWriter(c *fnCtx, s *ast.SendStmt, p []ast.Node, note string) 
 		return
 	}
 	fl.seen[key] = true
-	fl.sends = append(fl.sends, sendAt{c: c, send: s, path: slices.Clone(p), key: key, paths: []string{note}})
+	fl.sends = append(fl.sends, sendAt{c: c, send: s, Path: slices.Clone(p), key: key, paths: []string{note}})
 }
 
 // finishWriters turns the sends found into Sites. A send reached along
@@ -440,12 +451,12 @@ func (fl *flow) finishWriters() {
 	for i := range fl.sends {
 		sa := &fl.sends[i]
 		note := ""
-		if inLiteral(sa.path) {
+		if inLiteral(sa.Path) {
 			note = "in a function literal"
 		} else if roots := fl.unreachable(sa.c); roots != "" {
 			note = "unreachable: no caller outside tests (" + roots + ")"
 		}
-		sa.site = fl.x.site(sa.c, sa.send, joinNote(note, pathNote(sa.paths)))
+		sa.site = site(fl.x, sa.c, sa.send, joinNote(note, pathNote(sa.paths)))
 		fl.writers = append(fl.writers, sa.site)
 	}
 }

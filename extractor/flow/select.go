@@ -1,6 +1,6 @@
-package extractor
+package flow
 
-// writers_select.go: a writer shared by several cases, told apart by a
+// select.go: a writer shared by several cases, told apart by a
 // value. The three probe cases share one results manager type, one Set and
 // one worker type; what makes a worker the liveness one is the constant its
 // constructor is given (newWorker(m, liveness, …)), which a switch on it
@@ -18,6 +18,8 @@ import (
 	"go/ast"
 	"go/token"
 	"slices"
+
+	"github.com/syncloop/syncloop/extractor/index"
 )
 
 // when is a value a location holds only under: key (the switch tag's last
@@ -27,7 +29,7 @@ type when struct{ key, val string }
 // selectors follows the case's receiver value (kl.livenessManager in
 // kl.livenessManager.Updates()) forward and returns the fields it is stored
 // into under a switch case, with the value each holds it under.
-func (fl *flow) selectors(ch ast.Expr, loop *fnCtx) map[loc]when {
+func (fl *flow) selectors(ch ast.Expr, loop *index.Func) map[loc]when {
 	call, ok := ast.Unparen(ch).(*ast.CallExpr)
 	if !ok {
 		return nil
@@ -40,12 +42,12 @@ func (fl *flow) selectors(ch ast.Expr, loop *fnCtx) map[loc]when {
 	if !ok {
 		return nil
 	}
-	rt := fl.x.typeOf(field.X, loop)
-	if !rt.ok() {
+	rt := fl.x.TypeOf(field.X, loop)
+	if !rt.OK() {
 		return nil
 	}
-	vf := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*fnCtx{}, seen: map[string]bool{}, when: map[loc]when{}}
-	vf.reach(loc{dir: rt.dir, typ: rt.name, name: field.Sel.Name}, loop, "")
+	vf := &flow{x: fl.x, visited: map[string]bool{}, locs: map[loc]string{}, fns: map[loc]*index.Func{}, seen: map[string]bool{}, when: map[loc]when{}}
+	vf.reach(loc{Dir: rt.Dir, typ: rt.Name, Name: field.Sel.Name}, loop, "")
 	return vf.when
 }
 
@@ -82,7 +84,7 @@ func lastName(e ast.Expr) string {
 
 // selected is the value the receiver of call holds only under, when it is a
 // field the case's value was stored into under a switch (w.resultsManager).
-func (fl *flow) selected(call *ast.CallExpr, c *fnCtx) (when, bool) {
+func (fl *flow) selected(call *ast.CallExpr, c *index.Func) (when, bool) {
 	fun, ok := call.Fun.(*ast.SelectorExpr)
 	if !ok {
 		return when{}, false
@@ -92,7 +94,7 @@ func (fl *flow) selected(call *ast.CallExpr, c *fnCtx) (when, bool) {
 		return when{}, false
 	}
 	for l, w := range fl.sel {
-		if l.name == recv.Sel.Name && fl.x.typeOf(recv.X, c) == (named{l.dir, l.typ}) {
+		if l.Name == recv.Sel.Name && fl.x.TypeOf(recv.X, c) == (index.Named{Dir: l.Dir, Name: l.typ}) {
 			return w, true
 		}
 	}
@@ -171,7 +173,7 @@ func evalWhen(e ast.Expr, w when) (v, known bool) {
 // w.run(…), the argument w's constructor was given for its parameter named
 // key (w := newWorker(m, liveness, pod, c)), found in the go statement's
 // block. ok is false when that cannot be told.
-func (fl *flow) madeWith(g *ast.GoStmt, p []ast.Node, c *fnCtx, key string) (string, bool) {
+func (fl *flow) madeWith(g *ast.GoStmt, p []ast.Node, c *index.Func, key string) (string, bool) {
 	fun, ok := g.Call.Fun.(*ast.SelectorExpr)
 	if !ok || len(p) == 0 {
 		return "", false
@@ -190,8 +192,8 @@ func (fl *flow) madeWith(g *ast.GoStmt, p []ast.Node, c *fnCtx, key string) (str
 		if !ok {
 			continue
 		}
-		for _, cal := range fl.x.callees(call, c) {
-			if i := paramIndex(cal.decl.Type, key); i >= 0 && i < len(call.Args) {
+		for _, cal := range fl.x.Callees(call, c) {
+			if i := index.ParamIndex(cal.Decl.Type, key); i >= 0 && i < len(call.Args) {
 				return lastName(call.Args[i]), true
 			}
 		}
