@@ -189,7 +189,7 @@ func checkConfigSources(t *testing.T, r *extractor.Reading) {
 		t.Fatal("no config case")
 	}
 	fed := map[string]bool{}
-	for _, s := range c.Feeders {
+	for _, s := range c.Upstream {
 		if strings.Contains(s.Note, "feeds (*") {
 			fed[filepath.Base(s.File)] = true
 		}
@@ -223,7 +223,7 @@ func checkProbeCases(t *testing.T, r *extractor.Reading) {
 		}
 		goLines[c.Goroutine[0].Line] = key
 		feeders[key] = map[string]bool{}
-		for _, s := range c.Feeders {
+		for _, s := range c.Upstream {
 			feeders[key][s.File+":"+strconv.Itoa(s.Line)] = true
 		}
 	}

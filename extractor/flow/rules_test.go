@@ -98,7 +98,7 @@ func render(b *strings.Builder, ch string, r flow.Result) {
 	for _, part := range []struct {
 		name  string
 		sites []flow.Site
-	}{{"made", r.Made}, {"writer", r.Writers}, {"upstream", r.Feeders}, {"goroutine", r.Goroutine}} {
+	}{{"made", r.Made}, {"writer", r.Writers}, {"upstream", r.Upstream}, {"goroutine", r.Goroutine}} {
 		for _, s := range part.sites {
 			fmt.Fprintf(b, "  %-9s %s:%d %s", part.name, s.File, s.Line, s.Func)
 			if s.Note != "" {
