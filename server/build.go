@@ -210,6 +210,11 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 	}
 	hc.Author = func(r *http.Request, id string) (string, error) { return author(d, r, id) }
 	hc.Reading = readingOrLoad(d.Site)
+	hc.RoomReading = func(id string) string {
+		room, _ := d.Rooms.Get(id)
+		return room.Reading
+	}
+	hc.VolumeReading = d.Site.VolumeReading
 	hc.Line = d.Feeds.Line // what a pin names, and its hand-in prints
 	hc.Title = func(ctx context.Context, id string, esc func(string) string) string {
 		room, err := d.Rooms.Get(id)

@@ -52,36 +52,8 @@ func (s *Site) VolumeJSON() http.Handler { return s.volumeHandler(false) }
 func (s *Site) volumeHandler(html bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tag := chi.URLParam(r, "tag")
-		if err := extractor.CheckTag(tag); err != nil {
-			s.loadFailed(w, r, tag, err)
-			return
-		}
-		st := s.volume(tag)
-		if st == nil {
-			if !s.volumeAdmitted(w, r, tag) {
-				return
-			}
-			if st = s.startVolume(tag); st == nil {
-				w.Header().Set("Retry-After", "30")
-				s.statusPage(w, r, http.StatusServiceUnavailable, pageData{Tag: tag, Heading: "Too many tags at once",
-					Message: "This server holds as many volume manager readings as it may.", Advice: "Try again in a minute."})
-				return
-			}
-		}
-		ctx, cancel := context.WithTimeout(r.Context(), s.wait)
-		defer cancel()
-		select {
-		case <-st.done:
-		case <-ctx.Done():
-			w.Header().Set("Retry-After", "2")
-			s.statusPage(w, r, http.StatusAccepted, pageData{Tag: tag, Refresh: true,
-				Heading: "Reading the volume manager at k8s.io/kubernetes@" + tag + "…",
-				Message: "The first reading of a tag's volume manager reads its module zip (fetched through the Go module proxy and checked against the checksum database when this server does not have it) and derives the reconciler's entry, phases, sets and log sites.",
-				Advice:  "This page reloads itself every two seconds until the reading is ready."})
-			return
-		}
-		if st.err != nil {
-			s.loadFailed(w, r, tag, st.err)
+		st, ok := s.volumeLoaded(w, r, tag)
+		if !ok {
 			return
 		}
 		quiz := s.quiz(r)
@@ -101,6 +73,44 @@ func (s *Site) volumeHandler(html bool) http.Handler {
 		}
 		p.ServeHTTP(w, r)
 	})
+}
+
+// volumeLoaded is tag's second reading once loaded; false when it
+// answered otherwise (loading, refused, failed).
+func (s *Site) volumeLoaded(w http.ResponseWriter, r *http.Request, tag string) (*volState, bool) {
+	if err := extractor.CheckTag(tag); err != nil {
+		s.loadFailed(w, r, tag, err)
+		return nil, false
+	}
+	st := s.volume(tag)
+	if st == nil {
+		if !s.volumeAdmitted(w, r, tag) {
+			return nil, false
+		}
+		if st = s.startVolume(tag); st == nil {
+			w.Header().Set("Retry-After", "30")
+			s.statusPage(w, r, http.StatusServiceUnavailable, pageData{Tag: tag, Heading: "Too many tags at once",
+				Message: "This server holds as many volume manager readings as it may.", Advice: "Try again in a minute."})
+			return nil, false
+		}
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.wait)
+	defer cancel()
+	select {
+	case <-st.done:
+	case <-ctx.Done():
+		w.Header().Set("Retry-After", "2")
+		s.statusPage(w, r, http.StatusAccepted, pageData{Tag: tag, Refresh: true,
+			Heading: "Reading the volume manager at k8s.io/kubernetes@" + tag + "…",
+			Message: "The first reading of a tag's volume manager reads its module zip (fetched through the Go module proxy and checked against the checksum database when this server does not have it) and derives the reconciler's entry, phases, sets and log sites.",
+			Advice:  "This page reloads itself every two seconds until the reading is ready."})
+		return nil, false
+	}
+	if st.err != nil {
+		s.loadFailed(w, r, tag, st.err)
+		return nil, false
+	}
+	return st, true
 }
 
 // volume is tag's state when one is held and worth keeping: loaded,

@@ -30,6 +30,10 @@ type volumeView struct {
 	Hidden bool // quiz mode: the derived answers are left out
 	// StartedBy is the go statement that runs (*reconciler).Run, if found.
 	StartedBy *volume.Goroutine
+	// Sheet is the worksheet its readers write, PartsJSON the live pane's
+	// data-cases (volume_room.go).
+	Sheet     volumeSheet
+	PartsJSON string
 }
 
 type partView struct {
@@ -41,7 +45,7 @@ type partView struct {
 // newVolumeView highlights the entry and each phase; ids are prefixed so
 // lines of different files never share one.
 func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
-	v := &volumeView{R: r, Sets: r.Sets, Hidden: quiz}
+	v := &volumeView{R: r, Sets: r.Sets, Hidden: quiz, Sheet: newVolumeSheet(r), PartsJSON: partsJSON(r)}
 	for i, g := range r.Goroutines {
 		if strings.HasSuffix(g.Runs, ".(*reconciler).Run") {
 			v.StartedBy = &r.Goroutines[i]
