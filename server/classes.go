@@ -35,6 +35,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 		Rooms:          d.Rooms,
 		Notes:          notes.Notes,
 		Reading:        readingOrLoad(d.Site),
+		VolumeReading:  d.Site.VolumeReading,
 		Fired:          classes.FiredFunc(d.Feeds.FeedFired),
 		KubeletVersion: d.Feeds.FeedVersion,
 		Relayed:        d.Feeds.FeedRelayed,

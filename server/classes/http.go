@@ -234,6 +234,11 @@ func (h *Handlers) classFromForm(r *http.Request, client string) (Class, error) 
 		}
 		c.Tag = t
 	}
+	reading, ok := rooms.ParseReading(r.PostFormValue("reading"))
+	if !ok {
+		return c, errors.New("reading: leave it out for syncLoopIteration, or say volume-manager for the volume manager's reconciler")
+	}
+	c.Reading = reading
 	return c, s.apply(&c, h.maxBudget(c))
 }
 
@@ -305,7 +310,7 @@ func (h *Handlers) StartRoom() http.Handler {
 		}
 		client := h.cfg.ClientID(r)
 		room, key, err := h.cfg.Deps.Rooms.Store().CreateInClass(c.Tag, client, rooms.ClassPlace{Class: c.ID, Budget: h.budget(c),
-			Creator: c.Creator, Allowance: c.Allowance, Student: st.ID, PerStudent: h.cfg.PerStudent})
+			Creator: c.Creator, Allowance: c.Allowance, Student: st.ID, PerStudent: h.cfg.PerStudent, Reading: c.Reading})
 		if h.refused(w, r, c, err) {
 			return
 		}

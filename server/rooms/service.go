@@ -406,10 +406,11 @@ func (rs *Service) Page(kind string) http.Handler {
 			return
 		}
 		readerCookie(w, r)
+		page := kind
 		if kind == PageIndex && room.Reading == ReadingVolume {
-			kind = PageVolume
+			page = PageVolume
 		}
-		if rs.site.Page(w, r, kind, room) {
+		if rs.site.Page(w, r, page, room) {
 			rs.store.Touch(room.ID)
 		}
 	})

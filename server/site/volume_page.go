@@ -161,8 +161,9 @@ func (s *Site) renderVolume(tag string, tags []string, view *volumeView) (*page,
 }
 
 // volumeWithoutAnswers is r as the JSON serves it in quiz mode: the
-// entry, the phases' source and the log sites, without the directions,
-// what each phase starts, nor the sets' writers and readers.
+// entry, the phases' source and the log sites (not the functions they are
+// in), without the directions, what each phase starts, nor the sets'
+// writers and readers.
 func volumeWithoutAnswers(r *volume.Reading) *volume.Reading {
 	c := *r
 	c.Parts = slices.Clone(r.Parts)
@@ -172,6 +173,12 @@ func volumeWithoutAnswers(r *volume.Reading) *volume.Reading {
 	c.Sets = slices.Clone(r.Sets)
 	for i := range c.Sets {
 		c.Sets[i].Writers, c.Sets[i].Readers, c.Sets[i].Mutating = []volume.Caller{}, []volume.Caller{}, []string{}
+	}
+	// A log site's function would name the generator's writers of the
+	// actual state: its file:line and literal are what the live pane needs.
+	c.LogSites = slices.Clone(r.LogSites)
+	for i := range c.LogSites {
+		c.LogSites[i].Func = ""
 	}
 	return &c
 }
