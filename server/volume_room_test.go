@@ -54,12 +54,21 @@ func serveVolume(t *testing.T, quiz bool) (*httptest.Server, *volume.Reading) {
 // createVolumeRoom makes a room that reads the volume manager at tag.
 func createVolumeRoom(t *testing.T, ts *httptest.Server, tag string) string {
 	t.Helper()
+	id, _ := createVolumeRoomKey(t, ts, tag)
+	return id
+}
+
+// createVolumeRoomKey is createVolumeRoom, with the driver link it
+// redirects to.
+func createVolumeRoomKey(t *testing.T, ts *httptest.Server, tag string) (id, driverLink string) {
+	t.Helper()
 	resp := postForm(t, ts, "/rooms", url.Values{"tag": {tag}, "reading": {"volume-manager"}})
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("POST /rooms reading=volume-manager: %d", resp.StatusCode)
 	}
-	u, _ := url.Parse(resp.Header.Get("Location"))
-	return strings.TrimPrefix(u.Path, "/rooms/")
+	loc := resp.Header.Get("Location")
+	u, _ := url.Parse(loc)
+	return strings.TrimPrefix(u.Path, "/rooms/"), loc
 }
 
 // volumeAnswers are what the second reading's worksheet asks for, as a

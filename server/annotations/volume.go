@@ -43,7 +43,7 @@ func VolumeExpected(r *volume.Reading) []string {
 
 // The worksheet's questions, as the page and the hand-in ask them.
 const (
-	VolumePhaseQuestion       = "Its direction (remove-extra or add-missing: which set it ranges over, which it tests) and what it starts."
+	VolumePhaseQuestion       = "Its direction (does it remove what is extra, or add what is missing? Name it as the model does, by which set it ranges over and which it tests) and what it starts."
 	VolumeSetQuestion         = "Who writes it? Name the functions (or their packages) that call its mutating methods."
 	VolumeSentenceQuestion    = "Tie the reconciler to level-triggered reconcile in one sentence: why does a missed or repeated event do no harm here?"
 	VolumeControllersQuestion = "Name the controllers of P4 (kube-controller-manager's) that reconcile a desired and an actual state the same way."

@@ -1,0 +1,75 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestBrowserVolumeRoom: a room that reads the volume manager, as its
+// driver sees it at a wide and a phone window, light and dark: the room
+// bar, the live pane (a column beside the phases at 1440, a drawer at
+// 390), the worksheet enabled from the room's notes; an answer typed in
+// is saved and checked against the derived model; no sideways scroll, and
+// axe's WCAG 2.2 AA rules pass. Screenshots are kept as artifacts.
+func TestBrowserVolumeRoom(t *testing.T) {
+	t.Parallel()
+	axe := axeSource(t)
+	ts, vr := serveVolume(t, false)
+	var phase, answer string
+	for _, p := range vr.Parts {
+		if p.Direction != "" && len(p.Starts) > 0 {
+			phase, answer = p.Key, p.Direction+", and it starts "+p.Starts[0].Call
+			break
+		}
+	}
+	for _, v := range []viewport{viewports[0], viewports[2]} {
+		for _, dark := range []bool{false, true} {
+			name := v.name + "-" + themeName(dark)
+			t.Run(name, func(t *testing.T) {
+				_, link := createVolumeRoomKey(t, ts, vr.Tag)
+				ctx := newBrowser(t)
+				watch := watchPage(t, ctx, ts)
+				defer watch.check(t)
+				setView(t, ctx, v, dark)
+				if err := chromedp.Do(ctx, chromedp.Navigate(ts.URL+link)); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, ctx, "the room's worksheet, enabled", `!!document.querySelector('#room') && document.querySelectorAll('section.part').length === `+fmt.Sprint(len(vr.Parts))+
+					` && !!document.querySelector('textarea[data-vm-note="vm.desired"]:not([disabled])') && !!document.querySelector('#live.live-pane')`)
+				if v.w >= 1200 {
+					if d := eval[float64](t, ctx, `document.querySelector('#live').getBoundingClientRect().left - document.querySelector('main.volume-manager').getBoundingClientRect().right`); d < -1 {
+						t.Errorf("at %s the live pane overlaps the reading by %.0f px", v.name, -d)
+					}
+				}
+				sel := `textarea[data-vm-note="vmphase.` + phase + `"]`
+				if err := chromedp.Do(ctx, chromedp.ScrollIntoView(sel), chromedp.SendKeys(sel, answer), chromedp.Blur(sel)); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, ctx, "the answer's checks", `[...document.querySelectorAll('[data-vm-checks="vmphase.`+phase+`"] li')].some(li => li.textContent.includes('The direction is right'))`)
+				if w := eval[int](t, ctx, `document.documentElement.scrollWidth - window.innerWidth`); w > 0 {
+					t.Errorf("the page scrolls sideways by %d px", w)
+				}
+				if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](axe+";true")); err != nil {
+					t.Fatal(err)
+				}
+				found := eval[[]string](t, ctx, `axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa']}})
+					.then(res => res.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+					.map(v => v.id + ' (' + v.nodes.length + '): ' + v.nodes.slice(0, 3).map(n => n.target.join(' ') + ' — ' + (n.failureSummary || '').split('\n').slice(1, 2).join('')).join(' | ')))`)
+				for _, f := range found {
+					t.Errorf("axe: %s", f)
+				}
+				screenshot(t, ctx, "volume-room-"+name+"-worksheet.png", false)
+				if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.scrollTo(0, 0); true`)); err != nil {
+					t.Fatal(err)
+				}
+				screenshot(t, ctx, "volume-room-"+name+".png", false)
+				if body := eval[string](t, ctx, `document.body.innerText`); !strings.Contains(body, "Pair session") {
+					t.Errorf("no room bar on the page")
+				}
+			})
+		}
+	}
+}
