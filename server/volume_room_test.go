@@ -206,6 +206,22 @@ func TestVolumeClass(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // sleep: the grid is read again until the note's write is seen
 	}
+	// The instructor's other views read the same worksheet: the column of
+	// an item, a room's results, and the hand-ins.
+	code, body := instructorGet(t, ts, "/classes/"+class+"/items/"+annotations.VolumeControllers+".json", key)
+	if code != 200 || !strings.Contains(string(body), `"state":"confirmed"`) || !strings.Contains(string(body), "the Deployment controller") {
+		t.Errorf("items/vm.controllers.json: %d %s", code, body)
+	}
+	if code, body := instructorGet(t, ts, "/classes/"+class+"/rooms/"+room+"/results.json", key); code != 200 || !strings.Contains(string(body), `"name":"P4 controllers","score":1`) {
+		t.Errorf("results.json: %d %.300s", code, body)
+	}
+	found := false
+	for _, md := range zipFiles(t, ts.URL, class, key) {
+		found = found || strings.Contains(md, "the volume manager's reconciler") && strings.Contains(md, "the Deployment controller")
+	}
+	if !found {
+		t.Errorf("handins.zip holds no worksheet of the volume manager with the room's answer")
+	}
 }
 
 // In quiz mode, and in a hide-notes class's room, the second reading's

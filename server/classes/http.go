@@ -622,6 +622,13 @@ func (h *Handlers) handin(ctx context.Context, c Class, n int, room rooms.Room) 
 		return fmt.Appendf(nil, "# syncloop worksheet: Room %d (%s)\n\nThe source at %s was still being fetched: download the hand-ins again in a moment.\n", n, room.ID, room.Tag)
 	}
 	head := annotations.Head{Title: roomTitle(c, n, room, annotations.Inline), Readers: room.Readers, Journal: annotations.Journal(ctx, h.cfg.Deps.Line, room.ID)}
+	if room.Reading == rooms.ReadingVolume {
+		vr := h.cfg.Deps.volumeReading(room.Tag)
+		if vr == nil {
+			return fmt.Appendf(nil, "# syncloop worksheet: Room %d (%s)\n\nThe volume manager at %s was still being read: download the hand-ins again in a moment.\n", n, room.ID, room.Tag)
+		}
+		return annotations.VolumeWorksheet(vr, head, h.cfg.Deps.Notes(room.ID))
+	}
 	return annotations.Worksheet(reading, head, h.cfg.Deps.Notes(room.ID))
 }
 

@@ -26,10 +26,7 @@ type sheet struct {
 // sheetOf is the worksheet of a room that reads reading at tag.
 func (d Deps) sheetOf(reading, tag string) (sheet, bool) {
 	if reading == rooms.ReadingVolume {
-		if d.VolumeReading == nil {
-			return sheet{}, false
-		}
-		vr := d.VolumeReading(tag)
+		vr := d.volumeReading(tag)
 		if vr == nil {
 			return sheet{}, false
 		}
@@ -47,6 +44,15 @@ func (d Deps) sheetOf(reading, tag string) (sheet, bool) {
 func readingSheet(r *extractor.Reading) sheet {
 	return sheet{ids: annotations.Expected(r), items: Items(r),
 		state: func(n annotations.Note) (string, []string) { return ItemState(r, n) }}
+}
+
+// volumeReading is tag's second reading once loaded, nil before (or
+// when the server reads none).
+func (d Deps) volumeReading(tag string) *volume.Reading {
+	if d.VolumeReading == nil {
+		return nil
+	}
+	return d.VolumeReading(tag)
 }
 
 // volumeItems is the second reading's worksheet's items at r's tag, in
