@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // TestBrowserVolumeRoom: a room that reads the volume manager, as its
@@ -39,6 +40,12 @@ func TestBrowserVolumeRoom(t *testing.T) {
 				}
 				waitFor(t, ctx, "the room's worksheet, enabled", `!!document.querySelector('#room') && document.querySelectorAll('section.part').length === `+fmt.Sprint(len(vr.Parts))+
 					` && !!document.querySelector('textarea[data-vm-note="vm.desired"]:not([disabled])') && !!document.querySelector('#live.live-pane')`)
+				// A first-time reader gives a name (the panel asks for it) and
+				// the panel closes.
+				if err := chromedp.Do(ctx, chromedp.SendKeys(`[data-room-name]`, "Ann"+kb.Enter)); err != nil {
+					t.Fatal(err)
+				}
+				waitFor(t, ctx, "the panel closed", `document.getElementById('room-panel').hidden`)
 				if v.w >= 1200 {
 					if d := eval[float64](t, ctx, `document.querySelector('#live').getBoundingClientRect().left - document.querySelector('main.volume-manager').getBoundingClientRect().right`); d < -1 {
 						t.Errorf("at %s the live pane overlaps the reading by %.0f px", v.name, -d)

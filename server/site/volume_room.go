@@ -26,8 +26,9 @@ const PageVolumeAnswerKey = "volume-manager/answer-key.md"
 
 // volumeSheet is the second reading's worksheet as the page asks it.
 type volumeSheet struct {
-	Phases []sheetItem
-	Items  []sheetItem // the two sets, the sentence, the controllers
+	PhaseQuestion string // asked once, of every phase
+	Phases        []sheetItem
+	Items         []sheetItem // the two sets, the sentence, the controllers
 }
 
 type sheetItem struct {
@@ -35,7 +36,7 @@ type sheetItem struct {
 }
 
 func newVolumeSheet(r *volume.Reading) volumeSheet {
-	var s volumeSheet
+	s := volumeSheet{PhaseQuestion: annotations.VolumePhaseQuestion}
 	for _, p := range r.Parts {
 		s.Phases = append(s.Phases, sheetItem{annotations.VolumePhaseID(p.Key), p.Key, annotations.VolumePhaseQuestion})
 	}
