@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -73,10 +74,32 @@ func TestBrowserVolumeRoom(t *testing.T) {
 					t.Fatal(err)
 				}
 				screenshot(t, ctx, "volume-room-"+name+".png", false)
+				if v.name == "1440" && !dark {
+					printSheet(t, ctx, answer)
+				}
 				if body := eval[string](t, ctx, `document.body.innerText`); !strings.Contains(body, "Pair session") {
 					t.Errorf("no room bar on the page")
 				}
 			})
 		}
+	}
+}
+
+// printSheet prints the room's worksheet ("Print the worksheet") to A4:
+// it begins as worksheet.md does and holds the answer typed, as text, and
+// none of the page's source.
+func printSheet(t *testing.T, ctx context.Context, answer string) {
+	t.Helper()
+	eval[bool](t, ctx, `(window.print = () => { window.__printed = (window.__printed || 0) + 1; }, document.querySelector('[data-vm-print]').click(), true)`)
+	waitFor(t, ctx, "asked to print", `window.__printed === 1 && document.body.classList.contains('vm-print-sheet') && !!document.querySelector('#paper-head h1')`)
+	printA4(t, ctx, "volume-room-print")
+	text := squeezed(pdfText(t, "volume-room-print"))
+	for _, want := range []string{"syncloop worksheet: the volume manager's reconciler", "Written by: Ann", answer, "(left empty)"} {
+		if !strings.Contains(text, squeezed(want)) {
+			t.Errorf("the printed worksheet lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Contains(text, "func (rc *reconciler)") {
+		t.Errorf("the printed worksheet holds the page's source")
 	}
 }

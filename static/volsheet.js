@@ -5,6 +5,9 @@
 // after the reader stops typing and when they leave the field, with what
 // the server's checker says under it.
 //
+// "Print the worksheet" prints the sheet alone (volume.css), each answer
+// as text, headed as worksheet.md is (GET /rooms/{id}/worksheet.json).
+//
 // Text is the readers': it only ever reaches the page as a textarea's
 // value or through textContent.
 
@@ -66,6 +69,36 @@ async function save(ta) {
 	}
 }
 
+// paper sets what printing shows: the heading, and each answer as text.
+async function paper() {
+	let head = document.getElementById('paper-head');
+	if (!head) {
+		head = el('header', 'vm-paper-head');
+		head.id = 'paper-head';
+		sheet.prepend(head);
+	}
+	try {
+		const r = await fetch(`/rooms/${encodeURIComponent(sheet.dataset.room)}/worksheet.json`, { cache: 'no-store' });
+		if (r.ok) {
+			const p = await r.json();
+			const lines = [el('h1', '', p.heading), el('p', '', p.title)];
+			if (p.readers?.length) lines.push(el('p', '', 'Readers: ' + p.readers.join(', ')));
+			lines.push(el('p', '', 'Written by: ' + (p.authors?.length ? p.authors.join(', ') : 'nobody yet')));
+			head.replaceChildren(...lines);
+		}
+	} catch {
+		// printed with what the page had
+	}
+	for (const ta of fields.values()) {
+		let text = ta.nextElementSibling;
+		if (!text?.classList.contains('vm-print-text')) {
+			text = el('div', 'vm-print-text');
+			ta.after(text);
+		}
+		text.textContent = ta.value.trim() || '(left empty)';
+	}
+}
+
 const notes = sheet ? openNotes(sheet.dataset.tag || '') : null;
 if (sheet && notes) {
 	for (const ta of sheet.querySelectorAll('textarea[data-vm-note]')) {
@@ -81,6 +114,13 @@ if (sheet && notes) {
 		for (const ta of fields.values()) ta.disabled = true;
 		say(why || "This room's notes are read-only.");
 	};
+	sheet.querySelector('[data-vm-print]')?.addEventListener('click', async () => {
+		await paper();
+		document.body.classList.add('vm-print-sheet');
+		window.print();
+	});
+	window.addEventListener('beforeprint', () => paper());
+	window.addEventListener('afterprint', () => document.body.classList.remove('vm-print-sheet'));
 	notes.start({
 		snapshot(views) {
 			for (const v of views) show(v);

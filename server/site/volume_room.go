@@ -41,8 +41,8 @@ func newVolumeSheet(r *volume.Reading) volumeSheet {
 		s.Phases = append(s.Phases, sheetItem{annotations.VolumePhaseID(p.Key), p.Key, annotations.VolumePhaseQuestion})
 	}
 	s.Items = []sheetItem{
-		{annotations.VolumeDesired, "Who writes DesiredStateOfWorld", annotations.VolumeSetQuestion},
-		{annotations.VolumeActual, "Who writes ActualStateOfWorld", annotations.VolumeSetQuestion},
+		{annotations.VolumeDesired, "DesiredStateOfWorld", annotations.VolumeSetQuestion},
+		{annotations.VolumeActual, "ActualStateOfWorld", annotations.VolumeSetQuestion},
 		{annotations.VolumeSentence, "Level-triggered, in one sentence", annotations.VolumeSentenceQuestion},
 		{annotations.VolumeControllers, "The same shape in P4's controllers", annotations.VolumeControllersQuestion},
 	}
