@@ -92,6 +92,9 @@ func volumeAnswers(r *volume.Reading) []string {
 		if p.Direction != "" {
 			out = append(out, "direction-"+p.Direction, `"direction":"`+p.Direction+`"`)
 		}
+		if len(p.Tests) > 0 { // which sets its loop tests: the direction, derived
+			out = append(out, "; tests <code>", `"tests":[`)
+		}
 		for _, s := range p.Starts {
 			out = append(out, s.Generators...)
 		}

@@ -61,7 +61,7 @@ func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
 			return nil, err
 		}
 		if quiz {
-			pv.Direction, pv.Sentence, pv.Starts = "", "", nil
+			pv.Direction, pv.Sentence, pv.Starts, pv.Tests = "", "", nil, nil
 		}
 		v.Parts = append(v.Parts, pv)
 	}
