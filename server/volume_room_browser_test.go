@@ -3,11 +3,15 @@ package server
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/syncloop/syncloop/server/annotations"
 )
 
 // TestBrowserVolumeRoom: a room that reads the volume manager, as its
@@ -102,4 +106,57 @@ func printSheet(t *testing.T, ctx context.Context, answer string) {
 	if strings.Contains(text, "func (rc *reconciler)") {
 		t.Errorf("the printed worksheet holds the page's source")
 	}
+}
+
+// TestBrowserVolumeClassGrid: the instructor's grid of a class that reads
+// the volume manager: a column per item of its worksheet, a phase's under
+// the phase, each cell what the room wrote and the checker says; axe
+// passes.
+func TestBrowserVolumeClassGrid(t *testing.T) {
+	t.Parallel()
+	axe := axeSource(t)
+	ts, vr := serveVolume(t, false)
+	class, key := createClass(t, ts, url.Values{"name": {"Volumes"}, "reading": {"volume-manager"}, "tag": {vr.Tag}})
+	room, _, code := startClassRoom(t, ts, class)
+	if code != http.StatusSeeOther {
+		t.Fatalf("start a room of the class: %d", code)
+	}
+	p := vr.Parts[0]
+	answer := p.Direction
+	for _, st := range p.Starts {
+		answer += ", starts " + st.Call
+	}
+	revs := roomNotes{}
+	for id, text := range map[string]string{annotations.VolumePhaseID(p.Key): answer, annotations.VolumeDesired: "the kubelet"} {
+		if code, body := revs.put(t, ts.URL, room, id, text); code != 200 {
+			t.Fatalf("PUT %s: %d %s", id, code, body)
+		}
+	}
+	ctx := newBrowser(t)
+	watch := watchPage(t, ctx, ts)
+	defer watch.check(t)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1440, 900), chromedp.Navigate(ts.URL+"/classes/"+class+"?k="+url.QueryEscape(key)),
+		chromedp.WaitReady("[data-grid]")); err != nil {
+		t.Fatal(err)
+	}
+	items := len(annotations.VolumeExpected(vr))
+	waitFor(t, ctx, "the grid drawn", fmt.Sprintf(`document.querySelectorAll('[data-grid] [data-cell]').length === %d`, items))
+	cells := map[string]string{annotations.VolumePhaseID(p.Key): "confirmed", annotations.VolumeDesired: "warned", annotations.VolumeSentence: "empty"}
+	for id, want := range cells {
+		waitFor(t, ctx, id+" "+want, `document.querySelector('[data-cell="`+room+`:`+id+`"]')?.dataset.state === '`+want+`'`)
+	}
+	if n := eval[int](t, ctx, `[...document.querySelectorAll('[data-grid] th.grid-item-h')].filter(th => th.textContent.includes('dir.')).length`); n != len(vr.Parts) {
+		t.Errorf("%d columns headed dir., want one per phase (%d)", n, len(vr.Parts))
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](axe+";true")); err != nil {
+		t.Fatal(err)
+	}
+	found := eval[[]string](t, ctx, `axe.run(document, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa']}})
+		.then(res => res.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+		.map(v => v.id + ' (' + v.nodes.length + '): ' + v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(' | ')))`)
+	for _, f := range found {
+		t.Errorf("axe: %s", f)
+	}
+	eval[bool](t, ctx, `(document.querySelector('[data-grid]').scrollIntoView(), true)`)
+	screenshot(t, ctx, "volume-class-grid-1440.png", false)
 }

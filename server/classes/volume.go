@@ -64,8 +64,8 @@ func volumeItems(r *volume.Reading) []Item {
 	for _, id := range annotations.VolumeExpected(r) {
 		kind, key, _ := strings.Cut(id, ".")
 		it := Item{ID: id, Kind: kind, Label: labels[id]}
-		if kind == "vmphase" {
-			it.Label = key + ": direction"
+		if kind == "vmphase" { // the grid groups a phase's column under it, as a case's
+			it.Case, it.Label = key, key+": direction"
 		}
 		out = append(out, it)
 	}
