@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -17,7 +18,8 @@ import (
 // TestBrowserVolumeRoom: a room that reads the volume manager, as its
 // driver sees it at a wide and a phone window, light and dark: the room
 // bar, the live pane (a column beside the phases at 1440, a drawer at
-// 390), the worksheet enabled from the room's notes; an answer typed in
+// 390) showing what a relay sent the room's feed, the worksheet enabled
+// from the room's notes; an answer typed in
 // is saved and checked against the derived model; no sideways scroll, and
 // axe's WCAG 2.2 AA rules pass. Screenshots are kept as artifacts.
 func TestBrowserVolumeRoom(t *testing.T) {
@@ -55,6 +57,7 @@ func TestBrowserVolumeRoom(t *testing.T) {
 					t.Fatal(err)
 				}
 				waitFor(t, ctx, "the panel closed", `document.getElementById('room-panel').hidden`)
+				relayed(t, ctx, ts, id)
 				if v.w >= 1200 {
 					if d := eval[float64](t, ctx, `document.querySelector('#live').getBoundingClientRect().left - document.querySelector('main.volume-manager').getBoundingClientRect().right`); d < -1 {
 						t.Errorf("at %s the live pane overlaps the reading by %.0f px", v.name, -d)
@@ -163,4 +166,25 @@ func TestBrowserVolumeClassGrid(t *testing.T) {
 	}
 	eval[bool](t, ctx, `(document.querySelector('[data-grid]').scrollIntoView(), true)`)
 	screenshot(t, ctx, "volume-class-grid-1440.png", false)
+}
+
+// relayed sends a line of the volume manager to room id's feed as a relay
+// does (PUT …/journal with the room's token, which its driver's panel
+// shows) and waits for the room page's live pane to show it.
+func relayed(t *testing.T, ctx context.Context, ts *httptest.Server, id string) {
+	t.Helper()
+	waitFor(t, ctx, "the relay command", `/Bearer [A-Za-z0-9_-]+/.test(document.querySelector('[data-room-cmd-curl]').textContent)`)
+	tok := eval[string](t, ctx, `/Bearer ([A-Za-z0-9_-]+)/.exec(document.querySelector('[data-room-cmd-curl]').textContent)[1]`)
+	line := `I1204 10:00:00.000000    1234 reconciler_common.go:231] "operationExecutor.MountVolume started for volume \"cache\" (UniqueName: \"kubernetes.io/empty-dir/uid-cache\") pod \"web\" (UID: \"uid\") " pod="default/web"` + "\n"
+	req, _ := http.NewRequest("PUT", ts.URL+"/feeds/room-"+id+"/journal", strings.NewReader(line))
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("PUT the journal: %d", resp.StatusCode)
+	}
+	waitFor(t, ctx, "the relayed line in the live pane", `[...document.querySelectorAll('#live li.ll')].some(li => li.textContent.includes('operationExecutor.MountVolume started'))`)
 }
