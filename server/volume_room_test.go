@@ -129,6 +129,10 @@ func TestVolumeRoom(t *testing.T) {
 		t.Errorf("a room made without reading= is not the first reading's")
 	}
 
+	if code, _ := (roomNotes{}).put(t, ts.URL, first, annotations.VolumeDesired, "the populator"); code != http.StatusBadRequest {
+		t.Errorf("an answer of the volume worksheet in a room of the first reading: %d, want 400", code)
+	}
+
 	// The worksheet: answers checked against the derived model.
 	var add, remove volume.Part
 	for _, p := range vr.Parts {

@@ -395,6 +395,10 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusBadRequest, err.Error())
 			return
 		}
+		if msg := h.otherReading(id, chi.URLParam(r, "note")); msg != "" {
+			jsonError(w, http.StatusBadRequest, msg)
+			return
+		}
 		if note := chi.URLParam(r, "note"); Kind(note) == "pin" {
 			// A pin's text is the journal's line, never the request's.
 			text, code, msg := h.pinFor(r.Context(), id, note, b.Text)

@@ -314,3 +314,16 @@ func (h *Handlers) viewAt(r *extractor.Reading, room string, n Note, quiz bool) 
 	}
 	return View{Note: n, HTML: Render(n.Text)}
 }
+
+// otherReading says why note is not one room id keeps: an answer of the
+// second reading's worksheet in a room that reads the first; "" when it
+// is.
+func (h *Handlers) otherReading(id, note string) string {
+	switch Kind(note) {
+	case "vm", "vmphase":
+		if h.cfg.RoomReading == nil || h.cfg.RoomReading(id) != rooms.ReadingVolume {
+			return "this room reads syncLoopIteration: the volume manager's worksheet is written in a room made to read it (Start a pair session on /k8s/TAG/volume-manager)"
+		}
+	}
+	return ""
+}
