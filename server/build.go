@@ -212,6 +212,11 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 	}
 	hc.Author = func(r *http.Request, id string) (string, error) { return author(d, r, id) }
 	hc.Reading = readingOrLoad(d.Site)
+	hc.RoomReading = func(id string) string {
+		room, _ := d.Rooms.Get(id)
+		return room.Reading
+	}
+	hc.VolumeReading = d.Site.LoadVolumeReading
 	hc.Line = d.Feeds.Line   // what a pin names, and its hand-in prints
 	hc.Chain = d.Feeds.Chain // what a chain pin names
 	hc.Title = func(ctx context.Context, id string, esc func(string) string) string {

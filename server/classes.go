@@ -38,6 +38,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 		Rooms:          d.Rooms,
 		Notes:          notes.Notes,
 		Reading:        readingOrLoad(d.Site),
+		VolumeReading:  d.Site.LoadVolumeReading,
 		Fired:          classes.FiredFunc(d.Feeds.FeedFired),
 		KubeletVersion: d.Feeds.FeedVersion,
 		Relayed:        d.Feeds.FeedRelayed,

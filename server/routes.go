@@ -36,6 +36,7 @@ const (
 //	GET /k8s/volume-manager/compare?from=A&to=B  its "compare with…" form: redirect to …/compare/A...B
 //	GET /k8s/volume-manager/compare/{from}...{to}  the second reading at two tags (site/volume_compare.go)
 //	GET /k8s/volume-manager/history/{key}  its entry or a phase at every minor release (site/volume_history.go)
+//	GET /k8s/{tag}/volume-manager/answer-key.md  its answer key, 403 in quiz mode (site/volume_room.go)
 //	GET /k8s/{tag}/answer-key.md  the site's own answers to the worksheet
 //	GET /k8s/{tag}/worksheet.md   the same (its first address)
 //	GET /k8s/{tag}/def?sym=SYM    a module symbol's definition, highlighted (def.go)
@@ -64,7 +65,7 @@ const (
 // Pair-reading rooms (package rooms, wired in rooms.go):
 //
 //	POST /rooms                   create a room; 303 to its driver link /rooms/{id}?k=KEY
-//	GET /rooms/{id}               the room: the reading at its tag, presence, the wheel, its feed
+//	GET /rooms/{id}               the room: the reading at its tag (the one chosen at POST /rooms reading=, or by its class), presence, the wheel, its feed
 //	GET /rooms/{id}/pod-workers   the room's pod_workers page
 //	GET /rooms/{id}/ws            the room's websocket: presence, following, steering
 //	GET /rooms/{id}/checks.json   the exercise checked on the room's journal (package classes, checklist.go)
@@ -108,6 +109,7 @@ func (s *Server) routes() chi.Router {
 	r.Method("GET", "/k8s/{tag}/pod-workers", s.site.TagPage(site.PagePodWorkers))
 	r.Method("GET", "/k8s/{tag}/reading.json", s.site.TagPage(site.PageJSON))
 	s.volumeRoutes(r)
+	r.Method("GET", "/k8s/{tag}/volume-manager/answer-key.md", s.site.VolumeAnswerKey())
 	r.Method("GET", "/k8s/{tag}/worksheet.md", s.site.TagPage(site.PageWorksheet))
 	r.Method("GET", "/k8s/{tag}/def", s.site.Def())
 	r.Method("GET", "/k8s/{tag}/answer-key.md", s.site.TagPage(site.PageAnswerKey))

@@ -222,7 +222,7 @@ function head(items) {
 	room.scope = 'col';
 	room.rowSpan = 2;
 	groups.append(room);
-	const sub = { case: 'note', writer: 'wr.', exercise: 'ex.' };
+	const sub = { case: 'note', writer: 'wr.', exercise: 'ex.', vmphase: 'dir.' }; // vmphase: a volume class's phase (classes/volume.go)
 	const byCase = new Map();
 	for (const it of items) {
 		if (it.case) {

@@ -29,7 +29,7 @@ const bar = document.getElementById('room');
 const roomID = bar.dataset.room;
 const feed = bar.dataset.feed;
 const tag = bar.dataset.tag;
-const page = bar.dataset.page || 'index'; // this page: "index" or "pod-workers"
+const page = bar.dataset.page || 'index'; // this page: "index", "pod-workers" or "volume-manager" (a volume room's /rooms/{id})
 const notes = openNotes(tag); // the room's notes, which annotate.js writes
 const $ = (sel) => bar.querySelector(sel);
 
@@ -357,7 +357,7 @@ function visibleLines() {
 	return [Number(codeLines[lo].id.slice(1)), Number(codeLines[last].id.slice(1))];
 }
 
-const sections = [...document.querySelectorAll('article.text > section[id], article.text > details[id], main.pod-workers section[id]')];
+const sections = [...document.querySelectorAll('article.text > section[id], article.text > details[id], main.pod-workers section[id], main.volume-manager > section[id]')];
 
 // readingY is the height in the window where a reader reads: a third of the
 // way down what the bar leaves.
@@ -549,9 +549,9 @@ function currentCase() {
 	return caseAt(first);
 }
 
-if (page === 'pod-workers') $('[data-room-share]').textContent = 'Share this place';
+if (page !== 'index') $('[data-room-share]').textContent = 'Share this place';
 $('[data-room-share]').addEventListener('click', (ev) => {
-	if (page === 'pod-workers') {
+	if (page !== 'index') {
 		const w = sectionInView();
 		copy(location.origin + pageURL(page) + (w ? '#' + w : ''), 'a viewer link to this place', ev.currentTarget);
 		return;

@@ -40,6 +40,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/volume"
 	"github.com/syncloop/syncloop/server/annotations/anchor"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/rooms"
@@ -73,6 +74,13 @@ type HTTPConfig struct {
 	Title func(ctx context.Context, id string, esc func(string) string) string
 	// Reading returns a tag's Reading once it is loaded, nil before.
 	Reading func(tag string) *extractor.Reading
+	// RoomReading is what room id reads (rooms.Room.Reading): "" for the
+	// first reading, rooms.ReadingVolume for the volume manager's, whose
+	// worksheet (volume.go) its notes and hand-in are then; nil means "".
+	RoomReading func(id string) string
+	// VolumeReading returns a tag's second reading once it is loaded, nil
+	// before (and then starts loading it); nil: no room reads it.
+	VolumeReading func(tag string) *volume.Reading
 	// Line looks up a stored line of a feed's journal, what a pin names
 	// (feeds.Service.Line); nil: nothing can be pinned.
 	Line LineFunc
@@ -276,6 +284,12 @@ func (h *Handlers) List() http.Handler {
 		if !ok {
 			return
 		}
+		if vr, ok := h.volumeRoom(w, id, reading.Tag); vr != nil {
+			writeJSON(w, http.StatusOK, map[string]any{"views": VolumeViews(vr, h.cfg.Store.Notes(id), h.quiz(r, id))})
+			return
+		} else if !ok {
+			return
+		}
 		writeJSON(w, http.StatusOK, map[string]any{"views": views(reading, h.cfg.Store.Notes(id), h.quiz(r, id))})
 	})
 }
@@ -383,6 +397,10 @@ func (h *Handlers) Put() http.Handler {
 			jsonError(w, http.StatusBadRequest, err.Error())
 			return
 		}
+		if msg := h.otherReading(id, chi.URLParam(r, "note")); msg != "" {
+			jsonError(w, http.StatusBadRequest, msg)
+			return
+		}
 		if note := chi.URLParam(r, "note"); Kind(note) == "pin" {
 			// A pin's text is the journal's line, never the request's.
 			text, code, msg := h.pinFor(r.Context(), id, note, b.Text)
@@ -435,7 +453,7 @@ func (h *Handlers) answerPut(w http.ResponseWriter, r *http.Request, id string, 
 		writeJSON(w, http.StatusOK, map[string]any{
 			"conflict": true,
 			"error":    fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")),
-			"current":  viewAt(reading, c.Current, quiz),
+			"current":  h.viewAt(reading, id, c.Current, quiz),
 		})
 	case errors.Is(err, ErrTooLarge):
 		jsonError(w, http.StatusRequestEntityTooLarge, err.Error())
@@ -486,7 +504,7 @@ func (h *Handlers) Delete() http.Handler {
 		var c *ConflictError
 		switch {
 		case errors.As(err, &c):
-			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")), "current": viewAt(reading, c.Current, h.quiz(r, id))})
+			writeJSON(w, http.StatusOK, map[string]any{"conflict": true, "error": fmt.Sprintf("changed by %s meanwhile", cmp.Or(c.Current.Author, "someone")), "current": h.viewAt(reading, id, c.Current, h.quiz(r, id))})
 		case errors.Is(err, ErrInvalid):
 			jsonError(w, http.StatusBadRequest, err.Error())
 		case err != nil:
@@ -613,7 +631,16 @@ func (h *Handlers) RoomWorksheet() http.Handler {
 		}
 		head := h.roomHead(r.Context(), id, Inline)
 		head.Quiz = h.quiz(r, id)
-		md := Worksheet(reading, head, h.cfg.Store.Notes(id))
+		vr, ok := h.volumeRoom(w, id, reading.Tag)
+		if !ok {
+			return
+		}
+		var md []byte
+		if vr != nil {
+			md = VolumeWorksheet(vr, head, h.cfg.Store.Notes(id))
+		} else {
+			md = Worksheet(reading, head, h.cfg.Store.Notes(id))
+		}
 		w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", "syncloop-worksheet-"+reading.Tag+"-room-"+id[:6]+".md"))

@@ -78,7 +78,13 @@ func (h *Handlers) RoomPaper() http.Handler {
 		if !ok {
 			return
 		}
-		writeJSON(w, http.StatusOK, PaperOf(reading, h.roomHead(r.Context(), id, asTyped), h.cfg.Store.Notes(id)))
+		p := PaperOf(reading, h.roomHead(r.Context(), id, asTyped), h.cfg.Store.Notes(id))
+		if vr, ok := h.volumeRoom(w, id, reading.Tag); !ok {
+			return
+		} else if vr != nil {
+			p.Heading = volumeHeading(vr)
+		}
+		writeJSON(w, http.StatusOK, p)
 	})
 }
 

@@ -141,9 +141,19 @@ func writerSymbols(text string) []string {
 }
 
 // verdicts are the things quiz mode would judge in n at r's tag, each
-// once: a writer's symbols, a set's type with each file:line. Only the
-// notes a worksheet asks for are judged (Expected).
+// once: a writer's symbols, a set's type with each file:line, an answer
+// of the second reading's worksheet as a whole. Only the notes a
+// worksheet asks for are judged (Expected, VolumeExpected's kinds).
 func verdicts(r *extractor.Reading, n Note) []string {
+	switch Kind(n.ID) {
+	case "vm", "vmphase":
+		// The second reading's checks say yes or no of a whole answer:
+		// each different answer is one verdict.
+		if t := strings.ToLower(strings.Join(strings.Fields(n.Text), " ")); r != nil && t != "" && ValidID(n.ID) {
+			return []string{r.Tag + " " + n.ID + " " + t}
+		}
+		return nil
+	}
 	if r == nil || !slices.Contains(Expected(r), n.ID) {
 		return nil
 	}

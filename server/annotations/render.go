@@ -14,7 +14,7 @@ import (
 // once for every page and every snapshot that shows this version.
 func (h *Handlers) rendered(r *extractor.Reading, room string, n Note, quiz bool) *rendered {
 	return h.events.get(renderKey{tag: r.Tag, room: room, id: n.ID, rev: n.Rev, deleted: n.Deleted, quiz: quiz}, func() View {
-		return viewAt(r, n, quiz)
+		return h.viewAt(r, room, n, quiz)
 	})
 }
 

@@ -76,7 +76,7 @@ const (
 	Colors       = 8         // reader colours (room.css .rc-0 … .rc-7)
 )
 
-var idRE = regexp.MustCompile(`^(case\.[a-z][a-z0-9]{0,31}|writer\.[a-z][a-z0-9]{0,31}|exercise\.[a-z][a-z0-9]{0,31}|set\.desired|set\.actual|sentence|podworkers|comment\.[A-Za-z0-9_-]{6,32}|pin\.[A-Za-z0-9_-]{1,80})$`)
+var idRE = regexp.MustCompile(`^(case\.[a-z][a-z0-9]{0,31}|writer\.[a-z][a-z0-9]{0,31}|exercise\.[a-z][a-z0-9]{0,31}|set\.desired|set\.actual|sentence|podworkers|vm\.(?:desired|actual|sentence|controllers)|vmphase\.[A-Za-z][A-Za-z0-9]{0,47}|comment\.[A-Za-z0-9_-]{6,32}|pin\.[A-Za-z0-9_-]{1,80})$`)
 
 // ValidID reports whether id names a kind of note this package keeps.
 func ValidID(id string) bool { return idRE.MatchString(id) }

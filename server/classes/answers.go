@@ -41,7 +41,11 @@ func (d Deps) answers(c Class, item Item) Answers {
 			}
 			a.Text, a.By, a.At = strings.TrimSpace(n.Text), n.Author, n.At
 			var warn []string
-			a.State, warn = ItemState(d.Reading(r.Tag), n)
+			if sh, ok := d.sheetOf(r.Reading, r.Tag); ok {
+				a.State, warn = sh.state(n)
+			} else {
+				a.State = StateWritten
+			}
 			if warn != nil {
 				a.Warnings = warn
 			}
@@ -58,15 +62,15 @@ func (h *Handlers) ItemAnswers() http.Handler {
 		if !ok {
 			return
 		}
-		reading := h.cfg.Deps.Reading(c.Tag)
-		if reading == nil {
+		sh, loaded := h.cfg.Deps.sheetOf(c.Reading, c.Tag)
+		if !loaded {
 			h.cfg.Site.LoadTag(c.Tag)
 			w.Header().Set("Retry-After", "5")
 			jsonError(w, http.StatusServiceUnavailable, errNoReading.Error())
 			return
 		}
 		id := strings.TrimSuffix(chi.URLParam(r, "item"), ".json")
-		for _, it := range Items(reading) {
+		for _, it := range sh.items {
 			if it.ID == id {
 				writeJSON(w, http.StatusOK, h.cfg.Deps.answers(c, it))
 				return

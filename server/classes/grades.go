@@ -129,7 +129,7 @@ func (h *Handlers) GradesCSV() http.Handler {
 		if !ok {
 			return
 		}
-		if h.cfg.Deps.Reading(c.Tag) == nil {
+		if _, loaded := h.cfg.Deps.sheetOf(c.Reading, c.Tag); !loaded {
 			h.cfg.Site.LoadTag(c.Tag)
 			w.Header().Set("Retry-After", "5")
 			jsonError(w, http.StatusServiceUnavailable, errNoReading.Error())
@@ -229,14 +229,14 @@ func (h *Handlers) Results() http.Handler {
 		if !ok {
 			return
 		}
-		reading := h.cfg.Deps.Reading(c.Tag)
-		if reading == nil {
+		sh, loaded := h.cfg.Deps.sheetOf(c.Reading, c.Tag)
+		if !loaded {
 			h.cfg.Site.LoadTag(c.Tag)
 			w.Header().Set("Retry-After", "5")
 			jsonError(w, http.StatusServiceUnavailable, errNoReading.Error())
 			return
 		}
-		p := Progress{Class: classJSON(c), Items: Items(reading)}
+		p := Progress{Class: classJSON(c), Items: sh.items}
 		rp := h.cfg.Deps.roomProgress(r.Context(), c, n, room, time.Now())
 		writeJSON(w, http.StatusOK, results(p, rp))
 	})

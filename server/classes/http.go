@@ -247,6 +247,11 @@ func (h *Handlers) classFromForm(r *http.Request, client string) (Class, error) 
 		}
 		c.Tag = t
 	}
+	reading, ok := rooms.ParseReading(r.PostFormValue("reading"))
+	if !ok {
+		return c, errors.New("reading: leave it out for syncLoopIteration, or say volume-manager for the volume manager's reconciler")
+	}
+	c.Reading = reading
 	return c, s.apply(&c, h.maxBudget(c))
 }
 
@@ -318,7 +323,7 @@ func (h *Handlers) StartRoom() http.Handler {
 		}
 		client := h.cfg.ClientID(r)
 		room, key, err := h.cfg.Deps.Rooms.Store().CreateInClass(c.Tag, client, rooms.ClassPlace{Class: c.ID, Budget: h.budget(c),
-			Creator: c.Creator, Allowance: c.Allowance, Student: st.ID, PerStudent: h.cfg.PerStudent})
+			Creator: c.Creator, Allowance: c.Allowance, Student: st.ID, PerStudent: h.cfg.PerStudent, Reading: c.Reading})
 		if h.refused(w, r, c, err) {
 			return
 		}
@@ -671,6 +676,13 @@ func (h *Handlers) handin(ctx context.Context, c Class, n int, room rooms.Room) 
 		return fmt.Appendf(nil, "# syncloop worksheet: Room %d (%s)\n\nThe source at %s was still being fetched: download the hand-ins again in a moment.\n", n, room.ID, room.Tag)
 	}
 	head := annotations.Head{Title: roomTitle(c, n, room, annotations.Inline), Readers: room.Readers, Journal: annotations.Journal(ctx, h.cfg.Deps.Line, room.ID)}
+	if room.Reading == rooms.ReadingVolume {
+		vr := h.cfg.Deps.volumeReading(room.Tag)
+		if vr == nil {
+			return fmt.Appendf(nil, "# syncloop worksheet: Room %d (%s)\n\nThe volume manager at %s was still being read: download the hand-ins again in a moment.\n", n, room.ID, room.Tag)
+		}
+		return annotations.VolumeWorksheet(vr, head, h.cfg.Deps.Notes(room.ID))
+	}
 	return annotations.Worksheet(reading, head, h.cfg.Deps.Notes(room.ID))
 }
 

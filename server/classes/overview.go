@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/extractor/volume"
 	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/labcheck"
 	"github.com/syncloop/syncloop/server/rooms"
@@ -32,7 +33,10 @@ type Deps struct {
 	// Notes is a room's notes; Reading a tag's Reading once loaded (nil before).
 	Notes   func(room string) []annotations.Note
 	Reading func(tag string) *extractor.Reading
-	Fired   FiredCounter
+	// VolumeReading is a tag's second reading once loaded (nil before): a
+	// room that reads it is checked against it (volume.go).
+	VolumeReading func(tag string) *volume.Reading
+	Fired         FiredCounter
 	// KubeletVersion is the version a feed's journal reported; Relayed
 	// whether a relay feeds it now.
 	KubeletVersion func(feed string) string
@@ -69,10 +73,9 @@ func (d Deps) overview(c Class, roster []Student) Overview {
 				}
 			}
 		}
-		reading := d.Reading(r.Tag)
 		notes := d.Notes(r.ID)
 		var last time.Time
-		row.Written, row.Checked, row.Expected, last = progress(reading, notes)
+		row.Written, row.Checked, row.Expected, last = d.roomProgress1(r, notes)
 		for _, n := range notes {
 			if a := strings.TrimSpace(n.Author); a != "" && !slices.Contains(row.Authors, a) {
 				row.Authors = append(row.Authors, a)
@@ -171,7 +174,7 @@ func (d Deps) pairs(c Class) Pairs {
 }
 
 func classJSON(c Class) ClassJSON {
-	return ClassJSON{ID: c.ID, Name: c.Name, Tag: c.Tag, Budget: c.Budget, HideNotes: c.HideNotes, Pod: cmp.Or(c.Pod, labcheck.DefaultPod), Ended: c.Ended,
+	return ClassJSON{ID: c.ID, Name: c.Name, Tag: c.Tag, Reading: c.Reading, Budget: c.Budget, HideNotes: c.HideNotes, Pod: cmp.Or(c.Pod, labcheck.DefaultPod), Ended: c.Ended,
 		Due: c.Due, Extensions: c.Extensions, Release: c.Release}
 }
 
@@ -181,9 +184,23 @@ func classJSON(c Class) ClassJSON {
 // resolves, a set at its file:line); and when a note was last written.
 // Before the tag's Reading is loaded, nothing is expected or checked.
 func progress(r *extractor.Reading, notes []annotations.Note) (written, checked, expected int, last time.Time) {
+	if r == nil {
+		return sheetProgress(sheet{}, false, notes)
+	}
+	return sheetProgress(readingSheet(r), true, notes)
+}
+
+// roomProgress1 is progress for room, by the worksheet of what it reads.
+func (d Deps) roomProgress1(room rooms.Room, notes []annotations.Note) (written, checked, expected int, last time.Time) {
+	sh, loaded := d.sheetOf(room.Reading, room.Tag)
+	return sheetProgress(sh, loaded, notes)
+}
+
+// sheetProgress is progress by sh, known once loaded.
+func sheetProgress(sh sheet, loaded bool, notes []annotations.Note) (written, checked, expected int, last time.Time) {
 	var want map[string]bool
-	if r != nil {
-		ids := annotations.Expected(r)
+	if loaded {
+		ids := sh.ids
 		expected = len(ids)
 		want = make(map[string]bool, len(ids))
 		for _, id := range ids {
@@ -194,11 +211,11 @@ func progress(r *extractor.Reading, notes []annotations.Note) (written, checked,
 		if n.At.After(last) {
 			last = n.At
 		}
-		if strings.TrimSpace(n.Text) == "" || r == nil || !want[n.ID] {
+		if strings.TrimSpace(n.Text) == "" || !loaded || !want[n.ID] {
 			continue
 		}
 		written++
-		if state, _ := ItemState(r, n); state == StateConfirmed {
+		if state, _ := sh.state(n); state == StateConfirmed {
 			checked++
 		}
 	}

@@ -134,9 +134,14 @@ func ItemState(r *extractor.Reading, n annotations.Note) (string, []string) {
 	if r == nil {
 		return StateWritten, nil
 	}
+	return checksState(annotations.CheckNote(r, n.ID, n.Text))
+}
+
+// checksState is the state the checker's checks of an answer give it.
+func checksState(checks []annotations.Check) (string, []string) {
 	ok := false
 	var warn []string
-	for _, c := range annotations.CheckNote(r, n.ID, n.Text) {
+	for _, c := range checks {
 		switch c.Level {
 		case "ok":
 			ok = true
@@ -165,7 +170,10 @@ func pinCase(text string) string {
 
 // progress is class c's grid.
 func (d Deps) progress(ctx context.Context, c Class) Progress {
-	p := Progress{Class: classJSON(c), Items: Items(d.Reading(c.Tag)), Rooms: []RoomProgress{}}
+	p := Progress{Class: classJSON(c), Items: []Item{}, Rooms: []RoomProgress{}}
+	if sh, ok := d.sheetOf(c.Reading, c.Tag); ok {
+		p.Items = sh.items
+	}
 	now := time.Now()
 	for i, r := range d.Rooms.Store().OfClass(c.ID) {
 		p.Rooms = append(p.Rooms, d.roomProgress(ctx, c, i+1, r, now))
@@ -186,8 +194,9 @@ func (d Deps) roomProgress(ctx context.Context, c Class, n int, r rooms.Room, no
 	rp.KubeletVersion = d.KubeletVersion(feed)
 	reading := d.Reading(r.Tag)
 	want := map[string]bool{}
-	if reading != nil {
-		ids := annotations.Expected(reading)
+	sh, loaded := d.sheetOf(r.Reading, r.Tag)
+	if loaded {
+		ids := sh.ids
 		rp.Expected = len(ids)
 		for _, id := range ids {
 			want[id], rp.Cells[id] = true, StateEmpty
@@ -207,7 +216,7 @@ func (d Deps) roomProgress(ctx context.Context, c Class, n int, r rooms.Room, no
 		if !want[note.ID] {
 			continue
 		}
-		state, warn := ItemState(reading, note)
+		state, warn := sh.state(note)
 		rp.Cells[note.ID] = state
 		if state == StateEmpty {
 			continue

@@ -52,6 +52,7 @@ type ClassJSON struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Tag       string `json:"tag"`
+	Reading   string `json:"reading,omitempty"` // "volume-manager": the rooms read the volume manager (Class.Reading)
 	Budget    int    `json:"budget"`
 	HideNotes bool   `json:"hide_notes"`
 	Pod       string `json:"pod"` // the exercise's pod, as the lab checks look for it

@@ -69,6 +69,9 @@ type Class struct {
 	KeyHash string `json:"instructor_key_sha256"`
 	// Tag is the tag a room of the class starts at.
 	Tag string `json:"tag"`
+	// Reading is what the class's rooms read (rooms.Room.Reading): "" for
+	// syncLoopIteration, rooms.ReadingVolume for the volume manager.
+	Reading string `json:"reading,omitempty"`
 	// Budget is how many rooms of the class may be held at once (the
 	// rooms' own cap on the whole server still applies).
 	Budget int `json:"budget"`

@@ -87,7 +87,7 @@ type roomIn struct {
 // position is where the driver is: the selected case and lines, and the
 // lines in view (not pixels: screens differ).
 type position struct {
-	Page  string `json:"page,omitempty"` // "index" (the function) or "pod-workers"
+	Page  string `json:"page,omitempty"` // "index" (the function), "pod-workers" or "volume-manager"
 	Case  string `json:"case,omitempty"`
 	Lo    int    `json:"lo,omitempty"` // highlighted lines, when some are
 	Hi    int    `json:"hi,omitempty"`
@@ -104,7 +104,7 @@ var (
 
 func (p position) valid() bool {
 	ok := func(n int) bool { return n >= 0 && n < 1e7 }
-	return (p.Page == "" || p.Page == PageIndex || p.Page == PagePodWorkers) &&
+	return (p.Page == "" || p.Page == PageIndex || p.Page == PagePodWorkers || p.Page == PageVolume) &&
 		(p.Case == "" || caseKeyRE.MatchString(p.Case)) && whereRE.MatchString(p.Where) &&
 		ok(p.Lo) && ok(p.Hi) && ok(p.First) && ok(p.Last) && p.Per >= 0 && p.Per <= 1000
 }

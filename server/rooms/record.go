@@ -135,6 +135,26 @@ type Room struct {
 	// that looks like another reader's (names.Skeleton) is numbered:
 	// "Sam (2)".
 	Names map[string]string `json:"names,omitempty"`
+	// Reading is what the room reads, chosen when it was made: "" for the
+	// first reading (syncLoopIteration), ReadingVolume for the second.
+	Reading string `json:"reading,omitempty"`
+}
+
+// ReadingVolume is Room.Reading for a room that reads the volume
+// manager's reconciler (/rooms/{id} shows /k8s/{tag}/volume-manager).
+const ReadingVolume = "volume-manager"
+
+// ParseReading is the Room.Reading a form's reading= names: "" (or
+// "sync-loop") for the first reading, ReadingVolume for the second; false
+// for any other.
+func ParseReading(s string) (string, bool) {
+	switch s {
+	case "", "sync-loop", "syncloop":
+		return "", true
+	case ReadingVolume:
+		return ReadingVolume, true
+	}
+	return "", false
 }
 
 // maxReadersKept bounds Room.Readers, and maxNamesKept Room.Names: a name

@@ -62,6 +62,9 @@ const (
 const (
 	PageIndex      = "index"
 	PagePodWorkers = "pod-workers"
+	// PageVolume is the second reading's page: what /rooms/{id} shows in
+	// a room whose Reading is ReadingVolume.
+	PageVolume = "volume-manager"
 )
 
 // Site is what rooms need of the site around them; server/ fills it in.
@@ -334,7 +337,12 @@ func (rs *Service) Create() http.Handler {
 			}
 			tag = t
 		}
-		room, key, err := rs.store.Create(tag, client)
+		reading, ok := ParseReading(r.PostFormValue("reading"))
+		if !ok {
+			http.Error(w, "reading: not one this site reads: leave it out for syncLoopIteration, or say reading=volume-manager", http.StatusBadRequest)
+			return
+		}
+		room, key, err := rs.store.CreateReading(tag, reading, client)
 		if errors.Is(err, ErrOwnerFull) {
 			w.Header().Set("Retry-After", "600")
 			rs.site.Status(w, r, http.StatusTooManyRequests, "Your address holds as many rooms as it may",
@@ -380,7 +388,8 @@ func (rs *Service) roomOr404(w http.ResponseWriter, r *http.Request, id string) 
 	return room, true
 }
 
-// Page serves a room's page of the kind (PageIndex or PagePodWorkers).
+// Page serves a room's page of the kind (PageIndex or PagePodWorkers);
+// a room that reads the volume manager shows it for PageIndex.
 func (rs *Service) Page(kind string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		room, ok := rs.roomOr404(w, r, chi.URLParam(r, "id"))
@@ -394,7 +403,11 @@ func (rs *Service) Page(kind string) http.Handler {
 			return
 		}
 		readerCookie(w, r)
-		if rs.site.Page(w, r, kind, room) {
+		page := kind
+		if kind == PageIndex && room.Reading == ReadingVolume {
+			page = PageVolume
+		}
+		if rs.site.Page(w, r, page, room) {
 			rs.store.Touch(room.ID)
 		}
 	})

@@ -247,7 +247,12 @@ func (s *Store) opCtx() (context.Context, context.CancelFunc) {
 // cluster holds MaxRooms: the room takes a slot of each cap first (slots.go).
 // An owner "" is no one's: only MaxRooms applies.
 func (s *Store) Create(tag, owner string) (Room, string, error) {
-	return s.create(tag, owner, nil)
+	return s.create(tag, owner, nil, "")
+}
+
+// CreateReading is Create for a room that reads reading (Room.Reading).
+func (s *Store) CreateReading(tag, reading, owner string) (Room, string, error) {
+	return s.create(tag, owner, nil, reading)
 }
 
 // ClassPlace is what a room of a class counts against: the class's
@@ -265,6 +270,8 @@ type ClassPlace struct {
 	// they hold at most PerStudent open rooms of the class (ErrStudentFull).
 	Student    string
 	PerStudent int
+	// Reading is what the room reads (Room.Reading): the class's choice.
+	Reading string
 }
 
 // CreateInClass makes a room of a class reading tag, as Create does, but
@@ -276,10 +283,10 @@ func (s *Store) CreateInClass(tag, owner string, place ClassPlace) (Room, string
 		return Room{}, "", fmt.Errorf("rooms: class id %q is not an id", place.Class)
 	}
 	place.Budget = max(place.Budget, 1)
-	return s.create(tag, owner, &place)
+	return s.create(tag, owner, &place, place.Reading)
 }
 
-func (s *Store) create(tag, owner string, place *ClassPlace) (Room, string, error) {
+func (s *Store) create(tag, owner string, place *ClassPlace, reading string) (Room, string, error) {
 	id, err := NewSecret()
 	if err != nil {
 		return Room{}, "", err
@@ -304,7 +311,7 @@ func (s *Store) create(tag, owner string, place *ClassPlace) (Room, string, erro
 	}
 	now := s.cfg.Now()
 	r := Room{ID: id, Tag: tag, DriverHash: hashKey(key), IngestToken: tok, Created: now, LastActive: now,
-		OwnerHash: oh, Slots: slots, NeverJoined: true}
+		OwnerHash: oh, Slots: slots, NeverJoined: true, Reading: reading}
 	if place != nil {
 		r.Class, r.Student = place.Class, place.Student
 	}

@@ -422,10 +422,13 @@ type Room struct {
 	Class string
 }
 
-// RoomPage renders the reading page of kind (PageIndex, PagePodWorkers) at
-// tag, with the room's bar; false when it answered otherwise (the tag
-// loading, an error).
+// RoomPage renders the reading page of kind (PageIndex, PagePodWorkers,
+// PageVolume) at tag, with the room's bar; false when it answered
+// otherwise (the tag loading, an error).
 func (s *Site) RoomPage(w http.ResponseWriter, r *http.Request, kind, tag string, room Room) bool {
+	if kind == PageVolume {
+		return s.roomVolume(w, r, tag, room)
+	}
 	tmpl, title := "index.html", "syncLoopIteration"
 	if kind == pagePodWorkers {
 		tmpl, title = "pod-workers.html", "pod_workers.go"

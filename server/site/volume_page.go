@@ -36,6 +36,10 @@ type volumeView struct {
 	Compare string
 	// StartedBy is the go statement that runs (*reconciler).Run, if found.
 	StartedBy *volume.Goroutine
+	// Sheet is the worksheet its readers write, PartsJSON the live pane's
+	// data-cases (volume_room.go).
+	Sheet     volumeSheet
+	PartsJSON string
 }
 
 type partView struct {
@@ -86,6 +90,7 @@ func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
 		notes = nil
 	}
 	v.EntryNote = notes.find(content.VolumeEntry)
+	v.Sheet, v.PartsJSON = newVolumeSheet(r), partsJSON(r)
 	for i, g := range r.Goroutines {
 		if strings.HasSuffix(g.Runs, ".(*reconciler).Run") {
 			v.StartedBy = &r.Goroutines[i]
@@ -100,7 +105,7 @@ func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
 			return nil, err
 		}
 		if quiz {
-			pv.Direction, pv.Sentence, pv.Starts = "", "", nil
+			pv.Direction, pv.Sentence, pv.Starts, pv.Tests = "", "", nil, nil
 		}
 		v.Parts = append(v.Parts, pv)
 	}
@@ -202,8 +207,9 @@ func (s *Site) renderVolume(tag string, tags []string, view *volumeView) (*page,
 }
 
 // volumeWithoutAnswers is r as the JSON serves it in quiz mode: the
-// entry, the phases' source and the log sites, without the directions,
-// what each phase starts, nor the sets' writers and readers.
+// entry, the phases' source and the log sites (not the functions they are
+// in), without the directions, what each phase starts, nor the sets'
+// writers and readers.
 func volumeWithoutAnswers(r *volume.Reading) *volume.Reading {
 	c := *r
 	c.Parts = slices.Clone(r.Parts)
@@ -213,6 +219,12 @@ func volumeWithoutAnswers(r *volume.Reading) *volume.Reading {
 	c.Sets = slices.Clone(r.Sets)
 	for i := range c.Sets {
 		c.Sets[i].Writers, c.Sets[i].Readers, c.Sets[i].Mutating = []volume.Caller{}, []volume.Caller{}, []string{}
+	}
+	// A log site's function would name the generator's writers of the
+	// actual state: its file:line and literal are what the live pane needs.
+	c.LogSites = slices.Clone(r.LogSites)
+	for i := range c.LogSites {
+		c.LogSites[i].Func = ""
 	}
 	return &c
 }
