@@ -8,7 +8,8 @@
 // {"chain":ID}): the server reads the chain from the stream, never from
 // this page. Every text is set as text: a journal line is untrusted.
 
-import { el, stored, visible } from './dom.js';
+import { el, visible } from './dom.js';
+import { readerColor, readerName } from './identity.js';
 
 const box = document.querySelector('[data-chains]');
 const room = document.querySelector('#room')?.dataset.room;
@@ -48,7 +49,7 @@ async function pin(c, button, out) {
 		const res = await fetch(`/rooms/${encodeURIComponent(room)}/pins`, {
 			method: 'POST',
 			headers: { 'Content-Type': 'application/json' },
-			body: JSON.stringify({ chain: c.id, author: stored('syncloop-name', ''), color: Number(stored('syncloop-color', '0')) || 0 }),
+			body: JSON.stringify({ chain: c.id, author: readerName(), color: readerColor() }),
 		});
 		const body = await res.json().catch(() => ({}));
 		out.textContent = res.ok ? 'Pinned to the room\'s worksheet.' : (body.error || `Not pinned (${res.status}).`);
