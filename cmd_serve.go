@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -61,7 +60,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	}
 	srv := server.New(deps)
 	defer srv.Close()
-	return f.serve(ctx, log, srv, cfg.TrustedProxies)
+	return f.serve(ctx, log, srv, plan.Identify)
 }
 
 // serveFlags are serve's flags, as parsed.
@@ -220,14 +219,14 @@ func (f *serveFlags) nats() (urls []string, syncEvery time.Duration, err error) 
 
 // serve listens on --addr and serves srv until ctx is done or the listener
 // fails, then shuts down: requests in flight get shutdownGrace.
-func (f *serveFlags) serve(ctx context.Context, log *slog.Logger, srv *server.Server, proxies []netip.Prefix) error {
+func (f *serveFlags) serve(ctx context.Context, log *slog.Logger, srv *server.Server, id clients.Identify) error {
 	tcp, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	// One address cannot hold more than its share of the connections,
 	// nor hold one with a body that never ends.
-	ln := clients.LimitConns(tcp, f.connsPerClient, proxies)
+	ln := clients.LimitConns(tcp, f.connsPerClient, id)
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: f.headerTimeout,

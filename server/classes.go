@@ -31,6 +31,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 	}
 	cc := p.Classes
 	cc.Store, cc.Sockets = st, d.Sockets // instructors' streams count with the client's websockets
+	cc.Identify = p.Identify.Client
 	cc.Deps = classes.Deps{
 		Rooms:          d.Rooms,
 		Notes:          notes.Notes,

@@ -49,6 +49,7 @@ func (p *Plan) openRooms(ctx context.Context, d *Deps, reg prometheus.Registerer
 	}
 	rc := p.Rooms
 	rc.Sockets, rc.Store, rc.NC, rc.Feeds, rc.Metrics = d.Sockets, st, b.NC, d.Feeds, reg
+	rc.Identify = p.Identify.Client
 	rc.OnExpire = d.Notes.Expired
 	rc.Site = roomsSite(d)
 	rc.Student = func(r *http.Request, class string) (string, string, error) { return d.Classes.Student(r, class) }

@@ -75,10 +75,10 @@ type Config struct {
 	Site       Site
 	DefaultTag string
 	MaxBudget  int // a class's budget at most: the rooms classes may take (--max-rooms less the reserve)
-	// ClientID is who a request's client is, for every per-client limit
-	// (clients.AddrPrefix with the server's --trusted-proxy and
-	// --ipv6-prefix); nil means the request's RemoteAddr.
-	ClientID func(r *http.Request) string
+	// Identify names the client a request counts against in every per-client limit
+	// (clients.Identify.Client, one for the whole server); nil means
+	// clients.Identify{}.Client: the connection's address.
+	Identify func(r *http.Request) string
 	// ClassToken, when set (serve --class-token), lets a creator who
 	// presents it make a class of up to MaxBudget rooms; without it a
 	// class, and all the classes of its creator's address together, hold
@@ -122,8 +122,8 @@ func NewHandlers(cfg Config) *Handlers {
 	if cfg.MaxBudget <= 0 {
 		cfg.MaxBudget = rooms.DefaultMaxRooms
 	}
-	if cfg.ClientID == nil {
-		cfg.ClientID = func(r *http.Request) string { return r.RemoteAddr }
+	if cfg.Identify == nil {
+		cfg.Identify = clients.Identify{}.Client
 	}
 	if cfg.Sockets == nil {
 		cfg.Sockets = clients.NewSockets(0, 0)
@@ -186,7 +186,7 @@ func (h *Handlers) Create() http.Handler {
 			http.Error(w, "cross-site request refused: start a class from this site's own page", http.StatusForbidden)
 			return
 		}
-		client := h.cfg.ClientID(r)
+		client := h.cfg.Identify(r)
 		c, err := h.classFromForm(r, client)
 		if err != nil { // (a form refused costs nothing of the rate)
 			h.cfg.Site.Status(w, r, http.StatusBadRequest, "This class cannot be started", err.Error(), "Go back, correct the form and start it again.")
@@ -300,7 +300,7 @@ func (h *Handlers) StartRoom() http.Handler {
 				"Its instructor ended it: it starts no more rooms, and its rooms are read-only.", "Ask your instructor if you need to go on.")
 			return
 		}
-		if !h.starts.Allow(h.cfg.ClientID(r), time.Now()) {
+		if !h.starts.Allow(h.cfg.Identify(r), time.Now()) {
 			w.Header().Set("Retry-After", "5")
 			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Rooms are being started faster from your address than this server takes them",
 				"One address starts 60 rooms at once and two more a second.", "Try again in a few seconds, or join a room already open.")
@@ -311,7 +311,7 @@ func (h *Handlers) StartRoom() http.Handler {
 			h.notStudent(w, r, c, err, "start a room")
 			return
 		}
-		client := h.cfg.ClientID(r)
+		client := h.cfg.Identify(r)
 		room, key, err := h.cfg.Deps.Rooms.Store().CreateInClass(c.Tag, client, rooms.ClassPlace{Class: c.ID, Budget: h.budget(c),
 			Creator: c.Creator, Allowance: c.Allowance, Student: st.ID, PerStudent: h.cfg.PerStudent})
 		if h.refused(w, r, c, err) {
@@ -433,7 +433,7 @@ func (h *Handlers) Events() http.Handler {
 		if !ok {
 			return
 		}
-		client := h.cfg.ClientID(r)
+		client := h.cfg.Identify(r)
 		if !h.cfg.Sockets.Acquire(w, client) {
 			return
 		}

@@ -37,7 +37,7 @@ func (h *Handlers) Hello() http.Handler {
 			jsonError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		if !h.hellos.Allow(h.cfg.ClientID(r), time.Now()) {
+		if !h.hellos.Allow(h.cfg.Identify(r), time.Now()) {
 			w.Header().Set("Retry-After", "5")
 			jsonError(w, http.StatusTooManyRequests, "too many names from your address at once: trying again in a moment")
 			return

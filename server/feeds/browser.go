@@ -28,7 +28,11 @@ func (l *Service) HandleFeedSocket() http.Handler {
 		if f == nil {
 			return
 		}
-		client := clients.AddrPrefix(r, l.cfg.TrustedProxies, l.cfg.IPv6Prefix)
+		who := l.cfg.Identify
+		if who == nil {
+			who = clients.Identify{}.Client
+		}
+		client := who(r)
 		if !l.sockets.Acquire(w, client) {
 			return
 		}

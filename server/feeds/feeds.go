@@ -81,7 +81,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -165,14 +164,16 @@ type Config struct {
 	LoadTag       func(tag string)
 	// Sockets caps the browser sockets per client (shared with the rooms'
 	// sockets) and pings them; nil means a cap of its own with the
-	// defaults. TrustedProxies may name the client (clients.Addr).
+	// defaults.
 	Sockets *clients.Sockets
 	// Space, when set, says whether there is disk for a new feed
 	// (broker.Space); a feed is refused while it returns an error.
-	Space          func() error
-	TrustedProxies []netip.Prefix
-	IPv6Prefix     int // bits that name an IPv6 client; 0 means clients.DefaultIPv6Prefix
-	Logger         *slog.Logger
+	Space func() error
+	// Identify names the client a request counts against in every per-client limit
+	// (clients.Identify.Client, one for the whole server); nil means
+	// clients.Identify{}.Client: the connection's address.
+	Identify func(r *http.Request) string
+	Logger   *slog.Logger
 	// Metrics, when set, is where the feeds register their series
 	// (metrics.go); nil registers nothing.
 	Metrics prometheus.Registerer

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -83,13 +82,14 @@ type Site struct {
 // ServiceConfig is the rooms' own configuration.
 type ServiceConfig struct {
 	// Sockets caps the open browser sockets per client, shared with the
-	// feeds' sockets, and pings them; TrustedProxies may name the client
-	// (clients.Addr).
-	Sockets        *clients.Sockets
-	TrustedProxies []netip.Prefix
-	IPv6Prefix     int // bits that name an IPv6 client; 0 means clients.DefaultIPv6Prefix
-	Store          *Store
-	NC             *nats.Conn // to the other replicas; nil for one replica alone
+	// feeds' sockets, and pings them.
+	Sockets *clients.Sockets
+	// Identify names the client a request counts against in every per-client limit
+	// (clients.Identify.Client, one for the whole server); nil means
+	// clients.Identify{}.Client: the connection's address.
+	Identify func(r *http.Request) string
+	Store    *Store
+	NC       *nats.Conn // to the other replicas; nil for one replica alone
 	// Feeds are the live feeds: a room's feed reads the room's tag and
 	// takes only its ingest token; the room shows the kubelet version its
 	// journal reports; it goes with the room. Nil: rooms have no feeds
@@ -126,8 +126,7 @@ type Service struct {
 	store      *Store
 	site       Site
 	sockets    *clients.Sockets
-	trusted    []netip.Prefix
-	v6bits     int
+	client     func(r *http.Request) string // who the client is (ServiceConfig.Identify)
 	defaultTag string
 	maxReaders int
 	msgRate    float64
@@ -164,12 +163,14 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Identify == nil {
+		cfg.Identify = clients.Identify{}.Client
+	}
 	rs := &Service{
 		store:       cfg.Store,
 		site:        cfg.Site,
 		sockets:     cfg.Sockets,
-		trusted:     cfg.TrustedProxies,
-		v6bits:      cfg.IPv6Prefix,
+		client:      cfg.Identify,
 		defaultTag:  cfg.DefaultTag,
 		nc:          cfg.NC,
 		replica:     "-" + strings.ToLower(replica[:5]),
@@ -321,7 +322,7 @@ func (rs *Service) Create() http.Handler {
 			http.Error(w, "cross-site request refused: start a pair session from this site's own page", http.StatusForbidden)
 			return
 		}
-		client := clients.AddrPrefix(r, rs.trusted, rs.v6bits)
+		client := rs.client(r)
 		if !rs.creates.Allow(client, time.Now()) {
 			w.Header().Set("Retry-After", "60")
 			rs.site.Status(w, r, http.StatusTooManyRequests, "Too many rooms from your address",

@@ -25,7 +25,7 @@ func (rs *Service) Socket() http.Handler {
 		if !ok {
 			return
 		}
-		client := clients.AddrPrefix(r, rs.trusted, rs.v6bits)
+		client := rs.client(r)
 		if !rs.sockets.Acquire(w, client) {
 			return
 		}
@@ -73,7 +73,7 @@ func (rs *Service) socketRoom(w http.ResponseWriter, r *http.Request) (Room, boo
 }
 
 // serveReader is one reader's connection to room, from joining to leaving.
-// who is the reader (identify); client is who the reader is in every per-client limit (clients.AddrPrefix).
+// who is the reader (identify); client is who the reader is in every per-client limit (ServiceConfig.Identify).
 func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room Room, who identity, client string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

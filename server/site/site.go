@@ -39,9 +39,10 @@ type Config struct {
 	// Wait is how long a request waits for a Load before it answers with
 	// the page that reloads; 0 means 400 ms (waitForLoad).
 	Wait time.Duration
-	// ClientAddr names the client a request counts against in the
-	// per-client limits (clients.Addr); nil means its RemoteAddr's host.
-	ClientAddr func(*http.Request) string
+	// Identify names the client a request counts against in every per-client limit
+	// (clients.Identify.Client, one for the whole server); nil means
+	// clients.Identify{}.Client: the connection's address.
+	Identify func(*http.Request) string
 	// NewTagsPerHour is how many tags no one has fetched before (none in
 	// memory or in the cache) one client may have fetched in an hour; 0
 	// means DefaultNewTagsPerHour.
@@ -472,7 +473,7 @@ func (s *Site) ClassPage(w http.ResponseWriter, r *http.Request, title string, c
 }
 
 // TagReady waits until tag's Reading is loaded, or says why it cannot be.
-// A tag never fetched counts against client (clients.AddrPrefix), as a
+// A tag never fetched counts against client (Config.Identify), as a
 // page asked for by that client would: a room's driver switching its tag.
 func (s *Site) TagReady(ctx context.Context, client, tag string) error {
 	st, no := s.fetch(client, tag)
