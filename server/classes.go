@@ -46,7 +46,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 		Page: func(w http.ResponseWriter, r *http.Request, title string, data *classes.PageData) {
 			d.Site.ClassPage(w, r, title, data)
 		},
-		Status:     d.Site.Status,
+		Error:      d.Site.Error,
 		SameOrigin: sameOrigin,
 		LoadTag:    d.Site.Load,
 	}

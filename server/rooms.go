@@ -69,7 +69,7 @@ func roomsSite(d *Deps) rooms.Site {
 			hide := d.inQuiz(r, room.Class)
 			return d.Site.RoomPage(w, r, kind, room.Tag, site.Room{ID: room.ID, Feed: room.Feed(), HideNotes: hide, Ended: room.Ended, Class: room.Class})
 		},
-		Status:     d.Site.Status,
+		Error:      d.Site.Error,
 		LoadTag:    d.Site.Load,
 		TagReady:   d.Site.TagReady,
 		SameOrigin: sameOrigin,

@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/rooms"
 	"github.com/syncloop/syncloop/server/site"
 )
@@ -92,7 +93,7 @@ func (s *Server) routes() chi.Router {
 	notFound := s.site.NotFound()
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		serveError(w, errMethod)
+		httperr.Text(w, errMethod)
 	})
 
 	r.Method("GET", "/", s.site.Root())

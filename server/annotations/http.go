@@ -42,6 +42,7 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations/anchor"
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -216,11 +217,10 @@ func (h *Handlers) Expired(id string) {
 	}
 }
 
+// jsonError answers code with msg, which says what to do next, as the
+// notes' routes answer: {"error": msg} (httperr.JSON).
 func jsonError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	httperr.JSON(w, httperr.New(code, msg))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -43,6 +43,7 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -50,8 +51,9 @@ import (
 type Site struct {
 	// Page writes the class page (templates/class.html) with data.
 	Page func(w http.ResponseWriter, r *http.Request, title string, data *PageData)
-	// Status writes the site's page that says why a request got code.
-	Status     func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string)
+	// Error answers err with the site's page that says why (site.Site's
+	// Error: an *httperr.Error's status, heading, message and advice).
+	Error      func(w http.ResponseWriter, r *http.Request, err error)
 	SameOrigin func(r *http.Request) bool
 	LoadTag    func(tag string)
 }
@@ -183,25 +185,35 @@ func days(d time.Duration) string {
 func (h *Handlers) Create() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.cfg.Site.SameOrigin(r) {
-			http.Error(w, "cross-site request refused: start a class from this site's own page", http.StatusForbidden)
+			httperr.Text(w, httperr.New(http.StatusForbidden, "cross-site request refused: start a class from this site's own page"))
 			return
 		}
 		client := h.cfg.Identify(r)
 		c, err := h.classFromForm(r, client)
 		if err != nil { // (a form refused costs nothing of the rate)
-			h.cfg.Site.Status(w, r, http.StatusBadRequest, "This class cannot be started", err.Error(), "Go back, correct the form and start it again.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusBadRequest,
+				Heading: "This class cannot be started",
+				Message: err.Error(),
+				Advice:  "Go back, correct the form and start it again.",
+				Err:     err})
 			return
 		}
 		if !h.creates.Allow(client, time.Now()) {
 			w.Header().Set("Retry-After", "60")
-			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Too many classes from your address",
-				"One address starts 5 classes at once and one more a minute.", "Use the class you started, or try again in a minute.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+				Heading: "Too many classes from your address",
+				Message: "One address starts 5 classes at once and one more a minute.",
+				Advice:  "Use the class you started, or try again in a minute."})
 			return
 		}
 		c, key, err := h.cfg.Store.Create(r.Context(), c)
 		if err != nil {
 			h.cfg.Logger.Error("classes: create", "err", err)
-			h.cfg.Site.Status(w, r, http.StatusInternalServerError, "Could not start the class", err.Error(), "Try again in a moment.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusInternalServerError,
+				Heading: "Could not start the class",
+				Message: err.Error(),
+				Advice:  "Try again in a moment.",
+				Err:     err})
 			return
 		}
 		h.cfg.Logger.Info("classes: created", "class", c.ID[:6]+"…", "tag", c.Tag, "budget", c.Budget, "remote", client)
@@ -251,12 +263,17 @@ func (h *Handlers) classOr404(w http.ResponseWriter, r *http.Request) (Class, bo
 	c, err := h.cfg.Store.Get(r.Context(), chi.URLParam(r, "id"))
 	switch {
 	case errors.Is(err, ErrNotFound):
-		h.cfg.Site.Status(w, r, http.StatusNotFound, "No such class",
-			fmt.Sprintf("There is no class at this address: the link was cut short, or the class ended (a class ends %s after its instructor last opened it).", days(h.cfg.Store.TTL())),
-			"Ask your instructor for the class link again.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusNotFound,
+			Heading: "No such class",
+			Message: fmt.Sprintf("There is no class at this address: the link was cut short, or the class ended (a class ends %s after its instructor last opened it).", days(h.cfg.Store.TTL())),
+			Advice:  "Ask your instructor for the class link again."})
 		return c, false
 	case err != nil:
-		h.cfg.Site.Status(w, r, http.StatusServiceUnavailable, "Could not read the class", err.Error(), "Try again in a moment.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusServiceUnavailable,
+			Heading: "Could not read the class",
+			Message: err.Error(),
+			Advice:  "Try again in a moment.",
+			Err:     err})
 		return c, false
 	}
 	return c, true
@@ -271,9 +288,10 @@ func (h *Handlers) Page() http.Handler {
 		}
 		if k := r.URL.Query().Get("k"); k != "" {
 			if _, err := h.cfg.Store.Instructor(r.Context(), c.ID, k); err != nil {
-				h.cfg.Site.Status(w, r, http.StatusForbidden, "This instructor link is not valid",
-					"The key in this link is not this class's instructor key: it was cut short, or it belongs to another class.",
-					"Open the class as a student at /classes/"+c.ID+".")
+				h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusForbidden,
+					Heading: "This instructor link is not valid",
+					Message: "The key in this link is not this class's instructor key: it was cut short, or it belongs to another class.",
+					Advice:  "Open the class as a student at /classes/" + c.ID + "."})
 				return
 			}
 		}
@@ -288,7 +306,7 @@ func (h *Handlers) Page() http.Handler {
 func (h *Handlers) StartRoom() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.cfg.Site.SameOrigin(r) {
-			http.Error(w, "cross-site request refused: start a room from the class's page", http.StatusForbidden)
+			httperr.Text(w, httperr.New(http.StatusForbidden, "cross-site request refused: start a room from the class's page"))
 			return
 		}
 		c, ok := h.classOr404(w, r)
@@ -296,14 +314,18 @@ func (h *Handlers) StartRoom() http.Handler {
 			return
 		}
 		if !c.Ended.IsZero() {
-			h.cfg.Site.Status(w, r, http.StatusGone, "This class has ended",
-				"Its instructor ended it: it starts no more rooms, and its rooms are read-only.", "Ask your instructor if you need to go on.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusGone,
+				Heading: "This class has ended",
+				Message: "Its instructor ended it: it starts no more rooms, and its rooms are read-only.",
+				Advice:  "Ask your instructor if you need to go on."})
 			return
 		}
 		if !h.starts.Allow(h.cfg.Identify(r), time.Now()) {
 			w.Header().Set("Retry-After", "5")
-			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Rooms are being started faster from your address than this server takes them",
-				"One address starts 60 rooms at once and two more a second.", "Try again in a few seconds, or join a room already open.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+				Heading: "Rooms are being started faster from your address than this server takes them",
+				Message: "One address starts 60 rooms at once and two more a second.",
+				Advice:  "Try again in a few seconds, or join a room already open."})
 			return
 		}
 		st, _, err := h.cfg.Store.SessionOf(r, c.ID)
@@ -320,12 +342,18 @@ func (h *Handlers) StartRoom() http.Handler {
 		switch {
 		case errors.Is(err, rooms.ErrFull):
 			w.Header().Set("Retry-After", "300")
-			h.cfg.Site.Status(w, r, http.StatusServiceUnavailable, "This server has no room for another room",
-				"It holds as many rooms as it may (serve --max-rooms).", "Join a room already open, or ask whoever runs this server to raise the limit.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusServiceUnavailable,
+				Heading: "This server has no room for another room",
+				Message: "It holds as many rooms as it may (serve --max-rooms).",
+				Advice:  "Join a room already open, or ask whoever runs this server to raise the limit."})
 			return
 		case err != nil:
 			h.cfg.Logger.Error("classes: start a room", "class", c.ID[:6]+"…", "err", err)
-			h.cfg.Site.Status(w, r, http.StatusInternalServerError, "Could not start a room", err.Error(), "Try again in a moment.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusInternalServerError,
+				Heading: "Could not start a room",
+				Message: err.Error(),
+				Advice:  "Try again in a moment.",
+				Err:     err})
 			return
 		}
 		h.cfg.Logger.Info("classes: room started", "class", c.ID[:6]+"…", "room", room.ID[:6]+"…", "remote", client)
@@ -340,18 +368,21 @@ func (h *Handlers) refused(w http.ResponseWriter, r *http.Request, c Class, err 
 	switch {
 	case errors.Is(err, rooms.ErrClassFull):
 		w.Header().Set("Retry-After", "60")
-		h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "This class holds as many rooms as it may",
-			fmt.Sprintf("Its instructor set it to %d rooms at once.", h.budget(c)),
-			"Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses or raise the class's budget.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+			Heading: "This class holds as many rooms as it may",
+			Message: fmt.Sprintf("Its instructor set it to %d rooms at once.", h.budget(c)),
+			Advice:  "Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses or raise the class's budget."})
 	case errors.Is(err, rooms.ErrCreatorFull):
 		w.Header().Set("Retry-After", "60")
-		h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Your instructor's classes hold as many rooms as they may",
-			fmt.Sprintf("Classes made without this server's class token hold %d rooms in all.", c.Allowance),
-			"Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+			Heading: "Your instructor's classes hold as many rooms as they may",
+			Message: fmt.Sprintf("Classes made without this server's class token hold %d rooms in all.", c.Allowance),
+			Advice:  "Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses."})
 	case errors.Is(err, rooms.ErrStudentFull):
-		h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "You hold as many rooms of this class as one student may",
-			fmt.Sprintf("One student holds %d open rooms of a class at once.", h.cfg.PerStudent),
-			"Use a room you started (the class page lists them), end one you no longer need, or join your partner's.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+			Heading: "You hold as many rooms of this class as one student may",
+			Message: fmt.Sprintf("One student holds %d open rooms of a class at once.", h.cfg.PerStudent),
+			Advice:  "Use a room you started (the class page lists them), end one you no longer need, or join your partner's."})
 	default:
 		return false
 	}
@@ -664,8 +695,10 @@ func (h *Handlers) RoomTitle(ctx context.Context, room rooms.Room, esc func(stri
 	return roomTitle(c, n, room, esc)
 }
 
+// jsonError answers code with msg, which says what to do next, as the
+// classes' JSON routes answer: {"error": msg} (httperr.JSON).
 func jsonError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+	httperr.JSON(w, httperr.New(code, msg))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -96,6 +96,7 @@ import (
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/hub"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -519,21 +520,12 @@ func (l *Service) shareHistory() {
 	}
 }
 
+// feedOr404 is the feed the request names, made if it is new (a relay's
+// ingest); when there is none, it answers why (feedError) and is nil.
 func (l *Service) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 	f, err := l.feed(chi.URLParam(r, "feed"))
-	switch {
-	case errors.Is(err, errTooManyFeeds):
-		http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
-		return nil
-	case errors.Is(err, errStorage):
-		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
-		return nil
-	case errors.Is(err, broker.ErrNoSpace):
-		w.Header().Set("Retry-After", "60")
-		http.Error(w, "this server's disk is nearly full: it takes no new feed until space frees ("+err.Error()+")", http.StatusInsufficientStorage)
-		return nil
-	case err != nil:
-		http.Error(w, err.Error(), http.StatusNotFound)
+	if e := feedError(f, err); e != nil {
+		httperr.Text(w, e)
 		return nil
 	}
 	return f

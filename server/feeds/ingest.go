@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/jsonstr"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -32,7 +33,7 @@ func (l *Service) enterIngest(w http.ResponseWriter, r *http.Request) *feed {
 		return nil
 	}
 	if !l.enter() {
-		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+		httperr.Text(w, httperr.New(http.StatusServiceUnavailable, "server shutting down"))
 		return nil
 	}
 	return f
@@ -69,7 +70,7 @@ func (l *Service) HandleIngest() http.Handler {
 func (l *Service) authorizeIngest(w http.ResponseWriter, r *http.Request) bool {
 	_, ownToken := l.feedToken(chi.URLParam(r, "feed"))
 	if l.cfg.IngestToken == "" && !ownToken {
-		http.Error(w, "ingest is disabled on this server: start it with syncloop serve --token T", http.StatusForbidden)
+		httperr.Text(w, httperr.New(http.StatusForbidden, "ingest is disabled on this server: start it with syncloop serve --token T"))
 		return false
 	}
 	if !l.checkToken(r) {
@@ -78,7 +79,7 @@ func (l *Service) authorizeIngest(w http.ResponseWriter, r *http.Request) bool {
 		if ownToken {
 			msg = "missing or wrong token for this room's feed: copy the relay command from the room's page (driver link); the token may have been rotated"
 		}
-		http.Error(w, msg, http.StatusUnauthorized)
+		httperr.Text(w, httperr.New(http.StatusUnauthorized, msg))
 		return false
 	}
 	return true

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 )
 
 // Socket is GET /rooms/{id}/ws.
@@ -31,7 +32,7 @@ func (rs *Service) Socket() http.Handler {
 		}
 		defer rs.sockets.Release(client)
 		if !rs.enter() {
-			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			httperr.Text(w, httperr.New(http.StatusServiceUnavailable, "server shutting down"))
 			return
 		}
 		defer rs.wg.Done()

@@ -21,6 +21,7 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/volume"
+	"github.com/syncloop/syncloop/server/httperr"
 )
 
 // Config is what the pages need from the command line.
@@ -182,10 +183,12 @@ func (s *Site) DefaultProblem() string {
 	}
 }
 
-// Status answers with a status page: code, what went wrong or is
-// happening, and what to do next.
-func (s *Site) Status(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string) {
-	s.statusPage(w, r, code, pageData{Heading: heading, Message: message, Advice: advice})
+// Error answers err with a status page: its status, what went wrong or
+// is happening, and what to do next (an *httperr.Error; any other error
+// is an internal one, its cause logged with the request).
+func (s *Site) Error(w http.ResponseWriter, r *http.Request, err error) {
+	e := httperr.Head(w, err)
+	s.statusPage(w, r, e.Status, pageData{Heading: e.Heading, Message: e.Message, Advice: e.Advice})
 }
 
 // MaxTags bounds the tags remembered (loaded, loading or failed), so a
