@@ -152,7 +152,8 @@ func (p *Plan) open(ctx context.Context, d *Deps, reg *prometheus.Registry, undo
 		return err
 	}
 	fc := p.Feeds
-	fc.Sockets, fc.Space, fc.Metrics, fc.Identify = d.Sockets, b.Space, reg, p.Identify.Client
+	fc.Sockets, fc.Space, fc.Metrics = d.Sockets, b.Space, reg
+	fc.Identify = p.Identify.Client
 	fc.KnownReadings, fc.LoadTag = d.Site.KnownReadings, d.Site.Load
 	if d.Feeds, err = feeds.New(fc, b, d.Site.Reading); err != nil {
 		return err

@@ -42,7 +42,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 		Line:           d.Feeds.Line,
 		LabCheck:       newLabChecks(d.Feeds, readingOrLoad(d.Site)).Check,
 	}
-	cc.Site = classes.Site{
+	cc.Site = classes.SiteFuncs{
 		Page: func(w http.ResponseWriter, r *http.Request, title string, data *classes.PageData) {
 			d.Site.ClassPage(w, r, title, data)
 		},

@@ -78,7 +78,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // logRequests logs each request at debug level, and failures (5xx, panics)
-// at warn and error; a panic becomes a 500, not a dead connection.
+// at warn and error, with the cause of an error the handler answered
+// (httperr: "err"); a panic becomes a 500, not a dead connection.
 func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

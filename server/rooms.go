@@ -63,8 +63,8 @@ func (p *Plan) openRooms(ctx context.Context, d *Deps, reg prometheus.Registerer
 
 // roomsSite is what the rooms ask of the site: a room's page, status
 // pages and tags. (Their feeds they ask of package feeds directly.)
-func roomsSite(d *Deps) rooms.Site {
-	return rooms.Site{
+func roomsSite(d *Deps) rooms.SiteFuncs {
+	return rooms.SiteFuncs{
 		Page: func(w http.ResponseWriter, r *http.Request, kind string, room rooms.Room) bool {
 			hide := d.inQuiz(r, room.Class)
 			return d.Site.RoomPage(w, r, kind, room.Tag, site.Room{ID: room.ID, Feed: room.Feed(), HideNotes: hide, Ended: room.Ended, Class: room.Class})

@@ -87,7 +87,8 @@ type HTTPConfig struct {
 	// clients.Identify{}.Client: the connection's address.
 	Identify func(r *http.Request) string
 	// Sockets caps the event streams one client holds open, together with
-	// its feed and room sockets; nil means a cap of the notes' own with
+	// its feed and room sockets, and writes them (clients.Events: pings,
+	// a deadline on each write); nil means a cap of the notes' own with
 	// clients' defaults.
 	Sockets *clients.Sockets
 	// StreamsPerRoom caps the event streams open on one room; 0 means

@@ -47,8 +47,9 @@ import (
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
-// Site is what classes need of the site around them; server/ fills it in.
-type Site struct {
+// SiteFuncs are what classes need of the site around them (package
+// site's pages, the same-origin rule, its tags); server/ fills them in.
+type SiteFuncs struct {
 	// Page writes the class page (templates/class.html) with data.
 	Page func(w http.ResponseWriter, r *http.Request, title string, data *PageData)
 	// Error answers err with the site's page that says why (site.Site's
@@ -74,7 +75,7 @@ type PageData struct {
 type Config struct {
 	Store      *Store
 	Deps       Deps
-	Site       Site
+	Site       SiteFuncs
 	DefaultTag string
 	MaxBudget  int // a class's budget at most: the rooms classes may take (--max-rooms less the reserve)
 	// Identify names the client a request counts against in every per-client limit

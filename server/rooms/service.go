@@ -64,8 +64,9 @@ const (
 	PagePodWorkers = "pod-workers"
 )
 
-// Site is what rooms need of the site around them; server/ fills it in.
-type Site struct {
+// SiteFuncs are what rooms need of the site around them (package site's
+// pages, its tags, the same-origin rule); server/ fills them in.
+type SiteFuncs struct {
 	// Page writes the reading page of kind (PageIndex, PagePodWorkers) for
 	// room, and reports whether it did (else it answered with why not, e.g.
 	// the tag still loading).
@@ -97,7 +98,7 @@ type ServiceConfig struct {
 	// journal reports; it goes with the room. Nil: rooms have no feeds
 	// (tests of the rooms alone).
 	Feeds      *feeds.Service
-	Site       Site
+	Site       SiteFuncs
 	DefaultTag string
 	MaxReaders int // readers per room; 0 means DefaultMaxReaders
 	// MsgRate, CreateRate and CreateBurst: 0 means their defaults.
@@ -126,7 +127,7 @@ type ServiceConfig struct {
 // Service owns the rooms: the store and the rooms with readers present.
 type Service struct {
 	store      *Store
-	site       Site
+	site       SiteFuncs
 	sockets    *clients.Sockets
 	client     func(r *http.Request) string // who the client is (ServiceConfig.Identify)
 	defaultTag string

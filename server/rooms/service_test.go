@@ -96,7 +96,7 @@ func (kv gatedKV) Update(ctx context.Context, key string, value []byte, rev uint
 // sockets.
 func newService(t *testing.T, st *Store, edit ...func(*ServiceConfig)) (*Service, *httptest.Server) {
 	t.Helper()
-	cfg := ServiceConfig{Store: st, Site: Site{
+	cfg := ServiceConfig{Store: st, Site: SiteFuncs{
 		Error:      func(w http.ResponseWriter, _ *http.Request, err error) { httperr.Text(w, err) },
 		SameOrigin: func(*http.Request) bool { return true },
 	}}
