@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -61,7 +60,7 @@ func runServe(ctx context.Context, s stdio, args []string) error {
 	}
 	srv := server.New(deps)
 	defer srv.Close()
-	return f.serve(ctx, log, srv, cfg.TrustedProxies)
+	return f.serve(ctx, log, srv, plan.Identify)
 }
 
 // serveFlags are serve's flags, as parsed.
@@ -123,7 +122,7 @@ func newServeFlags(s stdio) (*flag.FlagSet, *serveFlags) {
 	fs.IntVar(&f.maxReaders, "max-readers", 32, "readers per room at most")
 	fs.StringVar(&f.classToken, "class-token", "", "`TOKEN` a class's creator presents (the class form's \"class token\") to make a class of more than 12 rooms; without it a class, and all the classes of one client together, hold 12 rooms")
 	fs.IntVar(&f.roomsPerClient, "rooms-per-client", rooms.DefaultPerOwner, "rooms one client address holds at once, on all replicas together (a room no one joins ends after 10 minutes)")
-	fs.IntVar(&f.socketsPerClient, "sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) one client address holds open at once")
+	fs.IntVar(&f.socketsPerClient, "sockets-per-client", clients.DefaultSocketsPerClient, "browser websockets (live panes and rooms) and event streams (a room's notes, a class's overview) one client address holds open at once")
 	fs.IntVar(&f.newTags, "new-tags-per-hour", site.DefaultNewTagsPerHour, "tags never fetched before that one client may have this server fetch an hour (each is a ~20 MB download); all rooms' tag switches together count as one client")
 	fs.IntVar(&f.ipv6Prefix, "ipv6-prefix", clients.DefaultIPv6Prefix, "`bits` of an IPv6 address that name one client for the per-client limits (64: a host's whole /64 is one client; 128: each address)")
 	fs.StringVar(&f.trustedProxy, "trusted-proxy", "", "`CIDR[,CIDR]` of reverse proxies whose X-Forwarded-For names the client for the per-client limits; default none: the client is the connection's address")
@@ -220,14 +219,14 @@ func (f *serveFlags) nats() (urls []string, syncEvery time.Duration, err error) 
 
 // serve listens on --addr and serves srv until ctx is done or the listener
 // fails, then shuts down: requests in flight get shutdownGrace.
-func (f *serveFlags) serve(ctx context.Context, log *slog.Logger, srv *server.Server, proxies []netip.Prefix) error {
+func (f *serveFlags) serve(ctx context.Context, log *slog.Logger, srv *server.Server, id clients.Identify) error {
 	tcp, err := net.Listen("tcp", f.addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	// One address cannot hold more than its share of the connections,
 	// nor hold one with a body that never ends.
-	ln := clients.LimitConns(tcp, f.connsPerClient, proxies)
+	ln := clients.LimitConns(tcp, f.connsPerClient, id)
 	hs := &http.Server{
 		Handler:           srv,
 		ReadHeaderTimeout: f.headerTimeout,

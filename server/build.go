@@ -41,7 +41,11 @@ const minCacheFree = 128 << 20
 // Build fills in the fields that name another part (a store, a socket cap,
 // a callback into the site or the rooms), replacing what they held.
 type Plan struct {
-	Config    Config
+	Config Config
+	// Identify says who a request's client is for every per-client limit
+	// of every part (Build gives each part its Client) and for the
+	// connection cap (serve's clients.LimitConns).
+	Identify  clients.Identify
 	Broker    broker.Config
 	Site      site.Config
 	Feeds     feeds.Config
@@ -67,27 +71,25 @@ func NewPlan(cfg Config) (*Plan, error) {
 	// notes), not what the disk had free at start; the free space itself is
 	// checked when a feed is made (feeds.Config.Space).
 	feedBytes := cmp.Or(cfg.FeedBytes, feeds.DefaultFeedBytes)
-	clientAddr := func(r *http.Request) string { return clients.AddrPrefix(r, cfg.TrustedProxies, cfg.IPv6Prefix) }
 	return &Plan{
-		Config: cfg,
+		Config:   cfg,
+		Identify: clients.Identify{Trusted: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix},
 		Broker: broker.Config{URLs: cfg.NATS, Dir: cfg.DataDir, Listen: cfg.NATSListen, TokenFile: cfg.NATSTokenFile,
 			SyncInterval: cfg.NATSSync, Name: cfg.NATSName, Logger: cfg.Logger,
 			MaxStore: feeds.MaxStoredBytes(feedBytes) + 1<<30, MinFree: feedBytes + minFreeMargin},
 		Site: site.Config{DefaultTag: cfg.DefaultTag, SourceDir: cfg.SourceDir, CacheDir: cfg.CacheDir,
 			Getenv: cfg.Getenv, Client: cfg.Client, Logger: cfg.Logger, Load: cfg.Load, LoadVolume: cfg.LoadVolume,
-			NewTagsPerHour: cfg.NewTagsPerHour, ClientAddr: clientAddr},
+			NewTagsPerHour: cfg.NewTagsPerHour},
 		Feeds: feeds.Config{DefaultTag: cfg.DefaultTag, IngestToken: cfg.IngestToken,
 			JournalCmd: cfg.JournalCmd, JournalFile: cfg.JournalFile,
 			RingSize: cfg.RingSize, HistoryBytes: cfg.HistoryBytes, FeedBytes: cfg.FeedBytes,
-			DemoPeriod: cfg.DemoPeriod, NATSName: cfg.NATSName,
-			TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix, Logger: cfg.Logger},
+			DemoPeriod: cfg.DemoPeriod, NATSName: cfg.NATSName, Logger: cfg.Logger},
 		RoomStore: rooms.Config{TTL: cfg.RoomTTL, MaxRooms: cfg.MaxRooms, PerOwner: cfg.RoomsPerClient,
 			UnjoinedTTL: cfg.RoomUnjoinedTTL, Logger: cfg.Logger},
-		Rooms: rooms.ServiceConfig{TrustedProxies: cfg.TrustedProxies, IPv6Prefix: cfg.IPv6Prefix,
-			DefaultTag: cfg.DefaultTag, MaxReaders: cfg.MaxReaders, Logger: cfg.Logger},
-		Notes: annotations.HTTPConfig{SameOrigin: sameOrigin, ClientIP: clientAddr, Logger: cfg.Logger},
+		Rooms: rooms.ServiceConfig{DefaultTag: cfg.DefaultTag, MaxReaders: cfg.MaxReaders, Logger: cfg.Logger},
+		Notes: annotations.HTTPConfig{SameOrigin: sameOrigin, Logger: cfg.Logger},
 		Classes: classes.Config{DefaultTag: cfg.DefaultTag, MaxBudget: rooms.ClassRooms(cmp.Or(max(cfg.MaxRooms, 0), rooms.DefaultMaxRooms), 0),
-			ClientID: clientAddr, ClassToken: cfg.ClassToken, Logger: cfg.Logger},
+			ClassToken: cfg.ClassToken, Logger: cfg.Logger},
 	}, nil
 }
 
@@ -134,6 +136,7 @@ func (p *Plan) open(ctx context.Context, d *Deps, reg *prometheus.Registry, undo
 	var err error
 	sc := p.Site
 	sc.Quiz = func(r *http.Request) bool { return d.inQuiz(r, "") }
+	sc.Identify = p.Identify.Client
 	if d.Site, err = site.New(sc); err != nil {
 		return err
 	}
@@ -151,6 +154,7 @@ func (p *Plan) open(ctx context.Context, d *Deps, reg *prometheus.Registry, undo
 	}
 	fc := p.Feeds
 	fc.Sockets, fc.Space, fc.Metrics, fc.Changed = d.Sockets, b.Space, reg, d.Changed
+	fc.Identify = p.Identify.Client
 	fc.KnownReadings, fc.LoadTag = d.Site.KnownReadings, d.Site.Load
 	fc.VolumeReading = d.Site.VolumeReading
 	if d.Feeds, err = feeds.New(fc, b, d.Site.Reading); err != nil {
@@ -227,6 +231,7 @@ func (p *Plan) openNotes(ctx context.Context, d *Deps) (*annotations.Store, erro
 		return d.Classes.RoomTitle(ctx, room, esc)
 	}
 	hc.Sockets = d.Sockets // event streams count with the client's websockets
+	hc.Identify = p.Identify.Client
 	hc.Quiz = d.roomInQuiz
 	d.Notes = annotations.NewHandlers(hc)
 	return st, nil

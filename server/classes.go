@@ -34,6 +34,7 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 	if cc.Changed == nil {               // a test's own signal stands for none
 		cc.Changed = d.Changed
 	}
+	cc.Identify = p.Identify.Client
 	cc.Deps = classes.Deps{
 		Rooms:          d.Rooms,
 		Notes:          notes.Notes,
@@ -45,11 +46,11 @@ func (p *Plan) openClasses(ctx context.Context, d *Deps, notes *annotations.Stor
 		Line:           d.Feeds.Line,
 		LabCheck:       newLabChecks(d.Feeds, readingOrLoad(d.Site)).Check,
 	}
-	cc.Site = classes.Site{
+	cc.Site = classes.SiteFuncs{
 		Page: func(w http.ResponseWriter, r *http.Request, title string, data *classes.PageData) {
 			d.Site.ClassPage(w, r, title, data)
 		},
-		Status:     d.Site.Status,
+		Error:      d.Site.Error,
 		SameOrigin: sameOrigin,
 		LoadTag:    d.Site.Load,
 	}

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/redact"
 )
 
@@ -45,13 +46,18 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// statusWriter remembers the status written, for the access log. It keeps
-// Unwrap so http.ResponseController (websockets, flushing) still works.
+// statusWriter remembers the status written, and the cause of an error
+// answered (httperr.Causer), for the access log. It keeps Unwrap so
+// http.ResponseController (websockets, flushing) still works.
 type statusWriter struct {
 	http.ResponseWriter
 	status int
 	bytes  int
+	cause  error
 }
+
+// SetCause keeps the cause of the error the handler answers.
+func (w *statusWriter) SetCause(err error) { w.cause = err }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
@@ -72,7 +78,8 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // logRequests logs each request at debug level, and failures (5xx, panics)
-// at warn and error; a panic becomes a 500, not a dead connection.
+// at warn and error, with the cause of an error the handler answered
+// (httperr: "err"); a panic becomes a 500, not a dead connection.
 func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +92,7 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 					}
 					log.Error("panic", "method", r.Method, "path", redact.String(r.URL.Path), "panic", v, "stack", string(debug.Stack()))
 					if sw.status == 0 {
-						serveError(sw, errInternal)
+						httperr.Text(sw, errInternal)
 					}
 				}
 				level := slog.LevelDebug
@@ -98,8 +105,12 @@ func logRequests(log *slog.Logger) func(http.Handler) http.Handler {
 					return
 				}
 				// The path names a room, which is its viewer link: masked.
-				log.Log(r.Context(), level, "request", "method", r.Method, "path", redact.String(r.URL.Path),
-					"status", sw.status, "bytes", sw.bytes, "took", time.Since(start))
+				attrs := []any{"method", r.Method, "path", redact.String(r.URL.Path),
+					"status", sw.status, "bytes", sw.bytes, "took", time.Since(start)}
+				if sw.cause != nil {
+					attrs = append(attrs, "err", sw.cause)
+				}
+				log.Log(r.Context(), level, "request", attrs...)
 			}()
 			next.ServeHTTP(sw, r)
 		})
@@ -168,16 +179,16 @@ func formBody(n int64) func(http.Handler) http.Handler {
 			ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 			if ct != "" && ct != "application/x-www-form-urlencoded" {
 				w.Header().Set("Connection", "close") // do not read what was sent
-				serveError(w, errFormType(ct))
+				httperr.Text(w, errFormType(ct))
 				return
 			}
 			withBodyLimit(w, r, n)
 			if err := r.ParseForm(); err != nil {
 				if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-					serveError(w, errFormTooLarge(n))
+					httperr.Text(w, errFormTooLarge(n))
 					return
 				}
-				serveError(w, errBadForm(err))
+				httperr.Text(w, errBadForm(err))
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -49,6 +49,7 @@ func (p *Plan) openRooms(ctx context.Context, d *Deps, reg prometheus.Registerer
 	}
 	rc := p.Rooms
 	rc.Sockets, rc.Store, rc.NC, rc.Feeds, rc.Metrics = d.Sockets, st, b.NC, d.Feeds, reg
+	rc.Identify = p.Identify.Client
 	rc.OnExpire = d.Notes.Expired
 	rc.Site = roomsSite(d)
 	rc.Student = func(r *http.Request, class string) (string, string, error) { return d.Classes.Student(r, class) }
@@ -62,13 +63,13 @@ func (p *Plan) openRooms(ctx context.Context, d *Deps, reg prometheus.Registerer
 
 // roomsSite is what the rooms ask of the site: a room's page, status
 // pages and tags. (Their feeds they ask of package feeds directly.)
-func roomsSite(d *Deps) rooms.Site {
-	return rooms.Site{
+func roomsSite(d *Deps) rooms.SiteFuncs {
+	return rooms.SiteFuncs{
 		Page: func(w http.ResponseWriter, r *http.Request, kind string, room rooms.Room) bool {
 			hide := d.inQuiz(r, room.Class)
 			return d.Site.RoomPage(w, r, kind, room.Tag, site.Room{ID: room.ID, Feed: room.Feed(), HideNotes: hide, Ended: room.Ended, Class: room.Class})
 		},
-		Status:     d.Site.Status,
+		Error:      d.Site.Error,
 		LoadTag:    d.Site.Load,
 		TagReady:   d.Site.TagReady,
 		SameOrigin: sameOrigin,

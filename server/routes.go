@@ -6,7 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
-	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/rooms"
 	"github.com/syncloop/syncloop/server/site"
 )
@@ -99,7 +99,7 @@ func (s *Server) routes() chi.Router {
 	notFound := s.site.NotFound()
 	r.NotFound(notFound.ServeHTTP)
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		serveError(w, errMethod)
+		httperr.Text(w, errMethod)
 	})
 
 	r.Method("GET", "/", s.site.Root())
@@ -124,9 +124,7 @@ func (s *Server) routes() chi.Router {
 		r.With(streamBody).Method(m, "/feeds/{feed}/journal", s.live.HandleJournal())
 	}
 	r.Method("GET", "/feeds/{feed}/cursor", s.live.HandleCursor())
-	r.With(jsonBody(8<<10)).Method("POST", "/feeds/{feed}/timing", s.live.HandleTiming(func(r *http.Request) string {
-		return clients.AddrPrefix(r, s.cfg.TrustedProxies, s.cfg.IPv6Prefix)
-	}))
+	r.With(jsonBody(8<<10)).Method("POST", "/feeds/{feed}/timing", s.live.HandleTiming())
 	r.Method("GET", "/feeds/{feed}/export", s.live.HandleExport())
 	r.Method("GET", "/feeds/{feed}/fired", s.live.HandleFired())
 	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", s.live.HandleCaseLines())

@@ -86,7 +86,7 @@ func BenchmarkNoteWriteSubscribers(b *testing.B) {
 				Store:    s,
 				Room:     func(string) (string, error) { return reading.Tag, nil },
 				Reading:  func(string) *extractor.Reading { return reading },
-				ClientIP: func(r *http.Request) string { return r.RemoteAddr },
+				Identify: func(r *http.Request) string { return r.RemoteAddr },
 			})
 			r := chi.NewRouter()
 			r.Get("/rooms/{id}/notes/events", h.Events().ServeHTTP)
@@ -139,7 +139,7 @@ func BenchmarkLocalViews(b *testing.B) {
 	reading := extractortest.Reading(b, "v1.31.0", content.Symbols())
 	h := NewHandlers(HTTPConfig{
 		Reading:  func(string) *extractor.Reading { return reading },
-		ClientIP: func(r *http.Request) string { return r.RemoteAddr },
+		Identify: func(r *http.Request) string { return r.RemoteAddr },
 	})
 	r := chi.NewRouter()
 	r.Post("/k8s/{tag}/notes", h.LocalViews().ServeHTTP)
@@ -217,7 +217,7 @@ func BenchmarkSnapshotCostlyRoom(b *testing.B) {
 		Store:    s,
 		Room:     func(string) (string, error) { return reading.Tag, nil },
 		Reading:  func(string) *extractor.Reading { return reading },
-		ClientIP: func(r *http.Request) string { return r.RemoteAddr },
+		Identify: func(r *http.Request) string { return r.RemoteAddr },
 	})
 	r := chi.NewRouter()
 	r.Get("/rooms/{id}/notes/events", h.Events().ServeHTTP)

@@ -43,6 +43,7 @@ import (
 	"github.com/syncloop/syncloop/extractor/volume"
 	"github.com/syncloop/syncloop/server/annotations/anchor"
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
@@ -92,10 +93,13 @@ type HTTPConfig struct {
 	// StoreProblem says why notes cannot be stored now (the disk is full),
 	// "" when they can; nil means they always can.
 	StoreProblem func() string
-	// ClientIP is the address writes are rate-limited by.
-	ClientIP func(r *http.Request) string
+	// Identify names the client a request counts against in every per-client limit
+	// (clients.Identify.Client, one for the whole server); nil means
+	// clients.Identify{}.Client: the connection's address.
+	Identify func(r *http.Request) string
 	// Sockets caps the event streams one client holds open, together with
-	// its feed and room sockets; nil means a cap of the notes' own with
+	// its feed and room sockets, and writes them (clients.Events: pings,
+	// a deadline on each write); nil means a cap of the notes' own with
 	// clients' defaults.
 	Sockets *clients.Sockets
 	// StreamsPerRoom caps the event streams open on one room; 0 means
@@ -166,8 +170,8 @@ func NewHandlers(cfg HTTPConfig) *Handlers {
 	if cfg.RoomCheck <= 0 {
 		cfg.RoomCheck = 5 * time.Second
 	}
-	if cfg.ClientIP == nil {
-		cfg.ClientIP = func(r *http.Request) string { return r.RemoteAddr }
+	if cfg.Identify == nil {
+		cfg.Identify = clients.Identify{}.Client
 	}
 	if cfg.Sockets == nil {
 		cfg.Sockets = clients.NewSockets(0, 0)
@@ -225,11 +229,10 @@ func (h *Handlers) Expired(id string) {
 	}
 }
 
+// jsonError answers code with msg, which says what to do next, as the
+// notes' routes answer: {"error": msg} (httperr.JSON).
 func jsonError(w http.ResponseWriter, code int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
-	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+	httperr.JSON(w, httperr.New(code, msg))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -423,10 +426,10 @@ func (h *Handlers) Put() http.Handler {
 // writes; when not, it has answered why.
 func (h *Handlers) admitWrite(w http.ResponseWriter, r *http.Request, id string) bool {
 	switch {
-	case !h.writes.Allow(id+" "+h.cfg.ClientIP(r), time.Now()):
+	case !h.writes.Allow(id+" "+h.cfg.Identify(r), time.Now()):
 		w.Header().Set("Retry-After", "2")
 		jsonError(w, http.StatusTooManyRequests, fmt.Sprintf("too many changes at once (at most %g a second): your text is kept, and sent again in a moment", h.cfg.WriteRate))
-	case !h.renders.Allow(h.cfg.ClientIP(r), time.Now()):
+	case !h.renders.Allow(h.cfg.Identify(r), time.Now()):
 		w.Header().Set("Retry-After", "2")
 		jsonError(w, http.StatusTooManyRequests, "your notes have taken their share of the server's time to show: your text is kept, and sent again in a moment")
 	case h.storeProblem() != "":
@@ -476,7 +479,7 @@ func (h *Handlers) answerPut(w http.ResponseWriter, r *http.Request, id string, 
 			v = ViewAt(nil, n)
 		}
 		now := time.Now()
-		h.renders.Charge(h.cfg.ClientIP(r), now, renderMs(now.Sub(start)))
+		h.renders.Charge(h.cfg.Identify(r), now, renderMs(now.Sub(start)))
 		writeJSON(w, http.StatusOK, v)
 	}
 }
@@ -495,7 +498,7 @@ func (h *Handlers) Delete() http.Handler {
 		if _, ok := h.author(w, r, id); !ok {
 			return
 		}
-		if !h.writes.Allow(id+" "+h.cfg.ClientIP(r), time.Now()) {
+		if !h.writes.Allow(id+" "+h.cfg.Identify(r), time.Now()) {
 			jsonError(w, http.StatusTooManyRequests, "too many changes at once")
 			return
 		}
@@ -546,7 +549,7 @@ func (h *Handlers) Events() http.Handler {
 		}
 		// Each open stream holds a goroutine, buffers and a subscription:
 		// one address, or one room, holds a bounded share of them.
-		client := h.cfg.ClientIP(r)
+		client := h.cfg.Identify(r)
 		if !h.cfg.Sockets.Acquire(w, client) {
 			return
 		}

@@ -32,7 +32,7 @@ func serveNotes(t testing.TB, s *Store, reading *extractor.Reading, tune func(*H
 		Store:    s,
 		Room:     func(string) (string, error) { return reading.Tag, nil },
 		Reading:  func(tag string) *extractor.Reading { return reading },
-		ClientIP: func(r *http.Request) string { return r.Header.Get("X-Client") },
+		Identify: func(r *http.Request) string { return r.Header.Get("X-Client") },
 	}
 	if tune != nil {
 		tune(&cfg)

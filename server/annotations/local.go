@@ -81,7 +81,7 @@ func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Rea
 		jsonError(w, http.StatusBadRequest, "could not read the notes")
 		return nil, nil, false
 	}
-	if !h.renders.Allow(h.cfg.ClientIP(r), time.Now()) {
+	if !h.renders.Allow(h.cfg.Identify(r), time.Now()) {
 		w.Header().Set("Retry-After", "2")
 		jsonError(w, http.StatusTooManyRequests, "too many notes sent to be shown at once: they are kept in this browser, and shown again in a moment")
 		return nil, nil, false
@@ -120,7 +120,7 @@ func (h *Handlers) local(w http.ResponseWriter, r *http.Request) (*extractor.Rea
 		notes = append(notes, note)
 	}
 	// The caller renders, then calls charge.
-	if ok, waited := h.gate.enter(r.Context(), h.cfg.ClientIP(r), renderWait); !ok {
+	if ok, waited := h.gate.enter(r.Context(), h.cfg.Identify(r), renderWait); !ok {
 		w.Header().Set("Retry-After", "1")
 		if !waited {
 			jsonError(w, http.StatusTooManyRequests, "your notes are being shown already: they are kept in this browser, and shown again in a moment")
@@ -201,7 +201,7 @@ func renderMs(d time.Duration) int {
 // charge ends a render that began at start, and takes what it cost from
 // the client's allowance.
 func (h *Handlers) charge(r *http.Request, start time.Time) {
-	client := h.cfg.ClientIP(r)
+	client := h.cfg.Identify(r)
 	now := time.Now()
 	h.renders.Charge(client, now, renderMs(now.Sub(start)))
 	h.gate.leave(client)

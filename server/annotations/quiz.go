@@ -244,7 +244,7 @@ func (h *Handlers) spendChecks(w http.ResponseWriter, r *http.Request, room stri
 	if reading == nil || !h.quiz(r, room) {
 		return true
 	}
-	n, ok := h.checks.spend(h.cfg.ClientIP(r), reading, notes, time.Now())
+	n, ok := h.checks.spend(h.cfg.Identify(r), reading, notes, time.Now())
 	if ok {
 		return true
 	}

@@ -43,16 +43,19 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/annotations"
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/internal/wake"
 	"github.com/syncloop/syncloop/server/rooms"
 )
 
-// Site is what classes need of the site around them; server/ fills it in.
-type Site struct {
+// SiteFuncs are what classes need of the site around them (package
+// site's pages, the same-origin rule, its tags); server/ fills them in.
+type SiteFuncs struct {
 	// Page writes the class page (templates/class.html) with data.
 	Page func(w http.ResponseWriter, r *http.Request, title string, data *PageData)
-	// Status writes the site's page that says why a request got code.
-	Status     func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string)
+	// Error answers err with the site's page that says why (site.Site's
+	// Error: an *httperr.Error's status, heading, message and advice).
+	Error      func(w http.ResponseWriter, r *http.Request, err error)
 	SameOrigin func(r *http.Request) bool
 	LoadTag    func(tag string)
 }
@@ -73,13 +76,13 @@ type PageData struct {
 type Config struct {
 	Store      *Store
 	Deps       Deps
-	Site       Site
+	Site       SiteFuncs
 	DefaultTag string
 	MaxBudget  int // a class's budget at most: the rooms classes may take (--max-rooms less the reserve)
-	// ClientID is who a request's client is, for every per-client limit
-	// (clients.AddrPrefix with the server's --trusted-proxy and
-	// --ipv6-prefix); nil means the request's RemoteAddr.
-	ClientID func(r *http.Request) string
+	// Identify names the client a request counts against in every per-client limit
+	// (clients.Identify.Client, one for the whole server); nil means
+	// clients.Identify{}.Client: the connection's address.
+	Identify func(r *http.Request) string
 	// ClassToken, when set (serve --class-token), lets a creator who
 	// presents it make a class of up to MaxBudget rooms; without it a
 	// class, and all the classes of its creator's address together, hold
@@ -127,8 +130,8 @@ func NewHandlers(cfg Config) *Handlers {
 	if cfg.MaxBudget <= 0 {
 		cfg.MaxBudget = rooms.DefaultMaxRooms
 	}
-	if cfg.ClientID == nil {
-		cfg.ClientID = func(r *http.Request) string { return r.RemoteAddr }
+	if cfg.Identify == nil {
+		cfg.Identify = clients.Identify{}.Client
 	}
 	if cfg.Sockets == nil {
 		cfg.Sockets = clients.NewSockets(0, 0)
@@ -188,25 +191,35 @@ func days(d time.Duration) string {
 func (h *Handlers) Create() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.cfg.Site.SameOrigin(r) {
-			http.Error(w, "cross-site request refused: start a class from this site's own page", http.StatusForbidden)
+			httperr.Text(w, httperr.New(http.StatusForbidden, "cross-site request refused: start a class from this site's own page"))
 			return
 		}
-		client := h.cfg.ClientID(r)
+		client := h.cfg.Identify(r)
 		c, err := h.classFromForm(r, client)
 		if err != nil { // (a form refused costs nothing of the rate)
-			h.cfg.Site.Status(w, r, http.StatusBadRequest, "This class cannot be started", err.Error(), "Go back, correct the form and start it again.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusBadRequest,
+				Heading: "This class cannot be started",
+				Message: err.Error(),
+				Advice:  "Go back, correct the form and start it again.",
+				Err:     err})
 			return
 		}
 		if !h.creates.Allow(client, time.Now()) {
 			w.Header().Set("Retry-After", "60")
-			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Too many classes from your address",
-				"One address starts 5 classes at once and one more a minute.", "Use the class you started, or try again in a minute.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+				Heading: "Too many classes from your address",
+				Message: "One address starts 5 classes at once and one more a minute.",
+				Advice:  "Use the class you started, or try again in a minute."})
 			return
 		}
 		c, key, err := h.cfg.Store.Create(r.Context(), c)
 		if err != nil {
 			h.cfg.Logger.Error("classes: create", "err", err)
-			h.cfg.Site.Status(w, r, http.StatusInternalServerError, "Could not start the class", err.Error(), "Try again in a moment.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusInternalServerError,
+				Heading: "Could not start the class",
+				Message: err.Error(),
+				Advice:  "Try again in a moment.",
+				Err:     err})
 			return
 		}
 		h.cfg.Logger.Info("classes: created", "class", c.ID[:6]+"…", "tag", c.Tag, "budget", c.Budget, "remote", client)
@@ -261,12 +274,17 @@ func (h *Handlers) classOr404(w http.ResponseWriter, r *http.Request) (Class, bo
 	c, err := h.cfg.Store.Get(r.Context(), chi.URLParam(r, "id"))
 	switch {
 	case errors.Is(err, ErrNotFound):
-		h.cfg.Site.Status(w, r, http.StatusNotFound, "No such class",
-			fmt.Sprintf("There is no class at this address: the link was cut short, or the class ended (a class ends %s after its instructor last opened it).", days(h.cfg.Store.TTL())),
-			"Ask your instructor for the class link again.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusNotFound,
+			Heading: "No such class",
+			Message: fmt.Sprintf("There is no class at this address: the link was cut short, or the class ended (a class ends %s after its instructor last opened it).", days(h.cfg.Store.TTL())),
+			Advice:  "Ask your instructor for the class link again."})
 		return c, false
 	case err != nil:
-		h.cfg.Site.Status(w, r, http.StatusServiceUnavailable, "Could not read the class", err.Error(), "Try again in a moment.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusServiceUnavailable,
+			Heading: "Could not read the class",
+			Message: err.Error(),
+			Advice:  "Try again in a moment.",
+			Err:     err})
 		return c, false
 	}
 	return c, true
@@ -281,9 +299,10 @@ func (h *Handlers) Page() http.Handler {
 		}
 		if k := r.URL.Query().Get("k"); k != "" {
 			if _, err := h.cfg.Store.Instructor(r.Context(), c.ID, k); err != nil {
-				h.cfg.Site.Status(w, r, http.StatusForbidden, "This instructor link is not valid",
-					"The key in this link is not this class's instructor key: it was cut short, or it belongs to another class.",
-					"Open the class as a student at /classes/"+c.ID+".")
+				h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusForbidden,
+					Heading: "This instructor link is not valid",
+					Message: "The key in this link is not this class's instructor key: it was cut short, or it belongs to another class.",
+					Advice:  "Open the class as a student at /classes/" + c.ID + "."})
 				return
 			}
 		}
@@ -298,7 +317,7 @@ func (h *Handlers) Page() http.Handler {
 func (h *Handlers) StartRoom() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.cfg.Site.SameOrigin(r) {
-			http.Error(w, "cross-site request refused: start a room from the class's page", http.StatusForbidden)
+			httperr.Text(w, httperr.New(http.StatusForbidden, "cross-site request refused: start a room from the class's page"))
 			return
 		}
 		c, ok := h.classOr404(w, r)
@@ -306,14 +325,18 @@ func (h *Handlers) StartRoom() http.Handler {
 			return
 		}
 		if !c.Ended.IsZero() {
-			h.cfg.Site.Status(w, r, http.StatusGone, "This class has ended",
-				"Its instructor ended it: it starts no more rooms, and its rooms are read-only.", "Ask your instructor if you need to go on.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusGone,
+				Heading: "This class has ended",
+				Message: "Its instructor ended it: it starts no more rooms, and its rooms are read-only.",
+				Advice:  "Ask your instructor if you need to go on."})
 			return
 		}
-		if !h.starts.Allow(h.cfg.ClientID(r), time.Now()) {
+		if !h.starts.Allow(h.cfg.Identify(r), time.Now()) {
 			w.Header().Set("Retry-After", "5")
-			h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Rooms are being started faster from your address than this server takes them",
-				"One address starts 60 rooms at once and two more a second.", "Try again in a few seconds, or join a room already open.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+				Heading: "Rooms are being started faster from your address than this server takes them",
+				Message: "One address starts 60 rooms at once and two more a second.",
+				Advice:  "Try again in a few seconds, or join a room already open."})
 			return
 		}
 		st, _, err := h.cfg.Store.SessionOf(r, c.ID)
@@ -321,7 +344,7 @@ func (h *Handlers) StartRoom() http.Handler {
 			h.notStudent(w, r, c, err, "start a room")
 			return
 		}
-		client := h.cfg.ClientID(r)
+		client := h.cfg.Identify(r)
 		room, key, err := h.cfg.Deps.Rooms.Store().CreateInClass(c.Tag, client, rooms.ClassPlace{Class: c.ID, Budget: h.budget(c),
 			Creator: c.Creator, Allowance: c.Allowance, Student: st.ID, PerStudent: h.cfg.PerStudent, Reading: c.Reading})
 		if h.refused(w, r, c, err) {
@@ -330,12 +353,18 @@ func (h *Handlers) StartRoom() http.Handler {
 		switch {
 		case errors.Is(err, rooms.ErrFull):
 			w.Header().Set("Retry-After", "300")
-			h.cfg.Site.Status(w, r, http.StatusServiceUnavailable, "This server has no room for another room",
-				"It holds as many rooms as it may (serve --max-rooms).", "Join a room already open, or ask whoever runs this server to raise the limit.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusServiceUnavailable,
+				Heading: "This server has no room for another room",
+				Message: "It holds as many rooms as it may (serve --max-rooms).",
+				Advice:  "Join a room already open, or ask whoever runs this server to raise the limit."})
 			return
 		case err != nil:
 			h.cfg.Logger.Error("classes: start a room", "class", c.ID[:6]+"…", "err", err)
-			h.cfg.Site.Status(w, r, http.StatusInternalServerError, "Could not start a room", err.Error(), "Try again in a moment.")
+			h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusInternalServerError,
+				Heading: "Could not start a room",
+				Message: err.Error(),
+				Advice:  "Try again in a moment.",
+				Err:     err})
 			return
 		}
 		h.cfg.Logger.Info("classes: room started", "class", c.ID[:6]+"…", "room", room.ID[:6]+"…", "remote", client)
@@ -350,18 +379,21 @@ func (h *Handlers) refused(w http.ResponseWriter, r *http.Request, c Class, err 
 	switch {
 	case errors.Is(err, rooms.ErrClassFull):
 		w.Header().Set("Retry-After", "60")
-		h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "This class holds as many rooms as it may",
-			fmt.Sprintf("Its instructor set it to %d rooms at once.", h.budget(c)),
-			"Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses or raise the class's budget.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+			Heading: "This class holds as many rooms as it may",
+			Message: fmt.Sprintf("Its instructor set it to %d rooms at once.", h.budget(c)),
+			Advice:  "Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses or raise the class's budget."})
 	case errors.Is(err, rooms.ErrCreatorFull):
 		w.Header().Set("Retry-After", "60")
-		h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "Your instructor's classes hold as many rooms as they may",
-			fmt.Sprintf("Classes made without this server's class token hold %d rooms in all.", c.Allowance),
-			"Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+			Heading: "Your instructor's classes hold as many rooms as they may",
+			Message: fmt.Sprintf("Classes made without this server's class token hold %d rooms in all.", c.Allowance),
+			Advice:  "Join a room already open (the class page lists them), or ask your instructor to end the rooms no one uses."})
 	case errors.Is(err, rooms.ErrStudentFull):
-		h.cfg.Site.Status(w, r, http.StatusTooManyRequests, "You hold as many rooms of this class as one student may",
-			fmt.Sprintf("One student holds %d open rooms of a class at once.", h.cfg.PerStudent),
-			"Use a room you started (the class page lists them), end one you no longer need, or join your partner's.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+			Heading: "You hold as many rooms of this class as one student may",
+			Message: fmt.Sprintf("One student holds %d open rooms of a class at once.", h.cfg.PerStudent),
+			Advice:  "Use a room you started (the class page lists them), end one you no longer need, or join your partner's."})
 	default:
 		return false
 	}
@@ -443,7 +475,7 @@ func (h *Handlers) Events() http.Handler {
 		if !ok {
 			return
 		}
-		client := h.cfg.ClientID(r)
+		client := h.cfg.Identify(r)
 		if !h.cfg.Sockets.Acquire(w, client) {
 			return
 		}
@@ -547,98 +579,6 @@ func (h *Handlers) settle(ctx context.Context, last time.Time) bool {
 // roster: a name given, a setting changed, the class ended show within it.
 const rosterEvery = 2 * time.Second
 
-// End is POST /classes/{id}/end: the class ends, and every room of it.
-// Its hand-ins stay downloadable, and its page says it has ended. Ending
-// an ended class ends any room of it still open, and nothing more.
-func (h *Handlers) End() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok := h.instructor(w, r)
-		if !ok {
-			return
-		}
-		c, err := h.cfg.Store.Update(r.Context(), c.ID, func(c *Class) error {
-			if c.Ended.IsZero() {
-				c.Ended = h.cfg.Store.cfg.Now()
-			}
-			return nil
-		})
-		if err != nil {
-			jsonError(w, http.StatusServiceUnavailable, err.Error())
-			return
-		}
-		st := h.cfg.Deps.Rooms.Store()
-		n := 0
-		for _, room := range st.OfClass(c.ID) {
-			if room.Ended {
-				continue
-			}
-			if _, err := st.End(room.ID); err != nil {
-				jsonError(w, http.StatusServiceUnavailable, fmt.Sprintf("the class ended, but room %s… did not: %v; end the class again", room.ID[:6], err))
-				return
-			}
-			n++
-		}
-		h.cfg.Logger.Info("classes: ended", "class", c.ID[:6]+"…", "rooms_ended", n)
-		writeJSON(w, http.StatusOK, classJSON(c))
-	})
-}
-
-// EndRoom is POST /classes/{id}/rooms/{room}/end: the instructor ends one
-// room of the class (a stray one, or a pair that is done).
-func (h *Handlers) EndRoom() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok := h.instructor(w, r)
-		if !ok {
-			return
-		}
-		st := h.cfg.Deps.Rooms.Store()
-		room, err := st.Get(chi.URLParam(r, "room"))
-		if err != nil || room.Class != c.ID {
-			jsonError(w, http.StatusNotFound, "no such room in this class")
-			return
-		}
-		if !room.Ended {
-			if room, err = st.End(room.ID); err != nil {
-				jsonError(w, http.StatusServiceUnavailable, err.Error())
-				return
-			}
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"id": room.ID, "ended": room.Ended})
-	})
-}
-
-// Settings is POST /classes/{id}/settings.
-func (h *Handlers) Settings() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, ok := h.instructor(w, r)
-		if !ok {
-			return
-		}
-		var s Settings
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4<<10))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&s); err != nil {
-			jsonError(w, http.StatusBadRequest, "settings: "+err.Error())
-			return
-		}
-		c, err := h.cfg.Store.Update(r.Context(), c.ID, func(c *Class) error {
-			if !c.Ended.IsZero() { // what it was when it ended stays: its hand-ins are read by it
-				return ErrEnded
-			}
-			return s.apply(c, h.maxBudget(*c))
-		})
-		if errors.Is(err, ErrEnded) {
-			jsonError(w, http.StatusGone, ErrEnded.Error()+": its settings are kept as they were when it ended")
-			return
-		}
-		if err != nil {
-			jsonError(w, http.StatusBadRequest, err.Error())
-			return
-		}
-		writeJSON(w, http.StatusOK, classJSON(c))
-	})
-}
-
 // Handins is GET /classes/{id}/handins.zip: every room's worksheet, as the
 // room's own download renders it, named room-N-ROOM-ID.md, N as the
 // instructor's page numbers the rooms (a room id may begin with "-",
@@ -711,8 +651,10 @@ func (h *Handlers) RoomTitle(ctx context.Context, room rooms.Room, esc func(stri
 	return roomTitle(c, n, room, esc)
 }
 
+// jsonError answers code with msg, which says what to do next, as the
+// classes' JSON routes answer: {"error": msg} (httperr.JSON).
 func jsonError(w http.ResponseWriter, code int, msg string) {
-	writeJSON(w, code, map[string]string{"error": msg})
+	httperr.JSON(w, httperr.New(code, msg))
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/names"
 	"github.com/syncloop/syncloop/server/rooms"
 )
@@ -37,7 +38,7 @@ func (h *Handlers) Hello() http.Handler {
 			jsonError(w, http.StatusBadRequest, err.Error())
 			return
 		}
-		if !h.hellos.Allow(h.cfg.ClientID(r), time.Now()) {
+		if !h.hellos.Allow(h.cfg.Identify(r), time.Now()) {
 			w.Header().Set("Retry-After", "5")
 			jsonError(w, http.StatusTooManyRequests, "too many names from your address at once: trying again in a moment")
 			return
@@ -112,12 +113,17 @@ func NotStudentMessage(id string) string {
 // session (err).
 func (h *Handlers) notStudent(w http.ResponseWriter, r *http.Request, c Class, err error, what string) {
 	if !errors.Is(err, ErrNoSession) {
-		h.cfg.Site.Status(w, r, http.StatusServiceUnavailable, "Could not read your session", err.Error(), "Try again in a moment.")
+		h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusServiceUnavailable,
+			Heading: "Could not read your session",
+			Message: err.Error(),
+			Advice:  "Try again in a moment.",
+			Err:     err})
 		return
 	}
-	h.cfg.Site.Status(w, r, http.StatusForbidden, "Give your name first",
-		"Only the class's students "+what+": a student is who gave their name on the class page, in this browser.",
-		"Open the class page, /classes/"+c.ID+", give your name, and try again.")
+	h.cfg.Site.Error(w, r, &httperr.Error{Status: http.StatusForbidden,
+		Heading: "Give your name first",
+		Message: "Only the class's students " + what + ": a student is who gave their name on the class page, in this browser.",
+		Advice:  "Open the class page, /classes/" + c.ID + ", give your name, and try again."})
 }
 
 // maxSessionCookies bounds the class cookies one request is looked up by.

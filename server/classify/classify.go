@@ -80,14 +80,14 @@ func (l Line) MarshalJSON() ([]byte, error) {
 	return l.AppendJSON(nil)
 }
 
-// AppendJSON appends l's JSON encoding (MarshalJSON's) to b. It is written
-// by hand, field by field, because the live pane encodes every line it
-// receives: the fields are the struct's, in its order but for case and time,
-// which come first (as in the encoding MarshalJSON had before, with those
-// two as pointers ahead of the struct), strings are escaped as
-// encoding/json escapes them without HTML escaping ("<script>"
-// in a pod name stays readable; the page renders it with textContent), and
-// a test holds the output to encoding/json's byte for byte.
+// AppendJSON appends l's JSON encoding to b (MarshalJSON is
+// AppendJSON(nil)). It is written by hand, field by field, because the
+// live pane encodes every line it receives. Case and time come first
+// (null when empty), then the other fields in the struct's order, each
+// left out as its omitempty tag says; strings are escaped as
+// encoding/json escapes them without HTML escaping ("<script>" in a pod
+// name stays readable; the page renders it with textContent). A test
+// (json_test.go) holds the output to encoding/json's, byte for byte.
 func (l *Line) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"case":`...)
 	if l.Case == "" {

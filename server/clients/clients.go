@@ -67,21 +67,38 @@ func CheckIPv6Prefix(bits int) error {
 	return nil
 }
 
-// Addr is the address a request counts against in every per-client
-// limit, with IPv6 clients grouped by DefaultIPv6Prefix. trusted are the
-// proxies allowed to name the client.
-func Addr(r *http.Request, trusted []netip.Prefix) string {
-	return AddrPrefix(r, trusted, DefaultIPv6Prefix)
+// Identify says who a client is, for every per-client limit of one
+// server: the rooms one creates and holds, the tags it fetches, the notes
+// it writes, the sockets and streams it holds open, the connections it
+// makes (LimitConns). The server makes one from --trusted-proxy and
+// --ipv6-prefix and every limit asks it, so that all of them count one
+// client alike. The zero Identify trusts no proxy and groups IPv6 by
+// DefaultIPv6Prefix.
+type Identify struct {
+	Trusted    []netip.Prefix // proxies whose X-Forwarded-For names the client
+	IPv6Prefix int            // bits that name an IPv6 client; 0 means DefaultIPv6Prefix
 }
 
-// AddrPrefix is Addr with an IPv6 client named by its first v6bits bits
-// (0 means DefaultIPv6Prefix).
-func AddrPrefix(r *http.Request, trusted []netip.Prefix, v6bits int) string {
+// Client is the name r's client counts under: the client address (the
+// package comment says which) as Key names it.
+func (id Identify) Client(r *http.Request) string {
 	peer, ok := parseAddr(r.RemoteAddr)
 	if !ok {
 		return r.RemoteAddr
 	}
-	return Key(clientOf(r, peer, trusted), v6bits)
+	return Key(clientOf(r, peer, id.Trusted), id.IPv6Prefix)
+}
+
+// Conn is the name a connection from remote counts under, and false when
+// it is not counted: it comes from a trusted proxy, which speaks for many
+// clients (only its requests say which), or from an address that is not
+// IP.
+func (id Identify) Conn(remote net.Addr) (string, bool) {
+	peer, ok := parseAddr(remote.String())
+	if !ok || isTrusted(peer, id.Trusted) {
+		return "", false
+	}
+	return Key(peer, id.IPv6Prefix), true
 }
 
 // Key is the name one client's address counts under: an IPv4 address

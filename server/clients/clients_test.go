@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestClientAddr(t *testing.T) {
+func TestIdentifyClient(t *testing.T) {
 	proxies, err := ParseTrustedProxies("10.0.0.0/8, 192.168.1.7,::1/128")
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +36,7 @@ func TestClientAddr(t *testing.T) {
 		for _, v := range tc.xff {
 			r.Header.Add("X-Forwarded-For", v)
 		}
-		if got := Addr(r, tc.trusted); got != tc.want {
+		if got := (Identify{Trusted: tc.trusted}).Client(r); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
@@ -72,15 +72,15 @@ func TestClientKeyIPv6Prefix(t *testing.T) {
 	for _, tc := range tests {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.RemoteAddr = tc.remote
-		if got := AddrPrefix(r, nil, tc.bits); got != tc.want {
+		if got := (Identify{IPv6Prefix: tc.bits}).Client(r); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	// Addr, the function the limits call, groups by the default /64.
+	// The zero Identify groups by the default /64.
 	a, b := httptest.NewRequest("GET", "/", nil), httptest.NewRequest("GET", "/", nil)
 	a.RemoteAddr, b.RemoteAddr = "[2001:db8::1]:1", "[2001:db8::ffff:2]:2"
-	if Addr(a, nil) != Addr(b, nil) {
-		t.Errorf("two addresses of one /64 are two clients: %q, %q", Addr(a, nil), Addr(b, nil))
+	if id := (Identify{}); id.Client(a) != id.Client(b) {
+		t.Errorf("two addresses of one /64 are two clients: %q, %q", id.Client(a), id.Client(b))
 	}
 	for _, bad := range []int{0, 8, 129, -1} {
 		if CheckIPv6Prefix(bad) == nil {

@@ -2,8 +2,6 @@ package clients
 
 import (
 	"net"
-	"net/http"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,8 +29,8 @@ const connRefusal = "HTTP/1.1 429 Too Many Requests\r\n" +
 // speak for many clients, and the per-request limits tell those apart.
 type ConnLimiter struct {
 	net.Listener
-	max     int
-	trusted []netip.Prefix
+	max int
+	id  Identify
 
 	refused atomic.Uint64
 
@@ -40,13 +38,14 @@ type ConnLimiter struct {
 	open map[string]int // by client address
 }
 
-// LimitConns wraps ln so that each client address holds at most max
-// connections (0 means DefaultConnsPerClient).
-func LimitConns(ln net.Listener, max int, trusted []netip.Prefix) *ConnLimiter {
+// LimitConns wraps ln so that each client, as id names it from a
+// connection's address, holds at most max connections (0 means
+// DefaultConnsPerClient).
+func LimitConns(ln net.Listener, max int, id Identify) *ConnLimiter {
 	if max <= 0 {
 		max = DefaultConnsPerClient
 	}
-	return &ConnLimiter{Listener: ln, max: max, trusted: trusted, open: map[string]int{}}
+	return &ConnLimiter{Listener: ln, max: max, id: id, open: map[string]int{}}
 }
 
 // Refused is how many connections were refused over a client's cap.
@@ -59,13 +58,12 @@ func (l *ConnLimiter) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		peer, ok := parseAddr(c.RemoteAddr().String())
-		if !ok || isTrusted(peer, l.trusted) {
+		client, counted := l.id.Conn(c.RemoteAddr())
+		if !counted {
 			return c, nil
 		}
-		client := connClient(c.RemoteAddr().String())
 		l.mu.Lock()
-		ok = l.open[client] < l.max
+		ok := l.open[client] < l.max
 		if ok {
 			l.open[client]++
 		}
@@ -91,13 +89,6 @@ func refuse(c net.Conn) {
 	c.SetWriteDeadline(time.Now().Add(time.Second))
 	c.Write([]byte(connRefusal))
 	c.Close()
-}
-
-// connClient is the client a connection from remote counts against: what
-// Addr says of a request from it with no proxy trusted, so that both
-// count one client alike.
-func connClient(remote string) string {
-	return Addr(&http.Request{RemoteAddr: remote}, nil)
 }
 
 // limitedConn gives its place back once, when it is closed.

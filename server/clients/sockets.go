@@ -10,6 +10,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/syncloop/syncloop/server/httperr"
 )
 
 // DefaultSocketsPerClient is Config.SocketsPerClient's default: a reader's
@@ -61,7 +63,7 @@ func (b *Sockets) Acquire(w http.ResponseWriter, client string) bool {
 	if !ok {
 		b.refused.Add(1)
 		w.Header().Set("Retry-After", "30")
-		http.Error(w, fmt.Sprintf("too many open connections from your address (at most %d, serve --sockets-per-client): close some tabs", b.max), http.StatusTooManyRequests)
+		httperr.Text(w, httperr.New(http.StatusTooManyRequests, fmt.Sprintf("too many open connections from your address (at most %d, serve --sockets-per-client): close some tabs", b.max)))
 	}
 	return ok
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 
-	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/hub"
 )
 
@@ -31,13 +31,17 @@ func (s *Service) HandleFeedSocket() http.Handler {
 		if f == nil {
 			return
 		}
-		client := clients.AddrPrefix(r, s.cfg.TrustedProxies, s.cfg.IPv6Prefix)
+		who := s.cfg.Identify
+		if who == nil {
+			who = clients.Identify{}.Client
+		}
+		client := who(r)
 		if !s.sockets.Acquire(w, client) {
 			return
 		}
 		defer s.sockets.Release(client)
 		if !s.enter() {
-			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			httperr.Text(w, errShuttingDown)
 			return
 		}
 		defer s.wg.Done()
@@ -72,24 +76,13 @@ func (s *Service) browserFeed(w http.ResponseWriter, r *http.Request) (f *feed, 
 			f, err = td, tdErr
 		}
 	}
-	switch {
-	case errors.Is(err, errTooManyFeeds):
-		http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
-		return nil, 0, false
-	case errors.Is(err, errStorage):
-		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
-		return nil, 0, false
-	case errors.Is(err, broker.ErrNoSpace):
-		w.Header().Set("Retry-After", "60")
-		http.Error(w, "this server's disk is nearly full: it takes no new feed until space frees", http.StatusInsufficientStorage)
-		return nil, 0, false
-	case err != nil || f == nil:
-		http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
+	if e := feedError(f, err); e != nil {
+		httperr.Text(w, e)
 		return nil, 0, false
 	}
 	if q := r.URL.Query().Get("after"); q != "" {
 		if after, err = strconv.ParseUint(q, 10, 64); err != nil {
-			http.Error(w, "after: want the last sequence number seen", http.StatusBadRequest)
+			httperr.Text(w, httperr.New(http.StatusBadRequest, "after: want the last sequence number seen"))
 			return nil, 0, false
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/server/classify"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -94,7 +95,7 @@ func (s *Service) HandleCaseLines() http.Handler {
 		if err != nil {
 			if r.Context().Err() == nil {
 				s.log.Warn("feeds: a case's lines not read", "feed", f.name, "case", key, "err", err)
-				http.Error(w, "the case's lines could not be read from the feed's stream; retry later", http.StatusServiceUnavailable)
+				httperr.Text(w, httperr.New(http.StatusServiceUnavailable, "the case's lines could not be read from the feed's stream; retry later"))
 			}
 			return
 		}
@@ -123,14 +124,14 @@ func caseLinesQuery(w http.ResponseWriter, r *http.Request) (before uint64, limi
 	if s := r.URL.Query().Get("before"); s != "" {
 		var err error
 		if before, err = strconv.ParseUint(s, 10, 64); err != nil {
-			http.Error(w, "before: want a sequence number (a line's seq; the Link header names the next page)", http.StatusBadRequest)
+			httperr.Text(w, httperr.New(http.StatusBadRequest, "before: want a sequence number (a line's seq; the Link header names the next page)"))
 			return 0, 0, false
 		}
 	}
 	if s := r.URL.Query().Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n <= 0 {
-			http.Error(w, fmt.Sprintf("limit: want a positive number of lines (at most %d)", maxCaseLines), http.StatusBadRequest)
+			httperr.Text(w, httperr.New(http.StatusBadRequest, fmt.Sprintf("limit: want a positive number of lines (at most %d)", maxCaseLines)))
 			return 0, 0, false
 		}
 		limit = min(n, maxCaseLines)

@@ -14,31 +14,26 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/syncloop/syncloop/server/broker"
+	"github.com/syncloop/syncloop/server/httperr"
 )
 
 // HandleExport streams the feed's stored lines as NDJSON (see the top of
-// this file).
+// this file). What it cannot serve it returns, answered as plain text.
 func (s *Service) HandleExport() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return httperr.Serve(func(w http.ResponseWriter, r *http.Request) error {
 		if !s.admit(w, r, false, false) {
-			return
+			return nil
 		}
 		var after uint64
 		if q := r.URL.Query().Get("after"); q != "" {
 			var err error
 			if after, err = strconv.ParseUint(q, 10, 64); err != nil {
-				http.Error(w, "after: want a sequence number", http.StatusBadRequest)
-				return
+				return httperr.New(http.StatusBadRequest, "after: want a sequence number")
 			}
 		}
 		f, err := s.existingFeed(chi.URLParam(r, "feed"))
-		switch {
-		case err != nil:
-			http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
-			return
-		case f == nil:
-			http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
-			return
+		if e := feedError(f, err); e != nil {
+			return e
 		}
 		w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
 		w.Header().Set("Content-Disposition", `attachment; filename="`+f.name+`.ndjson"`)
@@ -55,7 +50,8 @@ func (s *Service) HandleExport() http.Handler {
 			// The body has begun: a reader sees a cut, not a 500.
 			panic(http.ErrAbortHandler)
 		}
-	})
+		return nil
+	}, httperr.AsText)
 }
 
 // exportFeed writes the feed's stored lines after seq, in order, one per

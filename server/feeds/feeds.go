@@ -100,7 +100,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"net/netip"
 	"regexp"
 	"slices"
 	"strings"
@@ -116,6 +115,7 @@ import (
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/classify"
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/hub"
 	"github.com/syncloop/syncloop/server/internal/wake"
 	"github.com/syncloop/syncloop/server/relay"
@@ -185,14 +185,16 @@ type Config struct {
 	LoadTag       func(tag string)
 	// Sockets caps the browser sockets per client (shared with the rooms'
 	// sockets) and pings them; nil means a cap of its own with the
-	// defaults. TrustedProxies may name the client (clients.Addr).
+	// defaults.
 	Sockets *clients.Sockets
 	// Space, when set, says whether there is disk for a new feed
 	// (broker.Space); a feed is refused while it returns an error.
-	Space          func() error
-	TrustedProxies []netip.Prefix
-	IPv6Prefix     int // bits that name an IPv6 client; 0 means clients.DefaultIPv6Prefix
-	Logger         *slog.Logger
+	Space func() error
+	// Identify names the client a request counts against in every per-client limit
+	// (clients.Identify.Client, one for the whole server); nil means
+	// clients.Identify{}.Client: the connection's address.
+	Identify func(r *http.Request) string
+	Logger   *slog.Logger
 	// Metrics, when set, is where the feeds register their series
 	// (metrics.go); nil registers nothing.
 	Metrics prometheus.Registerer
@@ -551,21 +553,12 @@ func (s *Service) shareHistory() {
 	}
 }
 
+// feedOr404 is the feed the request names, made if it is new (a relay's
+// ingest); when there is none, it answers why (feedError) and is nil.
 func (s *Service) feedOr404(w http.ResponseWriter, r *http.Request) *feed {
 	f, err := s.feed(chi.URLParam(r, "feed"))
-	switch {
-	case errors.Is(err, errTooManyFeeds):
-		http.Error(w, "this server has too many feeds; reuse one", http.StatusServiceUnavailable)
-		return nil
-	case errors.Is(err, errStorage):
-		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
-		return nil
-	case errors.Is(err, broker.ErrNoSpace):
-		w.Header().Set("Retry-After", "60")
-		http.Error(w, "this server's disk is nearly full: it takes no new feed until space frees ("+err.Error()+")", http.StatusInsufficientStorage)
-		return nil
-	case err != nil:
-		http.Error(w, err.Error(), http.StatusNotFound)
+	if e := feedError(f, err); e != nil {
+		httperr.Text(w, e)
 		return nil
 	}
 	return f

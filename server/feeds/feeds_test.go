@@ -74,7 +74,7 @@ func serveLive(t testing.TB, l *Service) *httptest.Server {
 	r.Method("GET", "/feeds/{feed}/export", l.HandleExport())
 	r.Method("GET", "/feeds/{feed}/fired", l.HandleFired())
 	r.Method("GET", "/feeds/{feed}/fired/{case}/lines", l.HandleCaseLines())
-	r.Method("POST", "/feeds/{feed}/timing", l.HandleTiming(func(r *http.Request) string { return r.Header.Get("X-Test-Client") }))
+	r.Method("POST", "/feeds/{feed}/timing", l.HandleTiming())
 	r.Method("GET", "/feeds/{feed}/chains", l.HandleChains())
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(l.Collector())

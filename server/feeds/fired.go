@@ -45,6 +45,7 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/broker"
 	"github.com/syncloop/syncloop/server/classify"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -547,12 +548,8 @@ func (s *Service) HandleFired() http.Handler {
 // it answers 404 (or 503) and returns nil.
 func (s *Service) storedFeedOr404(w http.ResponseWriter, r *http.Request) *feed {
 	f, err := s.existingFeed(chi.URLParam(r, "feed"))
-	switch {
-	case err != nil:
-		http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
-		return nil
-	case f == nil:
-		http.Error(w, "no such feed: a feed exists once a relay sends to it (syncloop relay)", http.StatusNotFound)
+	if e := feedError(f, err); e != nil {
+		httperr.Text(w, e)
 		return nil
 	}
 	select { // the record is whole once the stored lines are delivered
@@ -560,7 +557,7 @@ func (s *Service) storedFeedOr404(w http.ResponseWriter, r *http.Request) *feed 
 	case <-r.Context().Done():
 		return nil
 	case <-time.After(followWithin):
-		http.Error(w, "the feed's stored lines are still being read; retry later", http.StatusServiceUnavailable)
+		httperr.Text(w, errStillReading)
 		return nil
 	}
 	return f

@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/jsonstr"
 	"github.com/syncloop/syncloop/server/relay"
 )
@@ -33,7 +34,7 @@ func (s *Service) enterIngest(w http.ResponseWriter, r *http.Request) *feed {
 		return nil
 	}
 	if !s.enter() {
-		http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+		httperr.Text(w, httperr.New(http.StatusServiceUnavailable, "server shutting down"))
 		return nil
 	}
 	return f
@@ -73,7 +74,7 @@ func (s *Service) HandleIngest() http.Handler {
 func (s *Service) authorizeIngest(w http.ResponseWriter, r *http.Request) bool {
 	_, ownToken, o := s.feedToken(chi.URLParam(r, "feed"))
 	if s.cfg.IngestToken == "" && !ownToken {
-		http.Error(w, "ingest is disabled on this server: start it with syncloop serve --token T", http.StatusForbidden)
+		httperr.Text(w, httperr.New(http.StatusForbidden, "ingest is disabled on this server: start it with syncloop serve --token T"))
 		return false
 	}
 	if !s.checkToken(r) {
@@ -82,7 +83,7 @@ func (s *Service) authorizeIngest(w http.ResponseWriter, r *http.Request) bool {
 		if ownToken {
 			msg = cmp.Or(o.WrongToken, "missing or wrong token for this feed: its owner gives the one it takes")
 		}
-		http.Error(w, msg, http.StatusUnauthorized)
+		httperr.Text(w, httperr.New(http.StatusUnauthorized, msg))
 		return false
 	}
 	return true

@@ -28,6 +28,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -264,12 +265,8 @@ func (s *Service) HandleCursor() http.Handler {
 			return
 		}
 		f, err := s.existingFeed(chi.URLParam(r, "feed"))
-		switch {
-		case err != nil:
-			http.Error(w, err.Error()+"; retry later", http.StatusServiceUnavailable)
-			return
-		case f == nil:
-			http.Error(w, "no such feed: a feed exists once a journal is sent to it", http.StatusNotFound)
+		if e := feedError(f, err); e != nil {
+			httperr.Text(w, e)
 			return
 		}
 		ready := time.NewTimer(followWithin)
@@ -277,7 +274,7 @@ func (s *Service) HandleCursor() http.Handler {
 		select { // the lines stored before this replica followed the feed
 		case <-f.ready:
 		case <-ready.C:
-			http.Error(w, "the feed's stored lines are still being read; retry later", http.StatusServiceUnavailable)
+			httperr.Text(w, errStillReading)
 			return
 		case <-r.Context().Done():
 			return

@@ -29,6 +29,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -93,11 +95,15 @@ const timingEvery = 20 * time.Second
 
 // HandleTiming answers POST /feeds/{feed}/timing {"page":[µs,…]}: a page's
 // own measure of the last stage (its socket's message written → had),
-// which only it can take. One client (client names it) is heard once per
+// which only it can take. One client (Config.Identify) is heard once per
 // timingEvery; more gets 429.
-func (s *Service) HandleTiming(client func(*http.Request) string) http.Handler {
+func (s *Service) HandleTiming() http.Handler {
 	var mu sync.Mutex
 	last := map[string]time.Time{}
+	client := s.cfg.Identify
+	if client == nil {
+		client = clients.Identify{}.Client
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		now, who := time.Now(), client(r)
 		mu.Lock()
@@ -115,7 +121,7 @@ func (s *Service) HandleTiming(client func(*http.Request) string) http.Handler {
 		mu.Unlock()
 		if early {
 			w.Header().Set("Retry-After", "20")
-			http.Error(w, "a page says its timings once a minute: this one is early", http.StatusTooManyRequests)
+			httperr.Text(w, httperr.New(http.StatusTooManyRequests, "a page says its timings once a minute: this one is early"))
 			return
 		}
 		var body struct {
@@ -126,7 +132,7 @@ func (s *Service) HandleTiming(client func(*http.Request) string) http.Handler {
 			if err == nil {
 				err = errors.New("too many samples")
 			}
-			http.Error(w, `want {"page":[µs,…]}, at most 200 samples: `+err.Error(), http.StatusBadRequest)
+			httperr.Text(w, httperr.New(http.StatusBadRequest, `want {"page":[µs,…]}, at most 200 samples: `+err.Error()))
 			return
 		}
 		for _, us := range body.Page {

@@ -56,7 +56,7 @@ func labelOf(m *dto.Metric, name string) string {
 // (POST /feeds/{feed}/timing: page), once per client per timingEvery.
 func TestLineStages(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	_, ts := newLiveServer(t, Config{Metrics: reg})
+	_, ts := newLiveServer(t, Config{Metrics: reg, Identify: func(r *http.Request) string { return r.Header.Get("X-Test-Client") }})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	in := dialIngest(t, ctx, ts, "lab")

@@ -18,7 +18,9 @@ import (
 	"strings"
 
 	"github.com/coder/websocket"
+
 	"github.com/go-chi/chi/v5"
+	"github.com/syncloop/syncloop/server/httperr"
 )
 
 // CloseGone is the websocket close code of a browser's socket to a feed
@@ -107,13 +109,13 @@ func (s *Service) admit(w http.ResponseWriter, r *http.Request, socket, writes b
 		}
 		return false
 	case errors.As(err, &gone):
-		http.Error(w, gone.why, http.StatusGone)
+		httperr.Text(w, httperr.New(http.StatusGone, gone.why))
 		return false
 	case err != nil:
-		http.Error(w, err.Error(), http.StatusNotFound)
+		httperr.Text(w, httperr.New(http.StatusNotFound, err.Error()))
 		return false
 	case writes && o.Closed != "":
-		http.Error(w, o.Closed, http.StatusGone)
+		httperr.Text(w, httperr.New(http.StatusGone, o.Closed))
 		return false
 	}
 	s.hold(name, o)

@@ -28,7 +28,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -42,6 +41,7 @@ import (
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/server/clients"
 	"github.com/syncloop/syncloop/server/feeds"
+	"github.com/syncloop/syncloop/server/httperr"
 )
 
 // Room limits and their defaults.
@@ -67,14 +67,16 @@ const (
 	PageVolume = "volume-manager"
 )
 
-// Site is what rooms need of the site around them; server/ fills it in.
-type Site struct {
+// SiteFuncs are what rooms need of the site around them (package site's
+// pages, its tags, the same-origin rule); server/ fills them in.
+type SiteFuncs struct {
 	// Page writes the reading page of kind (PageIndex, PagePodWorkers) for
 	// room, and reports whether it did (else it answered with why not, e.g.
 	// the tag still loading).
 	Page func(w http.ResponseWriter, r *http.Request, kind string, room Room) bool
-	// Status writes the site's page that says why a request got code.
-	Status func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string)
+	// Error answers err with the site's page that says why (site.Site's
+	// Error: an *httperr.Error's status, heading, message and advice).
+	Error func(w http.ResponseWriter, r *http.Request, err error)
 	// LoadTag starts loading a tag's Reading; TagReady waits until it is
 	// loaded, or says why it cannot be, a new tag counting against client
 	// (the driver who switches the room to it).
@@ -86,19 +88,20 @@ type Site struct {
 // ServiceConfig is the rooms' own configuration.
 type ServiceConfig struct {
 	// Sockets caps the open browser sockets per client, shared with the
-	// feeds' sockets, and pings them; TrustedProxies may name the client
-	// (clients.Addr).
-	Sockets        *clients.Sockets
-	TrustedProxies []netip.Prefix
-	IPv6Prefix     int // bits that name an IPv6 client; 0 means clients.DefaultIPv6Prefix
-	Store          *Store
-	NC             *nats.Conn // to the other replicas; nil for one replica alone
+	// feeds' sockets, and pings them.
+	Sockets *clients.Sockets
+	// Identify names the client a request counts against in every per-client limit
+	// (clients.Identify.Client, one for the whole server); nil means
+	// clients.Identify{}.Client: the connection's address.
+	Identify func(r *http.Request) string
+	Store    *Store
+	NC       *nats.Conn // to the other replicas; nil for one replica alone
 	// Feeds are the live feeds: a room's feed reads the room's tag and
 	// takes only its ingest token; the room shows the kubelet version its
 	// journal reports; it goes with the room. Nil: rooms have no feeds
 	// (tests of the rooms alone).
 	Feeds      *feeds.Service
-	Site       Site
+	Site       SiteFuncs
 	DefaultTag string
 	MaxReaders int // readers per room; 0 means DefaultMaxReaders
 	// MsgRate, CreateRate and CreateBurst: 0 means their defaults.
@@ -127,10 +130,9 @@ type ServiceConfig struct {
 // Service owns the rooms: the store and the rooms with readers present.
 type Service struct {
 	store      *Store
-	site       Site
+	site       SiteFuncs
 	sockets    *clients.Sockets
-	trusted    []netip.Prefix
-	v6bits     int
+	client     func(r *http.Request) string // who the client is (ServiceConfig.Identify)
 	defaultTag string
 	maxReaders int
 	msgRate    float64
@@ -166,12 +168,14 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Identify == nil {
+		cfg.Identify = clients.Identify{}.Client
+	}
 	rs := &Service{
 		store:       cfg.Store,
 		site:        cfg.Site,
 		sockets:     cfg.Sockets,
-		trusted:     cfg.TrustedProxies,
-		v6bits:      cfg.IPv6Prefix,
+		client:      cfg.Identify,
 		defaultTag:  cfg.DefaultTag,
 		nc:          cfg.NC,
 		replica:     "-" + strings.ToLower(replica[:5]),
@@ -318,49 +322,55 @@ func (rs *Service) enter() bool {
 func (rs *Service) Create() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !rs.site.SameOrigin(r) {
-			http.Error(w, "cross-site request refused: start a pair session from this site's own page", http.StatusForbidden)
+			httperr.Text(w, httperr.New(http.StatusForbidden, "cross-site request refused: start a pair session from this site's own page"))
 			return
 		}
-		client := clients.AddrPrefix(r, rs.trusted, rs.v6bits)
+		client := rs.client(r)
 		if !rs.creates.Allow(client, time.Now()) {
 			w.Header().Set("Retry-After", "60")
-			rs.site.Status(w, r, http.StatusTooManyRequests, "Too many rooms from your address",
-				fmt.Sprintf("This server lets one address start %d rooms at once and one more every %v.", int(rs.creates.burst), time.Duration(float64(time.Second)/rs.createRate)),
-				"Use a room you already have, or try again in a minute.")
+			rs.site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+				Heading: "Too many rooms from your address",
+				Message: fmt.Sprintf("This server lets one address start %d rooms at once and one more every %v.", int(rs.creates.burst), time.Duration(float64(time.Second)/rs.createRate)),
+				Advice:  "Use a room you already have, or try again in a minute."})
 			return
 		}
 		tag := rs.defaultTag
 		if t := strings.TrimSpace(r.PostFormValue("tag")); t != "" {
 			if err := extractor.CheckTag(t); err != nil {
-				http.Error(w, "tag: "+err.Error(), http.StatusBadRequest)
+				httperr.Text(w, httperr.New(http.StatusBadRequest, "tag: "+err.Error()))
 				return
 			}
 			tag = t
 		}
 		reading, ok := ParseReading(r.PostFormValue("reading"))
 		if !ok {
-			http.Error(w, "reading: not one this site reads: leave it out for syncLoopIteration, or say reading=volume-manager", http.StatusBadRequest)
+			httperr.Text(w, httperr.New(http.StatusBadRequest, "reading: not one this site reads: leave it out for syncLoopIteration, or say reading=volume-manager"))
 			return
 		}
 		room, key, err := rs.store.CreateReading(tag, reading, client)
 		if errors.Is(err, ErrOwnerFull) {
 			w.Header().Set("Retry-After", "600")
-			rs.site.Status(w, r, http.StatusTooManyRequests, "Your address holds as many rooms as it may",
-				fmt.Sprintf("One address holds at most %d rooms at once (serve --rooms-per-client), so that no one can take every room. A room no one joined ends after %v; an idle one after %v.",
+			rs.site.Error(w, r, &httperr.Error{Status: http.StatusTooManyRequests,
+				Heading: "Your address holds as many rooms as it may",
+				Message: fmt.Sprintf("One address holds at most %d rooms at once (serve --rooms-per-client), so that no one can take every room. A room no one joined ends after %v; an idle one after %v.",
 					rs.store.PerOwner(), rs.store.UnjoinedTTL(), rs.store.TTL()),
-				"Use a room you already have, or wait for an unused one to end.")
+				Advice: "Use a room you already have, or wait for an unused one to end."})
 			return
 		}
 		if errors.Is(err, ErrFull) {
 			w.Header().Set("Retry-After", "300")
-			rs.site.Status(w, r, http.StatusServiceUnavailable, "This server has no room for another room",
-				fmt.Sprintf("It holds %d rooms, its limit (serve --max-rooms). An idle room expires after %v.", rs.store.MaxRooms(), rs.store.TTL()),
-				"Join a room already open, or ask whoever runs this server to raise the limit.")
+			rs.site.Error(w, r, &httperr.Error{Status: http.StatusServiceUnavailable,
+				Heading: "This server has no room for another room",
+				Message: fmt.Sprintf("It holds %d rooms, its limit (serve --max-rooms). An idle room expires after %v.", rs.store.MaxRooms(), rs.store.TTL()),
+				Advice:  "Join a room already open, or ask whoever runs this server to raise the limit."})
 			return
 		}
 		if err != nil {
 			rs.log.Error("rooms: create", "err", err)
-			rs.site.Status(w, r, http.StatusInternalServerError, "Could not start a room", err.Error(), "")
+			rs.site.Error(w, r, &httperr.Error{Status: http.StatusInternalServerError,
+				Heading: "Could not start a room",
+				Message: err.Error(),
+				Err:     err})
 			return
 		}
 		rs.log.Info("rooms: created", "room", room.ID[:6]+"…", "tag", tag, "remote", client)
@@ -375,14 +385,16 @@ func (rs *Service) roomOr404(w http.ResponseWriter, r *http.Request, id string) 
 	room, err := rs.Get(id)
 	switch {
 	case errors.Is(err, ErrExpired):
-		rs.site.Status(w, r, http.StatusGone, "This room expired",
-			fmt.Sprintf("A room ends after %v with no one in it, and this one did; its feed and tokens are gone.", rs.store.TTL()),
-			"Start a new pair session from the reading page and share its new links.")
+		rs.site.Error(w, r, &httperr.Error{Status: http.StatusGone,
+			Heading: "This room expired",
+			Message: fmt.Sprintf("A room ends after %v with no one in it, and this one did; its feed and tokens are gone.", rs.store.TTL()),
+			Advice:  "Start a new pair session from the reading page and share its new links."})
 		return room, false
 	case err != nil:
-		rs.site.Status(w, r, http.StatusNotFound, "No such room",
-			"There is no room at this address. Check that the link was copied whole.",
-			"Start a new pair session from the reading page.")
+		rs.site.Error(w, r, &httperr.Error{Status: http.StatusNotFound,
+			Heading: "No such room",
+			Message: "There is no room at this address. Check that the link was copied whole.",
+			Advice:  "Start a new pair session from the reading page."})
 		return room, false
 	}
 	return room, true
@@ -397,9 +409,10 @@ func (rs *Service) Page(kind string) http.Handler {
 			return
 		}
 		if k := r.URL.Query().Get("k"); k != "" && !rs.store.IsDriver(room.ID, k) {
-			rs.site.Status(w, r, http.StatusForbidden, "This driver link is not valid",
-				"The key in this link is not this room's driver key: it was cut short, or it belongs to another room.",
-				"Open the room as a viewer at /rooms/"+room.ID+", or ask the driver for the link again.")
+			rs.site.Error(w, r, &httperr.Error{Status: http.StatusForbidden,
+				Heading: "This driver link is not valid",
+				Message: "The key in this link is not this room's driver key: it was cut short, or it belongs to another room.",
+				Advice:  "Open the room as a viewer at /rooms/" + room.ID + ", or ask the driver for the link again."})
 			return
 		}
 		readerCookie(w, r)

@@ -19,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/syncloop/syncloop/internal/testwait"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/server/internal/natstest"
 	"github.com/syncloop/syncloop/server/internal/wstest"
 )
@@ -95,10 +96,8 @@ func (kv gatedKV) Update(ctx context.Context, key string, value []byte, rev uint
 // sockets.
 func newService(t *testing.T, st *Store, edit ...func(*ServiceConfig)) (*Service, *httptest.Server) {
 	t.Helper()
-	cfg := ServiceConfig{Store: st, Site: Site{
-		Status: func(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string) {
-			http.Error(w, heading, code)
-		},
+	cfg := ServiceConfig{Store: st, Site: SiteFuncs{
+		Error:      func(w http.ResponseWriter, _ *http.Request, err error) { httperr.Text(w, err) },
 		SameOrigin: func(*http.Request) bool { return true },
 	}}
 	for _, e := range edit {

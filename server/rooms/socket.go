@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/syncloop/syncloop/server/clients"
+	"github.com/syncloop/syncloop/server/httperr"
 )
 
 // Socket is GET /rooms/{id}/ws.
@@ -25,13 +26,13 @@ func (rs *Service) Socket() http.Handler {
 		if !ok {
 			return
 		}
-		client := clients.AddrPrefix(r, rs.trusted, rs.v6bits)
+		client := rs.client(r)
 		if !rs.sockets.Acquire(w, client) {
 			return
 		}
 		defer rs.sockets.Release(client)
 		if !rs.enter() {
-			http.Error(w, "server shutting down", http.StatusServiceUnavailable)
+			httperr.Text(w, httperr.New(http.StatusServiceUnavailable, "server shutting down"))
 			return
 		}
 		defer rs.wg.Done()
@@ -73,7 +74,7 @@ func (rs *Service) socketRoom(w http.ResponseWriter, r *http.Request) (Room, boo
 }
 
 // serveReader is one reader's connection to room, from joining to leaving.
-// who is the reader (identify); client is who the reader is in every per-client limit (clients.AddrPrefix).
+// who is the reader (identify); client is who the reader is in every per-client limit (ServiceConfig.Identify).
 func (rs *Service) serveReader(ctx context.Context, conn *websocket.Conn, room Room, who identity, client string) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/static"
 )
 
@@ -84,7 +85,7 @@ func (a *assets) handler(notFound http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name := chi.URLParam(r, "*")
 		if strings.Contains(name, "..") || strings.Contains(name, "\\") {
-			http.Error(w, "bad path", http.StatusBadRequest)
+			httperr.Text(w, httperr.New(http.StatusBadRequest, "bad path"))
 			return
 		}
 		f, ok := a.files[name]

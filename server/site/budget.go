@@ -8,7 +8,6 @@ package site
 import (
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/syncloop/syncloop/extractor"
+	"github.com/syncloop/syncloop/server/clients"
 )
 
 // DefaultNewTagsPerHour is Config.NewTagsPerHour's default: a reader
@@ -215,13 +215,10 @@ func (s *Site) known(tag string) bool {
 
 // client is who r counts against.
 func (s *Site) client(r *http.Request) string {
-	if s.cfg.ClientAddr != nil {
-		return s.cfg.ClientAddr(r)
+	if s.cfg.Identify != nil {
+		return s.cfg.Identify(r)
 	}
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
+	return clients.Identify{}.Client(r)
 }
 
 // fetched is fetch for r's client; when it is refused, it answers with

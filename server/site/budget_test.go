@@ -78,7 +78,7 @@ func TestManyTags(t *testing.T) {
 		Getenv:         func(k string) string { return env[k] },
 		Wait:           10 * time.Second,
 		NewTagsPerHour: perHour,
-		ClientAddr:     func(r *http.Request) string { return r.Header.Get("X-Test-Client") },
+		Identify:       func(r *http.Request) string { return r.Header.Get("X-Test-Client") },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/diff"
+	"github.com/syncloop/syncloop/server/httperr"
 	"github.com/syncloop/syncloop/templates"
 )
 
@@ -151,7 +152,7 @@ func (s *Site) statusPage(w http.ResponseWriter, r *http.Request, status int, d 
 	body, err := s.execute("status.html", d)
 	if err != nil {
 		s.log.Error("status page", "err", err)
-		http.Error(w, d.Heading+": "+d.Message, status)
+		httperr.Text(w, &httperr.Error{Status: status, Heading: d.Heading, Message: d.Message, Advice: d.Advice, Err: err})
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

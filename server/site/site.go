@@ -21,6 +21,7 @@ import (
 	"github.com/syncloop/syncloop/content"
 	"github.com/syncloop/syncloop/extractor"
 	"github.com/syncloop/syncloop/extractor/volume"
+	"github.com/syncloop/syncloop/server/httperr"
 )
 
 // Config is what the pages need from the command line.
@@ -39,9 +40,10 @@ type Config struct {
 	// Wait is how long a request waits for a Load before it answers with
 	// the page that reloads; 0 means 400 ms (waitForLoad).
 	Wait time.Duration
-	// ClientAddr names the client a request counts against in the
-	// per-client limits (clients.Addr); nil means its RemoteAddr's host.
-	ClientAddr func(*http.Request) string
+	// Identify names the client a request counts against in every per-client limit
+	// (clients.Identify.Client, one for the whole server); nil means
+	// clients.Identify{}.Client: the connection's address.
+	Identify func(*http.Request) string
 	// NewTagsPerHour is how many tags no one has fetched before (none in
 	// memory or in the cache) one client may have fetched in an hour; 0
 	// means DefaultNewTagsPerHour.
@@ -181,10 +183,12 @@ func (s *Site) DefaultProblem() string {
 	}
 }
 
-// Status answers with a status page: code, what went wrong or is
-// happening, and what to do next.
-func (s *Site) Status(w http.ResponseWriter, r *http.Request, code int, heading, message, advice string) {
-	s.statusPage(w, r, code, pageData{Heading: heading, Message: message, Advice: advice})
+// Error answers err with a status page: its status, what went wrong or
+// is happening, and what to do next (an *httperr.Error; any other error
+// is an internal one, its cause logged with the request).
+func (s *Site) Error(w http.ResponseWriter, r *http.Request, err error) {
+	e := httperr.Head(w, err)
+	s.statusPage(w, r, e.Status, pageData{Heading: e.Heading, Message: e.Message, Advice: e.Advice})
 }
 
 // MaxTags bounds the tags remembered (loaded, loading or failed), so a
@@ -475,7 +479,7 @@ func (s *Site) ClassPage(w http.ResponseWriter, r *http.Request, title string, c
 }
 
 // TagReady waits until tag's Reading is loaded, or says why it cannot be.
-// A tag never fetched counts against client (clients.AddrPrefix), as a
+// A tag never fetched counts against client (Config.Identify), as a
 // page asked for by that client would: a room's driver switching its tag.
 func (s *Site) TagReady(ctx context.Context, client, tag string) error {
 	st, no := s.fetch(client, tag)

@@ -17,7 +17,7 @@ import (
 )
 
 // proxiedSite is a site fetching from proxyURL, each client named as the
-// server names it (clients.AddrPrefix: X-Forwarded-For believed from the
+// server names it (clients.Identify: X-Forwarded-For believed from the
 // test's own address, httptest's 192.0.2.1).
 func proxiedSite(t *testing.T, proxyURL string, wait time.Duration) *Site {
 	t.Helper()
@@ -29,7 +29,7 @@ func proxiedSite(t *testing.T, proxyURL string, wait time.Duration) *Site {
 		Getenv:         func(k string) string { return env[k] },
 		Wait:           wait,
 		NewTagsPerHour: 20,
-		ClientAddr:     func(r *http.Request) string { return clients.AddrPrefix(r, trusted, 64) },
+		Identify:       clients.Identify{Trusted: trusted}.Client,
 	})
 	if err != nil {
 		t.Fatal(err)
