@@ -23,6 +23,7 @@ package feeds
 // the chain names (Service.Chain). Demo lines never count.
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,37 +113,13 @@ func (v *volRecord) merge(later *volRecord) {
 // colon.
 const volKey = "vol:"
 
-// dropBefore forgets the lines before the feed's line seq. It returns,
-// per part whose first line went, the place of its new first line.
-func (v *volRecord) dropBefore(seq uint64) map[string]firedAt {
-	var refirst map[string]firedAt
-	for key, c := range v.parts {
-		i, _ := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmpU(a.seq, s) })
-		if i == 0 {
-			continue
-		}
-		c.at = slices.Delete(c.at, 0, i)
-		if len(c.at) == 0 {
-			delete(v.parts, key)
-			continue
-		}
-		if refirst == nil {
-			refirst = make(map[string]firedAt)
-		}
-		refirst[key] = c.at[0]
-	}
+// dropBefore forgets the lines before the feed's line seq, adding to
+// refirst (made when nil), under volKey and its part, the place of the new
+// first line of each part whose first line went.
+func (v *volRecord) dropBefore(seq uint64, refirst map[string]firedAt) map[string]firedAt {
+	refirst = dropCasesBefore(v.parts, seq, volKey, refirst)
 	v.chains.DropBefore(seq)
 	return refirst
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // refreshVolumes gives the feed the labeller of its tag's volume Reading
@@ -270,7 +247,7 @@ func (s *Service) Chain(ctx context.Context, name string, id uint64) (StoredChai
 			at = append(at, firedAt{st.Last.Seq, st.Last.Ref})
 		}
 	}
-	slices.SortFunc(at, func(a, b firedAt) int { return cmpU(a.seq, b.seq) })
+	slices.SortFunc(at, func(a, b firedAt) int { return cmp.Compare(a.seq, b.seq) })
 	out := StoredChain{Feed: f.name, Chain: c, Kubelet: version, KubeletFrom: from}
 	cls := classify.New(nil)
 	err = f.readLines(ctx, at, func(seq uint64, in relay.Line) error {

@@ -309,27 +309,28 @@ func (r *firedRecord) dropBefore(seq uint64) map[string]firedAt {
 		return nil
 	}
 	r.firstSeq = seq
-	var refirst map[string]firedAt
-	for key, at := range r.vol.dropBefore(seq) {
-		if refirst == nil {
-			refirst = make(map[string]firedAt)
-		}
-		refirst[volKey+key] = at
-	}
-	for key, c := range r.cases {
+	refirst := r.vol.dropBefore(seq, nil)
+	return dropCasesBefore(r.cases, seq, "", refirst)
+}
+
+// dropCasesBefore forgets cases' lines before the feed's line seq, and
+// adds to refirst (made when nil), under prefix and its key, the place of
+// the new first line of each case whose first line went.
+func dropCasesBefore(cases map[string]*firedCase, seq uint64, prefix string, refirst map[string]firedAt) map[string]firedAt {
+	for key, c := range cases {
 		i, _ := slices.BinarySearchFunc(c.at, seq, func(a firedAt, s uint64) int { return cmp.Compare(a.seq, s) })
 		if i == 0 {
 			continue
 		}
 		c.at = slices.Delete(c.at, 0, i)
 		if len(c.at) == 0 {
-			delete(r.cases, key)
+			delete(cases, key)
 			continue
 		}
 		if refirst == nil {
 			refirst = make(map[string]firedAt)
 		}
-		refirst[key] = c.at[0]
+		refirst[prefix+key] = c.at[0]
 	}
 	return refirst
 }
