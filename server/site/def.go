@@ -126,13 +126,27 @@ func (s *Site) defBody(st *tagState, sym string) ([]byte, int) {
 		}
 		return errorJSON(msg), http.StatusNotFound
 	}
-	v, err := renderDecl(st.tag, d)
+	b, status := declJSON(st.tag, d, func(sym string) (*extractor.Decl, bool) {
+		id, ok := defs.Decls[sym]
+		return id, ok
+	})
+	if status == http.StatusOK {
+		st.defs.Store(sym, b)
+	}
+	return b, status
+}
+
+// declJSON is a definition as /k8s/{tag}/def answers it: d highlighted at
+// tag, with each implementation of its (an interface method's) that decl
+// finds.
+func declJSON(tag string, d *extractor.Decl, decl func(sym string) (*extractor.Decl, bool)) ([]byte, int) {
+	v, err := renderDecl(tag, d)
 	if err != nil {
 		return errorJSON(err.Error()), http.StatusInternalServerError
 	}
 	for _, is := range d.Impls {
-		if id, ok := defs.Decls[is]; ok {
-			iv, err := renderDecl(st.tag, id)
+		if id, ok := decl(is); ok {
+			iv, err := renderDecl(tag, id)
 			if err != nil {
 				return errorJSON(err.Error()), http.StatusInternalServerError
 			}
@@ -143,7 +157,6 @@ func (s *Site) defBody(st *tagState, sym string) ([]byte, int) {
 	if err != nil {
 		return errorJSON(err.Error()), http.StatusInternalServerError
 	}
-	st.defs.Store(sym, b)
 	return b, http.StatusOK
 }
 

@@ -7,7 +7,6 @@ package site
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 
@@ -68,23 +67,9 @@ func volumeDefBody(st *volState, tag, sym string) ([]byte, int) {
 	if !ok {
 		return errorJSON(fmt.Sprintf("%s is not among the volume manager's definitions at %s", sym, tag)), http.StatusNotFound
 	}
-	v, err := renderDecl(tag, d)
-	if err != nil {
-		return errorJSON(err.Error()), http.StatusInternalServerError
+	b, status := declJSON(tag, d, st.reading.DeclOf)
+	if status == http.StatusOK {
+		st.defs.Store(sym, b)
 	}
-	for _, is := range d.Impls {
-		if id, ok := st.reading.DeclOf(is); ok {
-			iv, err := renderDecl(tag, id)
-			if err != nil {
-				return errorJSON(err.Error()), http.StatusInternalServerError
-			}
-			v.Impls = append(v.Impls, iv)
-		}
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return errorJSON(err.Error()), http.StatusInternalServerError
-	}
-	st.defs.Store(sym, b)
-	return b, http.StatusOK
+	return b, status
 }
