@@ -89,8 +89,11 @@ var loaded = sync.OnceValues(func() ([]Note, error) { return parseNotes(notesFS,
 // Notes returns every embedded note: page notes first (by order, then key),
 // then case notes in CaseOrder. It fails when a note's front matter is
 // malformed or two notes share a key. The returned notes are copies.
-func Notes() ([]Note, error) {
-	notes, err := loaded()
+func Notes() ([]Note, error) { return copies(loaded()) }
+
+// copies are notes' copies (their front matter and body cloned), for a
+// caller that may change them.
+func copies(notes []Note, err error) ([]Note, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -43,19 +43,7 @@ var volumeLoaded = sync.OnceValues(func() ([]Note, error) { return parseNotes(vo
 
 // VolumeNotes returns the second reading's notes in their order. The
 // returned notes are copies.
-func VolumeNotes() ([]Note, error) {
-	notes, err := volumeLoaded()
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Note, len(notes))
-	for i, n := range notes {
-		n.Front = maps.Clone(n.Front)
-		n.Body = slices.Clone(n.Body)
-		out[i] = n
-	}
-	return out, nil
-}
+func VolumeNotes() ([]Note, error) { return copies(volumeLoaded()) }
 
 // Aliases are the older names of a note's key ("aliases: a, b").
 func (n Note) Aliases() []string {
