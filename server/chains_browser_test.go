@@ -113,6 +113,14 @@ func TestBrowserVolumeChains(t *testing.T) {
 				}
 				t.Fatalf("the panel shows %q", eval[string](t, ctx, `document.querySelector('#chains').outerHTML.slice(0, 2000)`))
 			}
+			// The live pane beside the phases labels the reconciler's lines
+			// by their part, as the feed labels them (not by the loop's
+			// cases, which the second reading has none of).
+			partLine := `[...document.querySelectorAll('#live li.ll')].find(li => li.dataset.case === 'mountOrAttachVolumes' && !li.classList.contains('ll-elsewhere') && li.querySelector('.ll-chip').textContent === 'mountOrAttachVolumes' && !li.querySelector('.ll-pin'))`
+			if !testwait.Until(20*time.Second, func() bool { return eval[bool](t, ctx, `!!`+partLine) }) {
+				t.Errorf("no line of mountOrAttachVolumes labelled by its part in the pane: %q",
+					eval[[]string](t, ctx, `[...document.querySelectorAll('#live li.ll')].slice(-5).map(li => li.dataset.case + ' ' + li.className + ' ' + li.textContent.slice(0, 120))`))
+			}
 			paths := eval[[]string](t, ctx, `[...document.querySelectorAll('#chains li.chain .chain-path')].map(e => e.textContent)`)
 			want := []string{
 				"desired → verifying → mounting → mounted → removing → unmounting → torn down → detached",

@@ -95,11 +95,15 @@ function chain(c) {
 function partCounts(parts) {
 	for (const sec of document.querySelectorAll('section.part[id^="part-"]')) {
 		const key = sec.id.slice('part-'.length);
-		let p = sec.querySelector(':scope > [data-part-evidence]');
+		let p = sec.querySelector('[data-part-evidence]');
 		if (!p) {
+			// In the phase's margin, above its note: the section is a grid
+			// (head, note, code) that takes no extra child of its own.
 			p = el('p', 'part-evidence');
 			p.dataset.partEvidence = '';
-			sec.querySelector(':scope > h2')?.after(p);
+			const margin = sec.querySelector(':scope > .margin');
+			if (margin) margin.prepend(p);
+			else sec.querySelector(':scope > h2')?.after(p);
 		}
 		const n = parts[key]?.count || 0;
 		p.textContent = n ? `The journal shows ${n} line${n === 1 ? '' : 's'} of this phase, the last at ${when(parts[key].last.time)}.` : 'The journal shows no line of this phase yet.';

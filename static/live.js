@@ -39,6 +39,9 @@ class LivePane {
 		this.root = root;
 		this.feed = root.dataset.feed || 'default';
 		this.tag = root.dataset.tag || '';
+		// byPart: the pane reads lines by the volume reading's parts
+		// (data-reading="volume-manager"), not by the loop's cases.
+		this.byPart = root.dataset.reading === 'volume-manager';
 		let cases = [];
 		try {
 			cases = JSON.parse(root.dataset.cases || '[]');
@@ -321,6 +324,13 @@ class LivePane {
 		}
 		const line = Number(li.dataset.line || 0);
 		this.curSeq = Number(li.dataset.seq);
+		if (this.byPart) {
+			// The second reading's phases are its sections (#part-{phase}):
+			// the line's lines stand out, and its phase comes into view.
+			select({ key: li.dataset.case, lo: 0, seq: this.curSeq }, { from: 'pane' });
+			document.getElementById('part-' + li.dataset.case)?.scrollIntoView({ block: 'start' });
+			return;
+		}
 		select({ key: li.dataset.case, lo: line, seq: this.curSeq }, { from: 'pane', scroll: true, url: 'push' });
 	}
 
@@ -599,7 +609,9 @@ class LivePane {
 			return el('li', 'll ll-skipped', `… ${m.skipped} lines skipped: this browser fell behind`);
 		}
 		const l = m.line;
-		const key = l.case || '';
+		// On the second reading's page a line's key is its part (a phase,
+		// the populator), which the server labels it with; else its case.
+		const key = (this.byPart ? m.part : l.case) || '';
 		const li = el('li', 'll');
 		li.dataset.seq = m.seq;
 		li.tabIndex = -1;
@@ -642,7 +654,7 @@ class LivePane {
 			li.append(el('span', 'll-cut', cutBy ? `[+${cutBy} chars]` : '[cut]'));
 			li.lastChild.title = why;
 		}
-		if (key && !m.demo) {
+		if (key && !m.demo && !this.byPart) { // a volume line is pinned with its chain (chains.js)
 			const pinned = this.pins.has(m.seq);
 			const b = el('button', 'll-pin', pinned ? 'pinned' : 'pin');
 			b.type = 'button';

@@ -81,7 +81,7 @@ func (s *Service) HandleCaseLines() http.Handler {
 		err := f.readLines(r.Context(), at, func(seq uint64, in relay.Line) error {
 			line, cut := classifyForDisplay(cls, in.Raw)
 			line.Case = key // as recorded (the record's classifier saw the lines in order)
-			b := append(appendEntry(nil, seq, &line, false, cut, nil), '\n')
+			b := append(appendEntry(nil, seq, &line, false, cut, "", nil), '\n')
 			if len(page) > 0 && size+len(b) > maxCaseBytes {
 				earlier = true
 				return errPageFull

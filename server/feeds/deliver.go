@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/syncloop/syncloop/server/classify"
+	"github.com/syncloop/syncloop/server/jsonstr"
 	"github.com/syncloop/syncloop/server/relay"
 )
 
@@ -72,6 +73,7 @@ type shownLine struct {
 	in   relay.Line
 	line classify.Line
 	cut  bool
+	part string // the volume reading's part it belongs to, when the feed labels them (chains.go)
 }
 
 // shownQueue is the lines shown to browsers before they are stored, in
@@ -248,9 +250,16 @@ func (f *feed) showLocked(first uint64, lines []relay.Line, demo bool, dst []sho
 		skip = int(min(next-first, uint64(len(lines))))
 	}
 	n0 := len(dst)
+	f.svc.refreshVolumesLocked(f)
 	for _, in := range lines[skip:] {
 		line, cut := f.classify(in.Raw)
-		dst = append(dst, shownLine{in: in, line: line, cut: cut})
+		sl := shownLine{in: in, line: line, cut: cut}
+		if f.vols != nil && !demo {
+			if lb, ok := f.vols.Label(&sl.line); ok {
+				sl.part = lb.Part
+			}
+		}
+		dst = append(dst, sl)
 	}
 	f.publishToHub(dst[n0:], demo)
 	return skip, dst
@@ -319,9 +328,11 @@ func cutUTF8(s string, n int) string {
 }
 
 // appendEntry appends a line's message for browsers to b:
-// {"seq":N,"line":{…},"demo":true?,"cut":true?,"lat":{…}?}, lat being the
-// line's stamps when in has them (latency.go): {"age":µs,"read":µs,"recv":µs}.
-func appendEntry(b []byte, seq uint64, line *classify.Line, demo, cut bool, in *relay.Line) []byte {
+// {"seq":N,"line":{…},"demo":true?,"cut":true?,"part":"…"?,"lat":{…}?},
+// part being the volume reading's part the line belongs to (what the pane
+// on that reading's page labels it with), lat the line's stamps when in
+// has them (latency.go): {"age":µs,"read":µs,"recv":µs}.
+func appendEntry(b []byte, seq uint64, line *classify.Line, demo, cut bool, part string, in *relay.Line) []byte {
 	b = append(b, `{"seq":`...)
 	b = strconv.AppendUint(b, seq, 10)
 	b = append(b, `,"line":`...)
@@ -335,6 +346,9 @@ func appendEntry(b []byte, seq uint64, line *classify.Line, demo, cut bool, in *
 	}
 	if cut {
 		b = append(b, `,"cut":true`...)
+	}
+	if part != "" {
+		b = jsonstr.Append(append(b, `,"part":`...), part)
 	}
 	if in != nil && in.Recv != 0 {
 		b = strconv.AppendInt(append(b, `,"lat":{"age":`...), in.Age, 10)
@@ -373,7 +387,7 @@ func (f *feed) publishToHub(lines []shownLine, demo bool) {
 	first := f.hub.Next()
 	data := f.buf.entries[:0]
 	for i := range lines {
-		f.buf.scratch = appendEntry(f.buf.scratch[:0], first+uint64(i), &lines[i].line, demo, lines[i].cut, &lines[i].in)
+		f.buf.scratch = appendEntry(f.buf.scratch[:0], first+uint64(i), &lines[i].line, demo, lines[i].cut, lines[i].part, &lines[i].in)
 		data = append(data, f.keep(f.buf.scratch))
 	}
 	if cap(f.buf.scratch) > 4*arenaSize {
@@ -381,7 +395,7 @@ func (f *feed) publishToHub(lines []shownLine, demo bool) {
 	}
 	f.hub.PublishNAt(len(data), func(i int, seq uint64) ([]byte, int64) {
 		if seq != first+uint64(i) { // cannot happen while ingest is the only publisher
-			return appendEntry(nil, seq, &lines[i].line, demo, lines[i].cut, &lines[i].in), lines[i].in.Recv
+			return appendEntry(nil, seq, &lines[i].line, demo, lines[i].cut, lines[i].part, &lines[i].in), lines[i].in.Recv
 		}
 		return data[i], lines[i].in.Recv
 	})
