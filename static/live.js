@@ -114,7 +114,8 @@ class LivePane {
 		this.pauseBtn = el('button', 'live-pause', 'Pause');
 		this.pauseBtn.type = 'button';
 		this.pauseBtn.title = 'Freeze the view; lines keep arriving and are counted';
-		this.filterBtn = el('button', 'live-filter', 'Only this case');
+		this.unit = this.byPart ? 'phase' : 'case'; // what a line's key is called
+		this.filterBtn = el('button', 'live-filter', `Only this ${this.unit}`);
 		this.filterBtn.type = 'button';
 		this.filterBtn.disabled = true;
 		this.filterBtn.setAttribute('aria-pressed', 'false');
@@ -124,7 +125,7 @@ class LivePane {
 		this.noneBox.dataset.hideNone = '';
 		// On a phone the label is short (the long one is display:none there,
 		// so it is not read either).
-		noneLabel.append(this.noneBox, el('span', 'live-long', ' hide lines without a case'), el('span', 'live-short', ' hide no-case'));
+		noneLabel.append(this.noneBox, el('span', 'live-long', ` hide lines without a ${this.unit}`), el('span', 'live-short', ` hide no-${this.unit}`));
 		this.pod = el('input', 'live-pod');
 		this.pod.id = 'live-pod';
 		this.pod.type = 'search';
@@ -817,7 +818,7 @@ class LivePane {
 		this.root.classList.toggle('has-sel', !!key);
 		for (const li of this.list.children) li.classList.toggle('sel', !!key && li.dataset.case === key);
 		this.filterBtn.disabled = !key;
-		this.filterBtn.textContent = key ? `Only ${key}` : 'Only this case';
+		this.filterBtn.textContent = key ? `Only ${key}` : `Only this ${this.unit}`;
 		if (!key) {
 			this.root.classList.remove('filter-case');
 			this.filterBtn.setAttribute('aria-pressed', 'false');
