@@ -95,7 +95,10 @@ class LivePane {
 		head.firstChild.append(this.toggle);
 		this.conn = el('span', 'live-conn', 'connecting…');
 		this.conn.setAttribute('role', 'status');
-		head.append(this.conn);
+		// Where the time goes: a word in the head, its panel over the lines
+		// when asked, so that it costs the lines no room (timing.js).
+		this.timing = new Timing(() => this.feedURL('/timing'));
+		head.append(this.timing.el, this.conn);
 		r.append(head);
 
 		const body = el('div', 'live-body');
@@ -166,8 +169,6 @@ class LivePane {
 		this.more.hidden = true;
 		wrap.append(this.list, this.more);
 		body.append(wrap);
-		this.timing = new Timing(() => this.feedURL('/timing'));
-		body.append(this.timing.el);
 		r.append(body);
 		this.setOpen(false);
 	}

@@ -51,10 +51,14 @@ export class Timing {
 		this.unsaid = []; // page samples not yet told to the server
 		this.lastReport = Date.now();
 		this.el = el('details', 'live-timing');
-		this.el.append(el('summary', '', 'Where the time goes'));
+		const sum = el('summary', '', 'timing');
+		sum.title = 'Where the time goes: each stage of a line, from journald to this page';
+		this.el.append(sum);
+		const panel = el('div', 'live-timing-panel');
 		this.table = el('dl', 'live-timing-stages');
 		this.foot = el('p', 'live-timing-foot', 'No line from a journal yet: the demo has no stamps.');
-		this.el.append(this.table, this.foot);
+		panel.append(el('p', 'live-timing-h', 'Where the time goes'), this.table, this.foot);
+		this.el.append(panel);
 		this.el.addEventListener('toggle', () => this.draw());
 	}
 

@@ -175,6 +175,11 @@ func (f *feed) chainsLocked() ChainsRecord {
 // volume reading's parts and chains.
 func (s *Service) HandleChains() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A room's feed is made by its owner's say (before its first line,
+		// the record is empty), as every feed route's is (owner.go).
+		if !s.admit(w, r, false, false) {
+			return
+		}
 		f := s.storedFeedOr404(w, r)
 		if f == nil {
 			return

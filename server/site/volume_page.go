@@ -96,12 +96,20 @@ func newVolumeView(r *volume.Reading, quiz bool) (*volumeView, error) {
 			v.StartedBy = &r.Goroutines[i]
 		}
 	}
-	if v.Entry, err = codeBlock(r.Entry.Text, r.Entry.Line, "entry-", refsOf(r, partSym(r.Entry.Func))); err != nil {
+	// In quiz mode the code opens no definitions: a phase's calls, opened,
+	// say what it starts, and the entry's which phases they are.
+	refs := func(sym string) []extractor.Ref {
+		if quiz {
+			return nil
+		}
+		return refsOf(r, sym)
+	}
+	if v.Entry, err = codeBlock(r.Entry.Text, r.Entry.Line, "entry-", refs(partSym(r.Entry.Func))); err != nil {
 		return nil, err
 	}
 	for _, p := range r.Parts {
 		pv := partView{Part: p, Sentence: directionSentence(p), Note: notes.find(p.Key)}
-		if pv.Code, err = codeBlock(p.Text, p.Line, "part-"+p.Key+"-", refsOf(r, partSym(p.Func))); err != nil {
+		if pv.Code, err = codeBlock(p.Text, p.Line, "part-"+p.Key+"-", refs(partSym(p.Func))); err != nil {
 			return nil, err
 		}
 		if quiz {
