@@ -124,6 +124,10 @@ func (s *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *fee
 		after, hello.Reset = 0, true
 	}
 	hello.Next = next
+	// Lines received before the browser subscribed (its history) waited
+	// for it, not for the server: only later ones say how long the server
+	// took (latency.go).
+	since := time.Now().UnixMicro()
 	sub := f.hub.Subscribe(after)
 	defer sub.Close()
 	// The loop writes its frames itself (a direct writer): the browser's
@@ -133,7 +137,7 @@ func (s *Service) serveBrowser(ctx context.Context, conn *websocket.Conn, f *fee
 	if err := out.Send(mustJSON(map[string]any{"hello": hello})); err != nil {
 		return
 	}
-	err := s.sendLines(ctx, f, sub, gen, out)
+	err := s.sendLines(ctx, f, sub, gen, since, out)
 	if !errors.Is(err, hub.ErrClosed) || out.Flush() != nil {
 		return
 	}
@@ -163,12 +167,9 @@ func (s *Service) putFrame(b []byte) {
 // sendLines writes what sub delivers to the browser, each batch with a
 // skipped marker and the feed's status when they changed, until sub or
 // a write fails (gen is the status the browser has).
-func (s *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription, gen uint64, out *clients.Writer) error {
+func (s *Service) sendLines(ctx context.Context, f *feed, sub *hub.Subscription, gen uint64, since int64, out *clients.Writer) error {
 	pause := time.NewTimer(0)
 	defer pause.Stop()
-	// Lines received before the browser came (its history) waited for it,
-	// not for the server: only later ones say how long the server took.
-	since := time.Now().UnixMicro()
 	for {
 		b, err := sub.Next(ctx)
 		if err != nil {

@@ -62,6 +62,7 @@ func TestLineStages(t *testing.T) {
 	in := dialIngest(t, ctx, ts, "lab")
 	wstest.Send(t, ctx, in, relay.Line{ID: "v", Raw: `I1130 01:02:03.000000    1234 server.go:1] "Kubelet version" kubeletVersion="v1.31.0"`})
 	b := dialBrowser(t, ctx, ts, "/feeds/lab/ws")
+	b.lines(ctx, 1)                                // the version line, as history: the browser is subscribed
 	read := time.Now().Add(-30 * time.Millisecond) // the relay read it 30 ms ago
 	msg := relay.AppendBatch(nil, []relay.Line{
 		{ID: "j1", Raw: `I1130 01:02:03.000000    1234 kubelet.go:1] "one"`, Read: read.UnixMicro(), Age: 250_000},
